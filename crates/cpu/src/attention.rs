@@ -1,0 +1,100 @@
+//! Gated full attention (model-spec §3.2): per-head q/gate split, q/k RMSNorm, partial RoPE,
+//! causal GQA softmax attention over the KV cache, sigmoid output gate.
+//!
+//! Notation: Hq/Hkv query/kv heads, d = head_dim, R = rotary dims, T new tokens, P cached tokens.
+
+use crate::ops::{dot, matmul, rms_norm_one_plus, sigmoid, softmax};
+use rayon::prelude::*;
+use solo_model::weights::AttentionWeights;
+use solo_model::ModelConfig;
+
+/// An attention layer's memory: keys (after norm and RoPE) and values of every position so far.
+#[derive(Clone, Debug, Default)]
+pub struct KvCache {
+    /// [P, Hkv, d]
+    pub keys: Vec<f32>,
+    /// [P, Hkv, d]
+    pub values: Vec<f32>,
+}
+
+/// x: [T, hidden] (already normalised) at positions `start..start+T` → [T, hidden].
+pub fn attention_forward(cfg: &ModelConfig, w: &AttentionWeights, x: &[f32], start: usize, cache: &mut KvCache) -> Vec<f32> {
+    let (hq, hkv, d) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim);
+    let eps = cfg.rms_norm_eps;
+
+    // q_proj rows are per head [d query | d gate] (pitfall 1), so split each 2d-wide head.
+    let qg = matmul(x, &w.q_proj); // [T, Hq, 2d]
+    let t_len = qg.len() / (hq * 2 * d);
+    let mut q = Vec::with_capacity(t_len * hq * d); // [T, Hq, d]
+    let mut gate = Vec::with_capacity(t_len * hq * d); // [T, Hq, d]
+    for head in qg.chunks(2 * d) {
+        q.extend_from_slice(&head[..d]);
+        gate.extend_from_slice(&head[d..]);
+    }
+    let mut q = rms_norm_one_plus(&q, &w.q_norm.to_f32(), eps);
+    let mut k = rms_norm_one_plus(&matmul(x, &w.k_proj), &w.k_norm.to_f32(), eps); // [T, Hkv, d]
+    let v = matmul(x, &w.v_proj); // [T, Hkv, d]
+
+    let rope = Rope::new(cfg);
+    for t in 0..t_len {
+        for head in q[t * hq * d..(t + 1) * hq * d].chunks_mut(d) {
+            rope.apply(head, start + t);
+        }
+        for head in k[t * hkv * d..(t + 1) * hkv * d].chunks_mut(d) {
+            rope.apply(head, start + t);
+        }
+    }
+    cache.keys.extend_from_slice(&k);
+    cache.values.extend_from_slice(&v);
+
+    // Causal attention: token t sees cached positions 0..=start+t. Query head h reads kv head h / (Hq/Hkv).
+    let group = hq / hkv;
+    let scale = 1.0 / (d as f32).sqrt();
+    let mut o = vec![0.0f32; t_len * hq * d]; // [T, Hq, d]
+    o.par_chunks_mut(d).enumerate().for_each(|(i, out)| {
+        let (t, h) = (i / hq, i % hq);
+        let kv = h / group;
+        let qh = &q[i * d..(i + 1) * d];
+        let visible = start + t + 1;
+        let mut p: Vec<f32> = (0..visible).map(|s| dot(qh, &cache.keys[(s * hkv + kv) * d..][..d]) * scale).collect();
+        softmax(&mut p);
+        for (s, ps) in p.iter().enumerate() {
+            let vs = &cache.values[(s * hkv + kv) * d..][..d];
+            for c in 0..d {
+                out[c] += ps * vs[c];
+            }
+        }
+    });
+    for (oi, gi) in o.iter_mut().zip(&gate) {
+        *oi *= sigmoid(*gi);
+    }
+    matmul(&o, &w.o_proj)
+}
+
+/// NeoX-style rotary embedding on the first R dims of a head: pairs (i, i + R/2).
+/// Text-only input makes the interleaved mRoPE of the config equal to this 1-D RoPE.
+struct Rope {
+    /// [R/2] inverse frequencies θ^(−2i/R), computed in f32 like HF.
+    inv_freq: Vec<f32>,
+}
+
+impl Rope {
+    fn new(cfg: &ModelConfig) -> Self {
+        let r = cfg.rotary_dim();
+        let inv_freq = (0..r / 2)
+            .map(|i| (1.0 / cfg.rope_theta.powf((2 * i) as f64 / r as f64)) as f32)
+            .collect();
+        Rope { inv_freq }
+    }
+
+    fn apply(&self, head: &mut [f32], position: usize) {
+        let half = self.inv_freq.len();
+        for (i, f) in self.inv_freq.iter().enumerate() {
+            let angle = position as f32 * f;
+            let (sin, cos) = angle.sin_cos();
+            let (a, b) = (head[i], head[i + half]);
+            head[i] = a * cos - b * sin;
+            head[i + half] = b * cos + a * sin;
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Mixture-of-experts block (model-spec §3.3): softmax router, top-k, renormalise, SwiGLU experts,
+//! plus the shared expert scaled by a per-token sigmoid gate.
+
+use crate::ops::{matmul, sigmoid, silu, softmax};
+use solo_model::weights::{ExpertWeights, MoeWeights};
+use solo_model::ModelConfig;
+
+/// x: [T, hidden] (already normalised) → [T, hidden].
+pub fn moe_forward(cfg: &ModelConfig, w: &MoeWeights, x: &[f32]) -> Vec<f32> {
+    let hidden = cfg.hidden_size;
+    let t_len = x.len() / hidden;
+    let routes = route(cfg, &matmul(x, &w.router));
+
+    // Run each expert once over the tokens routed to it.
+    let mut out = vec![0.0f32; x.len()];
+    for (e, expert) in w.experts.iter().enumerate() {
+        let picked: Vec<(usize, f32)> = (0..t_len)
+            .flat_map(|t| routes[t].iter().filter(|r| r.0 == e).map(move |r| (t, r.1)))
+            .collect();
+        if picked.is_empty() {
+            continue;
+        }
+        let xs: Vec<f32> = picked.iter().flat_map(|&(t, _)| x[t * hidden..(t + 1) * hidden].iter().copied()).collect();
+        let ys = swiglu(expert, &xs);
+        for (row, &(t, weight)) in picked.iter().enumerate() {
+            for c in 0..hidden {
+                out[t * hidden + c] += weight * ys[row * hidden + c];
+            }
+        }
+    }
+
+    let shared = swiglu(&w.shared_expert, x);
+    let gate = matmul(x, &w.shared_expert_gate); // [T, 1]
+    for t in 0..t_len {
+        let g = sigmoid(gate[t]);
+        for c in 0..hidden {
+            out[t * hidden + c] += g * shared[t * hidden + c];
+        }
+    }
+    out
+}
+
+/// Per token: the top-k experts of softmax(logits) with their probabilities renormalised to sum 1.
+/// logits: [T, E]. Ties go to the lower expert index.
+pub fn route(cfg: &ModelConfig, logits: &[f32]) -> Vec<Vec<(usize, f32)>> {
+    logits
+        .chunks(cfg.num_experts)
+        .map(|row| {
+            let mut p = row.to_vec();
+            softmax(&mut p);
+            let mut order: Vec<usize> = (0..p.len()).collect();
+            order.sort_by(|&a, &b| p[b].total_cmp(&p[a]).then(a.cmp(&b)));
+            order.truncate(cfg.num_experts_per_tok);
+            let sum: f32 = order.iter().map(|&e| p[e]).sum();
+            order.into_iter().map(|e| (e, p[e] / sum)).collect()
+        })
+        .collect()
+}
+
+/// down(silu(gate·x) ∘ up·x) for x: [N, hidden] → [N, hidden].
+pub fn swiglu(w: &ExpertWeights, x: &[f32]) -> Vec<f32> {
+    let gate = matmul(x, &w.gate);
+    let up = matmul(x, &w.up);
+    let act: Vec<f32> = gate.iter().zip(&up).map(|(&g, &u)| silu(g) * u).collect();
+    matmul(&act, &w.down)
+}

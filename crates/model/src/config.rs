@@ -1,0 +1,379 @@
+//! The text model's configuration, read from a checkpoint's `config.json`.
+//!
+//! The release nests the text model under `text_config` (model_type `qwen3_5_moe`); a plain text
+//! config (model_type `qwen3_5_moe_text`) is accepted too. Values come from the file, never from
+//! class defaults (model-spec §1, pitfall 13): only keys the release itself omits get defaults, and
+//! those follow Hugging Face's rules.
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::path::Path;
+
+/// What mixes tokens in a decoder layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayerKind {
+    /// Gated DeltaNet (`linear_attention`): causal conv + delta-rule recurrence, constant state.
+    GatedDeltaNet,
+    /// Gated softmax attention (`full_attention`) over a growing KV cache.
+    FullAttention,
+}
+
+/// Every width and constant of the text model. Field names follow `config.json`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelConfig {
+    pub hidden_size: usize,
+    pub num_hidden_layers: usize,
+    pub layer_types: Vec<LayerKind>,
+    pub vocab_size: usize,
+    pub rms_norm_eps: f32,
+    pub tie_word_embeddings: bool,
+    pub max_position_embeddings: usize,
+
+    // Full attention.
+    pub num_attention_heads: usize,
+    pub num_key_value_heads: usize,
+    pub head_dim: usize,
+    pub rope_theta: f64,
+    pub partial_rotary_factor: f64,
+
+    // Gated DeltaNet.
+    pub linear_num_key_heads: usize,
+    pub linear_num_value_heads: usize,
+    pub linear_key_head_dim: usize,
+    pub linear_value_head_dim: usize,
+    pub linear_conv_kernel_dim: usize,
+
+    // Mixture of experts.
+    pub num_experts: usize,
+    pub num_experts_per_tok: usize,
+    pub moe_intermediate_size: usize,
+    pub shared_expert_intermediate_size: usize,
+
+    /// End-of-sequence ids named in config.json (top level and `text_config`).
+    pub eos_token_ids: Vec<u32>,
+}
+
+impl ModelConfig {
+    /// Rotated dims per attention head (64 in the real model: 256 × 0.25).
+    pub fn rotary_dim(&self) -> usize {
+        (self.head_dim as f64 * self.partial_rotary_factor).round() as usize
+    }
+    /// GDN query/key width: key heads × key head dim.
+    pub fn gdn_key_dim(&self) -> usize {
+        self.linear_num_key_heads * self.linear_key_head_dim
+    }
+    /// GDN value width: value heads × value head dim.
+    pub fn gdn_value_dim(&self) -> usize {
+        self.linear_num_value_heads * self.linear_value_head_dim
+    }
+    /// Channels that go through the causal conv: [q | k | v].
+    pub fn gdn_conv_dim(&self) -> usize {
+        2 * self.gdn_key_dim() + self.gdn_value_dim()
+    }
+
+    /// Reads `DIR/config.json`.
+    pub fn from_dir(dir: &Path) -> Result<Self> {
+        let path = dir.join("config.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        Self::from_json(&text).with_context(|| format!("{}", path.display()))
+    }
+
+    /// Parses the contents of a `config.json`.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let top: serde_json::Value =
+            serde_json::from_str(text).context("not valid JSON")?;
+        let model_type = top.get("model_type").and_then(|v| v.as_str()).unwrap_or("");
+        let text_json = match model_type {
+            "qwen3_5_moe" => top
+                .get("text_config")
+                .context("model_type qwen3_5_moe but no `text_config`")?
+                .clone(),
+            "qwen3_5_moe_text" => top.clone(),
+            "" => bail!("no `model_type`: not a Qwen3.5/3.6-MoE config"),
+            other => bail!(
+                "model_type `{other}` is not Qwen3.5/3.6-MoE (`qwen3_5_moe`); solo runs only that model"
+            ),
+        };
+        let raw: RawTextConfig =
+            serde_json::from_value(text_json).context("text config has missing or mistyped keys")?;
+        let mut eos = Vec::new();
+        for v in [top.get("eos_token_id"), raw.eos_token_id.as_ref()].into_iter().flatten() {
+            push_ids(v, &mut eos);
+        }
+        raw.into_config(eos)
+    }
+}
+
+/// Appends an id or list of ids (the two forms HF writes) without duplicates.
+pub fn push_ids(v: &serde_json::Value, out: &mut Vec<u32>) {
+    let mut add = |id: u64| {
+        let id = id as u32;
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    };
+    match v {
+        serde_json::Value::Number(n) => n.as_u64().into_iter().for_each(&mut add),
+        serde_json::Value::Array(a) => a.iter().filter_map(|x| x.as_u64()).for_each(&mut add),
+        _ => {}
+    }
+}
+
+#[derive(Deserialize)]
+struct RawTextConfig {
+    hidden_size: usize,
+    num_hidden_layers: usize,
+    #[serde(default)]
+    layer_types: Option<Vec<String>>,
+    #[serde(default)]
+    full_attention_interval: Option<usize>,
+    vocab_size: usize,
+    #[serde(default = "default_eps")]
+    rms_norm_eps: f32,
+    #[serde(default)]
+    tie_word_embeddings: bool,
+    #[serde(default)]
+    max_position_embeddings: Option<usize>,
+    #[serde(default)]
+    attn_output_gate: Option<bool>,
+
+    num_attention_heads: usize,
+    num_key_value_heads: usize,
+    head_dim: usize,
+    #[serde(default)]
+    rope_parameters: Option<RopeParameters>,
+    #[serde(default)]
+    rope_theta: Option<f64>,
+    #[serde(default)]
+    partial_rotary_factor: Option<f64>,
+
+    linear_num_key_heads: usize,
+    linear_num_value_heads: usize,
+    linear_key_head_dim: usize,
+    linear_value_head_dim: usize,
+    linear_conv_kernel_dim: usize,
+
+    num_experts: usize,
+    num_experts_per_tok: usize,
+    moe_intermediate_size: usize,
+    shared_expert_intermediate_size: usize,
+    #[serde(default)]
+    norm_topk_prob: Option<bool>,
+    #[serde(default)]
+    mlp_only_layers: Vec<usize>,
+
+    #[serde(default)]
+    eos_token_id: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct RopeParameters {
+    #[serde(default)]
+    rope_type: Option<String>,
+    #[serde(default)]
+    rope_theta: Option<f64>,
+    #[serde(default)]
+    partial_rotary_factor: Option<f64>,
+}
+
+fn default_eps() -> f32 {
+    1e-6
+}
+
+impl RawTextConfig {
+    fn into_config(self, eos_token_ids: Vec<u32>) -> Result<ModelConfig> {
+        let n = self.num_hidden_layers;
+        let layer_types = match (&self.layer_types, self.full_attention_interval) {
+            (Some(list), _) => list
+                .iter()
+                .enumerate()
+                .map(|(i, t)| match t.as_str() {
+                    "linear_attention" => Ok(LayerKind::GatedDeltaNet),
+                    "full_attention" => Ok(LayerKind::FullAttention),
+                    other => bail!("layer_types[{i}] is `{other}`, expected linear_attention or full_attention"),
+                })
+                .collect::<Result<Vec<_>>>()?,
+            // HF's rule when the list is absent: layer i is full attention if (i+1) % interval == 0.
+            (None, interval) => {
+                let interval = interval.unwrap_or(4);
+                (0..n)
+                    .map(|i| {
+                        if (i + 1) % interval == 0 {
+                            LayerKind::FullAttention
+                        } else {
+                            LayerKind::GatedDeltaNet
+                        }
+                    })
+                    .collect()
+            }
+        };
+        if layer_types.len() != n {
+            bail!("layer_types has {} entries but num_hidden_layers is {n}", layer_types.len());
+        }
+        if self.attn_output_gate == Some(false) {
+            bail!("attn_output_gate is false; this architecture always gates attention output");
+        }
+        if self.norm_topk_prob == Some(false) {
+            bail!("norm_topk_prob is false; this architecture always renormalises the top-k");
+        }
+        if !self.mlp_only_layers.is_empty() {
+            bail!("mlp_only_layers is not empty; every layer of this architecture is MoE");
+        }
+        let rope = self.rope_parameters.as_ref();
+        if let Some(kind) = rope.and_then(|r| r.rope_type.as_deref()) {
+            if kind != "default" {
+                bail!("rope_type `{kind}` is not supported (only `default`)");
+            }
+        }
+        let rope_theta = rope
+            .and_then(|r| r.rope_theta)
+            .or(self.rope_theta)
+            .context("no rope_theta (in rope_parameters or top level)")?;
+        let partial_rotary_factor = rope
+            .and_then(|r| r.partial_rotary_factor)
+            .or(self.partial_rotary_factor)
+            .unwrap_or(1.0);
+        let cfg = ModelConfig {
+            hidden_size: self.hidden_size,
+            num_hidden_layers: n,
+            layer_types,
+            vocab_size: self.vocab_size,
+            rms_norm_eps: self.rms_norm_eps,
+            tie_word_embeddings: self.tie_word_embeddings,
+            max_position_embeddings: self.max_position_embeddings.unwrap_or(262_144),
+            num_attention_heads: self.num_attention_heads,
+            num_key_value_heads: self.num_key_value_heads,
+            head_dim: self.head_dim,
+            rope_theta,
+            partial_rotary_factor,
+            linear_num_key_heads: self.linear_num_key_heads,
+            linear_num_value_heads: self.linear_num_value_heads,
+            linear_key_head_dim: self.linear_key_head_dim,
+            linear_value_head_dim: self.linear_value_head_dim,
+            linear_conv_kernel_dim: self.linear_conv_kernel_dim,
+            num_experts: self.num_experts,
+            num_experts_per_tok: self.num_experts_per_tok,
+            moe_intermediate_size: self.moe_intermediate_size,
+            shared_expert_intermediate_size: self.shared_expert_intermediate_size,
+            eos_token_ids,
+        };
+        cfg.check()?;
+        Ok(cfg)
+    }
+}
+
+impl ModelConfig {
+    /// Relations between widths that the formulas rely on.
+    fn check(&self) -> Result<()> {
+        let nonzero = [
+            ("hidden_size", self.hidden_size),
+            ("num_hidden_layers", self.num_hidden_layers),
+            ("vocab_size", self.vocab_size),
+            ("num_attention_heads", self.num_attention_heads),
+            ("num_key_value_heads", self.num_key_value_heads),
+            ("head_dim", self.head_dim),
+            ("linear_num_key_heads", self.linear_num_key_heads),
+            ("linear_num_value_heads", self.linear_num_value_heads),
+            ("linear_key_head_dim", self.linear_key_head_dim),
+            ("linear_value_head_dim", self.linear_value_head_dim),
+            ("linear_conv_kernel_dim", self.linear_conv_kernel_dim),
+            ("num_experts", self.num_experts),
+            ("num_experts_per_tok", self.num_experts_per_tok),
+            ("moe_intermediate_size", self.moe_intermediate_size),
+            ("shared_expert_intermediate_size", self.shared_expert_intermediate_size),
+        ];
+        for (key, v) in nonzero {
+            if v == 0 {
+                bail!("{key} is 0");
+            }
+        }
+        if self.num_attention_heads % self.num_key_value_heads != 0 {
+            bail!(
+                "num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                self.num_attention_heads,
+                self.num_key_value_heads
+            );
+        }
+        if self.linear_num_value_heads % self.linear_num_key_heads != 0 {
+            bail!(
+                "linear_num_value_heads {} is not a multiple of linear_num_key_heads {}",
+                self.linear_num_value_heads,
+                self.linear_num_key_heads
+            );
+        }
+        if self.num_experts_per_tok > self.num_experts {
+            bail!(
+                "num_experts_per_tok {} exceeds num_experts {}",
+                self.num_experts_per_tok,
+                self.num_experts
+            );
+        }
+        let rot = self.rotary_dim();
+        if rot == 0 || rot % 2 != 0 || rot > self.head_dim {
+            bail!(
+                "rotary dim {rot} (head_dim {} × partial_rotary_factor {}) must be even and within the head",
+                self.head_dim,
+                self.partial_rotary_factor
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn release_like() -> serde_json::Value {
+        serde_json::json!({
+            "model_type": "qwen3_5_moe",
+            "eos_token_id": 248044,
+            "text_config": {
+                "model_type": "qwen3_5_moe_text",
+                "hidden_size": 2048, "num_hidden_layers": 8, "vocab_size": 248320,
+                "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+                "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+                "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+                "num_experts": 256, "num_experts_per_tok": 8,
+                "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+                "full_attention_interval": 4,
+                "rope_parameters": {"rope_type": "default", "rope_theta": 1.0e7, "partial_rotary_factor": 0.25},
+                "eos_token_id": 248044
+            }
+        })
+    }
+
+    #[test]
+    fn release_shape_parses_and_derives_widths() {
+        let cfg = ModelConfig::from_json(&release_like().to_string()).unwrap();
+        assert_eq!(cfg.rotary_dim(), 64);
+        assert_eq!(cfg.gdn_conv_dim(), 8192);
+        assert_eq!(cfg.layer_types[3], LayerKind::FullAttention);
+        assert_eq!(cfg.layer_types[4], LayerKind::GatedDeltaNet);
+        assert_eq!(cfg.eos_token_ids, vec![248044]);
+    }
+
+    #[test]
+    fn foreign_model_type_is_refused() {
+        let mut j = release_like();
+        j["model_type"] = "llama".into();
+        let err = ModelConfig::from_json(&j.to_string()).unwrap_err();
+        assert!(format!("{err:#}").contains("llama"), "{err:#}");
+    }
+
+    #[test]
+    fn missing_key_is_named() {
+        let mut j = release_like();
+        j["text_config"].as_object_mut().unwrap().remove("head_dim");
+        let err = ModelConfig::from_json(&j.to_string()).unwrap_err();
+        assert!(format!("{err:#}").contains("head_dim"), "{err:#}");
+    }
+
+    #[test]
+    fn plain_text_config_is_accepted() {
+        let j = release_like()["text_config"].clone();
+        let cfg = ModelConfig::from_json(&j.to_string()).unwrap();
+        assert_eq!(cfg.hidden_size, 2048);
+    }
+}

@@ -1,0 +1,24 @@
+//! What every backend shares: the config, the checkpoint's tensors by role, and the backend seam.
+
+pub mod backend;
+pub mod checkpoint;
+pub mod config;
+pub mod tensor;
+pub mod weights;
+
+pub use backend::{Backend, Logits};
+pub use checkpoint::Checkpoint;
+pub use config::{LayerKind, ModelConfig};
+pub use tensor::{DType, Tensor};
+pub use weights::ModelWeights;
+
+use anyhow::Result;
+use std::path::Path;
+
+/// Reads `config.json` and maps the weights of a checkpoint directory, checking every tensor.
+pub fn load(dir: &Path) -> Result<(ModelConfig, ModelWeights)> {
+    let config = ModelConfig::from_dir(dir)?;
+    let ckpt = Checkpoint::open(dir)?;
+    let weights = ModelWeights::load(&ckpt, &config)?;
+    Ok((config, weights))
+}

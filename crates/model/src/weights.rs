@@ -1,0 +1,249 @@
+//! The model's weights by role, taken from a checkpoint and shape-checked against its config.
+//!
+//! Tensor names are the release's (model-spec §2): `model.language_model.` prefix (or `model.` for
+//! a text-only save), `lm_head.weight` without prefix. Experts may be fused
+//! (`experts.gate_up_proj [E, 2I, H]`, `experts.down_proj [E, H, I]`) or stored per expert; both
+//! become per-expert views here. Vision-tower and `mtp.*` tensors are skipped; any other tensor the
+//! model does not use is an error, so name drift fails loudly.
+
+use crate::checkpoint::{Checkpoint, StoredTensor};
+use crate::config::{LayerKind, ModelConfig};
+use crate::tensor::Tensor;
+use anyhow::{bail, Result};
+use std::collections::BTreeMap;
+
+pub struct ModelWeights {
+    /// [vocab, hidden]
+    pub embed_tokens: Tensor,
+    /// [hidden], zero-centred (used as 1 + w)
+    pub final_norm: Tensor,
+    /// [vocab, hidden]; the embedding itself when `tie_word_embeddings`
+    pub lm_head: Tensor,
+    pub layers: Vec<LayerWeights>,
+}
+
+pub struct LayerWeights {
+    /// [hidden], zero-centred
+    pub input_norm: Tensor,
+    /// [hidden], zero-centred
+    pub post_attention_norm: Tensor,
+    pub mixer: Mixer,
+    pub moe: MoeWeights,
+}
+
+pub enum Mixer {
+    GatedDeltaNet(GdnWeights),
+    FullAttention(AttentionWeights),
+}
+
+/// Shapes use Hk/Hv = linear key/value heads, dk/dv their head dims, K the conv kernel.
+pub struct GdnWeights {
+    /// [2·Hk·dk + Hv·dv, hidden]: rows are [q | k | v], each head-major
+    pub in_proj_qkv: Tensor,
+    /// [Hv·dv, hidden]
+    pub in_proj_z: Tensor,
+    /// [Hv, hidden]
+    pub in_proj_b: Tensor,
+    /// [Hv, hidden]
+    pub in_proj_a: Tensor,
+    /// [2·Hk·dk + Hv·dv, 1, K]: depthwise, tap K-1 multiplies the current token
+    pub conv1d: Tensor,
+    /// [Hv]
+    pub a_log: Tensor,
+    /// [Hv]
+    pub dt_bias: Tensor,
+    /// [dv], plain weight (not 1 + w), shared by all heads
+    pub norm: Tensor,
+    /// [hidden, Hv·dv]
+    pub out_proj: Tensor,
+}
+
+/// Shapes use Hq/Hkv = attention query/kv heads, d = head_dim.
+pub struct AttentionWeights {
+    /// [Hq·2d, hidden]: per head, d query rows then d gate rows
+    pub q_proj: Tensor,
+    /// [Hkv·d, hidden]
+    pub k_proj: Tensor,
+    /// [Hkv·d, hidden]
+    pub v_proj: Tensor,
+    /// [hidden, Hq·d]
+    pub o_proj: Tensor,
+    /// [d], zero-centred
+    pub q_norm: Tensor,
+    /// [d], zero-centred
+    pub k_norm: Tensor,
+}
+
+pub struct MoeWeights {
+    /// [E, hidden]
+    pub router: Tensor,
+    /// E experts of width I = moe_intermediate_size
+    pub experts: Vec<ExpertWeights>,
+    /// width shared_expert_intermediate_size
+    pub shared_expert: ExpertWeights,
+    /// [1, hidden]
+    pub shared_expert_gate: Tensor,
+}
+
+/// One SwiGLU MLP: down(silu(gate·x) ∘ up·x).
+pub struct ExpertWeights {
+    /// [I, hidden]
+    pub gate: Tensor,
+    /// [I, hidden]
+    pub up: Tensor,
+    /// [hidden, I]
+    pub down: Tensor,
+}
+
+impl ModelWeights {
+    pub fn load(ckpt: &Checkpoint, cfg: &ModelConfig) -> Result<Self> {
+        let mut t = Taker::new(ckpt);
+        let h = cfg.hidden_size;
+        let embed_tokens = t.take("embed_tokens.weight", &[cfg.vocab_size, h])?;
+        let final_norm = t.take("norm.weight", &[h])?;
+        let lm_head = if cfg.tie_word_embeddings {
+            embed_tokens.clone()
+        } else {
+            t.take_global("lm_head.weight", &[cfg.vocab_size, h])?
+        };
+        let layers = (0..cfg.num_hidden_layers)
+            .map(|i| load_layer(&mut t, cfg, i))
+            .collect::<Result<Vec<_>>>()?;
+        t.finish()?;
+        Ok(ModelWeights { embed_tokens, final_norm, lm_head, layers })
+    }
+}
+
+fn load_layer(t: &mut Taker, cfg: &ModelConfig, i: usize) -> Result<LayerWeights> {
+    let h = cfg.hidden_size;
+    let p = format!("layers.{i}.");
+    let mixer = match cfg.layer_types[i] {
+        LayerKind::GatedDeltaNet => {
+            let p = format!("{p}linear_attn.");
+            let (hv, conv) = (cfg.linear_num_value_heads, cfg.gdn_conv_dim());
+            let vdim = cfg.gdn_value_dim();
+            Mixer::GatedDeltaNet(GdnWeights {
+                in_proj_qkv: t.take(&format!("{p}in_proj_qkv.weight"), &[conv, h])?,
+                in_proj_z: t.take(&format!("{p}in_proj_z.weight"), &[vdim, h])?,
+                in_proj_b: t.take(&format!("{p}in_proj_b.weight"), &[hv, h])?,
+                in_proj_a: t.take(&format!("{p}in_proj_a.weight"), &[hv, h])?,
+                conv1d: t.take(&format!("{p}conv1d.weight"), &[conv, 1, cfg.linear_conv_kernel_dim])?,
+                a_log: t.take(&format!("{p}A_log"), &[hv])?,
+                dt_bias: t.take(&format!("{p}dt_bias"), &[hv])?,
+                norm: t.take(&format!("{p}norm.weight"), &[cfg.linear_value_head_dim])?,
+                out_proj: t.take(&format!("{p}out_proj.weight"), &[h, vdim])?,
+            })
+        }
+        LayerKind::FullAttention => {
+            let p = format!("{p}self_attn.");
+            let (hq, hkv, d) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim);
+            Mixer::FullAttention(AttentionWeights {
+                q_proj: t.take(&format!("{p}q_proj.weight"), &[hq * 2 * d, h])?,
+                k_proj: t.take(&format!("{p}k_proj.weight"), &[hkv * d, h])?,
+                v_proj: t.take(&format!("{p}v_proj.weight"), &[hkv * d, h])?,
+                o_proj: t.take(&format!("{p}o_proj.weight"), &[h, hq * d])?,
+                q_norm: t.take(&format!("{p}q_norm.weight"), &[d])?,
+                k_norm: t.take(&format!("{p}k_norm.weight"), &[d])?,
+            })
+        }
+    };
+    let m = format!("{p}mlp.");
+    let (e, inter, shared) = (cfg.num_experts, cfg.moe_intermediate_size, cfg.shared_expert_intermediate_size);
+    let experts = if t.has(&format!("{m}experts.gate_up_proj")) {
+        let gate_up = t.take(&format!("{m}experts.gate_up_proj"), &[e, 2 * inter, h])?;
+        let down = t.take(&format!("{m}experts.down_proj"), &[e, h, inter])?;
+        (0..e)
+            .map(|x| {
+                let gu = gate_up.index(x); // [2I, H]: gate rows first, then up
+                ExpertWeights { gate: gu.rows(0, inter), up: gu.rows(inter, inter), down: down.index(x) }
+            })
+            .collect()
+    } else {
+        (0..e)
+            .map(|x| load_mlp(t, &format!("{m}experts.{x}."), inter, h))
+            .collect::<Result<Vec<_>>>()?
+    };
+    Ok(LayerWeights {
+        input_norm: t.take(&format!("{p}input_layernorm.weight"), &[h])?,
+        post_attention_norm: t.take(&format!("{p}post_attention_layernorm.weight"), &[h])?,
+        mixer,
+        moe: MoeWeights {
+            router: t.take(&format!("{m}gate.weight"), &[e, h])?,
+            experts,
+            shared_expert: load_mlp(t, &format!("{m}shared_expert."), shared, h)?,
+            shared_expert_gate: t.take(&format!("{m}shared_expert_gate.weight"), &[1, h])?,
+        },
+    })
+}
+
+fn load_mlp(t: &mut Taker, prefix: &str, inter: usize, h: usize) -> Result<ExpertWeights> {
+    Ok(ExpertWeights {
+        gate: t.take(&format!("{prefix}gate_proj.weight"), &[inter, h])?,
+        up: t.take(&format!("{prefix}up_proj.weight"), &[inter, h])?,
+        down: t.take(&format!("{prefix}down_proj.weight"), &[h, inter])?,
+    })
+}
+
+/// Hands out tensors by name once each, so that whatever is left at the end is unknown.
+struct Taker {
+    left: BTreeMap<String, StoredTensor>,
+    /// `model.language_model.` for the release, `model.` for a text-only save.
+    prefix: &'static str,
+}
+
+impl Taker {
+    fn new(ckpt: &Checkpoint) -> Self {
+        let prefix = if ckpt.tensors.keys().any(|k| k.starts_with("model.language_model.")) {
+            "model.language_model."
+        } else {
+            "model."
+        };
+        Taker { left: ckpt.tensors.clone(), prefix }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.left.contains_key(&format!("{}{name}", self.prefix))
+    }
+
+    /// A tensor under the text model's prefix.
+    fn take(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        self.take_global(&format!("{}{name}", self.prefix), shape)
+    }
+
+    /// A tensor by its full name.
+    fn take_global(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        let Some(stored) = self.left.remove(name) else {
+            bail!("tensor `{name}` is missing from the checkpoint");
+        };
+        let tensor = stored.tensor.map_err(anyhow::Error::msg)?;
+        if tensor.shape != shape {
+            bail!(
+                "{}: tensor `{name}` has shape {:?} but config.json implies {:?}",
+                stored.file,
+                tensor.shape,
+                shape
+            );
+        }
+        Ok(tensor)
+    }
+
+    /// Fails on any tensor that is neither used nor known to be skippable.
+    fn finish(self) -> Result<()> {
+        let unknown: Vec<_> = self
+            .left
+            .iter()
+            .filter(|(name, _)| !is_skipped(name))
+            .map(|(name, t)| format!("`{name}` ({})", t.file))
+            .collect();
+        if !unknown.is_empty() {
+            let more = if unknown.len() > 5 { format!(" and {} more", unknown.len() - 5) } else { String::new() };
+            bail!("unknown tensor(s) in the checkpoint: {}{more}", unknown[..unknown.len().min(5)].join(", "));
+        }
+        Ok(())
+    }
+}
+
+/// Tensors of the release that the text model does not use: the vision tower and the MTP head.
+fn is_skipped(name: &str) -> bool {
+    ["model.visual.", "visual.", "mtp.", "model.mtp."].iter().any(|p| name.starts_with(p))
+}
