@@ -4,42 +4,24 @@
     pip install -r scripts/requirements-fixtures.txt
     python scripts/make_fixtures.py
 
-Writes fixtures/tiny-a/ and fixtures/tiny-b/ (and fixtures/README.md), each a complete HF-format
-checkpoint of the real architecture (`Qwen3_5MoeForConditionalGeneration`, model_type `qwen3_5_moe`)
-at toy widths, plus `hf_reference.safetensors` with HF's own fp32 outputs for a 150-token prompt.
-Deterministic (seeded, single-threaded torch), CPU only, a few seconds; re-running rewrites the
-same files.
+Writes fixtures/tiny-a/, fixtures/tiny-b/ and fixtures/README.md (which describes both in full): two
+random checkpoints of the real architecture (`Qwen3_5MoeForConditionalGeneration`, model_type
+`qwen3_5_moe`) at toy widths that differ in every width and in the on-disk layout (tiny-a: one file,
+fused experts, F32 A_log, chat_template.jinja; tiny-b: two shards + index, per-expert tensors, all
+BF16, template only in tokenizer_config.json), each with `hf_reference.safetensors`: HF's fp32
+outputs for a T = 150 token prompt. Deterministic (seeded, single-threaded), CPU, a few seconds.
 
-The two fixtures differ in every width a Rust implementation could hard-code by mistake
-(hidden, layers and their pattern, heads, GQA ratios, head dims, rotary dim, conv kernel, experts,
-top-k, intermediates, vocab, eps, rope theta) and in the on-disk layout:
-
-    tiny-a: one model.safetensors, experts FUSED (`experts.gate_up_proj` [E,2I,H], `experts.down_proj`
-            [E,H,I], as the bf16 release), A_log stored F32 (as the release), chat_template.jinja.
-    tiny-b: two shards + model.safetensors.index.json, experts PER EXPERT
-            (`experts.{e}.{gate,up,down}_proj.weight`, as transformers' save_pretrained and the FP8
-            release write them), every tensor BF16 (A_log too, as save_pretrained writes it), no
-            chat_template.jinja (the template is in tokenizer_config.json), and a
-            `full_attention_interval` that contradicts `layer_types` (layer_types wins, as in HF).
-
-Both carry `model.visual.*` (a depth-1 vision tower) and `mtp.*` tensors that the loader must skip.
-
-Reference tensors (hf_reference.safetensors), computed by HF in fp32 from the saved bf16 checkpoint
-(`from_pretrained(dir, dtype=float32, attn_implementation="eager", experts_implementation="eager")`,
-eval, no_grad, ONE forward over all T tokens, no cache):
-    tokens             I64 [T]                    the prompt (T = 150: GDN chunks of 64, 64, ragged 22)
-    logits             F32 [T, vocab]             lm_head output at every position
-    hidden_states      F32 [L+1, T, hidden]       HF `output_hidden_states`:
-                           [0]      = embed_tokens(tokens)          (input of layer 0)
-                           [i]      = output of decoder layer i-1   (residual stream), 1 <= i <= L-1
-                           [L]      = model.norm(output of layer L-1), i.e. AFTER the final RMSNorm:
-                                      HF overwrites the last entry with last_hidden_state; this is
-                                      exactly the tensor lm_head multiplies.
-    last_layer_output  F32 [T, hidden]            output of decoder layer L-1 BEFORE the final norm
-                                                  (what hidden_states[L] would be without HF's overwrite)
-The script asserts all of the above, and that HF's cached path (prefill the first 64 tokens, then
-one token at a time: the recurrent GDN kernel and conv-state update) reproduces the single-forward
-logits to 1e-4 relative. That second copy is not stored.
+hf_reference.safetensors (HF, fp32, eager, ONE forward over all T tokens, no cache):
+    tokens             I64 [T]
+    logits             F32 [T, vocab]
+    hidden_states      F32 [L+1, T, hidden]   HF `output_hidden_states`:
+                           [0] = embed_tokens(tokens)              (input of layer 0)
+                           [i] = output of decoder layer i-1       (residual stream), 1 <= i <= L-1
+                           [L] = model.norm(output of layer L-1)   AFTER the final RMSNorm: HF replaces
+                                 the last entry with last_hidden_state; exactly what lm_head multiplies
+    last_layer_output  F32 [T, hidden]        output of decoder layer L-1 before the final norm
+All of this is asserted below, as is HF's cached path (prefill 64 tokens, then one at a time)
+reproducing the single-forward logits to 1e-4 relative (that copy is not stored).
 """
 
 from __future__ import annotations
@@ -83,34 +65,14 @@ QWEN35_SPLIT_REGEX = (
 )
 
 # Qwen's added tokens in the real order (Qwen3.5 ids 248044..248069); (content, special).
-ADDED_TOKENS = [
-    ("<|endoftext|>", True),
-    ("<|im_start|>", True),
-    ("<|im_end|>", True),
-    ("<|object_ref_start|>", True),
-    ("<|object_ref_end|>", True),
-    ("<|box_start|>", True),
-    ("<|box_end|>", True),
-    ("<|quad_start|>", True),
-    ("<|quad_end|>", True),
-    ("<|vision_start|>", True),
-    ("<|vision_end|>", True),
-    ("<|vision_pad|>", True),
-    ("<|image_pad|>", True),
-    ("<|video_pad|>", True),
-    ("<tool_call>", False),
-    ("</tool_call>", False),
-    ("<|fim_prefix|>", True),
-    ("<|fim_middle|>", True),
-    ("<|fim_suffix|>", True),
-    ("<|fim_pad|>", True),
-    ("<|repo_name|>", True),
-    ("<|file_sep|>", True),
-    ("<tool_response>", False),
-    ("</tool_response>", False),
-    ("<think>", False),
-    ("</think>", False),
-]
+ADDED_TOKENS = [(t, True) for t in (
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",
+    "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
+    "<|image_pad|>", "<|video_pad|>")]  # fmt: skip
+ADDED_TOKENS += [("<tool_call>", False), ("</tool_call>", False)]
+ADDED_TOKENS += [(t, True) for t in ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>")]
+ADDED_TOKENS += [("<tool_response>", False), ("</tool_response>", False), ("<think>", False), ("</think>", False)]
+assert len(ADDED_TOKENS) == 26
 ADDITIONAL_SPECIAL_TOKENS = [t for t, _ in ADDED_TOKENS[1:14]]  # im_start .. video_pad, as Qwen's config
 BPE_VOCAB_SIZE = 380  # 256 byte symbols + 124 merges; + 26 added tokens = 406 ids in all
 
@@ -279,16 +241,8 @@ FIXTURE_SPECS = {
                 mrope_interleaved=True,
             ),
         ),
-        vision=dict(
-            depth=1,
-            hidden_size=16,
-            intermediate_size=32,
-            num_heads=2,
-            patch_size=4,
-            temporal_patch_size=2,
-            spatial_merge_size=2,
-            num_position_embeddings=16,
-        ),
+        vision=dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2, patch_size=4, temporal_patch_size=2,
+                    spatial_merge_size=2, num_position_embeddings=16),  # fmt: skip
         experts_layout="fused",
         shards=1,
         f32_tensors=("linear_attn.A_log",),  # stored F32, as in the release; the rest BF16
@@ -324,16 +278,8 @@ FIXTURE_SPECS = {
                 mrope_interleaved=True,
             ),
         ),
-        vision=dict(
-            depth=1,
-            hidden_size=12,
-            intermediate_size=20,
-            num_heads=2,
-            patch_size=2,
-            temporal_patch_size=2,
-            spatial_merge_size=2,
-            num_position_embeddings=9,
-        ),
+        vision=dict(depth=1, hidden_size=12, intermediate_size=20, num_heads=2, patch_size=2, temporal_patch_size=2,
+                    spatial_merge_size=2, num_position_embeddings=9),  # fmt: skip
         experts_layout="per_expert",
         shards=2,
         f32_tensors=(),  # everything BF16, A_log included (what save_pretrained writes)
@@ -719,13 +665,14 @@ def make_fixture(name: str, spec: dict, tok: Tokenizer, tok_json: str, ids: dict
     native_layout = describe_native_layout(native)
 
     # 2. Convert to this fixture's layout, put back the tensors stored F32, add mtp.*
-    tensors = fuse_experts(native, tc.num_experts) if native_layout["experts"] == "per_expert" else dict(native)
+    fused_native = fuse_experts(native, tc.num_experts) if native_layout["experts"] == "per_expert" else native
     params = dict(model.named_parameters())
-    assert set(tensors) == set(params), set(tensors) ^ set(params)
-    for k in tensors:
-        tensors[k] = params[k].detach().to(stored_dtype(k, spec)).contiguous()
+    assert set(fused_native) == set(params), set(fused_native) ^ set(params)
+    tensors = {}
+    for k, p in params.items():
         # save_pretrained + fusion must be lossless w.r.t. the in-memory (already rounded) weights
-        assert torch.equal(native_equiv(native, k, tc.num_experts).float(), params[k].detach().to(torch.bfloat16).float()), k
+        assert torch.equal(fused_native[k].float(), p.detach().to(torch.bfloat16).float()), k
+        tensors[k] = p.detach().to(stored_dtype(k, spec)).contiguous()
     if spec["experts_layout"] == "per_expert":
         tensors = split_experts(tensors)
     tensors.update(mtp_tensors(cfg, gen, spec["experts_layout"]))
@@ -829,21 +776,6 @@ def make_fixture(name: str, spec: dict, tok: Tokenizer, tok_json: str, ids: dict
         "config": spec["text"],
         "ids": ids,
     }
-
-
-def native_equiv(native: dict[str, torch.Tensor], k: str, num_experts: int) -> torch.Tensor:
-    """The tensor save_pretrained wrote for in-memory parameter k (fusing per-expert tensors back)."""
-    if k in native:
-        return native[k]
-    if k.endswith(".mlp.experts.gate_up_proj"):
-        pre = k[: -len(".gate_up_proj")]
-        return torch.stack(
-            [torch.cat([native[f"{pre}.{e}.gate_proj.weight"], native[f"{pre}.{e}.up_proj.weight"]]) for e in range(num_experts)]
-        )
-    if k.endswith(".mlp.experts.down_proj"):
-        pre = k[: -len(".down_proj")]
-        return torch.stack([native[f"{pre}.{e}.down_proj.weight"] for e in range(num_experts)])
-    raise KeyError(k)
 
 
 def dtype_summary(tensors: dict[str, torch.Tensor]) -> dict[str, str]:
