@@ -12,11 +12,14 @@ pub use config::{LayerKind, ModelConfig};
 pub use tensor::{DType, Tensor};
 pub use weights::ModelWeights;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use std::path::Path;
 
 /// Reads `config.json` and maps the weights of a checkpoint directory, checking every tensor.
 pub fn load(dir: &Path) -> Result<(ModelConfig, ModelWeights)> {
+    if !dir.is_dir() {
+        bail!("model directory {} does not exist", dir.display());
+    }
     let config = ModelConfig::from_dir(dir)?;
     let ckpt = Checkpoint::open(dir)?;
     let weights = ModelWeights::load(&ckpt, &config)?;

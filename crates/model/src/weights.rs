@@ -247,3 +247,53 @@ impl Taker {
 fn is_skipped(name: &str) -> bool {
     ["model.visual.", "visual.", "mtp.", "model.mtp."].iter().any(|p| name.starts_with(p))
 }
+
+/// Every tensor of a release-layout checkpoint for `cfg` (fused experts, no vision or MTP), with
+/// its shape: what a writer of such a checkpoint (the demo model, tests) must produce.
+pub fn release_tensor_shapes(cfg: &ModelConfig) -> Vec<(String, Vec<usize>)> {
+    let p = "model.language_model.";
+    let h = cfg.hidden_size;
+    let mut out = vec![
+        (format!("{p}embed_tokens.weight"), vec![cfg.vocab_size, h]),
+        (format!("{p}norm.weight"), vec![h]),
+        ("lm_head.weight".to_string(), vec![cfg.vocab_size, h]),
+    ];
+    for (i, kind) in cfg.layer_types.iter().enumerate() {
+        let l = format!("{p}layers.{i}.");
+        let mut add = |name: &str, shape: Vec<usize>| out.push((format!("{l}{name}"), shape));
+        add("input_layernorm.weight", vec![h]);
+        add("post_attention_layernorm.weight", vec![h]);
+        match kind {
+            LayerKind::GatedDeltaNet => {
+                let (hv, conv, vdim) = (cfg.linear_num_value_heads, cfg.gdn_conv_dim(), cfg.gdn_value_dim());
+                add("linear_attn.in_proj_qkv.weight", vec![conv, h]);
+                add("linear_attn.in_proj_z.weight", vec![vdim, h]);
+                add("linear_attn.in_proj_b.weight", vec![hv, h]);
+                add("linear_attn.in_proj_a.weight", vec![hv, h]);
+                add("linear_attn.conv1d.weight", vec![conv, 1, cfg.linear_conv_kernel_dim]);
+                add("linear_attn.A_log", vec![hv]);
+                add("linear_attn.dt_bias", vec![hv]);
+                add("linear_attn.norm.weight", vec![cfg.linear_value_head_dim]);
+                add("linear_attn.out_proj.weight", vec![h, vdim]);
+            }
+            LayerKind::FullAttention => {
+                let (hq, hkv, d) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim);
+                add("self_attn.q_proj.weight", vec![hq * 2 * d, h]);
+                add("self_attn.k_proj.weight", vec![hkv * d, h]);
+                add("self_attn.v_proj.weight", vec![hkv * d, h]);
+                add("self_attn.o_proj.weight", vec![h, hq * d]);
+                add("self_attn.q_norm.weight", vec![d]);
+                add("self_attn.k_norm.weight", vec![d]);
+            }
+        }
+        let (e, inter, shared) = (cfg.num_experts, cfg.moe_intermediate_size, cfg.shared_expert_intermediate_size);
+        add("mlp.gate.weight", vec![e, h]);
+        add("mlp.experts.gate_up_proj", vec![e, 2 * inter, h]);
+        add("mlp.experts.down_proj", vec![e, h, inter]);
+        add("mlp.shared_expert.gate_proj.weight", vec![shared, h]);
+        add("mlp.shared_expert.up_proj.weight", vec![shared, h]);
+        add("mlp.shared_expert.down_proj.weight", vec![h, shared]);
+        add("mlp.shared_expert_gate.weight", vec![1, h]);
+    }
+    out
+}

@@ -1,1 +1,95 @@
-fn main() {}
+//! `solo`: one model (Qwen3.6-35B-A3B), as fast as the hardware allows.
+
+mod commands;
+mod demo;
+mod locate;
+mod sampler;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "solo", version, about = "Inference engine for exactly one model: Qwen3.6-35B-A3B")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Which backend runs the model.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum BackendChoice {
+    /// The best available (the CPU until the CUDA backend lands).
+    Auto,
+    /// The f32 reference.
+    Cpu,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Chat with the model: renders the chat template, streams the reply to stdout.
+    Run {
+        /// Checkpoint directory. Default: Qwen3.6-35B-A3B from the Hugging Face cache, else the
+        /// built-in demo checkpoint (random weights: its output is noise).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        #[arg(long)]
+        prompt: String,
+        #[arg(long, default_value_t = 256)]
+        max_tokens: usize,
+        /// Sampling temperature; 0 is greedy. Default: the checkpoint's generation_config (else 1.0).
+        #[arg(long)]
+        temperature: Option<f32>,
+        /// Seed for sampling. Default: from the clock.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Turn thinking off (`enable_thinking=false` in the chat template).
+        #[arg(long)]
+        no_think: bool,
+        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+        backend: BackendChoice,
+    },
+    /// Print the logits of every position as JSON `{"logits": [[...], ...]}` (row i predicts token i+1).
+    Logits {
+        #[arg(long)]
+        model: PathBuf,
+        /// Comma-separated token ids.
+        #[arg(long, value_delimiter = ',', required = true)]
+        tokens: Vec<u32>,
+        /// How many leading tokens go through one prefill; the rest are decoded one by one. Default: all.
+        #[arg(long)]
+        prefill: Option<usize>,
+        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+        backend: BackendChoice,
+    },
+    /// Mean negative log-likelihood and perplexity of a text file, as JSON.
+    Perplexity {
+        #[arg(long)]
+        model: PathBuf,
+        #[arg(long)]
+        text_file: PathBuf,
+        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+        backend: BackendChoice,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run { model, prompt, max_tokens, temperature, seed, no_think, backend } => {
+            commands::run(commands::RunArgs { model, prompt, max_tokens, temperature, seed, no_think, backend })
+        }
+        Command::Logits { model, tokens, prefill, backend } => commands::logits(&model, &tokens, prefill, backend),
+        Command::Perplexity { model, text_file, backend } => commands::perplexity(&model, &text_file, backend),
+    };
+    if let Err(err) = result {
+        // A closed pipe (`solo logits … | head`) is the reader's choice, not our failure.
+        let broken_pipe = err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe);
+        if broken_pipe {
+            std::process::exit(0);
+        }
+        eprintln!("solo: error: {err:#}");
+        std::process::exit(1);
+    }
+}

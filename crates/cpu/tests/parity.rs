@@ -1,0 +1,139 @@
+//! The CPU reference against Hugging Face transformers (fp32) on the tiny fixtures: every
+//! position's logits within 1e-4 relative error with the same argmax, for one prefill of the whole
+//! sequence and for prefill-then-decode from several boundaries.
+//!
+//! Relative error of a row = max|solo − hf| / max|hf|.
+
+use safetensors::{Dtype, SafeTensors};
+use solo_cpu::CpuModel;
+use solo_model::{Backend, Logits};
+use std::path::PathBuf;
+
+const MAX_REL_ERR: f32 = 1e-4;
+
+fn fixture_dir(name: &str) -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures")).join(name)
+}
+
+/// HF's reference: the token sequence and its fp32 logits [T, vocab].
+struct Reference {
+    tokens: Vec<u32>,
+    logits: Vec<f32>,
+}
+
+fn reference(name: &str) -> Reference {
+    let path = fixture_dir(name).join("hf_reference.safetensors");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("missing fixture {}: {e}", path.display()));
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    let tokens = st.tensor("tokens").unwrap();
+    let tokens: Vec<u32> = match tokens.dtype() {
+        Dtype::I64 => tokens.data().chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap()) as u32).collect(),
+        Dtype::I32 => tokens.data().chunks_exact(4).map(|b| i32::from_le_bytes(b.try_into().unwrap()) as u32).collect(),
+        other => panic!("tokens have dtype {other:?}"),
+    };
+    let logits = st.tensor("logits").unwrap();
+    assert_eq!(logits.dtype(), Dtype::F32);
+    let logits = logits.data().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    Reference { tokens, logits }
+}
+
+fn model(name: &str) -> CpuModel {
+    solo_cpu::load(&fixture_dir(name)).unwrap_or_else(|e| panic!("loading {name}: {e:#}"))
+}
+
+fn argmax(v: &[f32]) -> usize {
+    (0..v.len()).fold(0, |best, i| if v[i] > v[best] { i } else { best })
+}
+
+/// Checks every row; returns the worst relative error.
+fn compare(what: &str, ours: &[f32], hf: &[f32], vocab: usize) -> f32 {
+    assert_eq!(ours.len(), hf.len(), "{what}: row count");
+    let mut worst = 0.0f32;
+    for (pos, (a, b)) in ours.chunks(vocab).zip(hf.chunks(vocab)).enumerate() {
+        let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let err = a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs())) / scale;
+        assert!(err <= MAX_REL_ERR, "{what}: position {pos} relative error {err:.3e}");
+        assert_eq!(argmax(a), argmax(b), "{what}: position {pos} argmax differs");
+        worst = worst.max(err);
+    }
+    worst
+}
+
+fn prefill_all(name: &str) {
+    let (m, r) = (model(name), reference(name));
+    let vocab = m.config.vocab_size;
+    let mut state = m.new_state();
+    let logits = m.prefill(&mut state, &r.tokens, Logits::All).unwrap();
+    let worst = compare(&format!("{name} prefill"), &logits, &r.logits, vocab);
+    eprintln!("{name}: one prefill of {} tokens, worst relative error {worst:.2e}", r.tokens.len());
+}
+
+/// Prefill of the first `n` tokens, then one decode step per remaining token.
+fn prefill_then_decode(name: &str, boundaries: &[usize]) {
+    let (m, r) = (model(name), reference(name));
+    let vocab = m.config.vocab_size;
+    for &n in boundaries {
+        let mut state = m.new_state();
+        let mut logits = m.prefill(&mut state, &r.tokens[..n], Logits::All).unwrap();
+        for &t in &r.tokens[n..] {
+            logits.extend(m.decode(&mut state, t).unwrap());
+        }
+        assert_eq!(state.position, r.tokens.len());
+        let worst = compare(&format!("{name} prefill {n} + decode"), &logits, &r.logits, vocab);
+        eprintln!("{name}: prefill {n} then decode, worst relative error {worst:.2e}");
+    }
+}
+
+#[test]
+fn tiny_a_prefill_matches_hf() {
+    prefill_all("tiny-a");
+}
+
+#[test]
+fn tiny_b_prefill_matches_hf() {
+    prefill_all("tiny-b");
+}
+
+// Boundaries: a single token, exactly one GDN chunk (64), one past it, and the middle.
+#[test]
+fn tiny_a_prefill_then_decode_matches_hf() {
+    prefill_then_decode("tiny-a", &[1, 64, 65, 75]);
+}
+
+#[test]
+fn tiny_b_prefill_then_decode_matches_hf() {
+    prefill_then_decode("tiny-b", &[1, 64, 65, 75]);
+}
+
+/// Prefill in uneven pieces (state carried across prefill calls: conv windows, chunk offsets,
+/// KV positions) equals one prefill.
+#[test]
+fn chunked_prefill_calls_match_hf() {
+    let (m, r) = (model("tiny-b"), reference("tiny-b"));
+    let mut state = m.new_state();
+    let mut logits = Vec::new();
+    for piece in [&r.tokens[..10], &r.tokens[10..100], &r.tokens[100..]] {
+        logits.extend(m.prefill(&mut state, piece, Logits::All).unwrap());
+    }
+    compare("tiny-b prefill in 3 calls", &logits, &r.logits, m.config.vocab_size);
+}
+
+/// Logits::Last returns the last row of Logits::All.
+#[test]
+fn last_logits_is_last_row() {
+    let (m, r) = (model("tiny-a"), reference("tiny-a"));
+    let vocab = m.config.vocab_size;
+    let mut state = m.new_state();
+    let last = m.prefill(&mut state, &r.tokens[..20], Logits::Last).unwrap();
+    assert_eq!(last.len(), vocab);
+    compare("tiny-a last row", &last, &r.logits[19 * vocab..20 * vocab], vocab);
+}
+
+#[test]
+fn out_of_range_token_is_an_error() {
+    let m = model("tiny-a");
+    let mut state = m.new_state();
+    let err = m.prefill(&mut state, &[1, 512], Logits::All).unwrap_err();
+    assert!(format!("{err:#}").contains("512"), "{err:#}");
+    assert_eq!(state.position, 0, "a refused prefill must not advance the state");
+}

@@ -1,0 +1,185 @@
+//! The subcommands: `run`, `logits`, `perplexity`.
+
+use crate::locate::{self, ModelDir};
+use crate::sampler::{Sampler, SamplerConfig};
+use crate::BackendChoice;
+use anyhow::{bail, Context, Result};
+use solo_cpu::CpuModel;
+use solo_model::{Backend, Logits};
+use solo_text::{ChatTemplate, TemplateOptions, Tokenizer};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Tokens per prefill call when a command feeds a long input (bounds the activations' memory).
+const PREFILL_CHUNK: usize = 512;
+
+fn load_backend(dir: &Path, choice: BackendChoice) -> Result<CpuModel> {
+    match choice {
+        BackendChoice::Auto | BackendChoice::Cpu => solo_cpu::load(dir),
+    }
+}
+
+pub struct RunArgs {
+    pub model: Option<PathBuf>,
+    pub prompt: String,
+    pub max_tokens: usize,
+    pub temperature: Option<f32>,
+    pub seed: Option<u64>,
+    pub no_think: bool,
+    pub backend: BackendChoice,
+}
+
+/// Chat: template, prefill, sample and stream until a stop token or `max_tokens`.
+pub fn run(args: RunArgs) -> Result<()> {
+    let ModelDir { path: dir, is_demo } = locate::resolve(args.model.as_deref())?;
+    if is_demo {
+        eprintln!(
+            "solo: Qwen3.6-35B-A3B is not in the Hugging Face cache and no --model was given; \
+             using the built-in demo checkpoint ({}). Its weights are random: the output is noise.",
+            dir.display()
+        );
+    }
+    let model = load_backend(&dir, args.backend)?;
+    let tokenizer = Tokenizer::from_dir(&dir)?;
+    let template = ChatTemplate::from_dir(&dir)?;
+    let stops = solo_text::stop_token_ids(&dir)?;
+
+    let messages = serde_json::json!([{ "role": "user", "content": args.prompt }]);
+    let opts = TemplateOptions {
+        add_generation_prompt: true,
+        enable_thinking: args.no_think.then_some(false),
+        preserve_thinking: None,
+    };
+    let prompt = tokenizer.encode(&template.render(&messages, None, &opts)?)?;
+    let mut sampler = Sampler::new(sampler_config(&dir, args.temperature, args.seed)?);
+
+    let mut state = model.new_state();
+    let started = Instant::now();
+    let mut logits = prefill_chunked(&model, &mut state, &prompt)?;
+    let prefill_secs = started.elapsed().as_secs_f64();
+
+    let mut out = std::io::stdout().lock();
+    let mut text = tokenizer.stream_decoder(false);
+    let decode_start = Instant::now();
+    let mut generated = 0;
+    while generated < args.max_tokens {
+        let token = sampler.sample(&logits);
+        generated += 1;
+        if stops.contains(&token) {
+            break;
+        }
+        if let Some(piece) = text.push(token)? {
+            out.write_all(piece.as_bytes())?;
+            out.flush()?;
+        }
+        if generated < args.max_tokens {
+            logits = model.decode(&mut state, token)?;
+        }
+    }
+    writeln!(out, "{}", text.flush()?)?;
+    let decode_secs = decode_start.elapsed().as_secs_f64();
+    eprintln!(
+        "solo: prompt {} tokens, prefill {:.1} tok/s; generated {} tokens, decode {:.1} tok/s",
+        prompt.len(),
+        prompt.len() as f64 / prefill_secs,
+        generated,
+        generated as f64 / decode_secs.max(1e-9)
+    );
+    Ok(())
+}
+
+/// Prefills `tokens` in chunks; returns the last token's logits.
+fn prefill_chunked<B: Backend>(model: &B, state: &mut B::State, tokens: &[u32]) -> Result<Vec<f32>> {
+    let mut last = Vec::new();
+    for chunk in tokens.chunks(PREFILL_CHUNK) {
+        last = model.prefill(state, chunk, Logits::Last)?;
+    }
+    Ok(last)
+}
+
+/// Sampling settings: the command line, else the checkpoint's generation_config.json, else
+/// temperature 1 with no top-k/top-p cut.
+fn sampler_config(dir: &Path, temperature: Option<f32>, seed: Option<u64>) -> Result<SamplerConfig> {
+    let path = dir.join("generation_config.json");
+    let gen: serde_json::Value = match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).with_context(|| format!("{}: not valid JSON", path.display()))?,
+        Err(_) => serde_json::Value::Null,
+    };
+    let number = |key: &str| gen.get(key).and_then(|v| v.as_f64());
+    let temperature = temperature.unwrap_or(number("temperature").unwrap_or(1.0) as f32);
+    if !(temperature >= 0.0 && temperature.is_finite()) {
+        bail!("--temperature must be a finite number ≥ 0, got {temperature}");
+    }
+    let seed = seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    });
+    Ok(SamplerConfig {
+        temperature,
+        top_k: number("top_k").unwrap_or(0.0) as usize,
+        top_p: number("top_p").unwrap_or(1.0) as f32,
+        seed,
+    })
+}
+
+/// `{"logits": [[…], …]}`: the first `prefill` tokens in one prefill, the rest one decode step each.
+pub fn logits(dir: &Path, tokens: &[u32], prefill: Option<usize>, backend: BackendChoice) -> Result<()> {
+    let n = prefill.unwrap_or(tokens.len());
+    if n == 0 || n > tokens.len() {
+        bail!("--prefill must be between 1 and the number of tokens ({}), got {n}", tokens.len());
+    }
+    let model = load_backend(dir, backend)?;
+    let vocab = model.config().vocab_size;
+    if let Some(bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
+        bail!("token id {bad} is out of range: the vocabulary has {vocab} entries");
+    }
+    let mut state = model.new_state();
+    let mut rows = model.prefill(&mut state, &tokens[..n], Logits::All)?;
+    for &token in &tokens[n..] {
+        rows.extend(model.decode(&mut state, token)?);
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    out.write_all(b"{\"logits\": [")?;
+    for (i, row) in rows.chunks(vocab).enumerate() {
+        if i > 0 {
+            out.write_all(b", ")?;
+        }
+        serde_json::to_writer(&mut out, row)?;
+    }
+    out.write_all(b"]}\n")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Mean NLL (nats per token) and perplexity of a text file, printed as JSON.
+pub fn perplexity(dir: &Path, text_file: &Path, backend: BackendChoice) -> Result<()> {
+    let text = std::fs::read_to_string(text_file).with_context(|| format!("cannot read {}", text_file.display()))?;
+    let model = load_backend(dir, backend)?;
+    let tokens = Tokenizer::from_dir(dir)?.encode(&text)?;
+    if tokens.len() < 2 {
+        bail!("{}: needs at least 2 tokens, has {}", text_file.display(), tokens.len());
+    }
+    let vocab = model.config().vocab_size;
+    let mut state = model.new_state();
+    let mut nll_sum = 0.0f64;
+    // Row i of each chunk's logits predicts the token after chunk[i].
+    for (c, chunk) in tokens.chunks(PREFILL_CHUNK).enumerate() {
+        let rows = model.prefill(&mut state, chunk, Logits::All)?;
+        for (i, row) in rows.chunks(vocab).enumerate() {
+            if let Some(&next) = tokens.get(c * PREFILL_CHUNK + i + 1) {
+                nll_sum += negative_log_likelihood(row, next);
+            }
+        }
+    }
+    let predicted = tokens.len() - 1;
+    let mean = nll_sum / predicted as f64;
+    println!("{}", serde_json::json!({ "tokens": tokens.len(), "predicted": predicted, "mean_nll": mean, "perplexity": mean.exp() }));
+    Ok(())
+}
+
+/// −log softmax(row)[target], in f64.
+fn negative_log_likelihood(row: &[f32], target: u32) -> f64 {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let sum: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
+    max + sum.ln() - row[target as usize] as f64
+}
