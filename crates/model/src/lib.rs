@@ -3,6 +3,7 @@
 pub mod backend;
 pub mod checkpoint;
 pub mod config;
+pub mod sampler;
 pub mod tensor;
 pub mod weights;
 

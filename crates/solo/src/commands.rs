@@ -1,7 +1,7 @@
 //! The subcommands: `run`, `logits`, `perplexity`.
 
 use crate::locate::{self, ModelDir};
-use crate::sampler::{Sampler, SamplerConfig};
+use solo_model::sampler::{Sampler, SamplerConfig};
 use crate::BackendChoice;
 use anyhow::{bail, Context, Result};
 use solo_cpu::CpuModel;

@@ -5,6 +5,7 @@
 use anyhow::{Context, Result};
 use half::bf16;
 use safetensors::{tensor::TensorView, Dtype};
+use solo_model::sampler::SplitMix;
 use solo_model::weights::release_tensor_shapes;
 use solo_model::ModelConfig;
 use std::path::{Path, PathBuf};
@@ -121,17 +122,4 @@ fn init_values(name: &str, shape: &[usize], seed: u64) -> Vec<f32> {
     let fan_in = *shape.last().unwrap() as f32;
     let bound = (3.0 / fan_in).sqrt();
     (0..n).map(|_| bound * (2.0 * uniform() - 1.0)).collect()
-}
-
-/// A small deterministic generator, so the demo weights are identical on every machine.
-pub struct SplitMix(pub u64);
-
-impl SplitMix {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
 }

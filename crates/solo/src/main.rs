@@ -3,7 +3,6 @@
 mod commands;
 mod demo;
 mod locate;
-mod sampler;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;

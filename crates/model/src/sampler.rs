@@ -1,8 +1,6 @@
 //! Picks the next token from a row of logits: greedy at temperature 0, otherwise temperature,
 //! top-k and top-p (nucleus) sampling with a seeded generator.
 
-use crate::demo::SplitMix;
-
 #[derive(Clone, Debug)]
 pub struct SamplerConfig {
     /// 0 means greedy (argmax).
@@ -59,6 +57,19 @@ impl Sampler {
             }
         }
         order[keep - 1] as u32
+    }
+}
+
+/// A small deterministic generator (SplitMix64): the same seed gives the same stream everywhere.
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
     }
 }
 
