@@ -15,3 +15,10 @@ pub use messages::normalize_messages;
 pub use stop::stop_token_ids;
 pub use template::{ChatTemplate, TemplateException, TemplateOptions};
 pub use tokenizer::{StreamDecoder, Tokenizer};
+
+/// The server shares one tokenizer and template across request threads.
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<Tokenizer>();
+    shareable::<ChatTemplate>();
+};
