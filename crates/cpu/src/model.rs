@@ -120,4 +120,20 @@ impl Backend for CpuModel {
         let normed = self.forward_hidden(state, &[token], DeltaRule::Recurrent)?;
         Ok(self.lm_head(&normed))
     }
+
+    fn snapshot(&self, state: &CpuState) -> Option<CpuState> {
+        Some(state.clone())
+    }
+
+    fn state_bytes(&self, state: &CpuState) -> usize {
+        let floats: usize = state
+            .layers
+            .iter()
+            .map(|layer| match layer {
+                LayerState::GatedDeltaNet(s) => s.conv.len() + s.recurrent.len(),
+                LayerState::FullAttention(kv) => kv.keys.len() + kv.values.len(),
+            })
+            .sum();
+        floats * std::mem::size_of::<f32>()
+    }
 }

@@ -31,4 +31,19 @@ pub trait Backend {
 
     /// Appends one token; returns its logits [vocab].
     fn decode(&self, state: &mut Self::State, token: u32) -> Result<Vec<f32>>;
+
+    /// An independent copy of `state` (the server's prefix cache keeps these and resumes
+    /// sequences from them). `None` when no copy can be made: the default, for a backend that
+    /// cannot copy states, or one out of memory for it; the caller then goes on without it.
+    fn snapshot(&self, state: &Self::State) -> Option<Self::State> {
+        let _ = state;
+        None
+    }
+
+    /// Memory `state` holds, in bytes (device memory for a GPU backend): what bounds the
+    /// prefix cache. 0 (the default) leaves only the cache's entry count as a bound.
+    fn state_bytes(&self, state: &Self::State) -> usize {
+        let _ = state;
+        0
+    }
 }
