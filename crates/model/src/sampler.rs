@@ -1,5 +1,6 @@
 //! Picks the next token from a row of logits: greedy at temperature 0, otherwise temperature,
-//! top-k and top-p (nucleus) sampling with a seeded generator.
+//! top-k and top-p (nucleus) sampling with a seeded generator; plus the logit adjustments and
+//! log-probabilities the server offers (penalties, min-p, logprobs).
 
 #[derive(Clone, Debug)]
 pub struct SamplerConfig {
@@ -60,6 +61,57 @@ impl Sampler {
     }
 }
 
+/// OpenAI's penalties on tokens already generated: `frequency` × (times seen) + `presence` (once
+/// seen at all) is subtracted from each such token's logit. `counts` holds (token, times seen).
+pub fn apply_penalties(logits: &mut [f32], counts: &std::collections::HashMap<u32, u32>, presence: f32, frequency: f32) {
+    if presence == 0.0 && frequency == 0.0 {
+        return;
+    }
+    for (&token, &n) in counts {
+        if let Some(l) = logits.get_mut(token as usize) {
+            *l -= frequency * n as f32 + if n > 0 { presence } else { 0.0 };
+        }
+    }
+}
+
+/// Min-p: drops every token whose probability at `temperature` is below `min_p` × the most
+/// likely token's, by setting its logit to −∞. p_i / p_max = exp((l_i − l_max) / T), so the cut
+/// is a logit threshold. No-op for `min_p` ≤ 0 or greedy decoding.
+pub fn apply_min_p(logits: &mut [f32], min_p: f32, temperature: f32) {
+    if min_p <= 0.0 || temperature <= 0.0 || logits.is_empty() {
+        return;
+    }
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let threshold = max + temperature * min_p.min(1.0).ln();
+    for l in logits.iter_mut() {
+        if *l < threshold {
+            *l = f32::NEG_INFINITY;
+        }
+    }
+}
+
+/// Log-probability of `token` under softmax(`logits`), and the `top` most likely tokens with
+/// theirs (most likely first, ties by lower id). Computed in f64 over the whole row.
+pub fn logprobs(logits: &[f32], token: u32, top: usize) -> (f32, Vec<(u32, f32)>) {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let log_total = logits.iter().map(|&l| (l as f64 - max).exp()).sum::<f64>().ln() + max;
+    let lp = |i: usize| (logits[i] as f64 - log_total) as f32;
+    let mut best: Vec<usize> = Vec::with_capacity(top + 1);
+    if top > 0 {
+        for i in 0..logits.len() {
+            // Keep `best` sorted (highest first); insert only what beats the current last.
+            if best.len() == top && logits[i] <= logits[best[top - 1]] {
+                continue;
+            }
+            let at = best.partition_point(|&j| logits[j] >= logits[i]);
+            best.insert(at, i);
+            best.truncate(top);
+        }
+    }
+    let chosen = logits.get(token as usize).map_or(f32::NEG_INFINITY, |_| lp(token as usize));
+    (chosen, best.into_iter().map(|i| (i as u32, lp(i))).collect())
+}
+
 /// A small deterministic generator (SplitMix64): the same seed gives the same stream everywhere.
 pub struct SplitMix(pub u64);
 
@@ -103,6 +155,38 @@ mod tests {
         for _ in 0..20 {
             assert_eq!(s.sample(&[0.5, 0.4, 3.0, 2.9]), 2);
         }
+    }
+
+    #[test]
+    fn penalties_follow_openai() {
+        let mut logits = [1.0, 1.0, 1.0];
+        let counts = std::collections::HashMap::from([(0u32, 3u32), (2, 1)]);
+        apply_penalties(&mut logits, &counts, 0.5, 0.25);
+        assert_eq!(logits, [1.0 - 0.75 - 0.5, 1.0, 1.0 - 0.25 - 0.5]);
+    }
+
+    #[test]
+    fn min_p_cuts_relative_to_the_top_token() {
+        // At T = 1, p_i / p_max = exp(l_i − l_max): 1, e^-1 ≈ 0.37, e^-3 ≈ 0.05.
+        let mut logits = [0.0, -1.0, -3.0];
+        apply_min_p(&mut logits, 0.1, 1.0);
+        assert_eq!(logits, [0.0, -1.0, f32::NEG_INFINITY]);
+        // A higher temperature flattens the distribution, so the same min_p keeps more.
+        let mut logits = [0.0, -1.0, -3.0];
+        apply_min_p(&mut logits, 0.1, 2.0);
+        assert!(logits.iter().all(|l| l.is_finite()));
+    }
+
+    #[test]
+    fn logprobs_are_log_softmax_with_sorted_top() {
+        let logits = [1.0, 3.0, 2.0, 3.0];
+        let (lp, top) = logprobs(&logits, 2, 3);
+        let z: f64 = logits.iter().map(|&l| (l as f64).exp()).sum();
+        assert!((lp as f64 - (2.0 - z.ln())).abs() < 1e-6);
+        assert_eq!(top.iter().map(|t| t.0).collect::<Vec<_>>(), [1, 3, 2]);
+        let mass: f64 = logits.iter().map(|&l| (l as f64 - z.ln()).exp()).sum();
+        assert!((mass - 1.0).abs() < 1e-9);
+        assert!(logprobs(&logits, 0, 0).1.is_empty());
     }
 
     #[test]
