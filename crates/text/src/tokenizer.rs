@@ -45,6 +45,28 @@ impl Tokenizer {
         self.inner.token_to_id(token)
     }
 
+    /// The bytes token `id` stands for (what OpenAI's logprobs `bytes` field carries): an added
+    /// token's content, or a byte-level BPE token's bytes, which may be part of a UTF-8
+    /// character. `None` for an id the tokenizer does not know.
+    pub fn token_bytes(&self, id: u32) -> Option<Vec<u8>> {
+        if let Some(added) = self.inner.get_added_tokens_decoder().get(&id) {
+            return Some(added.content.as_bytes().to_vec());
+        }
+        let piece = self.inner.id_to_token(id)?;
+        // GPT-2's byte-level alphabet: printable Latin-1 bytes stand for themselves; the other
+        // bytes were moved to U+0100 + n, in byte order.
+        let printable = |b: u32| (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b);
+        let shifted: Vec<u8> = (0u32..256).filter(|&b| !printable(b)).map(|b| b as u8).collect();
+        piece
+            .chars()
+            .map(|c| match c as u32 {
+                b if printable(b) => Some(b as u8),
+                b if b >= 0x100 => shifted.get((b - 0x100) as usize).copied(),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Number of tokens the tokenizer knows, added tokens included. The model's embedding
     /// table may be larger (padded); ids past this never decode.
     pub fn vocab_size(&self) -> usize {

@@ -138,3 +138,15 @@ fn from_dir_errors_name_the_directory() {
         "{err:#}"
     );
 }
+
+#[test]
+fn token_bytes_concatenate_to_the_text() {
+    let tok = tokenizer();
+    for (name, text, ids) in encode_cases() {
+        let bytes: Vec<u8> = ids.iter().flat_map(|&id| tok.token_bytes(id).unwrap()).collect();
+        assert_eq!(bytes, text.as_bytes(), "{name}");
+    }
+    let think = tok.token_id("<think>").unwrap();
+    assert_eq!(tok.token_bytes(think).unwrap(), b"<think>");
+    assert_eq!(tok.token_bytes(1_000_000), None);
+}
