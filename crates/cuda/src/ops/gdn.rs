@@ -1,0 +1,501 @@
+//! The Gated DeltaNet mixer on the GPU (model-spec §3.1): projections, causal conv + SiLU, gates,
+//! q/k l2-norm, the delta rule with an fp32 state, gated RMSNorm, out_proj.
+//!
+//! Kernels (`gdn_conv.cu`, `gdn_delta.cu`; launch geometry in each kernel's comment):
+//! - `gdn_conv_silu`: the conv over T tokens with the window state, SiLU, and the window update.
+//! - `gdn_decode_step` (T = 1): gates + l2norm + recurrence + gated norm in one kernel, 32 heads ×
+//!   4 column groups (clusters of 4 blocks share the norm's Σo²); S is read and written once.
+//! - prefill (any T): `gdn_prep` (l2norm in place, gates, k·q) → `gdn_prefill_scan` (the state
+//!   on chip, serial over tokens, one warp per 8 value columns) → `gdn_gated_norm`.
+//!
+//! The CUDA backend runs only the real widths (see `weights::check_real_widths`), which the kernels
+//! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
+
+use crate::kernels::Source;
+use crate::ops::linear::linear;
+use crate::ops::Scratch;
+use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
+use crate::weights::GdnGpu;
+use anyhow::{ensure, Result};
+
+pub const SOURCE_CONV: Source =
+    Source { file: "gdn_conv.cu", text: include_str!("gdn_conv.cu"), functions: &["gdn_conv_silu"] };
+pub const SOURCE_DELTA: Source = Source {
+    file: "gdn_delta.cu",
+    text: include_str!("gdn_delta.cu"),
+    functions: &["gdn_decode_step", "gdn_prep", "gdn_prefill_scan", "gdn_gated_norm"],
+};
+
+/// Channels through the conv: [q 16×128 | k 16×128 | v 32×128].
+pub const CONV_DIM: usize = 8192;
+/// Value heads × value head dim (the z width and the out_proj input).
+pub const VALUE_DIM: usize = 4096;
+pub const V_HEADS: usize = 32;
+pub const HEAD_DIM: usize = 128;
+/// Pre-conv rows the conv window keeps (kernel 4 − 1).
+pub const CONV_HISTORY: usize = 3;
+/// rms_norm_eps of the real model, used by the gated norm.
+pub const RMS_EPS: f32 = 1e-6;
+/// Floats per token of the gates buffer: g[32] | beta[32] | kq[16] (`gdn_delta.cu`).
+pub const GATES_STRIDE: usize = 80;
+
+/// Tokens per block row of `gdn_conv_silu` (CONV_TOKENS in the .cu; must be ≥ 3).
+const CONV_TOKENS: usize = 16;
+
+/// A GDN layer's sequence state on the GPU (f32).
+pub struct GdnStateGpu {
+    /// [3, 8192]: the last 3 pre-conv qkv rows, oldest first (zeros for a fresh sequence).
+    pub conv: DevBuf,
+    /// [32, 128, 128]: S[h][r = key dim][c = value dim].
+    pub recurrent: DevBuf,
+}
+
+impl GdnStateGpu {
+    pub const CONV_BYTES: usize = CONV_HISTORY * CONV_DIM * 4;
+    pub const RECURRENT_BYTES: usize = V_HEADS * HEAD_DIM * HEAD_DIM * 4;
+
+    /// A fresh (zero) state.
+    pub fn new(gpu: &Gpu) -> Result<Self> {
+        Ok(GdnStateGpu { conv: gpu.alloc(Self::CONV_BYTES)?, recurrent: gpu.alloc(Self::RECURRENT_BYTES)? })
+    }
+
+    /// Makes this state equal to `other` (snapshot restore), by device copies on the model's stream.
+    pub fn copy_from(&self, gpu: &Gpu, other: &Self) -> Result<()> {
+        gpu.copy(self.conv.ptr(), other.conv.ptr(), Self::CONV_BYTES)?;
+        gpu.copy(self.recurrent.ptr(), other.recurrent.ptr(), Self::RECURRENT_BYTES)
+    }
+
+    /// Back to a fresh sequence.
+    pub fn reset(&self, gpu: &Gpu) -> Result<()> {
+        gpu.zero(self.conv.ptr(), Self::CONV_BYTES)?;
+        gpu.zero(self.recurrent.ptr(), Self::RECURRENT_BYTES)
+    }
+}
+
+/// The per-head constants the delta kernels read (f32 device vectors).
+#[derive(Clone, Copy, Debug)]
+pub struct GdnConsts {
+    /// [32]
+    pub a_log: DevPtr,
+    /// [32]
+    pub dt_bias: DevPtr,
+    /// [128], the gated norm's plain weight
+    pub norm: DevPtr,
+}
+
+impl GdnConsts {
+    pub fn of(w: &GdnGpu) -> Self {
+        GdnConsts { a_log: w.a_log.ptr, dt_bias: w.dt_bias.ptr, norm: w.norm.ptr }
+    }
+}
+
+/// Where `gdn_mixer` keeps its intermediates for `t` tokens: scratch buffers 0, 1, 2 and 3.
+/// - 0: qkv f32 [t, 8192] (in_proj_qkv output, pre-conv)
+/// - 1: mixed f32 [t, 8192] (conv + SiLU; the prefill normalises q and k in place)
+/// - 2: z f32 [t, 4096], then b f32 [t, 32], a f32 [t, 32], gates f32 [t, 80]
+/// - 3: o f32 [t, 4096] (prefill's raw delta-rule output), then y bf16 [t, 4096] (out_proj input)
+#[derive(Clone, Copy, Debug)]
+pub struct GdnBuffers {
+    pub qkv: DevPtr,
+    pub mixed: DevPtr,
+    pub z: DevPtr,
+    pub b: DevPtr,
+    pub a: DevPtr,
+    pub gates: DevPtr,
+    pub o: DevPtr,
+    pub y: DevPtr,
+}
+
+impl GdnBuffers {
+    pub fn new(scratch: &Scratch, t: usize) -> Result<Self> {
+        ensure!(t >= 1 && t <= scratch.max_tokens, "gdn: {t} tokens, scratch holds {}", scratch.max_tokens);
+        let f = |n: usize| (n * t * 4) as DevPtr;
+        let (s2, s3) = (scratch.ptr(2), scratch.ptr(3));
+        Ok(GdnBuffers {
+            qkv: scratch.ptr(0),
+            mixed: scratch.ptr(1),
+            z: s2,
+            b: s2 + f(VALUE_DIM),
+            a: s2 + f(VALUE_DIM + V_HEADS),
+            gates: s2 + f(VALUE_DIM + 2 * V_HEADS),
+            o: s3,
+            y: s3 + f(VALUE_DIM),
+        })
+    }
+}
+
+/// The mixer: x bf16 [t, 2048] (normalised input) → out f32 [t, 2048] (not added to the residual).
+/// Advances `state` by t tokens. Uses scratch buffers 0–3 (see `GdnBuffers`); x and out must not
+/// be in them. t == 1 runs the fused decode step: fixed launch shapes, no host sync, no allocation
+/// (graph-capturable). t ≤ scratch.max_tokens.
+pub fn gdn_mixer(gpu: &Gpu, w: &GdnGpu, x: DevPtr, t: usize, state: &GdnStateGpu, scratch: &Scratch, out: DevPtr) -> Result<()> {
+    let buf = GdnBuffers::new(scratch, t)?;
+    let consts = GdnConsts::of(w);
+    linear(gpu, x, &w.in_proj_qkv, t, buf.qkv)?;
+    linear(gpu, x, &w.in_proj_z, t, buf.z)?;
+    linear(gpu, x, &w.in_proj_b, t, buf.b)?;
+    linear(gpu, x, &w.in_proj_a, t, buf.a)?;
+    conv_silu(gpu, buf.qkv, state.conv.ptr(), w.conv1d.ptr, t, buf.mixed)?;
+    if t == 1 {
+        decode_step(gpu, &consts, buf.mixed, buf.z, buf.b, buf.a, state.recurrent.ptr(), buf.y)?;
+    } else {
+        prefill_delta(gpu, &consts, &buf, state.recurrent.ptr(), t)?;
+    }
+    linear(gpu, buf.y, &w.out_proj, t, out)
+}
+
+/// Everything after the conv for t ≥ 1 tokens: prep → scan → gated norm, reading `buf.mixed`
+/// (modified: q, k normalised), `buf.z`, `buf.b`, `buf.a`; writing `buf.gates`, `buf.o`, `buf.y`.
+pub fn prefill_delta(gpu: &Gpu, c: &GdnConsts, buf: &GdnBuffers, recurrent: DevPtr, t: usize) -> Result<()> {
+    prep(gpu, c, buf.mixed, buf.b, buf.a, t, buf.gates)?;
+    scan(gpu, buf.mixed, buf.gates, recurrent, t, buf.o)?;
+    gated_norm(gpu, c, buf.o, buf.z, t, buf.y)
+}
+
+/// out f32 [t, 8192] = silu(causal_conv(qkv f32 [t, 8192])) with the window `conv_state` f32
+/// [3, 8192] (updated to the last 3 pre-conv rows); taps f32 [8192, 4].
+pub fn conv_silu(gpu: &Gpu, qkv: DevPtr, conv_state: DevPtr, taps: DevPtr, t: usize, out: DevPtr) -> Result<()> {
+    gpu.launch(
+        "gdn_conv_silu",
+        ((CONV_DIM / 256) as u32, t.div_ceil(CONV_TOKENS) as u32, 1),
+        256,
+        0,
+        &[Arg::Ptr(qkv), Arg::Ptr(conv_state), Arg::Ptr(taps), Arg::Ptr(out), Arg::I32(t as i32)],
+    )
+}
+
+/// One token after the conv: mixed f32 [8192], z f32 [4096], b, a f32 [32]; updates `recurrent`
+/// f32 [32, 128, 128]; y bf16 [4096] = gated_norm(o)·silu(z).
+#[allow(clippy::too_many_arguments)]
+pub fn decode_step(gpu: &Gpu, c: &GdnConsts, mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, recurrent: DevPtr, y: DevPtr) -> Result<()> {
+    gpu.launch(
+        "gdn_decode_step",
+        ((V_HEADS * 4) as u32, 1, 1),
+        128,
+        0,
+        &[
+            Arg::Ptr(mixed),
+            Arg::Ptr(z),
+            Arg::Ptr(b),
+            Arg::Ptr(a),
+            Arg::Ptr(c.a_log),
+            Arg::Ptr(c.dt_bias),
+            Arg::Ptr(c.norm),
+            Arg::Ptr(recurrent),
+            Arg::Ptr(y),
+            Arg::F32(RMS_EPS),
+        ],
+    )
+}
+
+/// Per token: q, k of `mixed` f32 [t, 8192] l2-normalised in place (q also × 1/√128); gates
+/// f32 [t, 80] = g | beta | k·q from b, a f32 [t, 32].
+pub fn prep(gpu: &Gpu, c: &GdnConsts, mixed: DevPtr, b: DevPtr, a: DevPtr, t: usize, gates: DevPtr) -> Result<()> {
+    gpu.launch(
+        "gdn_prep",
+        (t as u32, 1, 1),
+        256,
+        0,
+        &[Arg::Ptr(mixed), Arg::Ptr(b), Arg::Ptr(a), Arg::Ptr(c.a_log), Arg::Ptr(c.dt_bias), Arg::Ptr(gates)],
+    )
+}
+
+/// The delta rule over t tokens (after `prep`): updates `recurrent`, writes o f32 [t, 4096].
+pub fn scan(gpu: &Gpu, mixed: DevPtr, gates: DevPtr, recurrent: DevPtr, t: usize, o: DevPtr) -> Result<()> {
+    gpu.launch(
+        "gdn_prefill_scan",
+        ((V_HEADS * 4) as u32, 1, 1),
+        128,
+        0,
+        &[Arg::Ptr(mixed), Arg::Ptr(gates), Arg::Ptr(recurrent), Arg::Ptr(o), Arg::I32(t as i32)],
+    )
+}
+
+/// y bf16 [t, 4096] = per head, norm·(o·rsqrt(mean(o²) + eps))·silu(z), o and z f32 [t, 4096].
+pub fn gated_norm(gpu: &Gpu, c: &GdnConsts, o: DevPtr, z: DevPtr, t: usize, y: DevPtr) -> Result<()> {
+    let rows = t * V_HEADS;
+    gpu.launch(
+        "gdn_gated_norm",
+        (rows.div_ceil(8) as u32, 1, 1),
+        256,
+        0,
+        &[Arg::Ptr(o), Arg::Ptr(z), Arg::Ptr(c.norm), Arg::Ptr(y), Arg::I32(rows as i32), Arg::F32(RMS_EPS)],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testutil::*;
+    use solo_cpu::gdn::{causal_conv_silu, delta_rule_chunked, delta_rule_recurrent, l2_normalize, DeltaRule, HeadInputs};
+    use solo_cpu::ops::{inv_rms, sigmoid, silu, softplus};
+
+    const KEY_DIM: usize = 2048;
+    const STATE: usize = V_HEADS * HEAD_DIM * HEAD_DIM;
+
+    fn nan_f32(n: usize) -> DevBuf {
+        gpu().upload_f32(&vec![f32::NAN; n]).unwrap()
+    }
+
+    fn nan_bf16(n: usize) -> DevBuf {
+        gpu().upload(&bf16_bytes(&vec![f32::NAN; n])).unwrap()
+    }
+
+    /// Per-head constants with decays from very fast (e^g ≈ 0) to very slow (e^g ≈ 1 − 1e-4).
+    struct Consts {
+        a_log: Vec<f32>,
+        dt_bias: Vec<f32>,
+        norm: Vec<f32>,
+    }
+
+    fn consts(seed: u64) -> Consts {
+        let a_log = (0..V_HEADS).map(|h| -4.0 + 7.0 * h as f32 / (V_HEADS - 1) as f32).collect();
+        let dt_bias = random(seed, V_HEADS, 3.0).iter().map(|v| v - 1.5).collect();
+        let norm = random(seed + 1, HEAD_DIM, 0.3).iter().map(|v| 1.0 + v).collect();
+        Consts { a_log, dt_bias, norm }
+    }
+
+    /// Conv outputs as the mixer sees them: silu of values of order 1.
+    fn mixed_rows(seed: u64, t: usize) -> Vec<f32> {
+        random(seed, t * CONV_DIM, 2.5).iter().map(|&v| silu(v)).collect()
+    }
+
+    /// The CPU reference of everything after the conv (what `solo_cpu::gdn::gdn_forward` does
+    /// between the conv and out_proj). Returns (o [t, 4096] raw, y [t, 4096] gated-normed).
+    #[allow(clippy::too_many_arguments)]
+    fn cpu_after_conv(c: &Consts, mixed: &[f32], z: &[f32], b: &[f32], a: &[f32], t: usize, s: &mut [f32], rule: DeltaRule) -> (Vec<f32>, Vec<f32>) {
+        let rows = |offset: usize, h: usize| -> Vec<f32> {
+            (0..t).flat_map(|i| mixed[i * CONV_DIM + offset + h * HEAD_DIM..][..HEAD_DIM].iter().copied()).collect()
+        };
+        let q: Vec<Vec<f32>> = (0..16).map(|h| l2_normalize(rows(0, h), HEAD_DIM, 1.0 / (HEAD_DIM as f32).sqrt())).collect();
+        let k: Vec<Vec<f32>> = (0..16).map(|h| l2_normalize(rows(KEY_DIM, h), HEAD_DIM, 1.0)).collect();
+        let mut o = vec![0.0f32; t * VALUE_DIM];
+        for h in 0..V_HEADS {
+            let v = rows(2 * KEY_DIM, h);
+            let g: Vec<f32> = (0..t).map(|i| -c.a_log[h].exp() * softplus(a[i * V_HEADS + h] + c.dt_bias[h])).collect();
+            let beta: Vec<f32> = (0..t).map(|i| sigmoid(b[i * V_HEADS + h])).collect();
+            let x = HeadInputs { q: &q[h / 2], k: &k[h / 2], v: &v, g: &g, beta: &beta, dk: HEAD_DIM, dv: HEAD_DIM };
+            let sh = &mut s[h * HEAD_DIM * HEAD_DIM..][..HEAD_DIM * HEAD_DIM];
+            let oh = match rule {
+                DeltaRule::Recurrent => delta_rule_recurrent(&x, sh),
+                DeltaRule::Chunked => delta_rule_chunked(&x, sh),
+            };
+            for i in 0..t {
+                o[i * VALUE_DIM + h * HEAD_DIM..][..HEAD_DIM].copy_from_slice(&oh[i * HEAD_DIM..][..HEAD_DIM]);
+            }
+        }
+        let mut y = vec![0.0f32; t * VALUE_DIM];
+        for (r, (src, dst)) in o.chunks(HEAD_DIM).zip(y.chunks_mut(HEAD_DIM)).enumerate() {
+            let inv = inv_rms(src, RMS_EPS);
+            for cc in 0..HEAD_DIM {
+                dst[cc] = c.norm[cc] * (src[cc] * inv) * silu(z[r * HEAD_DIM + cc]);
+            }
+        }
+        (o, y)
+    }
+
+    struct ConstsGpu {
+        _bufs: Vec<DevBuf>,
+        c: GdnConsts,
+    }
+
+    fn upload_consts(c: &Consts) -> ConstsGpu {
+        let gpu = gpu();
+        let bufs = vec![gpu.upload_f32(&c.a_log).unwrap(), gpu.upload_f32(&c.dt_bias).unwrap(), gpu.upload_f32(&c.norm).unwrap()];
+        let c = GdnConsts { a_log: bufs[0].ptr(), dt_bias: bufs[1].ptr(), norm: bufs[2].ptr() };
+        ConstsGpu { _bufs: bufs, c }
+    }
+
+    /// The conv over calls of 37, 1, 2 and 20 tokens (ragged token blocks, T < 3), carrying the
+    /// window: outputs and the window match the CPU after every call.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn conv_silu_matches_cpu_across_calls() {
+        let gpu = gpu();
+        let taps = random(1, CONV_DIM * 4, 0.6);
+        let mut window = random(2, CONV_HISTORY * CONV_DIM, 1.5);
+        let state = gpu.upload_f32(&window).unwrap();
+        let taps_gpu = gpu.upload_f32(&taps).unwrap();
+        for (call, &t) in [37usize, 1, 2, 20].iter().enumerate() {
+            let qkv = random(10 + call as u64, t * CONV_DIM, 1.5);
+            let want = causal_conv_silu(&qkv, &mut window, &taps, CONV_DIM);
+            let qkv_gpu = gpu.upload_f32(&qkv).unwrap();
+            let out = nan_f32(t * CONV_DIM);
+            conv_silu(gpu, qkv_gpu.ptr(), state.ptr(), taps_gpu.ptr(), t, out.ptr()).unwrap();
+            let got = gpu.download_f32(out.ptr(), t * CONV_DIM).unwrap();
+            assert_close(&format!("conv call {call} (T={t}) output"), &got, &want, 1e-5);
+            let got_state = gpu.download_f32(state.ptr(), CONV_HISTORY * CONV_DIM).unwrap();
+            assert_eq!(got_state, window, "conv call {call} (T={t}): window is not the last 3 pre-conv rows");
+        }
+    }
+
+    /// The fused decode step for 6 consecutive tokens (state carried on the GPU) against the
+    /// CPU recurrence from a non-zero start state.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn decode_step_matches_recurrence() {
+        let gpu = gpu();
+        let c = consts(20);
+        let cg = upload_consts(&c);
+        let mut s = random(21, STATE, 0.5);
+        let s_gpu = gpu.upload_f32(&s).unwrap();
+        for step in 0..6u64 {
+            let mixed = mixed_rows(100 + step, 1);
+            let z = random(200 + step, VALUE_DIM, 3.0);
+            let b = random(300 + step, V_HEADS, 3.0);
+            let a = random(400 + step, V_HEADS, 3.0);
+            let (_, want) = cpu_after_conv(&c, &mixed, &z, &b, &a, 1, &mut s, DeltaRule::Recurrent);
+
+            let (m_gpu, z_gpu) = (gpu.upload_f32(&mixed).unwrap(), gpu.upload_f32(&z).unwrap());
+            let (b_gpu, a_gpu) = (gpu.upload_f32(&b).unwrap(), gpu.upload_f32(&a).unwrap());
+            let y = nan_bf16(VALUE_DIM);
+            decode_step(gpu, &cg.c, m_gpu.ptr(), z_gpu.ptr(), b_gpu.ptr(), a_gpu.ptr(), s_gpu.ptr(), y.ptr()).unwrap();
+            let got = bf16_from_bytes(&gpu.download(y.ptr(), VALUE_DIM * 2).unwrap());
+            assert_close(&format!("decode step {step}: gated-norm output (bf16)"), &got, &want, 4e-3);
+            let got_s = gpu.download_f32(s_gpu.ptr(), STATE).unwrap();
+            assert_close(&format!("decode step {step}: state"), &got_s, &s, 1e-5);
+        }
+    }
+
+    /// prep → scan → gated norm for T = 1, 63, 64, 65, 200 from a non-zero state, against the
+    /// CPU recurrence and the CPU chunked form.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn prefill_matches_recurrent_and_chunked() {
+        let gpu = gpu();
+        let c = consts(30);
+        let cg = upload_consts(&c);
+        for &t in &[1usize, 63, 64, 65, 200] {
+            let seed = 1000 * t as u64;
+            let mixed = mixed_rows(seed, t);
+            let z = random(seed + 1, t * VALUE_DIM, 3.0);
+            let b = random(seed + 2, t * V_HEADS, 3.0);
+            let a = random(seed + 3, t * V_HEADS, 3.0);
+            let s0 = random(seed + 4, STATE, 0.5);
+            let (mut s_rec, mut s_chunk) = (s0.clone(), s0.clone());
+            let (o_rec, y_rec) = cpu_after_conv(&c, &mixed, &z, &b, &a, t, &mut s_rec, DeltaRule::Recurrent);
+            let (o_chunk, _) = cpu_after_conv(&c, &mixed, &z, &b, &a, t, &mut s_chunk, DeltaRule::Chunked);
+
+            let m_gpu = gpu.upload_f32(&mixed).unwrap();
+            let z_gpu = gpu.upload_f32(&z).unwrap();
+            let (b_gpu, a_gpu) = (gpu.upload_f32(&b).unwrap(), gpu.upload_f32(&a).unwrap());
+            let s_gpu = gpu.upload_f32(&s0).unwrap();
+            let (gates, o, y) = (nan_f32(t * GATES_STRIDE), nan_f32(t * VALUE_DIM), nan_bf16(t * VALUE_DIM));
+            let buf = GdnBuffers {
+                qkv: 0,
+                mixed: m_gpu.ptr(),
+                z: z_gpu.ptr(),
+                b: b_gpu.ptr(),
+                a: a_gpu.ptr(),
+                gates: gates.ptr(),
+                o: o.ptr(),
+                y: y.ptr(),
+            };
+            prefill_delta(gpu, &cg.c, &buf, s_gpu.ptr(), t).unwrap();
+            let got_o = gpu.download_f32(o.ptr(), t * VALUE_DIM).unwrap();
+            let got_y = bf16_from_bytes(&gpu.download(y.ptr(), t * VALUE_DIM * 2).unwrap());
+            let got_s = gpu.download_f32(s_gpu.ptr(), STATE).unwrap();
+            assert_close(&format!("prefill T={t}: o vs recurrent"), &got_o, &o_rec, 1e-4);
+            assert_close(&format!("prefill T={t}: o vs chunked"), &got_o, &o_chunk, 1e-4);
+            assert_close(&format!("prefill T={t}: state vs recurrent"), &got_s, &s_rec, 1e-4);
+            assert_close(&format!("prefill T={t}: state vs chunked"), &got_s, &s_chunk, 1e-4);
+            assert_close(&format!("prefill T={t}: gated-norm output (bf16)"), &got_y, &y_rec, 4e-3);
+        }
+    }
+
+    /// The real GDN config with 4 layers (only the GDN widths matter here).
+    fn real_config() -> solo_model::ModelConfig {
+        solo_model::ModelConfig::from_json(
+            r#"{"model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": 4, "vocab_size": 248320,
+                "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "rope_theta": 10000000,
+                "partial_rotary_factor": 0.25, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+                "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+                "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512,
+                "shared_expert_intermediate_size": 512, "rms_norm_eps": 1e-6}"#,
+        )
+        .unwrap()
+    }
+
+    /// The whole mixer against `solo_cpu::gdn::gdn_forward`: a 100-token prefill (chunked on the
+    /// CPU), then 3 decode tokens (recurrent on the CPU), random weights of the real shapes.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn mixer_matches_cpu_forward() {
+        use solo_model::{DType, Tensor};
+        let gpu = gpu();
+        let cfg = real_config();
+        let hidden = 2048;
+        let bf = |shape: Vec<usize>, v: Vec<f32>| Tensor::from_f32_as_bf16(shape, &v);
+        let c = consts(40);
+        let a_log_bytes: Vec<u8> = c.a_log.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let w = solo_model::weights::GdnWeights {
+            in_proj_qkv: bf(vec![CONV_DIM, hidden], random(41, CONV_DIM * hidden, 0.035)),
+            in_proj_z: bf(vec![VALUE_DIM, hidden], random(42, VALUE_DIM * hidden, 0.035)),
+            in_proj_b: bf(vec![V_HEADS, hidden], random(43, V_HEADS * hidden, 0.035)),
+            in_proj_a: bf(vec![V_HEADS, hidden], random(44, V_HEADS * hidden, 0.035)),
+            conv1d: bf(vec![CONV_DIM, 1, 4], random(45, CONV_DIM * 4, 0.6)),
+            a_log: Tensor::from_bytes(DType::F32, vec![V_HEADS], &a_log_bytes),
+            dt_bias: bf(vec![V_HEADS], c.dt_bias.clone()),
+            norm: bf(vec![HEAD_DIM], c.norm.clone()),
+            out_proj: bf(vec![hidden, VALUE_DIM], random(46, hidden * VALUE_DIM, 0.035)),
+        };
+        let mut up = crate::weights::Uploader::new(gpu);
+        let wg = GdnGpu {
+            in_proj_qkv: up.matrix(&w.in_proj_qkv).unwrap(),
+            in_proj_z: up.matrix(&w.in_proj_z).unwrap(),
+            in_proj_b: up.matrix(&w.in_proj_b).unwrap(),
+            in_proj_a: up.matrix(&w.in_proj_a).unwrap(),
+            conv1d: up.vector(&w.conv1d, false).unwrap(),
+            a_log: up.vector(&w.a_log, false).unwrap(),
+            dt_bias: up.vector(&w.dt_bias, false).unwrap(),
+            norm: up.vector(&w.norm, false).unwrap(),
+            out_proj: up.matrix(&w.out_proj).unwrap(),
+        };
+        let _weights = up.finish();
+
+        let (prefill, decode) = (100, 3);
+        let x = round_bf16(&random(47, (prefill + decode) * hidden, 1.7));
+        let mut cpu_state = solo_cpu::gdn::GdnState::new(&cfg);
+        let state = GdnStateGpu::new(gpu).unwrap();
+        let scratch = Scratch::new(gpu, prefill).unwrap();
+        let check_state = |what: &str, cpu: &solo_cpu::gdn::GdnState| {
+            let conv = gpu.download_f32(state.conv.ptr(), CONV_HISTORY * CONV_DIM).unwrap();
+            let rec = gpu.download_f32(state.recurrent.ptr(), STATE).unwrap();
+            assert_close(&format!("{what}: conv window"), &conv, &cpu.conv, 1e-5);
+            assert_close(&format!("{what}: recurrent state"), &rec, &cpu.recurrent, 1e-4);
+        };
+
+        // Prefill.
+        let want = solo_cpu::gdn::gdn_forward(&cfg, &w, &x[..prefill * hidden], &mut cpu_state, DeltaRule::Chunked);
+        let x_gpu = gpu.upload(&bf16_bytes(&x[..prefill * hidden])).unwrap();
+        let out = nan_f32(prefill * hidden);
+        gdn_mixer(gpu, &wg, x_gpu.ptr(), prefill, &state, &scratch, out.ptr()).unwrap();
+        let got = gpu.download_f32(out.ptr(), prefill * hidden).unwrap();
+        assert_close("mixer prefill T=100: output", &got, &want, 1e-2);
+        check_state("mixer prefill T=100", &cpu_state);
+
+        // Decode, token by token, from the prefill's state.
+        for i in 0..decode {
+            let row = &x[(prefill + i) * hidden..][..hidden];
+            let want = solo_cpu::gdn::gdn_forward(&cfg, &w, row, &mut cpu_state, DeltaRule::Recurrent);
+            let x_gpu = gpu.upload(&bf16_bytes(row)).unwrap();
+            let out = nan_f32(hidden);
+            gdn_mixer(gpu, &wg, x_gpu.ptr(), 1, &state, &scratch, out.ptr()).unwrap();
+            let got = gpu.download_f32(out.ptr(), hidden).unwrap();
+            assert_close(&format!("mixer decode {i}: output"), &got, &want, 1e-2);
+            check_state(&format!("mixer decode {i}"), &cpu_state);
+        }
+
+        // Snapshot restore: a copy equals the original.
+        let copy = GdnStateGpu::new(gpu).unwrap();
+        copy.copy_from(gpu, &state).unwrap();
+        let before = gpu.download_f32(state.recurrent.ptr(), STATE).unwrap();
+        let copied = gpu.download_f32(copy.recurrent.ptr(), STATE).unwrap();
+        assert_eq!(before, copied, "copy_from: recurrent state differs");
+        assert_eq!(
+            gpu.download_f32(state.conv.ptr(), CONV_HISTORY * CONV_DIM).unwrap(),
+            gpu.download_f32(copy.conv.ptr(), CONV_HISTORY * CONV_DIM).unwrap(),
+            "copy_from: conv window differs"
+        );
+    }
+}
