@@ -45,6 +45,9 @@ impl Checkpoint {
         };
         let mut tensors = BTreeMap::new();
         for file in &files {
+            if !dir.join(file).exists() && index_path.exists() {
+                bail!("{file}: named by model.safetensors.index.json but not in {}", dir.display());
+            }
             for (name, tensor) in read_file(&dir.join(file), file)? {
                 if let Some(prev) = tensors.insert(name.clone(), StoredTensor { file: file.clone(), tensor }) {
                     bail!("tensor `{name}` appears in both {} and {file}", prev.file);
@@ -110,8 +113,7 @@ fn read_file(path: &Path, name: &str) -> Result<FileTensors> {
     // SAFETY: the map is read-only; a checkpoint changing under a running engine is outside our contract.
     let map = unsafe { Mmap::map(&file) }.with_context(|| format!("cannot map {}", path.display()))?;
     let map = Arc::new(map);
-    let (header_len, metadata) = SafeTensors::read_metadata(&map[..])
-        .map_err(|e| anyhow::anyhow!("{name}: unreadable safetensors header ({e})"))?;
+    let (header_len, metadata) = SafeTensors::read_metadata(&map[..]).map_err(|e| why_unreadable(&map, name, e))?;
     let data_start = 8 + header_len;
     let data_len = map.len() - data_start;
     let mut out = Vec::new();
@@ -132,4 +134,50 @@ fn read_file(path: &Path, name: &str) -> Result<FileTensors> {
         out.push((tensor_name, tensor));
     }
     Ok(out)
+}
+
+/// Why `read_metadata` refused a file, in the user's terms. safetensors reports a truncated file
+/// only as "incomplete metadata"; this names the first tensor whose data is cut off instead.
+fn why_unreadable(bytes: &[u8], name: &str, err: safetensors::SafeTensorError) -> anyhow::Error {
+    let Some(prefix) = bytes.get(..8) else {
+        return anyhow::anyhow!(
+            "{name}: the file holds {} bytes, too few for a safetensors header (truncated or empty file?)",
+            bytes.len()
+        );
+    };
+    let header_len = u64::from_le_bytes(prefix.try_into().expect("8 bytes"));
+    let after_prefix = (bytes.len() - 8) as u64;
+    // safetensors' own cap on the header (100 MB): a larger length means it is not safetensors at all.
+    if header_len > 100_000_000 {
+        return anyhow::anyhow!("{name}: not a safetensors file (its first 8 bytes give a header length of {header_len})");
+    }
+    if header_len > after_prefix {
+        return anyhow::anyhow!(
+            "{name}: the safetensors header is {header_len} bytes but the file holds only {after_prefix} after the length prefix (truncated file?)"
+        );
+    }
+    let data_len = after_prefix - header_len;
+    let header: Option<BTreeMap<String, serde_json::Value>> =
+        serde_json::from_slice(&bytes[8..8 + header_len as usize]).ok();
+    let mut cut: Vec<(u64, &str)> = header
+        .iter()
+        .flatten()
+        .filter_map(|(tensor, info)| {
+            let end = info.get("data_offsets")?.get(1)?.as_u64()?;
+            (end > data_len).then_some((end, tensor.as_str()))
+        })
+        .collect();
+    cut.sort();
+    match cut.first() {
+        Some(&(end, tensor)) => {
+            let more = match cut.len() - 1 {
+                0 => String::new(),
+                n => format!("; {n} more tensor(s) after it are cut off too"),
+            };
+            anyhow::anyhow!(
+                "{name}: tensor `{tensor}` ends at byte {end} of the data but the file holds only {data_len} (truncated file?{more})"
+            )
+        }
+        None => anyhow::anyhow!("{name}: not a valid safetensors file ({err})"),
+    }
 }

@@ -149,7 +149,8 @@ fn load_layer(t: &mut Taker, cfg: &ModelConfig, i: usize) -> Result<LayerWeights
     };
     let m = format!("{p}mlp.");
     let (e, inter, shared) = (cfg.num_experts, cfg.moe_intermediate_size, cfg.shared_expert_intermediate_size);
-    let experts = if t.has(&format!("{m}experts.gate_up_proj")) {
+    // Either fused tensor marks the fused layout, so a checkpoint missing one of them names it.
+    let experts = if t.has(&format!("{m}experts.gate_up_proj")) || t.has(&format!("{m}experts.down_proj")) {
         let gate_up = t.take(&format!("{m}experts.gate_up_proj"), &[e, 2 * inter, h])?;
         let down = t.take(&format!("{m}experts.down_proj"), &[e, h, inter])?;
         (0..e)
@@ -189,6 +190,8 @@ struct Taker {
     left: BTreeMap<String, StoredTensor>,
     /// `model.language_model.` for the release, `model.` for a text-only save.
     prefix: &'static str,
+    /// The checkpoint's weight files, for naming where a missing tensor was looked for.
+    files: String,
 }
 
 impl Taker {
@@ -198,7 +201,9 @@ impl Taker {
         } else {
             "model."
         };
-        Taker { left: ckpt.tensors.clone(), prefix }
+        let files: std::collections::BTreeSet<&str> = ckpt.tensors.values().map(|t| t.file.as_str()).collect();
+        let files = files.into_iter().collect::<Vec<_>>().join(", ");
+        Taker { left: ckpt.tensors.clone(), prefix, files }
     }
 
     fn has(&self, name: &str) -> bool {
@@ -213,7 +218,7 @@ impl Taker {
     /// A tensor by its full name.
     fn take_global(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
         let Some(stored) = self.left.remove(name) else {
-            bail!("tensor `{name}` is missing from the checkpoint");
+            bail!("tensor `{name}` is missing from the checkpoint ({})", self.files);
         };
         let tensor = stored.tensor.map_err(anyhow::Error::msg)?;
         if tensor.shape != shape {
