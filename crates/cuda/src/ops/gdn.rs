@@ -498,4 +498,54 @@ mod tests {
             "copy_from: conv window differs"
         );
     }
+
+    /// Kernel times on the real shapes (prints, asserts nothing): the decode step, and the
+    /// prefill kernels per token at long T. Back-to-back launches timed with CUDA events.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gdn_kernel_timings() {
+        use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+        let gpu = gpu();
+        let time = |reps: usize, f: &mut dyn FnMut()| -> f32 {
+            f();
+            gpu.sync().unwrap();
+            let start = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
+            for _ in 0..reps {
+                f();
+            }
+            let end = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
+            start.elapsed_ms(&end).unwrap() * 1000.0 / reps as f32
+        };
+        let c = consts(50);
+        let cg = upload_consts(&c);
+        let t_max = 8192;
+        let mixed = gpu.upload_f32(&mixed_rows(51, t_max)).unwrap();
+        let qkv = gpu.alloc(t_max * CONV_DIM * 4).unwrap();
+        let small = gpu.upload_f32(&random(52, t_max * VALUE_DIM, 1.0)).unwrap();
+        let ab = gpu.upload_f32(&random(53, t_max * V_HEADS, 2.0)).unwrap();
+        let gates = gpu.alloc(t_max * GATES_STRIDE * 4).unwrap();
+        let o = gpu.alloc(t_max * VALUE_DIM * 4).unwrap();
+        let y = gpu.alloc(t_max * VALUE_DIM * 2).unwrap();
+        let s = gpu.upload_f32(&random(54, STATE, 0.5)).unwrap();
+        let conv_state = gpu.alloc(GdnStateGpu::CONV_BYTES).unwrap();
+        let taps = gpu.upload_f32(&random(55, CONV_DIM * 4, 0.5)).unwrap();
+
+        let us = time(2000, &mut || {
+            decode_step(gpu, &cg.c, mixed.ptr(), small.ptr(), ab.ptr(), ab.ptr(), s.ptr(), y.ptr()).unwrap()
+        });
+        eprintln!("gdn_decode_step: {us:.2} µs ({:.0} GB/s of state read+write)", 2.0 * (STATE * 4) as f32 / us / 1e3);
+        let us = time(2000, &mut || conv_silu(gpu, qkv.ptr(), conv_state.ptr(), taps.ptr(), 1, mixed.ptr()).unwrap());
+        eprintln!("gdn_conv_silu T=1: {us:.2} µs");
+        for &t in &[64usize, 1024, 8192] {
+            let reps = if t > 1024 { 3 } else { 20 };
+            let conv = time(reps, &mut || conv_silu(gpu, qkv.ptr(), conv_state.ptr(), taps.ptr(), t, mixed.ptr()).unwrap());
+            let prep_us = time(reps, &mut || prep(gpu, &cg.c, mixed.ptr(), ab.ptr(), ab.ptr(), t, gates.ptr()).unwrap());
+            let scan_us = time(reps, &mut || scan(gpu, mixed.ptr(), gates.ptr(), s.ptr(), t, o.ptr()).unwrap());
+            let norm_us = time(reps, &mut || gated_norm(gpu, &cg.c, o.ptr(), small.ptr(), t, y.ptr()).unwrap());
+            eprintln!(
+                "T={t}: conv {conv:.1} µs, prep {prep_us:.1} µs, scan {scan_us:.1} µs ({:.1} ns/token), gated norm {norm_us:.1} µs",
+                scan_us * 1e3 / t as f32
+            );
+        }
+    }
 }
