@@ -71,6 +71,12 @@ pub fn attention_forward(cfg: &ModelConfig, w: &AttentionWeights, x: &[f32], sta
     matmul(&o, &w.o_proj)
 }
 
+/// Rotates one head (`head_dim` values) for `position`, exactly as `attention_forward` does to
+/// q and k after their norms. Exposed for the GPU kernels' tests.
+pub fn apply_rope(cfg: &ModelConfig, head: &mut [f32], position: usize) {
+    Rope::new(cfg).apply(head, position);
+}
+
 /// NeoX-style rotary embedding on the first R dims of a head: pairs (i, i + R/2).
 /// Text-only input makes the interleaved mRoPE of the config equal to this 1-D RoPE.
 struct Rope {

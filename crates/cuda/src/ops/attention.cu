@@ -1,0 +1,283 @@
+// Gated attention, steps 3-5 (model-spec §3.2): causal GQA softmax attention over the KV cache,
+// then o * sigmoid(gate).
+//
+// A "row" is one (token, query head) pair. The 8 query heads that share a KV head are consecutive
+// rows, so a block reads every key and value it needs from one KV head, once, for all 8 heads.
+// A warp owns 16 rows (2 tokens x 8 heads) and computes S = Q K^T and O += P V with
+// mma.sync m16n8k16 (bf16 inputs, f32 accumulators); the softmax is online, in f32
+// (FlashAttention-2). The visible positions 0 .. pos+T-1 are cut into `splits` equal chunks
+// (split-K): a block handles one (row tile, KV head, chunk) and writes unnormalised partials;
+// attn_combine merges the chunks, normalises and applies the output gate.
+//
+// The start position lives on the device (`pos`), so launch shapes never depend on it: chunks
+// past the visible length are empty and their blocks exit at once.
+
+#define GROUP (ATTN_HEADS / KV_HEADS)
+// Shared-memory row stride in bf16 (528 bytes): the 8 rows a fragment load touches fall in
+// distinct banks, for 4-byte loads and for ldmatrix alike.
+#define KV_STRIDE (HEAD_DIM + 8)
+// Softmax scale 1/sqrt(256) in log2 units: scores are kept as s * log2(e) / 16 and exp2'd.
+#define SCALE_LOG2 (0.0625f * 1.4426950408889634f)
+#define NEG_INF __int_as_float(0xff800000)
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    const int n = valid ? 16 : 0;  // 0 source bytes: the 16 destination bytes are zero-filled
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ uint32_t ld_smem32(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// d += a * b for a 16x16 (row-major) by 16x8 (column-major) bf16 tile, f32 accumulators.
+__device__ __forceinline__ void mma_bf16(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Four 8x8 bf16 matrices from shared memory, transposed (lane i gives the row address of matrix i/8).
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const bf16* p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(s));
+}
+
+// Positions per split-K chunk: `visible` positions in `splits` chunks, rounded up to `align`
+// (the key tile), so every chunk starts on a tile boundary. attn_combine recomputes it.
+__device__ __forceinline__ int split_chunk(int visible, int splits, int align) {
+    const int c = (visible + splits - 1) / splits;
+    return (c + align - 1) / align * align;
+}
+
+// One block: WARPS warps = 16*WARPS rows = 2*WARPS tokens of one KV head's 8 query heads, over one
+// chunk of positions, in key tiles of BC positions, double-buffered with cp.async.
+//   q [T, 16, 256] bf16; kc, vc [max_seq, 2, 256] bf16 (the cache, already holding rows pos..pos+T-1)
+//   part_o [splits, T*16, 256] f32: unnormalised output; part_ml [splits, T*16, 2] f32: (max in
+//   log2 units, sum of exponentials). Row index = t*16 + query head.
+// Shared memory: (16*WARPS + 4*BC) * KV_STRIDE * 2 bytes.
+template <int WARPS, int BC>
+__device__ __forceinline__ void attend(const bf16* __restrict__ q, const bf16* __restrict__ kc,
+                                       const bf16* __restrict__ vc, const int* __restrict__ pos_ptr, int T,
+                                       int splits, float* __restrict__ part_o, float* __restrict__ part_ml) {
+    constexpr int ROWS = 16 * WARPS;
+    constexpr int TOK = ROWS / GROUP;
+    constexpr int NT = BC / 8;  // 8-position column tiles of S
+    constexpr int THREADS = 32 * WARPS;
+    constexpr int CHUNKS = HEAD_DIM / 8;  // 16-byte pieces of one 256-dim row
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    bf16* Qs = reinterpret_cast<bf16*>(smem_raw);  // [ROWS][KV_STRIDE]
+    bf16* Ks = Qs + ROWS * KV_STRIDE;              // [2][BC][KV_STRIDE]
+    bf16* Vs = Ks + 2 * BC * KV_STRIDE;            // [2][BC][KV_STRIDE]
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, tq = lane & 3;
+    const int t0 = blockIdx.x * TOK, kh = blockIdx.y, split = blockIdx.z;
+    if (t0 >= T) return;
+    const int pos = *pos_ptr;
+    const int visible = pos + T;
+    const int chunk = split_chunk(visible, splits, BC);
+    const int lo = split * chunk;
+    // Positions this block needs: its chunk, cut at what its last token may see.
+    const int hi = min(min(lo + chunk, visible), pos + min(t0 + TOK, T));
+    if (lo >= hi) return;
+
+    for (int c = tid; c < ROWS * CHUNKS; c += THREADS) {
+        const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+        const int t = t0 + r / GROUP;
+        const bf16* src = q + ((size_t)min(t, T - 1) * ATTN_HEADS + kh * GROUP + r % GROUP) * HEAD_DIM + col;
+        cp_async16(Qs + r * KV_STRIDE + col, src, t < T);
+    }
+    auto load_kv = [&](int p0, int buf) {
+        bf16* kd = Ks + buf * BC * KV_STRIDE;
+        bf16* vd = Vs + buf * BC * KV_STRIDE;
+        for (int c = tid; c < BC * CHUNKS; c += THREADS) {
+            const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+            const int p = p0 + r;
+            const bool ok = p < hi;  // beyond: zeros (never NaN garbage: P = 0 times V must stay 0)
+            const size_t off = ((size_t)(ok ? p : lo) * KV_HEADS + kh) * HEAD_DIM + col;
+            cp_async16(kd + r * KV_STRIDE + col, kc + off, ok);
+            cp_async16(vd + r * KV_STRIDE + col, vc + off, ok);
+        }
+    };
+
+    // This thread's two rows: g (token ta) and g + 8 (token tb), query head kh*8 + g.
+    const int ta = t0 + 2 * warp, tb = ta + 1;
+    const int lim_a = ta < T ? min(hi, pos + ta + 1) : 0;  // positions < lim are visible
+    const int lim_b = tb < T ? min(hi, pos + tb + 1) : 0;
+    const int lim_warp = max(lim_a, lim_b);
+
+    float o[HEAD_DIM / 8][4];
+#pragma unroll
+    for (int n = 0; n < HEAD_DIM / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    float m_a = NEG_INF, m_b = NEG_INF, l_a = 0.f, l_b = 0.f;
+
+    const int ntiles = (hi - lo + BC - 1) / BC;
+    load_kv(lo, 0);
+    cp_async_commit();
+    for (int j = 0; j < ntiles; j++) {
+        const int buf = j & 1;
+        if (j + 1 < ntiles) load_kv(lo + (j + 1) * BC, buf ^ 1);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        const int p0 = lo + j * BC;
+        if (p0 < lim_warp) {  // warp-uniform: skip tiles wholly in this warp's causal future
+            const bf16* Kt = Ks + buf * BC * KV_STRIDE;
+            const bf16* Vt = Vs + buf * BC * KV_STRIDE;
+            float s[NT][4];
+#pragma unroll
+            for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+            const bf16* qa = Qs + (warp * 16 + g) * KV_STRIDE + 2 * tq;
+#pragma unroll
+            for (int kk = 0; kk < HEAD_DIM / 16; kk++) {
+                const uint32_t a0 = ld_smem32(qa + kk * 16);
+                const uint32_t a1 = ld_smem32(qa + 8 * KV_STRIDE + kk * 16);
+                const uint32_t a2 = ld_smem32(qa + kk * 16 + 8);
+                const uint32_t a3 = ld_smem32(qa + 8 * KV_STRIDE + kk * 16 + 8);
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    const bf16* kb = Kt + (n * 8 + g) * KV_STRIDE + kk * 16 + 2 * tq;
+                    mma_bf16(s[n], a0, a1, a2, a3, ld_smem32(kb), ld_smem32(kb + 8));
+                }
+            }
+            // Scale, mask, running max.
+            float mx_a = NEG_INF, mx_b = NEG_INF;
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int p = p0 + n * 8 + 2 * tq + e;
+                    s[n][e] = p < lim_a ? s[n][e] * SCALE_LOG2 : NEG_INF;
+                    s[n][2 + e] = p < lim_b ? s[n][2 + e] * SCALE_LOG2 : NEG_INF;
+                    mx_a = fmaxf(mx_a, s[n][e]);
+                    mx_b = fmaxf(mx_b, s[n][2 + e]);
+                }
+            }
+            mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 1));
+            mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 2));
+            mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 1));
+            mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 2));
+            const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
+            // A row with nothing visible yet keeps max -inf; subtract 0 then (exp2(-inf) = 0).
+            const float use_a = mn_a == NEG_INF ? 0.f : mn_a, use_b = mn_b == NEG_INF ? 0.f : mn_b;
+            const float al_a = exp2f(m_a - use_a), al_b = exp2f(m_b - use_b);
+            m_a = mn_a;
+            m_b = mn_b;
+            l_a *= al_a;
+            l_b *= al_b;
+#pragma unroll
+            for (int n = 0; n < HEAD_DIM / 8; n++) {
+                o[n][0] *= al_a;
+                o[n][1] *= al_a;
+                o[n][2] *= al_b;
+                o[n][3] *= al_b;
+            }
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                s[n][0] = exp2f(s[n][0] - use_a);
+                s[n][1] = exp2f(s[n][1] - use_a);
+                s[n][2] = exp2f(s[n][2] - use_b);
+                s[n][3] = exp2f(s[n][3] - use_b);
+                l_a += s[n][0] + s[n][1];
+                l_b += s[n][2] + s[n][3];
+            }
+            // O += P V: P (rows x 16 positions) from the S accumulators, V^T fragments via ldmatrix.trans.
+#pragma unroll
+            for (int kk = 0; kk < BC / 16; kk++) {
+                const uint32_t a0 = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+                const uint32_t a1 = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+                const uint32_t a2 = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+                const uint32_t a3 = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+                const bf16* vrow = Vt + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * KV_STRIDE + (lane >> 4) * 8;
+#pragma unroll
+                for (int np = 0; np < HEAD_DIM / 16; np++) {
+                    uint32_t b0, b1, b2, b3;
+                    ldmatrix_x4_trans(b0, b1, b2, b3, vrow + np * 16);
+                    mma_bf16(o[2 * np], a0, a1, a2, a3, b0, b1);
+                    mma_bf16(o[2 * np + 1], a0, a1, a2, a3, b2, b3);
+                }
+            }
+        }
+        __syncthreads();  // the buffer is refilled two tiles later
+    }
+
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, 1);
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, 2);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, 1);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, 2);
+    const size_t rows_total = (size_t)T * ATTN_HEADS;
+    const int head = kh * GROUP + g;
+    if (ta < T) {
+        const size_t row = (size_t)split * rows_total + (size_t)ta * ATTN_HEADS + head;
+        float* dst = part_o + row * HEAD_DIM + 2 * tq;
+#pragma unroll
+        for (int n = 0; n < HEAD_DIM / 8; n++) *reinterpret_cast<float2*>(dst + n * 8) = make_float2(o[n][0], o[n][1]);
+        if (tq == 0) *reinterpret_cast<float2*>(part_ml + row * 2) = make_float2(m_a, l_a);
+    }
+    if (tb < T) {
+        const size_t row = (size_t)split * rows_total + (size_t)tb * ATTN_HEADS + head;
+        float* dst = part_o + row * HEAD_DIM + 2 * tq;
+#pragma unroll
+        for (int n = 0; n < HEAD_DIM / 8; n++) *reinterpret_cast<float2*>(dst + n * 8) = make_float2(o[n][2], o[n][3]);
+        if (tq == 0) *reinterpret_cast<float2*>(part_ml + row * 2) = make_float2(m_b, l_b);
+    }
+}
+
+// Prefill: 8 warps = 16 tokens per block, key tiles of 64. Grid (ceil(T/16), 2, splits), 256 threads,
+// 202,752 bytes of shared memory.
+extern "C" __global__ void __launch_bounds__(256, 1)
+    attn_prefill(const bf16* __restrict__ q, const bf16* __restrict__ kc, const bf16* __restrict__ vc,
+                 const int* __restrict__ pos, int T, int splits, float* __restrict__ part_o,
+                 float* __restrict__ part_ml) {
+    attend<8, 64>(q, kc, vc, pos, T, splits, part_o, part_ml);
+}
+
+// Decode (and short chunks): 1 warp = 2 tokens per block, key tiles of 32. Grid (ceil(T/2), 2, splits),
+// 32 threads, 76,032 bytes of shared memory (up to 3 blocks per SM).
+extern "C" __global__ void __launch_bounds__(32)
+    attn_decode(const bf16* __restrict__ q, const bf16* __restrict__ kc, const bf16* __restrict__ vc,
+                const int* __restrict__ pos, int T, int splits, float* __restrict__ part_o,
+                float* __restrict__ part_ml) {
+    attend<1, 32>(q, kc, vc, pos, T, splits, part_o, part_ml);
+}
+
+// Merges the split-K partials of one row (token t, query head h), normalises, multiplies by
+// sigmoid(gate) and writes bf16 for o_proj. Grid T*16, 256 threads (one per dim).
+//   qg [T, 16, 512] f32 (the gate is dims 256..511 of each head); align = the key tile of the
+//   attend kernel that wrote the partials; out [T, 16*256] bf16.
+extern "C" __global__ void __launch_bounds__(HEAD_DIM)
+    attn_combine(const float* __restrict__ part_o, const float* __restrict__ part_ml, const float* __restrict__ qg,
+                 const int* __restrict__ pos_ptr, int T, int splits, int align, bf16* __restrict__ out) {
+    const int row = blockIdx.x, d = threadIdx.x;
+    const int t = row / ATTN_HEADS, h = row % ATTN_HEADS;
+    if (t >= T) return;
+    const int pos = *pos_ptr;
+    const int chunk = split_chunk(pos + T, splits, align);
+    // Chunks that start at or before this token's position hold at least one visible key; the
+    // later ones were never written for it.
+    const int used = min(splits, (pos + t) / chunk + 1);
+    const size_t rows_total = (size_t)T * ATTN_HEADS;
+    float m = NEG_INF;
+    for (int s = 0; s < used; s++) m = fmaxf(m, part_ml[((size_t)s * rows_total + row) * 2]);
+    float acc = 0.f, den = 0.f;
+    for (int s = 0; s < used; s++) {
+        const size_t r = (size_t)s * rows_total + row;
+        const float w = exp2f(part_ml[r * 2] - m);
+        den += w * part_ml[r * 2 + 1];
+        acc += w * part_o[r * HEAD_DIM + d];
+    }
+    const float gate = qg[(size_t)t * (ATTN_HEADS * 2 * HEAD_DIM) + h * 2 * HEAD_DIM + HEAD_DIM + d];
+    out[(size_t)t * (ATTN_HEADS * HEAD_DIM) + h * HEAD_DIM + d] = __float2bfloat16(acc / den / (1.f + expf(-gate)));
+}

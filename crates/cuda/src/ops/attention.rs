@@ -1,0 +1,448 @@
+//! Gated full attention (model-spec §3.2) over a bf16 KV cache.
+//!
+//! `attention_mixer` runs: q/k/v projections (`linear`) → `qk_norm_rope` (q/k RMSNorm, partial
+//! NeoX RoPE, KV append) → `attn_prefill` or `attn_decode` (causal GQA flash attention on the
+//! tensor cores, split-K over the positions) → `attn_combine` (merge splits, ∘ sigmoid(gate),
+//! bf16) → o_proj.
+//!
+//! The start position is device memory (`pos`: an i32 = tokens already in the cache), read by the
+//! kernels; no launch shape depends on it, so a decode step can be captured in a CUDA graph.
+
+use crate::kernels::Source;
+use crate::ops::linear::linear;
+use crate::ops::{Scratch, SCRATCH_WIDTH};
+use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
+use crate::weights::AttentionGpu;
+use anyhow::{ensure, Result};
+
+pub const SOURCE_ROPE: Source =
+    Source { file: "attention_rope.cu", text: include_str!("attention_rope.cu"), functions: &["qk_norm_rope"] };
+pub const SOURCE_ATTEND: Source = Source {
+    file: "attention.cu",
+    text: include_str!("attention.cu"),
+    functions: &["attn_prefill", "attn_decode", "attn_combine"],
+};
+
+const HEADS: usize = 16;
+const KV_HEADS: usize = 2;
+const HEAD_DIM: usize = 256;
+const HIDDEN: usize = 2048;
+/// Streaming multiprocessors of an H200 (split-K aims to fill them).
+const SMS: usize = 132;
+/// Most split-K chunks per call.
+const MAX_SPLITS: usize = 256;
+/// Chunks shorter than this many tokens use the decode kernel (2 tokens per block), longer ones
+/// the prefill kernel (16 tokens per block).
+const DECODE_KERNEL_MAX_T: usize = 15;
+
+/// Shared-memory row stride of the attend kernels, in bf16 (`KV_STRIDE` in attention.cu).
+const KV_STRIDE: usize = HEAD_DIM + 8;
+
+/// One attend kernel's shape: warps per block (16 rows = 2 tokens each) and key-tile length.
+struct AttendKernel {
+    name: &'static str,
+    warps: usize,
+    key_tile: usize,
+    /// Blocks to aim for when choosing the split count.
+    target_blocks: usize,
+}
+
+const PREFILL: AttendKernel = AttendKernel { name: "attn_prefill", warps: 8, key_tile: 64, target_blocks: SMS };
+const DECODE: AttendKernel = AttendKernel { name: "attn_decode", warps: 1, key_tile: 32, target_blocks: 3 * SMS };
+
+impl AttendKernel {
+    fn tokens_per_block(&self) -> usize {
+        2 * self.warps
+    }
+    fn shared_bytes(&self) -> usize {
+        (16 * self.warps + 4 * self.key_tile) * KV_STRIDE * 2
+    }
+}
+
+/// One attention layer's cache: keys (after k_norm and RoPE) and values, bf16 `[max_seq, 2, 256]`.
+pub struct KvCacheGpu {
+    pub keys: DevBuf,
+    pub values: DevBuf,
+    pub max_seq: usize,
+}
+
+/// Bytes of one position's keys (or values) in a layer's cache.
+const POSITION_BYTES: usize = KV_HEADS * HEAD_DIM * 2;
+
+impl KvCacheGpu {
+    pub fn new(gpu: &Gpu, max_seq: usize) -> Result<Self> {
+        ensure!(max_seq >= 1 && max_seq <= i32::MAX as usize / 2, "KV cache length {max_seq} out of range");
+        Ok(KvCacheGpu {
+            keys: gpu.alloc(max_seq * POSITION_BYTES)?,
+            values: gpu.alloc(max_seq * POSITION_BYTES)?,
+            max_seq,
+        })
+    }
+
+    /// Copies the first `tokens` positions of `other` into this cache (snapshot / restore).
+    pub fn copy_from(&self, gpu: &Gpu, other: &Self, tokens: usize) -> Result<()> {
+        ensure!(
+            tokens <= self.max_seq && tokens <= other.max_seq,
+            "KV copy of {tokens} positions exceeds a cache of {} / {}",
+            self.max_seq,
+            other.max_seq
+        );
+        if tokens == 0 {
+            return Ok(());
+        }
+        gpu.copy(self.keys.ptr(), other.keys.ptr(), tokens * POSITION_BYTES)?;
+        gpu.copy(self.values.ptr(), other.values.ptr(), tokens * POSITION_BYTES)
+    }
+}
+
+/// The gated attention mixer for `t` tokens at positions `*pos .. *pos + t`.
+///
+/// x: bf16 `[t, 2048]` (normalised input); out: f32 `[t, 2048]` (not added to the residual).
+/// Appends the tokens' keys and values to `cache`; the caller keeps `*pos + t <= cache.max_seq`
+/// (positions past the cache are dropped, not written out of bounds).
+///
+/// Scratch: buffer 0 = q_proj output f32 `[t, 8192]`; buffer 1 = k, v f32 `[t, 512]` each and q
+/// bf16 `[t, 4096]`; buffer 2 = gated attention output bf16 `[t, 4096]`; buffers 3 and 4 =
+/// split-K partials (f32 `[splits, t·16, 256]` and `[splits, t·16, 2]`). Decode gets its full
+/// split count (`3·132 / 2 = 198` chunks) when `scratch.max_tokens >= 100`.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_mixer(
+    gpu: &Gpu,
+    w: &AttentionGpu,
+    x: DevPtr,
+    t: usize,
+    pos: DevPtr,
+    cache: &KvCacheGpu,
+    scratch: &Scratch,
+    out: DevPtr,
+) -> Result<()> {
+    ensure!(t >= 1 && t <= scratch.max_tokens, "attention: {t} tokens but scratch holds {}", scratch.max_tokens);
+    let qg = scratch.ptr(0);
+    let k = scratch.ptr(1);
+    let v = k + (t * KV_HEADS * HEAD_DIM * 4) as u64;
+    let q = k + (2 * t * KV_HEADS * HEAD_DIM * 4) as u64;
+    let gated = scratch.ptr(2);
+
+    linear(gpu, x, &w.q_proj, t, qg)?;
+    linear(gpu, x, &w.k_proj, t, k)?;
+    linear(gpu, x, &w.v_proj, t, v)?;
+    qk_norm_rope(gpu, w, qg, k, v, t, pos, cache, q)?;
+    attend(gpu, q, qg, t, pos, cache, scratch, gated)?;
+    linear(gpu, gated, &w.o_proj, t, out)
+}
+
+/// q (bf16 `[t, 16, 256]`) = RoPE(RMSNorm(q part of qg)); cache rows `*pos..*pos+t` =
+/// (RoPE(RMSNorm(k)), v) in bf16.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn qk_norm_rope(
+    gpu: &Gpu,
+    w: &AttentionGpu,
+    qg: DevPtr,
+    k: DevPtr,
+    v: DevPtr,
+    t: usize,
+    pos: DevPtr,
+    cache: &KvCacheGpu,
+    q: DevPtr,
+) -> Result<()> {
+    gpu.launch(
+        "qk_norm_rope",
+        (t as u32, (HEADS + KV_HEADS) as u32, 1),
+        HEAD_DIM as u32,
+        0,
+        &[
+            Arg::Ptr(qg),
+            Arg::Ptr(k),
+            Arg::Ptr(v),
+            Arg::Ptr(w.q_norm.ptr),
+            Arg::Ptr(w.k_norm.ptr),
+            Arg::Ptr(pos),
+            Arg::I32(t as i32),
+            Arg::I32(cache.max_seq as i32),
+            Arg::Ptr(q),
+            Arg::Ptr(cache.keys.ptr()),
+            Arg::Ptr(cache.values.ptr()),
+        ],
+    )
+}
+
+/// gated (bf16 `[t, 4096]`) = softmax(q kᵀ / 16) v ∘ sigmoid(gate), causal over the cache
+/// positions `0 ..= *pos + i` for token i. q: bf16 `[t, 16, 256]`; qg: the q_proj output (for
+/// the gate). Uses scratch buffers 3 and 4.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn attend(
+    gpu: &Gpu,
+    q: DevPtr,
+    qg: DevPtr,
+    t: usize,
+    pos: DevPtr,
+    cache: &KvCacheGpu,
+    scratch: &Scratch,
+    gated: DevPtr,
+) -> Result<()> {
+    let kernel = if t <= DECODE_KERNEL_MAX_T { &DECODE } else { &PREFILL };
+    let splits = split_count(kernel, t, scratch.max_tokens);
+    let row_tiles = t.div_ceil(kernel.tokens_per_block());
+    let (part_o, part_ml) = (scratch.ptr(3), scratch.ptr(4));
+    gpu.launch(
+        kernel.name,
+        (row_tiles as u32, KV_HEADS as u32, splits as u32),
+        (32 * kernel.warps) as u32,
+        kernel.shared_bytes() as u32,
+        &[
+            Arg::Ptr(q),
+            Arg::Ptr(cache.keys.ptr()),
+            Arg::Ptr(cache.values.ptr()),
+            Arg::Ptr(pos),
+            Arg::I32(t as i32),
+            Arg::I32(splits as i32),
+            Arg::Ptr(part_o),
+            Arg::Ptr(part_ml),
+        ],
+    )?;
+    gpu.launch(
+        "attn_combine",
+        ((t * HEADS) as u32, 1, 1),
+        HEAD_DIM as u32,
+        0,
+        &[
+            Arg::Ptr(part_o),
+            Arg::Ptr(part_ml),
+            Arg::Ptr(qg),
+            Arg::Ptr(pos),
+            Arg::I32(t as i32),
+            Arg::I32(splits as i32),
+            Arg::I32(kernel.key_tile as i32),
+            Arg::Ptr(gated),
+        ],
+    )
+}
+
+/// Split-K chunks: enough blocks to fill the GPU, as many as the scratch partial buffers hold.
+/// Depends only on `t` (never on the position), so graph replays stay valid.
+fn split_count(kernel: &AttendKernel, t: usize, scratch_tokens: usize) -> usize {
+    let base = t.div_ceil(kernel.tokens_per_block()) * KV_HEADS;
+    let want = kernel.target_blocks.div_ceil(base).clamp(1, MAX_SPLITS);
+    // part_o needs splits · t·16 · 256 f32 in one scratch buffer of scratch_tokens · SCRATCH_WIDTH f32.
+    let fits = (scratch_tokens * SCRATCH_WIDTH) / (t * HEADS * HEAD_DIM);
+    want.min(fits).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testutil::*;
+    use crate::weights::Uploader;
+    use solo_cpu::attention::{apply_rope, attention_forward, KvCache};
+    use solo_cpu::ops::rms_norm_one_plus;
+    use solo_model::weights::AttentionWeights;
+    use solo_model::{ModelConfig, Tensor};
+
+    fn real_config() -> ModelConfig {
+        ModelConfig::from_json(
+            r#"{"model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": 4,
+                "vocab_size": 248320, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+                "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
+                "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "num_experts": 256,
+                "num_experts_per_tok": 8, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+                "full_attention_interval": 4,
+                "rope_parameters": {"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25}}"#,
+        )
+        .unwrap()
+    }
+
+    /// Random attention weights at realistic scales, on the CPU and (the same bf16 values) on the GPU.
+    fn random_weights(seed: u64) -> (AttentionWeights, AttentionGpu, Vec<DevBuf>) {
+        let mat = |s: u64, rows: usize, cols: usize| {
+            Tensor::from_f32_as_bf16(vec![rows, cols], &random(s, rows * cols, (3.0 / cols as f32).sqrt()))
+        };
+        let cpu = AttentionWeights {
+            q_proj: mat(seed, HEADS * 2 * HEAD_DIM, HIDDEN),
+            k_proj: mat(seed + 1, KV_HEADS * HEAD_DIM, HIDDEN),
+            v_proj: mat(seed + 2, KV_HEADS * HEAD_DIM, HIDDEN),
+            o_proj: mat(seed + 3, HIDDEN, HEADS * HEAD_DIM),
+            q_norm: Tensor::from_f32_as_bf16(vec![HEAD_DIM], &random(seed + 4, HEAD_DIM, 0.5)),
+            k_norm: Tensor::from_f32_as_bf16(vec![HEAD_DIM], &random(seed + 5, HEAD_DIM, 0.5)),
+        };
+        let mut up = Uploader::new(gpu());
+        let w = AttentionGpu {
+            q_proj: up.matrix(&cpu.q_proj).unwrap(),
+            k_proj: up.matrix(&cpu.k_proj).unwrap(),
+            v_proj: up.matrix(&cpu.v_proj).unwrap(),
+            o_proj: up.matrix(&cpu.o_proj).unwrap(),
+            q_norm: up.vector(&cpu.q_norm, true).unwrap(),
+            k_norm: up.vector(&cpu.k_norm, true).unwrap(),
+        };
+        (cpu, w, up.finish())
+    }
+
+    /// Fills device memory with 0xFF bytes: NaN as f32 and as bf16, so unwritten outputs fail.
+    fn poison(ptr: DevPtr, bytes: usize) {
+        let gpu = gpu();
+        let nan = gpu.upload(&vec![0xFFu8; bytes]).unwrap();
+        gpu.copy(ptr, nan.ptr(), bytes).unwrap();
+        gpu.sync().unwrap();
+    }
+
+    fn poison_scratch(s: &Scratch) {
+        for b in &s.bufs {
+            poison(b.ptr(), b.bytes);
+        }
+    }
+
+    fn poison_cache(c: &KvCacheGpu) {
+        poison(c.keys.ptr(), c.keys.bytes);
+        poison(c.values.ptr(), c.values.bytes);
+    }
+
+    /// Runs the GPU mixer for `x` at `start` and the CPU reference on its own cache; compares.
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        what: &str,
+        cfg: &ModelConfig,
+        cpu_w: &AttentionWeights,
+        w: &AttentionGpu,
+        x: &[f32],
+        start: usize,
+        cache: &KvCacheGpu,
+        cpu_cache: &mut KvCache,
+        scratch: &Scratch,
+        tol: f32,
+    ) {
+        let gpu = gpu();
+        let t = x.len() / HIDDEN;
+        let xb = gpu.upload(&bf16_bytes(x)).unwrap();
+        let pos = gpu.upload_i32(&[start as i32]).unwrap();
+        let out = gpu.upload_f32(&vec![f32::NAN; t * HIDDEN]).unwrap();
+        poison_scratch(scratch);
+        attention_mixer(gpu, w, xb.ptr(), t, pos.ptr(), cache, scratch, out.ptr()).unwrap();
+        let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
+        let want = attention_forward(cfg, cpu_w, x, start, cpu_cache);
+        assert_close(what, &got, &want, tol);
+
+        // The cache rows this call appended, against the CPU's keys and values.
+        let n = t * KV_HEADS * HEAD_DIM;
+        let off = (start * POSITION_BYTES) as u64;
+        let keys = bf16_from_bytes(&gpu.download(cache.keys.ptr() + off, n * 2).unwrap());
+        let values = bf16_from_bytes(&gpu.download(cache.values.ptr() + off, n * 2).unwrap());
+        let base = start * KV_HEADS * HEAD_DIM;
+        assert_close(&format!("{what}: new keys"), &keys, &cpu_cache.keys[base..base + n], 4e-3);
+        assert_close(&format!("{what}: new values"), &values, &cpu_cache.values[base..base + n], 4e-3);
+    }
+
+    fn input(seed: u64, t: usize) -> Vec<f32> {
+        // A normalised hidden state: RMS about 1.
+        round_bf16(&random(seed, t * HIDDEN, 1.7))
+    }
+
+    /// Prefill of 100 tokens at position 0, three decode steps, and (from a snapshot of the cache
+    /// after the prefill) a second prefill chunk at position 100.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn attention_mixer_matches_cpu() {
+        let gpu = gpu();
+        let cfg = real_config();
+        let (cpu_w, w, _bufs) = random_weights(10);
+        let scratch = Scratch::new(gpu, 128).unwrap();
+        let cache = KvCacheGpu::new(gpu, 512).unwrap();
+        poison_cache(&cache);
+        let mut cpu_cache = KvCache::default();
+
+        step("prefill t=100 at 0", &cfg, &cpu_w, &w, &input(1, 100), 0, &cache, &mut cpu_cache, &scratch, 1e-2);
+
+        let snapshot = KvCacheGpu::new(gpu, 512).unwrap();
+        poison_cache(&snapshot);
+        snapshot.copy_from(gpu, &cache, 100).unwrap();
+        let mut cpu_snapshot = cpu_cache.clone();
+
+        for i in 0..3 {
+            let what = format!("decode at {}", 100 + i);
+            step(&what, &cfg, &cpu_w, &w, &input(2 + i as u64, 1), 100 + i, &cache, &mut cpu_cache, &scratch, 1e-2);
+        }
+        step("prefill t=37 at 100", &cfg, &cpu_w, &w, &input(7, 37), 100, &snapshot, &mut cpu_snapshot, &scratch, 1e-2);
+        // A chunk longer than one prefill block row and not a multiple of it, after that.
+        step("prefill t=45 at 137", &cfg, &cpu_w, &w, &input(8, 45), 137, &snapshot, &mut cpu_snapshot, &scratch, 1e-2);
+    }
+
+    /// A long cache (100,000 random positions) then short chunks: RoPE at large positions, and
+    /// split-K over many chunks for both attend kernels.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn attention_long_context_matches_cpu() {
+        let gpu = gpu();
+        let cfg = real_config();
+        let (cpu_w, w, _bufs) = random_weights(20);
+        let scratch = Scratch::new(gpu, 64).unwrap();
+        let start = 100_000;
+        let cache = KvCacheGpu::new(gpu, start + 64).unwrap();
+        poison_cache(&cache);
+        let n = start * KV_HEADS * HEAD_DIM;
+        let mut cpu_cache = KvCache { keys: round_bf16(&random(21, n, 1.7)), values: round_bf16(&random(22, n, 1.0)) };
+        let kb = gpu.upload(&bf16_bytes(&cpu_cache.keys)).unwrap();
+        let vb = gpu.upload(&bf16_bytes(&cpu_cache.values)).unwrap();
+        gpu.copy(cache.keys.ptr(), kb.ptr(), n * 2).unwrap();
+        gpu.copy(cache.values.ptr(), vb.ptr(), n * 2).unwrap();
+
+        step("t=2 at 100000", &cfg, &cpu_w, &w, &input(23, 2), start, &cache, &mut cpu_cache, &scratch, 1e-2);
+        step("decode at 100002", &cfg, &cpu_w, &w, &input(24, 1), start + 2, &cache, &mut cpu_cache, &scratch, 1e-2);
+        step("t=40 at 100003", &cfg, &cpu_w, &w, &input(25, 40), start + 3, &cache, &mut cpu_cache, &scratch, 1e-2);
+    }
+
+    /// qk_norm_rope alone at large positions, against the CPU's RMSNorm and RoPE.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn qk_norm_rope_matches_cpu_at_large_positions() {
+        let gpu = gpu();
+        let cfg = real_config();
+        let (cpu_w, w, _bufs) = random_weights(30);
+        let max_seq = 262_144;
+        let cache = KvCacheGpu::new(gpu, max_seq).unwrap();
+        for &(start, t) in &[(0usize, 3usize), (100_000, 3), (max_seq - 3, 3)] {
+            let qg_v = random(31 + start as u64, t * HEADS * 2 * HEAD_DIM, 2.0);
+            let k_v = random(32 + start as u64, t * KV_HEADS * HEAD_DIM, 2.0);
+            let v_v = random(33 + start as u64, t * KV_HEADS * HEAD_DIM, 2.0);
+            let qg = gpu.upload_f32(&qg_v).unwrap();
+            let k = gpu.upload_f32(&k_v).unwrap();
+            let v = gpu.upload_f32(&v_v).unwrap();
+            let q = gpu.upload(&bf16_bytes(&vec![f32::NAN; t * HEADS * HEAD_DIM])).unwrap();
+            let pos = gpu.upload_i32(&[start as i32]).unwrap();
+            poison(cache.keys.ptr() + (start * POSITION_BYTES) as u64, t * POSITION_BYTES);
+            poison(cache.values.ptr() + (start * POSITION_BYTES) as u64, t * POSITION_BYTES);
+            qk_norm_rope(gpu, &w, qg.ptr(), k.ptr(), v.ptr(), t, pos.ptr(), &cache, q.ptr()).unwrap();
+
+            let q_only: Vec<f32> = qg_v.chunks(2 * HEAD_DIM).flat_map(|h| h[..HEAD_DIM].to_vec()).collect();
+            let mut want_q = rms_norm_one_plus(&q_only, &cpu_w.q_norm.to_f32(), 1e-6);
+            let mut want_k = rms_norm_one_plus(&k_v, &cpu_w.k_norm.to_f32(), 1e-6);
+            for (i, head) in want_q.chunks_mut(HEAD_DIM).enumerate() {
+                apply_rope(&cfg, head, start + i / HEADS);
+            }
+            for (i, head) in want_k.chunks_mut(HEAD_DIM).enumerate() {
+                apply_rope(&cfg, head, start + i / KV_HEADS);
+            }
+            let got_q = bf16_from_bytes(&gpu.download(q.ptr(), t * HEADS * HEAD_DIM * 2).unwrap());
+            let off = (start * POSITION_BYTES) as u64;
+            let got_k = bf16_from_bytes(&gpu.download(cache.keys.ptr() + off, t * POSITION_BYTES).unwrap());
+            let got_v = bf16_from_bytes(&gpu.download(cache.values.ptr() + off, t * POSITION_BYTES).unwrap());
+            assert_close(&format!("q at {start}"), &got_q, &want_q, 3e-3);
+            assert_close(&format!("k at {start}"), &got_k, &want_k, 3e-3);
+            assert_close(&format!("v at {start}"), &got_v, &v_v, 3e-3);
+            // The rotated dims alone (an error there would hide among the 192 unrotated ones).
+            let rot = |v: &[f32]| -> Vec<f32> { v.chunks(HEAD_DIM).flat_map(|h| h[..64].to_vec()).collect() };
+            assert_close(&format!("rotated q dims at {start}"), &rot(&got_q), &rot(&want_q), 3e-3);
+            assert_close(&format!("rotated k dims at {start}"), &rot(&got_k), &rot(&want_k), 3e-3);
+        }
+    }
+
+    #[test]
+    fn split_count_fits_scratch() {
+        assert_eq!(split_count(&DECODE, 1, 128), 198);
+        assert_eq!(split_count(&DECODE, 1, 1), 2);
+        assert_eq!(split_count(&PREFILL, 4096, 4096), 1);
+        for t in [1, 2, 15, 16, 100, 1000, 8192] {
+            let kernel = if t <= DECODE_KERNEL_MAX_T { &DECODE } else { &PREFILL };
+            let s = split_count(kernel, t, 8192);
+            assert!(s >= 1 && s * t * HEADS * HEAD_DIM <= 8192 * SCRATCH_WIDTH);
+        }
+        assert!(PREFILL.shared_bytes() <= 227 * 1024 && DECODE.shared_bytes() <= 227 * 1024);
+    }
+}

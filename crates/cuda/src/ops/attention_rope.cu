@@ -1,0 +1,56 @@
+// Gated attention, step 2 (model-spec §3.2): q/k RMSNorm, partial NeoX RoPE, KV-cache append.
+//
+// The current position is read from device memory (`pos`: the position of the first token of
+// this call), never passed by value, so a captured decode graph replays for any position.
+
+// rope_parameters.rope_theta of the real checkpoint (the CUDA backend runs only that model).
+#define ROPE_THETA 10000000.0
+
+// One block per (token, head): heads 0..15 are query heads, 16..17 key heads (which also copy the
+// matching value head into the cache). 256 threads, one per dim.
+//   qg [T, 16, 512] f32: q_proj output, per head [256 query | 256 gate]
+//   k, v [T, 2, 256] f32: k_proj / v_proj outputs
+//   q_norm, k_norm [256] f32: zero-centred weights stored as 1 + w
+//   q_out [T, 16, 256] bf16: normalised, rotated queries (unscaled)
+//   k_cache, v_cache [max_seq, 2, 256] bf16: rows pos..pos+T-1 written (rows >= max_seq dropped)
+extern "C" __global__ void __launch_bounds__(HEAD_DIM) qk_norm_rope(
+    const float* __restrict__ qg, const float* __restrict__ k, const float* __restrict__ v,
+    const float* __restrict__ q_norm, const float* __restrict__ k_norm, const int* __restrict__ pos,
+    int T, int max_seq, bf16* __restrict__ q_out, bf16* __restrict__ k_cache, bf16* __restrict__ v_cache) {
+    __shared__ float red[32];
+    __shared__ float ys[HEAD_DIM];
+    const int t = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
+    if (t >= T) return;
+    const int p = *pos + t;
+    const bool is_q = h < ATTN_HEADS;
+    const int kh = h - ATTN_HEADS;
+
+    const float x = is_q ? qg[(size_t)t * (ATTN_HEADS * 2 * HEAD_DIM) + h * 2 * HEAD_DIM + d]
+                         : k[(size_t)t * (KV_HEADS * HEAD_DIM) + kh * HEAD_DIM + d];
+    const float ss = block_sum(x * x, red);
+    const float inv = 1.f / sqrtf(ss / (float)HEAD_DIM + 1e-6f);
+    float y = x * (inv * (is_q ? q_norm[d] : k_norm[d]));
+    ys[d] = y;
+    __syncthreads();
+
+    if (d < ROTARY_DIM) {
+        const int half = ROTARY_DIM / 2;
+        const int i = d < half ? d : d - half;
+        // inv_freq_i = theta^(-2i/R), computed in f64 and rounded to f32 like the CPU reference;
+        // the angle is an f32 product, like HF's (position_ids.float() @ inv_freq).
+        const float inv_freq = (float)(1.0 / pow(ROPE_THETA, (double)(2 * i) / (double)ROTARY_DIM));
+        const float angle = __fmul_rn((float)p, inv_freq);
+        float s, c;
+        sincosf(angle, &s, &c);
+        const float a = ys[i], b = ys[i + half];
+        y = d < half ? __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s)) : __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+    }
+
+    if (is_q) {
+        q_out[((size_t)t * ATTN_HEADS + h) * HEAD_DIM + d] = __float2bfloat16(y);
+    } else if (p < max_seq) {
+        const size_t row = ((size_t)p * KV_HEADS + kh) * HEAD_DIM + d;
+        k_cache[row] = __float2bfloat16(y);
+        v_cache[row] = __float2bfloat16(v[(size_t)t * (KV_HEADS * HEAD_DIM) + kh * HEAD_DIM + d]);
+    }
+}

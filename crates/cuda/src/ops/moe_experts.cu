@@ -1,0 +1,262 @@
+// MoE experts (model-spec §3.3): y = Σ_slot w_slot · down_e(silu(gate_e·x) ∘ up_e·x) over the 9
+// slots of each token (8 routed experts + the shared expert, index 256).
+//
+// Weights: gate_up bf16 [257, 1024, 2048] (per expert 512 gate rows then 512 up rows), down bf16
+// [257, 2048, 512]. Routing comes from moe_router.cu as ids/weights [T, 9].
+//
+// Decode (few tokens): moe_gate_up_gemv and moe_down_gemv stream the selected experts' weights
+// once, with 16-byte loads. Prefill: the (token, slot) pairs are grouped by expert (moe_plan,
+// moe_permute) and the grouped GEMMs below run on the tensor cores (mma.sync bf16, f32 accumulate)
+// over (expert tile of 64 rows) x (column tile); tiles past the device-side tile count exit.
+
+#define SLOTS (TOP_K + 1)
+#define GEMM_BM 64      // rows per tile: equals GEMM_BM in moe_router.cu and TILE_ROWS in moe.rs
+#define GEMM_BN 64      // output columns per tile
+#define GEMM_BK 64      // k per pipeline stage
+#define GEMM_STAGES 3
+#define AS_STRIDE (GEMM_BK + 8)  // shared row stride in bf16 (144 bytes): conflict-free fragments
+
+// ---------------------------------------------------------------------------------------------
+// Decode
+
+// act[t, slot, i] = silu(gate_e[i]·x_t) * (up_e[i]·x_t), e = ids[t, slot]. f32 [T, 9, 512].
+// Grid (512/8, 9, T), 256 threads: one warp per intermediate row i (its gate and up rows).
+extern "C" __global__ void __launch_bounds__(256)
+    moe_gate_up_gemv(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ ids,
+                     float* __restrict__ act) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int i = blockIdx.x * 8 + warp, slot = blockIdx.y, t = blockIdx.z;
+    const int e = ids[t * SLOTS + slot];
+    const bf16* wg = gate_up + ((size_t)e * 2 * EXPERT_DIM + i) * HIDDEN;
+    const bf16* wu = wg + (size_t)EXPERT_DIM * HIDDEN;
+    const bf16* xt = x + (size_t)t * HIDDEN;
+    float g = 0.f, u = 0.f;
+#pragma unroll
+    for (int j = 0; j < HIDDEN / 256; j++) {
+        const int col = j * 256 + lane * 8;
+        float xv[8], gv[8], uv[8];
+        load8(xt + col, xv);
+        load8(wg + col, gv);
+        load8(wu + col, uv);
+#pragma unroll
+        for (int q = 0; q < 8; q++) {
+            g += gv[q] * xv[q];
+            u += uv[q] * xv[q];
+        }
+    }
+    g = warp_sum(g);
+    u = warp_sum(u);
+    if (lane == 0) act[((size_t)t * SLOTS + slot) * EXPERT_DIM + i] = silu(g) * u;
+}
+
+// out[t, c] = Σ_slot weights[t, slot] · (down_e[c] · act[t, slot]). f32 [T, 2048] (overwritten).
+// Grid (2048/8, 1, T), 256 threads: one warp per output column c.
+extern "C" __global__ void __launch_bounds__(256)
+    moe_down_gemv(const float* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ ids,
+                  const float* __restrict__ weights, float* __restrict__ out) {
+    __shared__ __align__(16) float a_s[SLOTS * EXPERT_DIM];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int c = blockIdx.x * 8 + warp, t = blockIdx.z;
+    for (int i = threadIdx.x; i < SLOTS * EXPERT_DIM; i += blockDim.x) a_s[i] = act[(size_t)t * SLOTS * EXPERT_DIM + i];
+    __syncthreads();
+    float acc = 0.f;
+#pragma unroll
+    for (int slot = 0; slot < SLOTS; slot++) {
+        const int e = ids[t * SLOTS + slot];
+        const bf16* row = down + ((size_t)e * HIDDEN + c) * EXPERT_DIM;
+        float part = 0.f;
+#pragma unroll
+        for (int j = 0; j < EXPERT_DIM / 256; j++) {
+            const int col = j * 256 + lane * 8;
+            float wv[8];
+            load8(row + col, wv);
+            const float4 a0 = *reinterpret_cast<const float4*>(a_s + slot * EXPERT_DIM + col);
+            const float4 a1 = *reinterpret_cast<const float4*>(a_s + slot * EXPERT_DIM + col + 4);
+            part += wv[0] * a0.x + wv[1] * a0.y + wv[2] * a0.z + wv[3] * a0.w;
+            part += wv[4] * a1.x + wv[5] * a1.y + wv[6] * a1.z + wv[7] * a1.w;
+        }
+        acc += weights[t * SLOTS + slot] * part;
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) out[(size_t)t * HIDDEN + c] = acc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prefill: grouped GEMMs
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    const int n = valid ? 16 : 0;  // 0 source bytes: the 16 destination bytes are zero-filled
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ uint32_t ld_smem32(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+// d += a * b for a 16x16 (row-major) by 16x8 (column-major) bf16 tile, f32 accumulators.
+__device__ __forceinline__ void mma_bf16(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// C[64 x 8*NT] += A[64 x K] · B[8*NT x K]ᵀ, 4 warps of 16 rows each, K in GEMM_BK steps through a
+// GEMM_STAGES-deep cp.async pipeline. a_src[i] / a_ok[i]: the source row of this thread's i-th A
+// piece (row tid/8 + 16 i, 16-byte column piece tid%8) and whether it exists (else zeros);
+// b_src(i): the same for B (rows tid/8 + 16 i, i < NT/2).
+template <int NT, int K, typename BSrc>
+__device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const bool (&a_ok)[4], BSrc b_src,
+                                          bf16* As, bf16* Bs, float (&acc)[NT][4]) {
+    constexpr int KT = K / GEMM_BK;
+    constexpr int B_ROWS = 8 * NT;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
+    const int prow = tid >> 3, pcol = (tid & 7) * 8;
+    auto load_stage = [&](int kt, int s) {
+        const int k0 = kt * GEMM_BK;
+        bf16* ad = As + s * GEMM_BM * AS_STRIDE;
+        bf16* bd = Bs + s * B_ROWS * AS_STRIDE;
+#pragma unroll
+        for (int i = 0; i < 4; i++) cp_async16(ad + (prow + 16 * i) * AS_STRIDE + pcol, a_src[i] + k0, a_ok[i]);
+#pragma unroll
+        for (int i = 0; i < B_ROWS / 16; i++) cp_async16(bd + (prow + 16 * i) * AS_STRIDE + pcol, b_src(i) + k0, true);
+    };
+#pragma unroll
+    for (int s = 0; s < GEMM_STAGES - 1; s++) {
+        if (s < KT) load_stage(s, s);
+        cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        cp_async_wait<GEMM_STAGES - 2>();
+        __syncthreads();  // stage kt is visible, and everyone is done with the stage refilled next
+        if (kt + GEMM_STAGES - 1 < KT) load_stage(kt + GEMM_STAGES - 1, (kt + GEMM_STAGES - 1) % GEMM_STAGES);
+        cp_async_commit();
+        const int s = kt % GEMM_STAGES;
+        const bf16* at = As + s * GEMM_BM * AS_STRIDE + (warp * 16 + g) * AS_STRIDE + 2 * tq;
+        const bf16* bt = Bs + s * B_ROWS * AS_STRIDE + g * AS_STRIDE + 2 * tq;
+#pragma unroll
+        for (int kk = 0; kk < GEMM_BK / 16; kk++) {
+            const uint32_t a0 = ld_smem32(at + kk * 16);
+            const uint32_t a1 = ld_smem32(at + 8 * AS_STRIDE + kk * 16);
+            const uint32_t a2 = ld_smem32(at + kk * 16 + 8);
+            const uint32_t a3 = ld_smem32(at + 8 * AS_STRIDE + kk * 16 + 8);
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                const bf16* b = bt + n * 8 * AS_STRIDE + kk * 16;
+                mma_bf16(acc[n], a0, a1, a2, a3, ld_smem32(b), ld_smem32(b + 8));
+            }
+        }
+    }
+    cp_async_wait<0>();
+}
+
+// act[row, n0 + j] = silu(gate_e[n0+j]·x) * (up_e[n0+j]·x) for the rows of one expert tile, in the
+// permuted row order; bf16 [T*9, 512]. x rows are gathered through perm (row → t*9 + slot).
+// Grid (max tiles, 512/64), 128 threads, GEMM_STAGES * (64 + 128) * AS_STRIDE * 2 = 82,944 bytes of
+// shared memory. B = 64 gate rows then the 64 matching up rows, so each thread holds both halves.
+extern "C" __global__ void __launch_bounds__(128)
+    moe_gate_up_grouped(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ perm,
+                        const int4* __restrict__ tiles, const int* __restrict__ total_tiles, bf16* __restrict__ act) {
+    const int tile = blockIdx.x;
+    if (tile >= *total_tiles) return;
+    const int4 info = tiles[tile];
+    const int e = info.x, r0 = info.y, r1 = info.z;
+    const int n0 = blockIdx.y * GEMM_BN;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    bf16* As = reinterpret_cast<bf16*>(smem_raw);
+    bf16* Bs = As + GEMM_STAGES * GEMM_BM * AS_STRIDE;
+
+    const int tid = threadIdx.x, prow = tid >> 3, pcol = (tid & 7) * 8;
+    const bf16* a_src[4];
+    bool a_ok[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int r = r0 + prow + 16 * i;
+        a_ok[i] = r < r1;
+        const int token = a_ok[i] ? perm[r] / SLOTS : 0;
+        a_src[i] = x + (size_t)token * HIDDEN + pcol;
+    }
+    const bf16* w = gate_up + (size_t)e * 2 * EXPERT_DIM * HIDDEN;
+    auto b_src = [&](int i) {
+        const int br = prow + 16 * i;  // 0..63 gate rows n0.., 64..127 up rows 512+n0..
+        const int wr = br < GEMM_BN ? n0 + br : EXPERT_DIM + n0 + (br - GEMM_BN);
+        return w + (size_t)wr * HIDDEN + pcol;
+    };
+    float acc[2 * GEMM_BN / 8][4];
+#pragma unroll
+    for (int n = 0; n < 2 * GEMM_BN / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+    gemm_tile<2 * GEMM_BN / 8, HIDDEN>(a_src, a_ok, b_src, As, Bs, acc);
+
+    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
+    const int ra = r0 + warp * 16 + g, rb = ra + 8;
+#pragma unroll
+    for (int n = 0; n < GEMM_BN / 8; n++) {
+        const int col = n0 + n * 8 + 2 * tq;
+        if (ra < r1)
+            *reinterpret_cast<__nv_bfloat162*>(act + (size_t)ra * EXPERT_DIM + col) = __floats2bfloat162_rn(
+                silu(acc[n][0]) * acc[n + GEMM_BN / 8][0], silu(acc[n][1]) * acc[n + GEMM_BN / 8][1]);
+        if (rb < r1)
+            *reinterpret_cast<__nv_bfloat162*>(act + (size_t)rb * EXPERT_DIM + col) = __floats2bfloat162_rn(
+                silu(acc[n][2]) * acc[n + GEMM_BN / 8][2], silu(acc[n][3]) * acc[n + GEMM_BN / 8][3]);
+    }
+}
+
+// out[t, n0 + j] += weights[t, slot] * (down_e[n0+j] · act[row]) for the rows of one expert tile
+// (row → t*9 + slot through perm). out f32 [T, 2048], zeroed by the caller; f32 atomics.
+// Grid (max tiles, 2048/64), 128 threads, GEMM_STAGES * (64 + 64) * AS_STRIDE * 2 = 55,296 bytes.
+extern "C" __global__ void __launch_bounds__(128)
+    moe_down_grouped(const bf16* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ perm,
+                     const float* __restrict__ weights, const int4* __restrict__ tiles,
+                     const int* __restrict__ total_tiles, float* __restrict__ out) {
+    const int tile = blockIdx.x;
+    if (tile >= *total_tiles) return;
+    const int4 info = tiles[tile];
+    const int e = info.x, r0 = info.y, r1 = info.z;
+    const int n0 = blockIdx.y * GEMM_BN;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    bf16* As = reinterpret_cast<bf16*>(smem_raw);
+    bf16* Bs = As + GEMM_STAGES * GEMM_BM * AS_STRIDE;
+
+    const int tid = threadIdx.x, prow = tid >> 3, pcol = (tid & 7) * 8;
+    const bf16* a_src[4];
+    bool a_ok[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int r = r0 + prow + 16 * i;
+        a_ok[i] = r < r1;
+        a_src[i] = act + (size_t)(a_ok[i] ? r : r0) * EXPERT_DIM + pcol;
+    }
+    const bf16* w = down + ((size_t)e * HIDDEN + n0) * EXPERT_DIM;
+    auto b_src = [&](int i) { return w + (size_t)(prow + 16 * i) * EXPERT_DIM + pcol; };
+    float acc[GEMM_BN / 8][4];
+#pragma unroll
+    for (int n = 0; n < GEMM_BN / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+    gemm_tile<GEMM_BN / 8, EXPERT_DIM>(a_src, a_ok, b_src, As, Bs, acc);
+
+    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
+    const int ra = r0 + warp * 16 + g, rb = ra + 8;
+    if (ra < r1) {
+        const int a = perm[ra];
+        const float wa = weights[a];
+        float* dst = out + (size_t)(a / SLOTS) * HIDDEN + n0 + 2 * tq;
+#pragma unroll
+        for (int n = 0; n < GEMM_BN / 8; n++) {
+            atomicAdd(dst + n * 8, wa * acc[n][0]);
+            atomicAdd(dst + n * 8 + 1, wa * acc[n][1]);
+        }
+    }
+    if (rb < r1) {
+        const int a = perm[rb];
+        const float wb = weights[a];
+        float* dst = out + (size_t)(a / SLOTS) * HIDDEN + n0 + 2 * tq;
+#pragma unroll
+        for (int n = 0; n < GEMM_BN / 8; n++) {
+            atomicAdd(dst + n * 8, wb * acc[n][2]);
+            atomicAdd(dst + n * 8 + 1, wb * acc[n][3]);
+        }
+    }
+}
