@@ -3,6 +3,7 @@
 mod commands;
 mod demo;
 mod locate;
+mod serve;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -60,6 +61,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
         backend: BackendChoice,
     },
+    /// OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics.
+    Serve(serve::ServeArgs),
     /// Mean negative log-likelihood and perplexity of a text file, as JSON.
     Perplexity {
         #[arg(long)]
@@ -78,6 +81,7 @@ fn main() {
             commands::run(commands::RunArgs { model, prompt, max_tokens, temperature, seed, no_think, backend })
         }
         Command::Logits { model, tokens, prefill, backend } => commands::logits(&model, &tokens, prefill, backend),
+        Command::Serve(args) => serve::serve(args),
         Command::Perplexity { model, text_file, backend } => commands::perplexity(&model, &text_file, backend),
     };
     if let Err(err) = result {

@@ -1,0 +1,185 @@
+//! The engine thread: it alone owns the backend (and so the GPU, once there is one). HTTP handlers
+//! hand it jobs through a bounded queue and read each job's events from the job's own channel.
+//!
+//! Jobs run one at a time, in arrival order. A job whose client has gone (its event receiver was
+//! dropped) is skipped, or stopped at its next token. A panic inside a job is caught: the job
+//! fails with a 500 and the engine carries on with an empty prefix cache.
+
+use crate::error::ApiError;
+use crate::generate;
+use crate::metrics::Metrics;
+use crate::prefix_cache::PrefixCache;
+use anyhow::Result;
+use solo_model::{Backend, ModelConfig};
+use solo_text::Tokenizer;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+/// How to pick tokens (OpenAI's sampling fields, resolved against the checkpoint's defaults).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sampling {
+    /// 0 = greedy.
+    pub temperature: f32,
+    /// 0 = off.
+    pub top_k: usize,
+    pub top_p: f32,
+    /// 0 = off.
+    pub min_p: f32,
+    pub presence_penalty: f32,
+    pub frequency_penalty: f32,
+    pub logit_bias: Vec<(u32, f32)>,
+    pub seed: u64,
+}
+
+/// Tokens written into the output instead of sampled: how `tool_choice` `required` or a named
+/// function is enforced (the call's opening tags, after the reasoning).
+#[derive(Clone, Debug)]
+pub struct Forced {
+    /// Force once this token has been generated (`</think>`); `None`: from the first token.
+    pub after: Option<u32>,
+    pub tokens: Vec<u32>,
+}
+
+/// One generation request.
+pub struct Job {
+    pub prompt: Vec<u32>,
+    /// Prompt lengths worth a snapshot besides the regular interval: message boundaries. The
+    /// end of the prompt and the end of the reply always get one.
+    pub snapshot_points: Vec<usize>,
+    pub max_tokens: usize,
+    pub sampling: Sampling,
+    /// Alternatives per token for logprobs; `None`: no logprobs.
+    pub logprobs: Option<usize>,
+    pub stop: Vec<String>,
+    pub forced: Option<Forced>,
+    pub arrived: Instant,
+    pub deadline: Instant,
+    pub events: mpsc::UnboundedSender<Event>,
+}
+
+#[derive(Debug)]
+pub enum Event {
+    /// The prompt is in; tokens follow.
+    Started { prompt_tokens: usize, cached_tokens: usize },
+    /// New output text (possibly empty while a stop string is undecided) and the logprob of
+    /// the token that produced it.
+    Text { text: String, logprob: Option<TokenLogprob> },
+    Done { finish: Finish, completion_tokens: usize },
+    Error(ApiError),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// A stop token or stop string.
+    Stop,
+    /// `max_tokens`, or the request's time ran out.
+    Length,
+}
+
+#[derive(Clone, Debug)]
+pub struct TokenLogprob {
+    pub token: u32,
+    pub logprob: f32,
+    /// Most likely alternatives, best first.
+    pub top: Vec<(u32, f32)>,
+}
+
+/// The engine's fixed settings.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Token ids that end a reply.
+    pub stop_ids: Vec<u32>,
+    /// Longest prefill call, in tokens (bounds activation memory).
+    pub prefill_chunk: usize,
+    /// A prompt snapshot every this many tokens.
+    pub snapshot_interval: usize,
+    pub cache_entries: usize,
+    pub cache_bytes: usize,
+}
+
+/// The handlers' side of the engine.
+#[derive(Clone)]
+pub struct EngineHandle {
+    jobs: mpsc::Sender<Job>,
+    metrics: Arc<Metrics>,
+}
+
+impl EngineHandle {
+    /// Queues a job; 503 with `Retry-After` when the queue is full.
+    pub fn submit(&self, job: Job) -> Result<(), ApiError> {
+        // Count first so that the engine's decrement can never go below zero.
+        self.metrics.queue_depth.fetch_add(1, Relaxed);
+        match self.jobs.try_send(job) {
+            Ok(()) => Ok(()),
+            Err(err) => {
+                self.metrics.queue_depth.fetch_sub(1, Relaxed);
+                Err(match err {
+                    mpsc::error::TrySendError::Full(_) => ApiError::overloaded("The server is busy: its request queue is full. Retry shortly.", 1),
+                    mpsc::error::TrySendError::Closed(_) => ApiError::internal(&"the engine thread has stopped"),
+                })
+            }
+        }
+    }
+}
+
+/// What a job runs with.
+pub struct Context<'a, B: Backend> {
+    pub backend: &'a B,
+    pub tokenizer: &'a Tokenizer,
+    pub config: &'a EngineConfig,
+    pub metrics: &'a Metrics,
+}
+
+/// Starts the engine thread: `load` builds the backend there (so it need not be `Send`), and
+/// this returns once it has, with the model's config.
+pub fn spawn<B, F>(
+    load: F,
+    tokenizer: Arc<Tokenizer>,
+    config: EngineConfig,
+    metrics: Arc<Metrics>,
+    max_queue: usize,
+) -> Result<(EngineHandle, ModelConfig)>
+where
+    B: Backend + 'static,
+    F: FnOnce() -> Result<B> + Send + 'static,
+{
+    let (jobs, mut queue) = mpsc::channel::<Job>(max_queue.max(1));
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<ModelConfig>>();
+    let engine_metrics = metrics.clone();
+    std::thread::Builder::new().name("solo-engine".into()).spawn(move || {
+        let backend = match load() {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+                return;
+            }
+        };
+        let _ = ready_tx.send(Ok(backend.config().clone()));
+        let metrics = engine_metrics;
+        let mut cache = PrefixCache::new(config.cache_entries, config.cache_bytes);
+        let cx = Context { backend: &backend, tokenizer: &tokenizer, config: &config, metrics: &metrics };
+        while let Some(job) = queue.blocking_recv() {
+            metrics.queue_depth.fetch_sub(1, Relaxed);
+            metrics.running.fetch_add(1, Relaxed);
+            match catch_unwind(AssertUnwindSafe(|| generate::run(&cx, &mut cache, &job))) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    let _ = job.events.send(Event::Error(ApiError::internal(&e)));
+                }
+                Err(_) => {
+                    // The panic message went to stderr; the cache may hold a half-made entry.
+                    cache.clear();
+                    let _ = job.events.send(Event::Error(ApiError::internal(&"the engine panicked during a request")));
+                }
+            }
+            metrics.running.fetch_sub(1, Relaxed);
+            metrics.cache_entries.store(cache.len() as u64, Relaxed);
+            metrics.cache_bytes.store(cache.bytes() as u64, Relaxed);
+        }
+    })?;
+    let model = ready_rx.recv().map_err(|_| anyhow::anyhow!("the engine thread died while loading the model"))??;
+    Ok((EngineHandle { jobs, metrics }, model))
+}

@@ -1,0 +1,215 @@
+//! One job on the engine thread: resume from the prefix cache, prefill the rest of the prompt
+//! (taking snapshots on the way), then sample, detokenise and check stop strings token by token
+//! until a stop, `max_tokens`, the deadline or the client's departure.
+
+use crate::engine::{Context, Event, Finish, Job, Sampling, TokenLogprob};
+use crate::error::ApiError;
+use crate::prefix_cache::PrefixCache;
+use crate::stop::StopMatcher;
+use anyhow::Result;
+use solo_model::sampler::{self, Sampler, SamplerConfig};
+use solo_model::{Backend, Logits};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: &Job) -> Result<()> {
+    let metrics = cx.metrics;
+    if job.events.is_closed() {
+        metrics.cancelled.fetch_add(1, Relaxed);
+        return Ok(());
+    }
+    if Instant::now() >= job.deadline {
+        return Ok(time_out(cx, job));
+    }
+
+    // Resume from the longest cached prefix.
+    let prompt = &job.prompt;
+    let (mut state, mut logits, cached) = match cache.longest_prefix(prompt) {
+        Some(hit) => match cx.backend.snapshot(&hit.state) {
+            Some(state) => (state, hit.logits.clone(), hit.tokens.len()),
+            None => (cx.backend.new_state(), Vec::new(), 0),
+        },
+        None => (cx.backend.new_state(), Vec::new(), 0),
+    };
+    metrics.prompt_tokens.fetch_add(prompt.len() as u64, Relaxed);
+    metrics.cached_prompt_tokens.fetch_add(cached as u64, Relaxed);
+    let counter = if cached > 0 { &metrics.cache_hits } else { &metrics.cache_misses };
+    counter.fetch_add(1, Relaxed);
+
+    // Prefill the rest, cut at chunk and snapshot boundaries.
+    let interval = cx.config.snapshot_interval.max(1);
+    let mut pos = cached;
+    for end in prefill_cuts(cached, prompt.len(), &job.snapshot_points, interval, cx.config.prefill_chunk) {
+        if job.events.is_closed() {
+            metrics.cancelled.fetch_add(1, Relaxed);
+            return Ok(());
+        }
+        if Instant::now() >= job.deadline {
+            return Ok(time_out(cx, job));
+        }
+        logits = cx.backend.prefill(&mut state, &prompt[pos..end], Logits::Last)?;
+        pos = end;
+        let wanted = end == prompt.len() || end % interval == 0 || job.snapshot_points.contains(&end);
+        if wanted && !cache.contains(&prompt[..end]) {
+            keep(cx, cache, prompt[..end].to_vec(), &state, &logits);
+        }
+    }
+    let _ = job.events.send(Event::Started { prompt_tokens: prompt.len(), cached_tokens: cached });
+
+    let mut sampler = Sampler::new(SamplerConfig {
+        temperature: job.sampling.temperature,
+        top_k: job.sampling.top_k,
+        top_p: job.sampling.top_p,
+        seed: job.sampling.seed,
+    });
+    let mut seen: HashMap<u32, u32> = HashMap::new();
+    let mut forced: VecDeque<u32> = match &job.forced {
+        Some(f) if f.after.is_none() => f.tokens.iter().copied().collect(),
+        _ => VecDeque::new(),
+    };
+    let mut forcing_armed = job.forced.as_ref().is_some_and(|f| f.after.is_some());
+    let mut text = cx.tokenizer.stream_decoder(true);
+    let mut stops = StopMatcher::new(job.stop.clone());
+    // Generated tokens that went through `decode` (so are in `state`).
+    let mut fed: Vec<u32> = Vec::new();
+    let mut generated = 0;
+    let mut first_token: Option<Instant> = None;
+    let mut stopped_by_string = false;
+
+    let finish = loop {
+        if job.events.is_closed() {
+            metrics.cancelled.fetch_add(1, Relaxed);
+            metrics.completion_tokens.fetch_add(generated as u64, Relaxed);
+            return Ok(());
+        }
+        if Instant::now() >= job.deadline {
+            metrics.timeouts.fetch_add(1, Relaxed);
+            break Finish::Length;
+        }
+        let token = match forced.pop_front() {
+            Some(t) => t,
+            None => sample(&mut sampler, &logits, &job.sampling, &seen),
+        };
+        let logprob = job.logprobs.map(|top| {
+            let (logprob, top) = sampler::logprobs(&logits, token, top);
+            TokenLogprob { token, logprob, top }
+        });
+        generated += 1;
+        *seen.entry(token).or_default() += 1;
+        if first_token.is_none() {
+            let now = Instant::now();
+            metrics.ttft.observe((now - job.arrived).as_secs_f64());
+            first_token = Some(now);
+        }
+        if cx.config.stop_ids.contains(&token) {
+            break Finish::Stop;
+        }
+        if forcing_armed && job.forced.as_ref().is_some_and(|f| f.after == Some(token)) {
+            forcing_armed = false;
+            forced.extend(job.forced.iter().flat_map(|f| f.tokens.iter().copied()));
+        }
+        let piece = text.push(token)?.unwrap_or_default();
+        let (out, hit) = stops.push(&piece);
+        if !out.is_empty() || logprob.is_some() {
+            let _ = job.events.send(Event::Text { text: out, logprob });
+        }
+        if hit {
+            stopped_by_string = true;
+            break Finish::Stop;
+        }
+        if generated >= job.max_tokens {
+            break Finish::Length;
+        }
+        logits = cx.backend.decode(&mut state, token)?;
+        fed.push(token);
+    };
+
+    let mut finish = finish;
+    if !stopped_by_string {
+        // Bytes of a character cut off by the end, and text held for an undecided stop string.
+        let (mut tail, hit) = stops.push(&text.flush()?);
+        if hit {
+            finish = Finish::Stop;
+        } else {
+            tail += &stops.finish();
+        }
+        if !tail.is_empty() {
+            let _ = job.events.send(Event::Text { text: tail, logprob: None });
+        }
+    }
+    if !fed.is_empty() {
+        let mut tokens = prompt.clone();
+        tokens.extend(&fed);
+        keep(cx, cache, tokens, &state, &logits);
+    }
+    metrics.completion_tokens.fetch_add(generated as u64, Relaxed);
+    if let Some(first) = first_token.filter(|_| generated > 1) {
+        let secs = first.elapsed().as_secs_f64();
+        if secs > 0.0 {
+            metrics.decode_rate.observe((generated - 1) as f64 / secs);
+        }
+    }
+    let _ = job.events.send(Event::Done { finish, completion_tokens: generated });
+    Ok(())
+}
+
+/// Where prefill calls end, after `from` up to `to`: every multiple of `chunk` and of
+/// `interval`, every snapshot point, and `to`. The cuts depend only on the prompt, so a
+/// repeated prompt is prefilled (and rounded) exactly as before whatever the cache held.
+pub fn prefill_cuts(from: usize, to: usize, points: &[usize], interval: usize, chunk: usize) -> Vec<usize> {
+    let multiples = |step: usize| {
+        let step = step.max(1);
+        (from / step + 1..).map(move |k| k * step).take_while(move |&p| p < to)
+    };
+    let mut cuts: Vec<usize> = multiples(chunk)
+        .chain(multiples(interval))
+        .chain(points.iter().copied().filter(|&p| p > from && p < to))
+        .chain((to > from).then_some(to))
+        .collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts
+}
+
+/// Logit bias, penalties and min-p on a copy of the row, then the sampler.
+fn sample(sampler: &mut Sampler, logits: &[f32], s: &Sampling, seen: &HashMap<u32, u32>) -> u32 {
+    let mut row = logits.to_vec();
+    for &(token, bias) in &s.logit_bias {
+        if let Some(l) = row.get_mut(token as usize) {
+            *l += bias;
+        }
+    }
+    sampler::apply_penalties(&mut row, seen, s.presence_penalty, s.frequency_penalty);
+    sampler::apply_min_p(&mut row, s.min_p, s.temperature);
+    sampler.sample(&row)
+}
+
+/// Snapshots `state` into the cache (when the backend can copy states).
+fn keep<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, tokens: Vec<u32>, state: &B::State, logits: &[f32]) {
+    if let Some(copy) = cx.backend.snapshot(state) {
+        let bytes = cx.backend.state_bytes(&copy);
+        cache.insert(tokens, copy, logits.to_vec(), bytes);
+    }
+}
+
+fn time_out<B: Backend>(cx: &Context<B>, job: &Job) {
+    cx.metrics.timeouts.fetch_add(1, Relaxed);
+    let _ = job.events.send(Event::Error(ApiError::overloaded(
+        "The request timed out before generation could start. Retry shortly.",
+        1,
+    )));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefill_cuts;
+
+    #[test]
+    fn cuts_at_chunks_intervals_points_and_the_end() {
+        assert_eq!(prefill_cuts(0, 10, &[], 4, 3), [3, 4, 6, 8, 9, 10]);
+        assert_eq!(prefill_cuts(5, 10, &[2, 7, 10, 12], 100, 100), [7, 10]);
+        assert_eq!(prefill_cuts(10, 10, &[], 4, 4), Vec::<usize>::new());
+        assert_eq!(prefill_cuts(8, 9, &[], 4, 4), [9]);
+    }
+}

@@ -1,0 +1,143 @@
+//! What the generation endpoints share: the app state, reading the body, the context-length
+//! check, handing a job to the engine and waiting for it to start, usage, and SSE responses.
+
+use crate::engine::{EngineHandle, Event, Job};
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+use crate::prompt::TextAssets;
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures_util::Stream;
+use serde_json::{json, Value};
+use solo_model::sampler::SplitMix;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// State shared by every handler.
+pub struct App {
+    pub model_name: String,
+    pub api_key: Option<String>,
+    /// Context length: prompt plus completion.
+    pub max_seq: usize,
+    pub request_timeout: Duration,
+    pub max_body_bytes: usize,
+    /// The model's vocabulary (embedding rows).
+    pub vocab: usize,
+    /// Unix time the server started (`created` of the model object).
+    pub created: u64,
+    pub text: Arc<TextAssets>,
+    pub engine: EngineHandle,
+    pub metrics: Arc<Metrics>,
+    pub rng: Mutex<SplitMix>,
+}
+
+impl App {
+    /// Fresh randomness for ids and default seeds.
+    pub fn random(&self) -> u64 {
+        self.rng.lock().unwrap_or_else(|e| e.into_inner()).next()
+    }
+
+    pub fn response_id(&self, prefix: &str) -> String {
+        format!("{prefix}-{:016x}{:08x}", self.random(), self.random() as u32)
+    }
+}
+
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// The body as JSON: 413 past the size limit, 400 when it is not JSON.
+pub fn parse_body(app: &App, body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
+    let bytes = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::body_too_large(app.max_body_bytes)
+        } else {
+            ApiError::invalid(format!("The request body could not be read: {rejection}"))
+        }
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::invalid(format!("We could not parse the JSON body of your request ({e}). The body must be a JSON object."))
+    })
+}
+
+/// The completion budget: the request's `max_tokens`, else whatever the context has left.
+/// 400 with the numbers when the prompt and the completion do not fit.
+pub fn max_tokens(app: &App, prompt: usize, requested: Option<usize>) -> Result<usize, ApiError> {
+    let limit = app.max_seq;
+    match requested {
+        Some(n) if prompt.saturating_add(n) > limit => Err(ApiError::invalid_param(
+            "max_tokens",
+            format!(
+                "This model's maximum context length is {limit} tokens. However, you requested {} tokens \
+                 ({prompt} in the messages, {n} in the completion). Please reduce the length of the messages or completion.",
+                prompt + n
+            ),
+        )),
+        Some(n) => Ok(n),
+        None if prompt >= limit => Err(ApiError::invalid_param(
+            "messages",
+            format!(
+                "This model's maximum context length is {limit} tokens. However, your messages resulted in {prompt} tokens. \
+                 Please reduce the length of the messages."
+            ),
+        )),
+        None => Ok(limit - prompt),
+    }
+}
+
+/// A job the engine has started: its prompt is in and tokens follow on `events`.
+pub struct Started {
+    pub events: UnboundedReceiver<Event>,
+    pub prompt_tokens: usize,
+    pub cached_tokens: usize,
+}
+
+/// Queues the job (503 when the queue is full) and waits until the engine has prefilled it,
+/// so that errors up to then still get their own status. Dropping the returned future (the
+/// client went away) drops the receiver, which the engine sees.
+pub async fn start(app: &App, job: Job, mut events: UnboundedReceiver<Event>) -> Result<Started, ApiError> {
+    app.engine.submit(job)?;
+    match events.recv().await {
+        Some(Event::Started { prompt_tokens, cached_tokens }) => Ok(Started { events, prompt_tokens, cached_tokens }),
+        Some(Event::Error(e)) => Err(e),
+        Some(other) => Err(ApiError::internal(&format!("engine sent {other:?} before starting"))),
+        None => Err(ApiError::internal(&"the engine dropped the request")),
+    }
+}
+
+pub fn usage(prompt: usize, completion: usize, cached: usize) -> Value {
+    json!({
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    })
+}
+
+/// `data: {json}\n\n`, one SSE event.
+pub fn sse_data(value: &Value) -> Bytes {
+    Bytes::from(format!("data: {value}\n\n"))
+}
+
+pub fn sse_done() -> Bytes {
+    Bytes::from_static(b"data: [DONE]\n\n")
+}
+
+/// A `text/event-stream` response over `events`.
+pub fn sse_response(events: impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
+        Body::from_stream(events),
+    )
+        .into_response()
+}
+
+/// A logprob entry of the chat format: `{token, logprob, bytes}` of token `id`.
+pub fn token_entry(text: &TextAssets, id: u32, logprob: f32) -> Value {
+    let bytes = text.tokenizer.token_bytes(id).unwrap_or_default();
+    json!({"token": String::from_utf8_lossy(&bytes), "logprob": logprob, "bytes": bytes})
+}

@@ -1,0 +1,181 @@
+//! `solo serve`: an OpenAI-compatible HTTP server (axum on tokio) around one engine thread.
+//!
+//! ```text
+//! HTTP handlers ──(bounded queue: 503 when full)──▶ engine thread ──▶ Backend (CPU, CUDA)
+//!   request.rs  read and check the fields          engine.rs    the thread, jobs and events
+//!   prompt.rs   chat template, tokens              generate.rs  one job: cache, prefill, decode
+//!   chat.rs     reasoning/tools, JSON or SSE       prefix_cache.rs  snapshots of sequence states
+//!   completions.rs                                 stop.rs      stop strings
+//!   parser.rs + tool_args.rs  <think> and <tool_call> out of the streamed text
+//!   routes.rs   router, auth, metrics.rs, error.rs
+//! ```
+//!
+//! The engine is generic over [`solo_model::Backend`]; [`start`] takes a function that builds the
+//! backend on the engine thread, so a backend need not be `Send`.
+
+pub mod chat;
+pub mod completions;
+pub mod engine;
+pub mod error;
+pub mod generate;
+pub mod handlers;
+pub mod metrics;
+pub mod parser;
+pub mod prefix_cache;
+pub mod prompt;
+pub mod request;
+pub mod routes;
+pub mod stop;
+pub mod tool_args;
+
+use anyhow::{Context as _, Result};
+use engine::EngineConfig;
+use handlers::App;
+use metrics::Metrics;
+use prompt::TextAssets;
+use solo_model::sampler::SplitMix;
+use solo_model::Backend;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Checkpoint directory: tokenizer, chat template, generation_config.json.
+    pub model_dir: PathBuf,
+    /// The id clients send as `model` and `/v1/models` lists.
+    pub model_name: String,
+    pub host: String,
+    /// 0 picks a free port (see [`Server::addr`]).
+    pub port: u16,
+    pub api_key: Option<String>,
+    /// Context length (prompt + completion); default and ceiling: the model's
+    /// `max_position_embeddings`.
+    pub max_seq: Option<usize>,
+    /// Requests that may wait for the engine; one more gets a 503.
+    pub max_queue: usize,
+    /// From arrival to the last token; past it a waiting request gets a 503 and a running one
+    /// ends with `finish_reason: "length"`.
+    pub request_timeout: Duration,
+    pub max_body_bytes: usize,
+    pub cache_entries: usize,
+    pub cache_bytes: usize,
+    /// Snapshot the state every this many prompt tokens (besides message boundaries).
+    pub snapshot_interval: usize,
+    pub prefill_chunk: usize,
+}
+
+impl ServerConfig {
+    pub fn new(model_dir: impl Into<PathBuf>) -> Self {
+        let model_dir = model_dir.into();
+        ServerConfig {
+            model_name: model_name_for(&model_dir),
+            model_dir,
+            host: "127.0.0.1".into(),
+            port: 8000,
+            api_key: None,
+            max_seq: None,
+            max_queue: 64,
+            request_timeout: Duration::from_secs(600),
+            max_body_bytes: 32 << 20,
+            cache_entries: 64,
+            cache_bytes: 8 << 30,
+            snapshot_interval: 2048,
+            prefill_chunk: 512,
+        }
+    }
+}
+
+/// `Qwen/Qwen3.6-35B-A3B` for a Hugging Face cache snapshot
+/// (`…/models--Qwen--Qwen3.6-35B-A3B/snapshots/<rev>`), else the directory's name.
+pub fn model_name_for(dir: &Path) -> String {
+    let repo = dir.ancestors().filter_map(|p| p.file_name()?.to_str()).find_map(|n| n.strip_prefix("models--"));
+    if let Some(repo) = repo {
+        return repo.replacen("--", "/", 1);
+    }
+    let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    canonical.file_name().and_then(|n| n.to_str()).unwrap_or("solo").to_string()
+}
+
+/// A running server; dropping it starts a graceful shutdown.
+pub struct Server {
+    addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Server {
+    /// Where it listens (with the real port when 0 was asked for).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Blocks until the server stops.
+    pub fn wait(mut self) -> Result<()> {
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(result)) => Ok(result?),
+            Some(Err(_)) => anyhow::bail!("the HTTP server thread panicked"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// Loads the text assets, starts the engine thread (where `load` builds the backend) and the
+/// HTTP server; returns once the socket is bound and the model is loaded.
+pub fn start<B, F>(config: ServerConfig, load: F) -> Result<Server>
+where
+    B: Backend + 'static,
+    F: FnOnce() -> Result<B> + Send + 'static,
+{
+    let text = Arc::new(TextAssets::from_dir(&config.model_dir)?);
+    let metrics = Arc::new(Metrics::new());
+    let engine_config = EngineConfig {
+        stop_ids: text.stop_ids.clone(),
+        prefill_chunk: config.prefill_chunk.max(1),
+        snapshot_interval: config.snapshot_interval.max(1),
+        cache_entries: config.cache_entries,
+        cache_bytes: config.cache_bytes,
+    };
+    let (engine, model) = engine::spawn(load, text.tokenizer.clone(), engine_config, metrics.clone(), config.max_queue)?;
+    let max_seq = config.max_seq.map_or(model.max_position_embeddings, |n| n.min(model.max_position_embeddings));
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let app = Arc::new(App {
+        model_name: config.model_name.clone(),
+        api_key: config.api_key.clone(),
+        max_seq,
+        request_timeout: config.request_timeout,
+        max_body_bytes: config.max_body_bytes,
+        vocab: model.vocab_size,
+        created: handlers::unix_now(),
+        text,
+        engine,
+        metrics,
+        rng: Mutex::new(SplitMix(seed)),
+    });
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind((config.host.as_str(), config.port)))
+        .with_context(|| format!("cannot listen on {}:{}", config.host, config.port))?;
+    let addr = listener.local_addr()?;
+    let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new().name("solo-http".into()).spawn(move || {
+        runtime.block_on(async move {
+            axum::serve(listener, routes::router(app))
+                .with_graceful_shutdown(async move {
+                    let _ = stop.await;
+                })
+                .await
+        })
+    })?;
+    Ok(Server { addr, shutdown: Some(shutdown), thread: Some(thread) })
+}

@@ -1,0 +1,134 @@
+//! Counters, gauges and histograms for `GET /metrics`, in the Prometheus text format.
+//! Written by the HTTP layer (requests by status) and the engine thread (everything else).
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+#[derive(Default)]
+pub struct Metrics {
+    /// (route, status) → count.
+    requests: Mutex<BTreeMap<(String, u16), u64>>,
+    pub prompt_tokens: AtomicU64,
+    pub completion_tokens: AtomicU64,
+    pub cached_prompt_tokens: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub cache_misses: AtomicU64,
+    pub cache_entries: AtomicU64,
+    pub cache_bytes: AtomicU64,
+    /// Generations stopped because their client went away.
+    pub cancelled: AtomicU64,
+    /// Requests that ran past their time limit (in the queue or while generating).
+    pub timeouts: AtomicU64,
+    pub queue_depth: AtomicI64,
+    pub running: AtomicI64,
+    pub ttft: Histogram,
+    pub decode_rate: Histogram,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        Metrics {
+            ttft: Histogram::new(&[0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
+            decode_rate: Histogram::new(&[1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]),
+            ..Default::default()
+        }
+    }
+
+    pub fn count_request(&self, route: &str, status: u16) {
+        let mut map = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        *map.entry((route.to_string(), status)).or_default() += 1;
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let counter = |out: &mut String, name: &str, help: &str, v: u64| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
+        };
+        let gauge = |out: &mut String, name: &str, help: &str, v: i64| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        };
+        let _ = writeln!(out, "# HELP solo_requests_total HTTP requests by route and status.");
+        let _ = writeln!(out, "# TYPE solo_requests_total counter");
+        for ((route, status), n) in self.requests.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = writeln!(out, "solo_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}");
+        }
+        counter(&mut out, "solo_prompt_tokens_total", "Prompt tokens of admitted requests.", self.prompt_tokens.load(Relaxed));
+        counter(&mut out, "solo_completion_tokens_total", "Generated tokens.", self.completion_tokens.load(Relaxed));
+        counter(&mut out, "solo_cached_prompt_tokens_total", "Prompt tokens served from the prefix cache.", self.cached_prompt_tokens.load(Relaxed));
+        counter(&mut out, "solo_prefix_cache_hits_total", "Requests that resumed from a cached state.", self.cache_hits.load(Relaxed));
+        counter(&mut out, "solo_prefix_cache_misses_total", "Requests that prefilled from scratch.", self.cache_misses.load(Relaxed));
+        counter(&mut out, "solo_requests_cancelled_total", "Generations stopped because the client disconnected.", self.cancelled.load(Relaxed));
+        counter(&mut out, "solo_requests_timed_out_total", "Requests that ran past the per-request timeout.", self.timeouts.load(Relaxed));
+        gauge(&mut out, "solo_prefix_cache_entries", "Snapshots held by the prefix cache.", self.cache_entries.load(Relaxed) as i64);
+        gauge(&mut out, "solo_prefix_cache_bytes", "Memory held by the prefix cache.", self.cache_bytes.load(Relaxed) as i64);
+        gauge(&mut out, "solo_queue_depth", "Requests waiting for the engine.", self.queue_depth.load(Relaxed));
+        gauge(&mut out, "solo_requests_running", "Requests the engine is working on.", self.running.load(Relaxed));
+        self.ttft.render(&mut out, "solo_time_to_first_token_seconds", "From arrival to the first generated token.");
+        self.decode_rate.render(&mut out, "solo_decode_tokens_per_second", "Decode speed of each finished request.");
+        out
+    }
+}
+
+/// A Prometheus histogram with fixed upper bounds.
+#[derive(Default)]
+pub struct Histogram {
+    bounds: Vec<f64>,
+    /// Per bucket (not cumulative); one more than `bounds` for +Inf.
+    counts: Vec<AtomicU64>,
+    /// Sum of observations in micro-units, to stay atomic.
+    sum_micros: AtomicU64,
+}
+
+impl Histogram {
+    pub fn new(bounds: &[f64]) -> Self {
+        Histogram {
+            bounds: bounds.to_vec(),
+            counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_micros: AtomicU64::new(0),
+        }
+    }
+
+    pub fn observe(&self, v: f64) {
+        if !v.is_finite() || v < 0.0 || self.counts.is_empty() {
+            return;
+        }
+        let i = self.bounds.iter().position(|&b| v <= b).unwrap_or(self.bounds.len());
+        self.counts[i].fetch_add(1, Relaxed);
+        self.sum_micros.fetch_add((v * 1e6) as u64, Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        let mut cumulative = 0;
+        for (i, count) in self.counts.iter().enumerate() {
+            cumulative += count.load(Relaxed);
+            let le = self.bounds.get(i).map_or("+Inf".to_string(), |b| b.to_string());
+            let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
+        }
+        let _ = writeln!(out, "{name}_sum {}", self.sum_micros.load(Relaxed) as f64 / 1e6);
+        let _ = writeln!(out, "{name}_count {cumulative}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_prometheus_text() {
+        let m = Metrics::new();
+        m.count_request("/v1/models", 200);
+        m.count_request("/v1/models", 200);
+        m.ttft.observe(0.02);
+        m.ttft.observe(100.0);
+        let text = m.render();
+        assert!(text.contains("solo_requests_total{route=\"/v1/models\",status=\"200\"} 2"), "{text}");
+        assert!(text.contains("solo_time_to_first_token_seconds_bucket{le=\"0.01\"} 0"), "{text}");
+        assert!(text.contains("solo_time_to_first_token_seconds_bucket{le=\"0.025\"} 1"), "{text}");
+        assert!(text.contains("solo_time_to_first_token_seconds_bucket{le=\"+Inf\"} 2"), "{text}");
+        assert!(text.contains("solo_time_to_first_token_seconds_count 2"), "{text}");
+        assert!(text.contains("# TYPE solo_queue_depth gauge\nsolo_queue_depth 0"), "{text}");
+    }
+}

@@ -1,0 +1,147 @@
+//! Prefix cache of sequence states.
+//!
+//! The model is hybrid: 30 of its 40 layers carry a fixed-size recurrent state that cannot be
+//! cut back to an earlier position, so a KV-style "keep the matching blocks" cache does not
+//! work. Instead we keep whole snapshots of the sequence state at chosen token counts (the end of
+//! each prompt, the end of each reply, message boundaries and regular intervals inside long
+//! prompts); a new prompt resumes from the longest snapshot whose tokens are a prefix of it and
+//! prefills only the rest. Each snapshot also keeps the logits that followed its last token, so a
+//! prompt that is entirely cached needs no prefill at all.
+//!
+//! Bounded by an entry count and a byte budget (states + logits + token lists); the least
+//! recently used snapshot goes first.
+
+pub struct PrefixCache<S> {
+    entries: Vec<Entry<S>>,
+    max_entries: usize,
+    max_bytes: usize,
+    bytes: usize,
+    clock: u64,
+}
+
+pub struct Entry<S> {
+    pub tokens: Vec<u32>,
+    pub state: S,
+    /// Logits after the last token (they predict the next one).
+    pub logits: Vec<f32>,
+    bytes: usize,
+    last_used: u64,
+}
+
+impl<S> PrefixCache<S> {
+    /// `max_entries` 0 or `max_bytes` 0 disables the cache.
+    pub fn new(max_entries: usize, max_bytes: usize) -> Self {
+        PrefixCache { entries: Vec::new(), max_entries, max_bytes, bytes: 0, clock: 0 }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The snapshot with the most tokens that are a prefix of `prompt` (possibly all of it);
+    /// marks it as used.
+    pub fn longest_prefix(&mut self, prompt: &[u32]) -> Option<&Entry<S>> {
+        let best = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| prompt.starts_with(&e.tokens))
+            .max_by_key(|(_, e)| e.tokens.len())
+            .map(|(i, _)| i)?;
+        self.clock += 1;
+        self.entries[best].last_used = self.clock;
+        Some(&self.entries[best])
+    }
+
+    pub fn contains(&self, tokens: &[u32]) -> bool {
+        self.entries.iter().any(|e| e.tokens == tokens)
+    }
+
+    /// Keeps a snapshot of the sequence `tokens`; `state_bytes` is what the state holds.
+    /// Replaces a snapshot of the same tokens; evicts least recently used ones to fit. A snapshot
+    /// larger than the whole budget is not kept.
+    pub fn insert(&mut self, tokens: Vec<u32>, state: S, logits: Vec<f32>, state_bytes: usize) {
+        let bytes = state_bytes + 4 * (logits.len() + tokens.len());
+        if tokens.is_empty() || self.max_entries == 0 || bytes > self.max_bytes {
+            return;
+        }
+        if let Some(i) = self.entries.iter().position(|e| e.tokens == tokens) {
+            self.remove(i);
+        }
+        while !self.entries.is_empty() && (self.entries.len() >= self.max_entries || self.bytes + bytes > self.max_bytes) {
+            let lru = (0..self.entries.len()).min_by_key(|&i| self.entries[i].last_used).unwrap_or(0);
+            self.remove(lru);
+        }
+        self.clock += 1;
+        self.bytes += bytes;
+        self.entries.push(Entry { tokens, state, logits, bytes, last_used: self.clock });
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.bytes = 0;
+    }
+
+    fn remove(&mut self, i: usize) {
+        let e = self.entries.swap_remove(i);
+        self.bytes -= e.bytes;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PrefixCache;
+
+    #[test]
+    fn longest_prefix_wins_and_a_full_match_counts() {
+        let mut c = PrefixCache::new(10, 1 << 20);
+        c.insert(vec![1, 2], "a", vec![], 0);
+        c.insert(vec![1, 2, 3, 4], "b", vec![], 0);
+        c.insert(vec![1, 9], "c", vec![], 0);
+        assert_eq!(c.longest_prefix(&[1, 2, 3, 4, 5]).unwrap().state, "b");
+        assert_eq!(c.longest_prefix(&[1, 2, 3, 4]).unwrap().state, "b");
+        assert_eq!(c.longest_prefix(&[1, 2, 3]).unwrap().state, "a");
+        assert!(c.longest_prefix(&[2, 1]).is_none());
+    }
+
+    #[test]
+    fn evicts_least_recently_used_by_count_and_bytes() {
+        let mut c = PrefixCache::new(2, 1 << 20);
+        c.insert(vec![1], 1, vec![], 0);
+        c.insert(vec![2], 2, vec![], 0);
+        c.longest_prefix(&[1]); // 1 is now more recent than 2
+        c.insert(vec![3], 3, vec![], 0);
+        assert!(c.contains(&[1]) && c.contains(&[3]) && !c.contains(&[2]));
+
+        // Each entry: 100 state bytes + 4 per token.
+        let mut c = PrefixCache::new(100, 250);
+        c.insert(vec![1], 1, vec![], 100);
+        c.insert(vec![2], 2, vec![], 100);
+        assert_eq!(c.bytes(), 208);
+        c.insert(vec![3], 3, vec![], 100);
+        assert_eq!((c.len(), c.bytes()), (2, 208));
+        assert!(!c.contains(&[1]));
+        c.insert(vec![4], 4, vec![], 1000); // larger than the budget: not kept, nothing evicted
+        assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn reinserting_the_same_tokens_replaces() {
+        let mut c = PrefixCache::new(4, 1 << 20);
+        c.insert(vec![1, 2], "old", vec![0.5], 8);
+        c.insert(vec![1, 2], "new", vec![0.5], 8);
+        assert_eq!((c.len(), c.bytes()), (1, 8 + 4 + 8));
+        assert_eq!(c.longest_prefix(&[1, 2]).unwrap().state, "new");
+        let mut off = PrefixCache::new(0, 0);
+        off.insert(vec![1], (), vec![], 0);
+        assert!(off.is_empty());
+    }
+}

@@ -1,0 +1,68 @@
+//! `solo serve`: the OpenAI-compatible server (crate `solo-server`) on the chosen backend.
+
+use crate::locate::{self, ModelDir};
+use crate::BackendChoice;
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Checkpoint directory. Default: as for `solo run`.
+    #[arg(long)]
+    model: Option<PathBuf>,
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    #[arg(long, default_value_t = 8000)]
+    port: u16,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    backend: BackendChoice,
+    /// Context length, prompt plus completion. Default: the model's.
+    #[arg(long)]
+    max_seq: Option<usize>,
+    /// Require `Authorization: Bearer KEY` on /v1/ routes.
+    #[arg(long)]
+    api_key: Option<String>,
+    /// The model id clients send and /v1/models lists. Default: from the checkpoint's path.
+    #[arg(long)]
+    model_name: Option<String>,
+    /// Requests that may wait while one runs; more get 503 + Retry-After.
+    #[arg(long, default_value_t = 64)]
+    max_queue: usize,
+    /// Seconds from arrival to the last token of a request.
+    #[arg(long, default_value_t = 600)]
+    request_timeout: u64,
+    /// Memory for the prefix cache's state snapshots, in MiB (0 turns it off).
+    #[arg(long, default_value_t = 8192)]
+    cache_mb: usize,
+}
+
+pub fn serve(args: ServeArgs) -> Result<()> {
+    let ModelDir { path: dir, is_demo } = locate::resolve(args.model.as_deref())?;
+    if is_demo {
+        eprintln!(
+            "solo: Qwen3.6-35B-A3B is not in the Hugging Face cache and no --model was given; serving the \
+             built-in demo checkpoint ({}). Its weights are random: its replies are noise.",
+            dir.display()
+        );
+    }
+    let mut config = solo_server::ServerConfig::new(&dir);
+    config.host = args.host;
+    config.port = args.port;
+    config.api_key = args.api_key;
+    config.max_seq = args.max_seq;
+    config.max_queue = args.max_queue;
+    config.request_timeout = Duration::from_secs(args.request_timeout);
+    config.cache_bytes = args.cache_mb << 20;
+    if let Some(name) = args.model_name {
+        config.model_name = name;
+    }
+    let name = config.model_name.clone();
+    #[allow(unreachable_patterns)]
+    let server = match args.backend {
+        BackendChoice::Auto | BackendChoice::Cpu => solo_server::start(config, move || solo_cpu::load(&dir))?,
+        other => bail!("`solo serve` cannot run the {other:?} backend yet"),
+    };
+    eprintln!("solo: serving {name} at http://{}/v1 (OpenAI-compatible; Ctrl-C stops)", server.addr());
+    server.wait()
+}
