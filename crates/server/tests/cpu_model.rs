@@ -1,0 +1,231 @@
+//! The server over the real CPU backend on tiny-a (random weights, so the text is noise, but
+//! every number is real): response shapes, usage, determinism, logprobs, stop strings and the
+//! prefix cache over a multi-turn chat.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use solo_text::{ChatTemplate, TemplateOptions};
+
+fn text_of(r: &Value) -> String {
+    let m = &r["choices"][0]["message"];
+    format!("{}|{}", m["reasoning_content"].as_str().unwrap_or(""), m["content"].as_str().unwrap_or(""))
+}
+
+#[test]
+fn chat_response_shape_and_usage() {
+    let s = start_cpu(config());
+    let r = ok(&s, "/v1/chat/completions", &json!({"model": "tiny-a", "messages": user("Hello"), "max_tokens": 5, "temperature": 0}));
+    assert!(r["id"].as_str().unwrap().starts_with("chatcmpl-"));
+    assert_eq!(r["object"], "chat.completion");
+    assert_eq!(r["model"], "tiny-a");
+    assert!(r["created"].as_u64().unwrap() > 1_600_000_000);
+    let choice = &r["choices"][0];
+    assert_eq!(choice["index"], 0);
+    assert_eq!(choice["message"]["role"], "assistant");
+    assert!(["stop", "length"].contains(&choice["finish_reason"].as_str().unwrap()));
+    assert_eq!(choice["logprobs"], Value::Null);
+
+    let template = ChatTemplate::from_dir(fixture()).unwrap();
+    let prompt = template.render(&user("Hello"), None, &TemplateOptions { add_generation_prompt: true, ..Default::default() }).unwrap();
+    let usage = &r["usage"];
+    assert_eq!(usage["prompt_tokens"], tokenizer().encode(&prompt).unwrap().len());
+    let completion = usage["completion_tokens"].as_u64().unwrap();
+    assert!((1..=5).contains(&completion));
+    assert_eq!(usage["total_tokens"], usage["prompt_tokens"].as_u64().unwrap() + completion);
+    assert_eq!(usage["prompt_tokens_details"]["cached_tokens"], 0);
+}
+
+#[test]
+fn streaming_matches_the_plain_response() {
+    let s = start_cpu(config());
+    let body = json!({"messages": user("Stream me"), "max_tokens": 12, "temperature": 0});
+    let plain = ok(&s, "/v1/chat/completions", &body);
+    let mut body = body;
+    body["stream"] = json!(true);
+    body["stream_options"] = json!({"include_usage": true});
+    let events = stream(&s, "/v1/chat/completions", &body);
+    let a = assemble(&events);
+    assert_eq!(format!("{}|{}", a.reasoning, a.content), text_of(&plain));
+    assert_eq!(a.finish_reason.as_deref(), plain["choices"][0]["finish_reason"].as_str());
+    let usage = a.usage.expect("usage chunk");
+    assert_eq!(usage["completion_tokens"], plain["usage"]["completion_tokens"]);
+    assert_eq!(usage["prompt_tokens"], plain["usage"]["prompt_tokens"]);
+    // With include_usage every other chunk carries `"usage": null`.
+    assert!(events[..events.len() - 2].iter().all(|e| e["usage"].is_null()));
+}
+
+#[test]
+fn temperature_zero_and_seeds_are_deterministic() {
+    let s = start_cpu(config());
+    let run = |extra: Value| {
+        let mut body = json!({"messages": user("Tell me a story"), "max_tokens": 16});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        text_of(&ok(&s, "/v1/chat/completions", &body))
+    };
+    assert_eq!(run(json!({"temperature": 0})), run(json!({"temperature": 0, "seed": 5})));
+    let a = run(json!({"temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 42}));
+    assert_eq!(a, run(json!({"temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 42})));
+    assert_ne!(a, run(json!({"temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 43})));
+    // Also with min_p and penalties in the mix.
+    let b = json!({"temperature": 0.8, "min_p": 0.05, "presence_penalty": 0.5, "frequency_penalty": 0.5, "seed": 9});
+    assert_eq!(run(b.clone()), run(b));
+}
+
+#[test]
+fn logprobs_have_the_openai_shape() {
+    let s = start_cpu(config());
+    let body = json!({"messages": user("Hi"), "max_tokens": 4, "temperature": 0, "logprobs": true, "top_logprobs": 3});
+    let r = ok(&s, "/v1/chat/completions", &body);
+    let entries = r["choices"][0]["logprobs"]["content"].as_array().unwrap().clone();
+    let completion = r["usage"]["completion_tokens"].as_u64().unwrap() as usize;
+    let stopped = r["choices"][0]["finish_reason"] == "stop";
+    assert_eq!(entries.len(), completion - stopped as usize, "one entry per output token");
+    for e in &entries {
+        assert!(e["token"].is_string() && e["bytes"].is_array());
+        let lp = e["logprob"].as_f64().unwrap();
+        assert!(lp <= 0.0);
+        let top = e["top_logprobs"].as_array().unwrap();
+        assert_eq!(top.len(), 3);
+        let tops: Vec<f64> = top.iter().map(|t| t["logprob"].as_f64().unwrap()).collect();
+        assert!(tops.windows(2).all(|w| w[0] >= w[1]), "{tops:?}");
+        // Greedy: the chosen token is the most likely one.
+        assert_eq!(lp, tops[0]);
+        assert_eq!(e["token"], top[0]["token"]);
+    }
+    let mut body = body;
+    body["stream"] = json!(true);
+    let a = assemble(&stream(&s, "/v1/chat/completions", &body));
+    assert_eq!(a.logprobs, entries);
+
+    let r = ok(&s, "/v1/completions", &json!({"prompt": "Once upon", "max_tokens": 3, "temperature": 0, "logprobs": 2}));
+    let lp = &r["choices"][0]["logprobs"];
+    let n = lp["tokens"].as_array().unwrap().len();
+    assert!(n >= 1);
+    for key in ["token_logprobs", "top_logprobs", "text_offset"] {
+        assert_eq!(lp[key].as_array().unwrap().len(), n, "{key}");
+    }
+    assert!(lp["top_logprobs"][0].as_object().unwrap().len() <= 2);
+}
+
+#[test]
+fn completions_and_stop_strings() {
+    let s = start_cpu(config());
+    let body = json!({"prompt": "The quick brown fox", "max_tokens": 24, "temperature": 0});
+    let r = ok(&s, "/v1/completions", &body);
+    assert_eq!(r["object"], "text_completion");
+    let text = r["choices"][0]["text"].as_str().unwrap().to_string();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    assert!(chars.len() >= 6, "the model wrote {text:?}");
+    // A stop string from the middle of the greedy output: the reply ends right before it.
+    let (mid, _) = chars[chars.len() / 2];
+    let end = chars.get(chars.len() / 2 + 2).map_or(text.len(), |c| c.0);
+    let stop = &text[mid..end];
+    let cut = text.find(stop).unwrap();
+    let mut body = body;
+    body["stop"] = json!([stop]);
+    let r = ok(&s, "/v1/completions", &body);
+    assert_eq!(r["choices"][0]["text"], &text[..cut]);
+    assert_eq!(r["choices"][0]["finish_reason"], "stop");
+
+    body["stream"] = json!(true);
+    let events = stream(&s, "/v1/completions", &body);
+    assert_eq!(events.last().unwrap(), "[DONE]");
+    let streamed: String = events.iter().filter_map(|e| e["choices"][0]["text"].as_str()).collect();
+    assert_eq!(streamed, &text[..cut]);
+    assert_eq!(events[events.len() - 2]["choices"][0]["finish_reason"], "stop");
+
+    // Token-id prompts work too.
+    let r = ok(&s, "/v1/completions", &json!({"prompt": [381, 10, 20], "max_tokens": 2}));
+    assert_eq!(r["usage"]["prompt_tokens"], 3);
+}
+
+/// Thinking on (the default): old reasoning is dropped from the render, so each turn resumes
+/// from the snapshot at the end of the previous turn's messages; the cache grows with the chat.
+#[test]
+fn prefix_cache_hits_over_a_three_turn_chat() {
+    let s = start_cpu(config());
+    let mut messages = vec![json!({"role": "user", "content": "First question"})];
+    let mut cached = Vec::new();
+    for turn in ["Second question", "Third question", ""] {
+        let r = ok(&s, "/v1/chat/completions", &json!({"messages": messages, "max_tokens": 6, "temperature": 0}));
+        cached.push(r["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap());
+        if turn.is_empty() {
+            break;
+        }
+        let m = &r["choices"][0]["message"];
+        messages.push(json!({"role": "assistant", "content": m["content"], "reasoning_content": m["reasoning_content"]}));
+        messages.push(json!({"role": "user", "content": turn}));
+    }
+    assert_eq!(cached[0], 0);
+    assert!(cached[1] > 0 && cached[2] > cached[1], "{cached:?}");
+    assert!(metric(&s, "solo_prefix_cache_hits_total") >= 2.0);
+    assert!(metric(&s, "solo_prefix_cache_entries") > 0.0);
+
+    // Thinking off: the whole previous prompt is a prefix of the next one.
+    let kwargs = json!({"enable_thinking": false});
+    let first = ok(&s, "/v1/chat/completions", &json!({"messages": user("Off we go"), "max_tokens": 4, "chat_template_kwargs": kwargs}));
+    let m = &first["choices"][0]["message"];
+    let messages = json!([
+        {"role": "user", "content": "Off we go"},
+        {"role": "assistant", "content": m["content"]},
+        {"role": "user", "content": "Again"},
+    ]);
+    let second = ok(&s, "/v1/chat/completions", &json!({"messages": messages, "max_tokens": 4, "chat_template_kwargs": kwargs}));
+    let cached = second["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap();
+    assert!(cached >= first["usage"]["prompt_tokens"].as_u64().unwrap(), "{cached} {first}");
+}
+
+/// An edited last turn resumes from the interval snapshot inside the long shared prefix, and
+/// a cached prompt gives the same tokens as a cold one.
+#[test]
+fn interval_snapshots_serve_an_edited_last_turn() {
+    let mut c = config();
+    c.snapshot_interval = 16;
+    let s = start_cpu(c);
+    let long = "A long system prompt about many things. ".repeat(8);
+    let chat = |last: &str| json!({"messages": [{"role": "system", "content": long}, {"role": "user", "content": last}], "max_tokens": 4, "temperature": 0});
+    let cold = ok(&s, "/v1/chat/completions", &chat("Question one"));
+    let warm = ok(&s, "/v1/chat/completions", &chat("Question two, edited"));
+    // Only a system message before the edit: no message-boundary snapshot there (the template
+    // refuses a chat without a user turn), so the last interval snapshot inside the shared part.
+    let template = ChatTemplate::from_dir(fixture()).unwrap();
+    let tokens = |last: &str| {
+        let opts = TemplateOptions { add_generation_prompt: true, ..Default::default() };
+        tokenizer().encode(&template.render(&chat(last)["messages"], None, &opts).unwrap()).unwrap()
+    };
+    let (a, b) = (tokens("Question one"), tokens("Question two, edited"));
+    let shared = a.iter().zip(&b).take_while(|(x, y)| x == y).count() as u64;
+    assert!(shared > 64);
+    assert_eq!(warm["usage"]["prompt_tokens_details"]["cached_tokens"], shared / 16 * 16, "{warm}");
+    let again = ok(&s, "/v1/chat/completions", &chat("Question one"));
+    assert_eq!(again["usage"]["prompt_tokens_details"]["cached_tokens"], cold["usage"]["prompt_tokens"]);
+    assert_eq!(text_of(&again), text_of(&cold));
+}
+
+#[test]
+fn models_health_and_metrics() {
+    let s = start_cpu(config());
+    let (status, body) = get(&s, "/v1/models");
+    assert_eq!(status, 200);
+    let models: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(models["object"], "list");
+    assert_eq!(models["data"][0]["id"], "tiny-a");
+    assert_eq!(models["data"][0]["object"], "model");
+    assert_eq!(get(&s, "/v1/models/tiny-a").0, 200);
+    assert_eq!(get(&s, "/health"), (200, r#"{"status":"ok"}"#.to_string()));
+    ok(&s, "/v1/chat/completions", &json!({"messages": user("x"), "max_tokens": 2}));
+    let (status, text) = get(&s, "/metrics");
+    assert_eq!(status, 200);
+    for needle in [
+        "solo_requests_total{route=\"/v1/chat/completions\",status=\"200\"} 1",
+        "solo_requests_total{route=\"/v1/models\",status=\"200\"} 1",
+        "solo_time_to_first_token_seconds_count 1",
+        "solo_decode_tokens_per_second_count 1",
+        "solo_completion_tokens_total 2",
+        "solo_queue_depth 0",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from\n{text}");
+    }
+}
