@@ -210,7 +210,7 @@ fn a_disconnected_stream_is_cancelled_at_the_next_token() {
 #[test]
 fn a_disconnected_plain_request_is_cancelled_too() {
     let s = start_scripted(config(), vec![Script::text("SLOW", &"word ".repeat(200)).slow(Duration::from_millis(20))]);
-    let short = reqwest::blocking::Client::builder().timeout(Duration::from_millis(300)).build().unwrap();
+    let short = reqwest::blocking::Client::builder().no_proxy().timeout(Duration::from_millis(300)).build().unwrap();
     let result = short.post(url(&s, "/v1/chat/completions")).json(&json!({"messages": user("SLOW"), "max_tokens": 400})).send();
     assert!(result.is_err(), "the client gave up");
     wait_for("the cancellation", || metric(&s, "solo_requests_cancelled_total") == 1.0);

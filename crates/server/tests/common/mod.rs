@@ -143,7 +143,8 @@ impl Backend for Scripted {
 // ---------------------------------------------------------------- HTTP
 
 pub fn client() -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().unwrap()
+    // Loopback only: never through a proxy from the environment.
+    reqwest::blocking::Client::builder().no_proxy().timeout(Duration::from_secs(60)).build().unwrap()
 }
 
 pub fn url(server: &Server, path: &str) -> String {
