@@ -9,18 +9,21 @@ set -uo pipefail
 OUT=${OUT:-/tmp/solo-out}
 mkdir -p "$OUT"
 export SOLO_CACHE=/tmp/solo-cache
+# libcublas/libnvrtc: the system's CUDA, else the pip wheels next to PyTorch.
+wheels=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${wheels}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 nvidia-smi --query-gpu=name,memory.total,memory.used,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 status=0
 while [ $# -gt 0 ]; do
     case "$1" in
         tests)
-            ./gpu-bin/solo_cuda_tests --ignored --test-threads=1 2>&1 | tee "$OUT/kernel_tests.log" || status=1
+            timeout 300 ./gpu-bin/solo_cuda_tests --ignored --test-threads=1 2>&1 | tee "$OUT/kernel_tests.log" || status=1
             shift ;;
         parity)
-            PYTHONUNBUFFERED=1 python3 scripts/slice_parity.py --solo gpu-bin/solo --dir /tmp/solo-slice --out "$OUT" 2>&1 | tee "$OUT/parity.log" || status=1
+            PYTHONUNBUFFERED=1 timeout 400 python3 scripts/slice_parity.py --cpu --solo gpu-bin/solo --dir /tmp/solo-slice --out "$OUT" 2>&1 | tee "$OUT/parity.log" || status=1
             shift ;;
         bench)
-            ./gpu-bin/solo bench --synthetic --contexts "$2" --rounds "$3" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" || status=1
+            timeout 400 ./gpu-bin/solo bench --synthetic --contexts "$2" --rounds "$3" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" || status=1
             shift 3 ;;
         *) echo "unknown step $1"; exit 2 ;;
     esac

@@ -9,7 +9,9 @@ Runs on the GPU machine (torch + transformers ≥ 5.17 there). Steps:
   3. `solo logits --backend cuda` on the same ids: the first --prefill tokens in one prefill,
      the rest one decode step each;
   4. report top-1 agreement, mean KL(HF‖solo) and max relative logit error, for the prefill
-     and decode positions. Pass: top-1 ≥ 99 % and mean KL ≤ 1e-3 nats.
+     and decode positions. Pass: top-1 ≥ 99 % and mean KL ≤ 1e-3 nats. Also reported: solo
+     against HF in fp32 (same weights), HF bf16 against HF fp32 (the reference's own rounding
+     noise) and, with --cpu, solo's CUDA backend against its CPU reference.
 
     python3 scripts/slice_parity.py --solo target/release/solo --dir /tmp/slice --out $OUT
 """
@@ -80,6 +82,7 @@ def main():
     ap.add_argument("--tokens", type=int, default=576)
     ap.add_argument("--prefill", type=int, default=512)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cpu", action="store_true", help="also run solo's CPU reference (slow)")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     a = ap.parse_args()
 
@@ -98,27 +101,37 @@ def main():
     ids = torch.randint(0, 200000, (a.tokens,), generator=g)
     with torch.no_grad():
         hf = model(ids[None].cuda()).logits[0].float()
+        # The same weights in fp32: how far bf16 rounding alone moves HF's own logits.
+        hf32 = model.float()(ids[None].cuda()).logits[0].float()
     del model
     torch.cuda.empty_cache()
 
-    solo_out = os.path.join(a.out, "solo_logits.safetensors")
-    cmd = [a.solo, "logits", "--backend", "cuda", "--model", a.dir, "--prefill", str(a.prefill),
-           "--tokens", ",".join(map(str, ids.tolist())), "--out", solo_out]
-    t1 = time.time()
-    subprocess.run(cmd, check=True)
-    print(f"solo logits: {time.time() - t1:.1f} s", flush=True)
-    solo = load_file(solo_out)["logits"].cuda()
-    os.remove(solo_out)
+    def run_solo(backend):
+        path = os.path.join(a.out, f"solo_{backend}.safetensors")
+        cmd = [a.solo, "logits", "--backend", backend, "--model", a.dir, "--prefill", str(a.prefill),
+               "--tokens", ",".join(map(str, ids.tolist())), "--out", path]
+        t1 = time.time()
+        subprocess.run(cmd, check=True)
+        print(f"solo logits --backend {backend}: {time.time() - t1:.1f} s", flush=True)
+        out = load_file(path)["logits"].cuda()
+        os.remove(path)
+        return out
 
+    solo = run_solo("cuda")
     report = {"layers": a.layers, "tokens": a.tokens, "prefill": a.prefill,
               "all": metrics(hf, solo), "prefill_positions": metrics(hf[:a.prefill], solo[:a.prefill]),
-              "decode_positions": metrics(hf[a.prefill:], solo[a.prefill:])}
+              "decode_positions": metrics(hf[a.prefill:], solo[a.prefill:]),
+              "solo_cuda_vs_hf_fp32": metrics(hf32, solo), "hf_bf16_vs_hf_fp32": metrics(hf32, hf)}
+    if a.cpu:
+        cpu = run_solo("cpu")
+        report["solo_cuda_vs_solo_cpu"] = metrics(cpu, solo)
+        report["solo_cpu_vs_hf_fp32"] = metrics(hf32, cpu)
     with open(os.path.join(a.out, "slice_parity.json"), "w") as f:
         json.dump(report, f, indent=2)
-    print(f"{'positions':>18} | {'top-1':>7} | {'mean KL':>9} | {'max KL':>9} | {'max rel err':>11}")
-    for key in ["prefill_positions", "decode_positions", "all"]:
+    print(f"{'comparison':>22} | {'top-1':>7} | {'mean KL':>9} | {'max KL':>9} | {'max rel err':>11}")
+    for key in [k for k in report if isinstance(report[k], dict)]:
         m = report[key]
-        print(f"{key:>18} | {m['top1_agreement']*100:6.2f}% | {m['mean_kl']:9.2e} | {m['max_kl']:9.2e} | {m['max_rel_logit_err']:11.3e}")
+        print(f"{key:>22} | {m['top1_agreement']*100:6.2f}% | {m['mean_kl']:9.2e} | {m['max_kl']:9.2e} | {m['max_rel_logit_err']:11.3e}")
     ok = report["all"]["top1_agreement"] >= 0.99 and report["all"]["mean_kl"] <= 1e-3
     print("PASS" if ok else "FAIL")
     sys.exit(0 if ok else 1)

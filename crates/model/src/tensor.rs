@@ -47,6 +47,21 @@ impl Tensor {
         Tensor { map, start, len, dtype, shape }
     }
 
+    /// A tensor over bytes held in memory (random test weights, synthetic models), little-endian.
+    pub fn from_bytes(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Tensor {
+        assert_eq!(bytes.len(), shape.iter().product::<usize>() * dtype.size(), "bytes do not match {shape:?}");
+        let mut map = memmap2::MmapMut::map_anon(bytes.len().max(1)).expect("anonymous map");
+        map[..bytes.len()].copy_from_slice(bytes);
+        let map = Arc::new(map.make_read_only().expect("read-only map"));
+        Tensor::new(map, 0, bytes.len(), dtype, shape)
+    }
+
+    /// A bf16 tensor holding `values` rounded to bf16.
+    pub fn from_f32_as_bf16(shape: Vec<usize>, values: &[f32]) -> Tensor {
+        let bytes: Vec<u8> = values.iter().flat_map(|v| bf16::from_f32(*v).to_le_bytes()).collect();
+        Tensor::from_bytes(DType::BF16, shape, &bytes)
+    }
+
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
     }

@@ -5,6 +5,7 @@ use solo_model::sampler::{Sampler, SamplerConfig};
 use crate::BackendChoice;
 use anyhow::{bail, Context, Result};
 use solo_cpu::CpuModel;
+use solo_cuda::CudaModel;
 use solo_model::{Backend, Logits};
 use solo_text::{ChatTemplate, TemplateOptions, Tokenizer};
 use std::io::Write;
@@ -14,10 +15,42 @@ use std::time::Instant;
 /// Tokens per prefill call when a command feeds a long input (bounds the activations' memory).
 const PREFILL_CHUNK: usize = 512;
 
-fn load_backend(dir: &Path, choice: BackendChoice) -> Result<CpuModel> {
-    match choice {
-        BackendChoice::Auto | BackendChoice::Cpu => solo_cpu::load(dir),
-    }
+/// Longest sequence the CUDA backend allocates KV cache for in these commands.
+const CUDA_MAX_SEQ: usize = 32_768;
+
+/// A loaded model on either backend.
+pub enum Engine {
+    Cpu(CpuModel),
+    Cuda(Box<CudaModel>),
+}
+
+/// Runs `$body` with `$m` bound to the loaded backend, whichever it is.
+macro_rules! with_engine {
+    ($engine:expr, $m:ident => $body:expr) => {
+        match $engine {
+            Engine::Cpu($m) => $body,
+            Engine::Cuda($m) => {
+                let $m = &**$m;
+                $body
+            }
+        }
+    };
+}
+
+pub fn load_engine(dir: &Path, choice: BackendChoice) -> Result<Engine> {
+    let cuda = match choice {
+        BackendChoice::Cpu => false,
+        BackendChoice::Cuda => true,
+        BackendChoice::Auto => {
+            solo_cuda::gpu_present()
+                && solo_model::ModelConfig::from_dir(dir).is_ok_and(|c| solo_cuda::weights::check_real_widths(&c).is_ok())
+        }
+    };
+    Ok(if cuda {
+        Engine::Cuda(Box::new(solo_cuda::load(dir, CUDA_MAX_SEQ)?))
+    } else {
+        Engine::Cpu(solo_cpu::load(dir)?)
+    })
 }
 
 pub struct RunArgs {
@@ -40,7 +73,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             dir.display()
         );
     }
-    let model = load_backend(&dir, args.backend)?;
+    let engine = load_engine(&dir, args.backend)?;
     let tokenizer = Tokenizer::from_dir(&dir)?;
     let template = ChatTemplate::from_dir(&dir)?;
     let stops = solo_text::stop_token_ids(&dir)?;
@@ -52,18 +85,29 @@ pub fn run(args: RunArgs) -> Result<()> {
         preserve_thinking: None,
     };
     let prompt = tokenizer.encode(&template.render(&messages, None, &opts)?)?;
-    let mut sampler = Sampler::new(sampler_config(&dir, args.temperature, args.seed)?);
+    let sampler = Sampler::new(sampler_config(&dir, args.temperature, args.seed)?);
+    with_engine!(&engine, model => generate(model, &tokenizer, &stops, &prompt, sampler, args.max_tokens))
+}
 
+/// Prefill `prompt`, then sample and stream text to stdout until a stop token or `max_tokens`.
+fn generate<B: Backend>(
+    model: &B,
+    tokenizer: &Tokenizer,
+    stops: &[u32],
+    prompt: &[u32],
+    mut sampler: Sampler,
+    max_tokens: usize,
+) -> Result<()> {
     let mut state = model.new_state();
     let started = Instant::now();
-    let mut logits = prefill_chunked(&model, &mut state, &prompt)?;
+    let mut logits = prefill_chunked(model, &mut state, prompt)?;
     let prefill_secs = started.elapsed().as_secs_f64();
 
     let mut out = std::io::stdout().lock();
     let mut text = tokenizer.stream_decoder(false);
     let decode_start = Instant::now();
     let mut generated = 0;
-    while generated < args.max_tokens {
+    while generated < max_tokens {
         let token = sampler.sample(&logits);
         generated += 1;
         if stops.contains(&token) {
@@ -73,7 +117,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             out.write_all(piece.as_bytes())?;
             out.flush()?;
         }
-        if generated < args.max_tokens {
+        if generated < max_tokens {
             logits = model.decode(&mut state, token)?;
         }
     }
@@ -123,12 +167,16 @@ fn sampler_config(dir: &Path, temperature: Option<f32>, seed: Option<u64>) -> Re
 }
 
 /// `{"logits": [[…], …]}`: the first `prefill` tokens in one prefill, the rest one decode step each.
-pub fn logits(dir: &Path, tokens: &[u32], prefill: Option<usize>, backend: BackendChoice) -> Result<()> {
+pub fn logits(dir: &Path, tokens: &[u32], prefill: Option<usize>, backend: BackendChoice, out: Option<&Path>) -> Result<()> {
     let n = prefill.unwrap_or(tokens.len());
     if n == 0 || n > tokens.len() {
         bail!("--prefill must be between 1 and the number of tokens ({}), got {n}", tokens.len());
     }
-    let model = load_backend(dir, backend)?;
+    let engine = load_engine(dir, backend)?;
+    with_engine!(&engine, model => print_logits(model, tokens, n, out))
+}
+
+fn print_logits<B: Backend>(model: &B, tokens: &[u32], n: usize, file: Option<&Path>) -> Result<()> {
     let vocab = model.config().vocab_size;
     if let Some(bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
         bail!("token id {bad} is out of range: the vocabulary has {vocab} entries");
@@ -137,6 +185,12 @@ pub fn logits(dir: &Path, tokens: &[u32], prefill: Option<usize>, backend: Backe
     let mut rows = model.prefill(&mut state, &tokens[..n], Logits::All)?;
     for &token in &tokens[n..] {
         rows.extend(model.decode(&mut state, token)?);
+    }
+    if let Some(path) = file {
+        let bytes: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![tokens.len(), vocab], &bytes)?;
+        return safetensors::serialize_to_file([("logits", view)], None, path)
+            .with_context(|| format!("cannot write {}", path.display()));
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     out.write_all(b"{\"logits\": [")?;
@@ -154,11 +208,19 @@ pub fn logits(dir: &Path, tokens: &[u32], prefill: Option<usize>, backend: Backe
 /// Mean NLL (nats per token) and perplexity of a text file, printed as JSON.
 pub fn perplexity(dir: &Path, text_file: &Path, backend: BackendChoice) -> Result<()> {
     let text = std::fs::read_to_string(text_file).with_context(|| format!("cannot read {}", text_file.display()))?;
-    let model = load_backend(dir, backend)?;
     let tokens = Tokenizer::from_dir(dir)?.encode(&text)?;
     if tokens.len() < 2 {
         bail!("{}: needs at least 2 tokens, has {}", text_file.display(), tokens.len());
     }
+    let engine = load_engine(dir, backend)?;
+    let mean = with_engine!(&engine, model => mean_nll(model, &tokens))?;
+    let predicted = tokens.len() - 1;
+    println!("{}", serde_json::json!({ "tokens": tokens.len(), "predicted": predicted, "mean_nll": mean, "perplexity": mean.exp() }));
+    Ok(())
+}
+
+/// Mean −log p(token i+1 | tokens ..=i) over the sequence, prefilled in chunks.
+fn mean_nll<B: Backend>(model: &B, tokens: &[u32]) -> Result<f64> {
     let vocab = model.config().vocab_size;
     let mut state = model.new_state();
     let mut nll_sum = 0.0f64;
@@ -171,10 +233,7 @@ pub fn perplexity(dir: &Path, text_file: &Path, backend: BackendChoice) -> Resul
             }
         }
     }
-    let predicted = tokens.len() - 1;
-    let mean = nll_sum / predicted as f64;
-    println!("{}", serde_json::json!({ "tokens": tokens.len(), "predicted": predicted, "mean_nll": mean, "perplexity": mean.exp() }));
-    Ok(())
+    Ok(nll_sum / (tokens.len() - 1) as f64)
 }
 
 /// −log softmax(row)[target], in f64.

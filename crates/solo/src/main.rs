@@ -1,5 +1,6 @@
 //! `solo`: one model (Qwen3.6-35B-A3B), as fast as the hardware allows.
 
+mod bench;
 mod commands;
 mod demo;
 mod locate;
@@ -18,10 +19,12 @@ struct Cli {
 /// Which backend runs the model.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum BackendChoice {
-    /// The best available (the CPU until the CUDA backend lands).
+    /// CUDA when an NVIDIA GPU is present and the checkpoint has the real model's widths, else the CPU.
     Auto,
     /// The f32 reference.
     Cpu,
+    /// Our CUDA kernels (H100/H200, the real model's widths).
+    Cuda,
 }
 
 #[derive(Subcommand)]
@@ -60,6 +63,31 @@ enum Command {
         prefill: Option<usize>,
         #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
         backend: BackendChoice,
+        /// Write the logits to this safetensors file (tensor `logits`, F32 [tokens, vocab]) instead
+        /// of JSON on stdout (for large vocabularies).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Prefill and decode speed on the GPU at several context lengths (batch 1).
+    Bench {
+        /// Checkpoint directory (the real widths; any number of layers).
+        #[arg(long, conflicts_with = "synthetic")]
+        model: Option<PathBuf>,
+        /// The full-size model with random weights made in GPU memory.
+        #[arg(long)]
+        synthetic: bool,
+        /// Layers of the synthetic model.
+        #[arg(long, default_value_t = 40)]
+        layers: usize,
+        #[arg(long, value_delimiter = ',', default_value = "256,4096,32768,131072")]
+        contexts: Vec<usize>,
+        #[arg(long, default_value_t = 128)]
+        decode_steps: usize,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Also write the results as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
     /// OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics.
     Serve(serve::ServeArgs),
@@ -80,7 +108,12 @@ fn main() {
         Command::Run { model, prompt, max_tokens, temperature, seed, no_think, backend } => {
             commands::run(commands::RunArgs { model, prompt, max_tokens, temperature, seed, no_think, backend })
         }
-        Command::Logits { model, tokens, prefill, backend } => commands::logits(&model, &tokens, prefill, backend),
+        Command::Logits { model, tokens, prefill, backend, out } => {
+            commands::logits(&model, &tokens, prefill, backend, out.as_deref())
+        }
+        Command::Bench { model, synthetic, layers, contexts, decode_steps, rounds, json } => {
+            bench::bench(bench::BenchArgs { model, synthetic, layers, contexts, decode_steps, rounds, json })
+        }
         Command::Serve(args) => serve::serve(args),
         Command::Perplexity { model, text_file, backend } => commands::perplexity(&model, &text_file, backend),
     };

@@ -1,0 +1,34 @@
+//! The CUDA backend for the H200 (sm_90a): our kernels, compiled by NVRTC at start-up.
+//!
+//! `runtime` owns the device, stream and kernels; `weights` puts a checkpoint in GPU memory;
+//! `ops` holds each operation with its `.cu` file(s) and its test against the CPU reference;
+//! `model` is the forward pass and the `Backend` implementation; `synthetic` builds the full-size
+//! model with random weights directly in GPU memory for `solo bench`.
+
+pub mod kernels;
+pub mod model;
+pub mod ops;
+pub mod runtime;
+pub mod synthetic;
+pub mod weights;
+
+pub use model::{CudaModel, CudaState};
+pub use runtime::Gpu;
+
+use anyhow::Result;
+use std::path::Path;
+
+/// Loads a checkpoint directory onto the GPU.
+pub fn load(dir: &Path, max_seq: usize) -> Result<CudaModel> {
+    let (config, weights) = solo_model::load(dir)?;
+    weights::check_real_widths(&config)?;
+    let gpu = Gpu::new()?;
+    CudaModel::new(gpu, config, &weights, max_seq)
+}
+
+/// Whether an NVIDIA GPU is usable here (driver library present and at least one device).
+pub fn gpu_present() -> bool {
+    // SAFETY: only probes whether the driver library can be opened before calling into it.
+    let driver = unsafe { cudarc::driver::sys::is_culib_present() };
+    driver && cudarc::driver::CudaContext::device_count().is_ok_and(|n| n > 0)
+}

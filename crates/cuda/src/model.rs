@@ -1,0 +1,268 @@
+//! The CUDA backend: the forward pass of `solo_cpu::model` with GPU kernels, same order of
+//! operations. The residual stream is f32; each sub-layer reads a bf16 normalised copy.
+//!
+//! ```text
+//! h = embed[ids];  x = RMSN(h; input_norm[0])
+//! for each layer i:
+//!     delta = Mixer_i(x);  h += delta;  x = RMSN(h; post_attention_norm[i])
+//!     delta = MoE_i(x);    h += delta;  x = RMSN(h; input_norm[i+1] or the final norm)
+//! logits = lm_head(x)
+//! ```
+//! Decode runs that for one token as a captured CUDA graph: the token id and the position live
+//! on the device, the argmax of the logits is written back as the next step's token id, so a
+//! greedy decode loop never needs the host between steps.
+
+use crate::ops::attention::{attention_mixer, KvCacheGpu};
+use crate::ops::gdn::{gdn_mixer, GdnStateGpu};
+use crate::ops::moe::moe_block;
+use crate::ops::{embed::embed, linear::linear, norm, sample, Scratch};
+use crate::runtime::{DevBuf, DevPtr, Gpu};
+use crate::weights::{MixerGpu, ModelGpu};
+use anyhow::{anyhow, bail, Result};
+use solo_model::{Backend, Logits, ModelConfig, ModelWeights};
+use std::cell::RefCell;
+
+/// Tokens per prefill launch sequence: longer prompts are prefilled in chunks of this size.
+pub const PREFILL_CHUNK: usize = 4096;
+
+pub struct CudaModel {
+    pub gpu: Gpu,
+    pub config: ModelConfig,
+    pub weights: ModelGpu,
+    /// Longest sequence a state can hold (KV cache size).
+    pub max_seq: usize,
+    scratch: Scratch,
+    io: Io,
+    /// The decode step's graph and the state it was captured for (buffers are baked in).
+    graph: RefCell<Option<(DevPtr, cudarc::driver::CudaGraph)>>,
+}
+
+/// The forward pass's own buffers, sized for PREFILL_CHUNK tokens.
+struct Io {
+    /// i32 [chunk]: token ids; ids[0] is also where the decode step's argmax lands
+    ids: DevBuf,
+    /// f32 [chunk, hidden]: the residual stream
+    h: DevBuf,
+    /// bf16 [chunk, hidden]: the normalised input of the next sub-layer
+    x: DevBuf,
+    /// f32 [chunk, hidden]: a sub-layer's output
+    delta: DevBuf,
+    /// f32 [vocab]: the last token's logits
+    logits: DevBuf,
+    /// argmax partials
+    partials: DevBuf,
+}
+
+/// One sequence on the GPU.
+pub struct CudaState {
+    pub position: usize,
+    /// i32 on the device: the position the next token is written at.
+    pub pos: DevBuf,
+    pub layers: Vec<LayerStateGpu>,
+}
+
+pub enum LayerStateGpu {
+    GatedDeltaNet(GdnStateGpu),
+    FullAttention(KvCacheGpu),
+}
+
+impl CudaModel {
+    /// Uploads the weights (real widths only) and allocates the forward buffers.
+    pub fn new(gpu: Gpu, config: ModelConfig, weights: &ModelWeights, max_seq: usize) -> Result<Self> {
+        let weights = ModelGpu::upload(&gpu, &config, weights)?;
+        Self::from_gpu_weights(gpu, config, weights, max_seq)
+    }
+
+    pub fn from_gpu_weights(gpu: Gpu, config: ModelConfig, weights: ModelGpu, max_seq: usize) -> Result<Self> {
+        let hidden = config.hidden_size;
+        let io = Io {
+            ids: gpu.alloc(PREFILL_CHUNK * 4)?,
+            h: gpu.alloc(PREFILL_CHUNK * hidden * 4)?,
+            x: gpu.alloc(PREFILL_CHUNK * hidden * 2)?,
+            delta: gpu.alloc(PREFILL_CHUNK * hidden * 4)?,
+            logits: gpu.alloc(config.vocab_size * 4)?,
+            partials: gpu.alloc(sample::ARGMAX_PARTS * 8)?,
+        };
+        let scratch = Scratch::new(&gpu, PREFILL_CHUNK)?;
+        Ok(CudaModel { gpu, config, weights, max_seq, scratch, io, graph: RefCell::new(None) })
+    }
+
+    /// Runs `t` tokens (ids already in `io.ids`) through the model, leaving the final normalised
+    /// hidden states in `io.x` and advancing the device position.
+    fn forward(&self, state: &CudaState, t: usize) -> Result<()> {
+        let (gpu, w, io, eps) = (&self.gpu, &self.weights, &self.io, self.config.rms_norm_eps);
+        let (h, x, delta) = (io.h.ptr(), io.x.ptr(), io.delta.ptr());
+        embed(gpu, &w.embed_tokens, io.ids.ptr(), t, h)?;
+        norm::rms_norm(gpu, h, &w.layers[0].input_norm, t, eps, x)?;
+        for (i, (layer, layer_state)) in w.layers.iter().zip(&state.layers).enumerate() {
+            match (&layer.mixer, layer_state) {
+                (MixerGpu::GatedDeltaNet(m), LayerStateGpu::GatedDeltaNet(s)) => gdn_mixer(gpu, m, x, t, s, &self.scratch, delta)?,
+                (MixerGpu::FullAttention(m), LayerStateGpu::FullAttention(kv)) => {
+                    attention_mixer(gpu, m, x, t, state.pos.ptr(), kv, &self.scratch, delta)?
+                }
+                _ => bail!("layer {i}: state and weights disagree on the layer kind"),
+            }
+            norm::add_rms_norm(gpu, h, delta, &layer.post_attention_norm, t, eps, x)?;
+            moe_block(gpu, &layer.moe, x, t, &self.scratch, delta)?;
+            let next_norm = w.layers.get(i + 1).map_or(&w.final_norm, |l| &l.input_norm);
+            norm::add_rms_norm(gpu, h, delta, next_norm, t, eps, x)?;
+        }
+        sample::advance_position(gpu, state.pos.ptr(), t)
+    }
+
+    /// lm_head over `rows` normalised rows starting at row `first` of `io.x`, into `out` (f32 [rows, vocab]).
+    fn lm_head(&self, first: usize, rows: usize, out: DevPtr) -> Result<()> {
+        let x = self.io.x.ptr() + (first * self.config.hidden_size * 2) as u64;
+        linear(&self.gpu, x, &self.weights.lm_head, rows, out)
+    }
+
+    fn check_room(&self, state: &CudaState, t: usize) -> Result<()> {
+        if state.position + t > self.max_seq {
+            bail!("sequence of {} tokens exceeds the KV cache of {} tokens (--max-seq)", state.position + t, self.max_seq);
+        }
+        Ok(())
+    }
+
+    fn upload_ids(&self, tokens: &[u32]) -> Result<()> {
+        let vocab = self.config.vocab_size;
+        if let Some(bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
+            bail!("token id {bad} is out of range: the vocabulary has {vocab} entries");
+        }
+        let bytes: Vec<u8> = tokens.iter().flat_map(|&t| (t as i32).to_le_bytes()).collect();
+        self.gpu.write(self.io.ids.ptr(), &bytes)
+    }
+
+    /// One decode step on the device: reads the token id at `io.ids[0]`, writes logits to
+    /// `io.logits` and the argmax back to `io.ids[0]`. Captured once per state, then replayed.
+    fn decode_step_on_device(&self, state: &CudaState) -> Result<()> {
+        let key = state.pos.ptr();
+        let mut graph = self.graph.borrow_mut();
+        if graph.as_ref().map(|(k, _)| *k) != Some(key) {
+            *graph = None;
+            self.gpu.sync()?;
+            let stream = &self.gpu.stream;
+            stream
+                .begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                .map_err(|e| anyhow!("begin graph capture: {e:?}"))?;
+            let captured = self.decode_kernels(state);
+            let g = stream
+                .end_capture(cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+                .map_err(|e| anyhow!("end graph capture: {e:?}"))?;
+            captured?;
+            let g = g.ok_or_else(|| anyhow!("graph capture produced no graph"))?;
+            *graph = Some((key, g));
+        }
+        graph.as_ref().unwrap().1.launch().map_err(|e| anyhow!("graph launch: {e:?}"))
+    }
+
+    /// The kernels of one decode step (what the graph holds).
+    fn decode_kernels(&self, state: &CudaState) -> Result<()> {
+        self.forward(state, 1)?;
+        self.lm_head(0, 1, self.io.logits.ptr())?;
+        sample::argmax(&self.gpu, self.io.logits.ptr(), self.config.vocab_size, self.io.partials.ptr(), self.io.ids.ptr())
+    }
+
+    /// Greedy decoding of `steps` tokens, entirely on the device (one graph replay per token, one
+    /// synchronisation at the end), starting from `first`, or with `None` from the token the
+    /// previous step chose. Returns the last chosen token id. For `solo bench`.
+    pub fn decode_greedy(&self, state: &mut CudaState, first: Option<u32>, steps: usize) -> Result<u32> {
+        self.check_room(state, steps)?;
+        if let Some(first) = first {
+            self.upload_ids(&[first])?;
+        }
+        for _ in 0..steps {
+            self.decode_step_on_device(state)?;
+        }
+        state.position += steps;
+        Ok(self.gpu.download_i32(self.io.ids.ptr(), 1)?[0] as u32)
+    }
+}
+
+impl Backend for CudaModel {
+    type State = CudaState;
+
+    fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    fn new_state(&self) -> CudaState {
+        self.try_new_state().unwrap_or_else(|e| panic!("cannot allocate a sequence on the GPU: {e:#}"))
+    }
+
+    fn position(&self, state: &CudaState) -> usize {
+        state.position
+    }
+
+    fn prefill(&self, state: &mut CudaState, tokens: &[u32], logits: Logits) -> Result<Vec<f32>> {
+        if tokens.is_empty() {
+            bail!("prefill of zero tokens");
+        }
+        self.check_room(state, tokens.len())?;
+        let vocab = self.config.vocab_size;
+        let mut out = Vec::new();
+        let chunks: Vec<&[u32]> = tokens.chunks(PREFILL_CHUNK).collect();
+        for (c, chunk) in chunks.iter().enumerate() {
+            let t = chunk.len();
+            self.upload_ids(chunk)?;
+            self.forward(state, t)?;
+            state.position += t;
+            match logits {
+                Logits::All => {
+                    let buf = self.gpu.alloc(t * vocab * 4)?;
+                    self.lm_head(0, t, buf.ptr())?;
+                    out.extend(self.gpu.download_f32(buf.ptr(), t * vocab)?);
+                }
+                Logits::Last if c + 1 == chunks.len() => {
+                    self.lm_head(t - 1, 1, self.io.logits.ptr())?;
+                    out = self.gpu.download_f32(self.io.logits.ptr(), vocab)?;
+                }
+                Logits::Last => {}
+            }
+        }
+        Ok(out)
+    }
+
+    fn decode(&self, state: &mut CudaState, token: u32) -> Result<Vec<f32>> {
+        self.check_room(state, 1)?;
+        self.upload_ids(&[token])?;
+        self.decode_step_on_device(state)?;
+        state.position += 1;
+        self.gpu.download_f32(self.io.logits.ptr(), self.config.vocab_size)
+    }
+}
+
+impl CudaModel {
+    /// A fresh sequence: zero conv/recurrent state, an empty KV cache of `max_seq` tokens.
+    pub fn try_new_state(&self) -> Result<CudaState> {
+        let layers = self
+            .weights
+            .layers
+            .iter()
+            .map(|l| match l.mixer {
+                MixerGpu::GatedDeltaNet(_) => Ok(LayerStateGpu::GatedDeltaNet(GdnStateGpu::new(&self.gpu)?)),
+                MixerGpu::FullAttention(_) => Ok(LayerStateGpu::FullAttention(KvCacheGpu::new(&self.gpu, self.max_seq)?)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(CudaState { position: 0, pos: self.gpu.upload_i32(&[0])?, layers })
+    }
+
+    /// Empties a sequence without reallocating it (its buffers, and so a captured decode graph,
+    /// stay valid): zero conv and recurrent state, position 0. Old KV entries are never read.
+    pub fn reset(&self, state: &mut CudaState) -> Result<()> {
+        for layer in &state.layers {
+            if let LayerStateGpu::GatedDeltaNet(s) = layer {
+                self.gpu.zero(s.conv.ptr(), s.conv.bytes)?;
+                self.gpu.zero(s.recurrent.ptr(), s.recurrent.bytes)?;
+            }
+        }
+        self.gpu.write(state.pos.ptr(), &0i32.to_le_bytes())?;
+        state.position = 0;
+        Ok(())
+    }
+
+    /// Bytes of GPU memory in use on the device (all processes), and the card's total.
+    pub fn memory_used(&self) -> Result<(usize, usize)> {
+        let (free, total) = self.gpu.ctx.mem_get_info().map_err(|e| anyhow!("{e:?}"))?;
+        Ok((total - free, total))
+    }
+}

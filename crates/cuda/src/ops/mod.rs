@@ -1,0 +1,38 @@
+//! The model's operations on the GPU, one module per kind, each with its `.cu` file(s) beside it
+//! and a test against the CPU reference (run on the GPU machine: `--ignored`).
+
+pub mod attention;
+pub mod embed;
+pub mod gdn;
+pub mod linear;
+pub mod moe;
+pub mod norm;
+pub mod sample;
+
+#[cfg(test)]
+pub mod testutil;
+
+/// Temporary device memory for one forward call of up to `max_tokens` tokens, shared by all ops.
+/// Each buffer holds `max_tokens * SCRATCH_WIDTH` f32; an op may reinterpret one as i32 or bf16.
+/// Ops document which buffers they use; the caller's buffers (inputs/outputs) are never scratch.
+pub struct Scratch {
+    pub max_tokens: usize,
+    pub bufs: Vec<crate::runtime::DevBuf>,
+}
+
+pub const SCRATCH_WIDTH: usize = 8192;
+pub const SCRATCH_BUFS: usize = 6;
+
+impl Scratch {
+    pub fn new(gpu: &crate::runtime::Gpu, max_tokens: usize) -> anyhow::Result<Self> {
+        let bufs = (0..SCRATCH_BUFS)
+            .map(|_| gpu.alloc(max_tokens * SCRATCH_WIDTH * 4))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Scratch { max_tokens, bufs })
+    }
+
+    /// Device address of scratch buffer `i`.
+    pub fn ptr(&self, i: usize) -> crate::runtime::DevPtr {
+        self.bufs[i].ptr()
+    }
+}

@@ -1,0 +1,32 @@
+// Zero-centred RMSNorm (model-spec §3): out = bf16(h · rsqrt(mean(h²) + eps) · w1p), where w1p
+// already holds 1 + w. One block per token row; the row's statistics in f32.
+//
+// rms_norm_bf16:      out = norm(h)
+// add_rms_norm_bf16:  h += delta (the residual add of the previous sub-layer), then out = norm(h)
+// Geometry: one block of 256 threads per row (width 2048 → 8 values per thread).
+
+__device__ __forceinline__ void norm_row(const float* __restrict__ h, const float* __restrict__ w1p,
+                                         bf16* __restrict__ out, int width, float eps) {
+    __shared__ float scratch[32];
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) ss += h[i] * h[i];
+    const float inv = rsqrtf(block_sum(ss, scratch) / width + eps);
+    for (int i = threadIdx.x; i < width; i += blockDim.x) out[i] = __float2bfloat16(h[i] * inv * w1p[i]);
+}
+
+extern "C" __global__ void rms_norm_bf16(const float* __restrict__ h, const float* __restrict__ w1p,
+                                         bf16* __restrict__ out, int width, float eps) {
+    const size_t row = blockIdx.x;
+    norm_row(h + row * width, w1p, out + row * width, width, eps);
+}
+
+extern "C" __global__ void add_rms_norm_bf16(float* __restrict__ h, const float* __restrict__ delta,
+                                             const float* __restrict__ w1p, bf16* __restrict__ out,
+                                             int width, float eps) {
+    const size_t row = blockIdx.x;
+    float* hr = h + row * width;
+    const float* dr = delta + row * width;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) hr[i] += dr[i];
+    __syncthreads();
+    norm_row(hr, w1p, out + row * width, width, eps);
+}

@@ -1,0 +1,65 @@
+//! Zero-centred RMSNorm, alone or fused with the residual add before it (`norm.cu`).
+
+use crate::kernels::Source;
+use crate::runtime::{Arg, DevPtr, Gpu};
+use crate::weights::Vector;
+use anyhow::Result;
+
+pub const SOURCE: Source =
+    Source { file: "norm.cu", text: include_str!("norm.cu"), functions: &["rms_norm_bf16", "add_rms_norm_bf16"] };
+
+/// out (bf16 [t, width]) = RMSNorm(h (f32 [t, width])) with weight `w1p` (= 1 + w).
+pub fn rms_norm(gpu: &Gpu, h: DevPtr, w1p: &Vector, t: usize, eps: f32, out: DevPtr) -> Result<()> {
+    gpu.launch(
+        "rms_norm_bf16",
+        (t as u32, 1, 1),
+        256,
+        0,
+        &[Arg::Ptr(h), Arg::Ptr(w1p.ptr), Arg::Ptr(out), Arg::I32(w1p.len as i32), Arg::F32(eps)],
+    )
+}
+
+/// h += delta; out = RMSNorm(h). h, delta: f32 [t, width]; out: bf16 [t, width].
+pub fn add_rms_norm(gpu: &Gpu, h: DevPtr, delta: DevPtr, w1p: &Vector, t: usize, eps: f32, out: DevPtr) -> Result<()> {
+    gpu.launch(
+        "add_rms_norm_bf16",
+        (t as u32, 1, 1),
+        256,
+        0,
+        &[Arg::Ptr(h), Arg::Ptr(delta), Arg::Ptr(w1p.ptr), Arg::Ptr(out), Arg::I32(w1p.len as i32), Arg::F32(eps)],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testutil::*;
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn add_rms_norm_matches_cpu() {
+        let gpu = gpu();
+        let (t, width) = (5, 2048);
+        let h = random(1, t * width, 3.0);
+        let delta = random(2, t * width, 1.0);
+        let w = random(3, width, 0.3);
+        let w1p: Vec<f32> = w.iter().map(|x| 1.0 + x).collect();
+        let mut sum = h.clone();
+        solo_cpu::ops::add_in_place(&mut sum, &delta);
+        let want = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&sum, &w, 1e-6));
+
+        let hb = gpu.upload_f32(&h).unwrap();
+        let db = gpu.upload_f32(&delta).unwrap();
+        let wb = gpu.upload_f32(&w1p).unwrap();
+        let out = gpu.upload(&bf16_bytes(&vec![f32::NAN; t * width])).unwrap();
+        let w1p = Vector { ptr: wb.ptr(), len: width };
+        add_rms_norm(gpu, hb.ptr(), db.ptr(), &w1p, t, 1e-6, out.ptr()).unwrap();
+        let got = bf16_from_bytes(&gpu.download(out.ptr(), t * width * 2).unwrap());
+        assert_close("add_rms_norm output", &got, &want, 4e-3);
+        assert_close("residual after add", &gpu.download_f32(hb.ptr(), t * width).unwrap(), &sum, 1e-7);
+
+        rms_norm(gpu, hb.ptr(), &w1p, t, 1e-6, out.ptr()).unwrap();
+        let got = bf16_from_bytes(&gpu.download(out.ptr(), t * width * 2).unwrap());
+        assert_close("rms_norm output", &got, &want, 4e-3);
+    }
+}

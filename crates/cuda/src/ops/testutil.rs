@@ -1,0 +1,49 @@
+//! Helpers for the GPU tests: one shared `Gpu`, seeded random data, error measures.
+//! GPU tests are `#[ignore]` (CI has no GPU); on the GPU machine run the test binary with
+//! `--ignored --test-threads=1`.
+
+use crate::runtime::Gpu;
+use std::sync::OnceLock;
+
+/// The process-wide GPU (kernels compiled once).
+pub fn gpu() -> &'static Gpu {
+    static GPU: OnceLock<Gpu> = OnceLock::new();
+    GPU.get_or_init(|| Gpu::new().unwrap_or_else(|e| panic!("GPU tests need a GPU: {e:#}")))
+}
+
+/// Seeded values uniform in [-scale, scale).
+pub fn random(seed: u64, n: usize, scale: f32) -> Vec<f32> {
+    let mut rng = solo_model::sampler::SplitMix(seed);
+    (0..n).map(|_| scale * (2.0 * ((rng.next() >> 40) as f32 / (1u64 << 24) as f32) - 1.0)).collect()
+}
+
+/// Values rounded to bf16 (what the GPU sees when given bf16 inputs).
+pub fn round_bf16(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|x| half::bf16::from_f32(*x).to_f32()).collect()
+}
+
+pub fn bf16_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| half::bf16::from_f32(*x).to_le_bytes()).collect()
+}
+
+pub fn bf16_from_bytes(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
+}
+
+/// ‖a − b‖ / ‖b‖; NaN anywhere gives infinity.
+pub fn rel_err(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "length mismatch");
+    if a.iter().any(|x| !x.is_finite()) {
+        return f32::INFINITY;
+    }
+    let num: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
+    let den: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
+    (num / den.max(1e-30)).sqrt() as f32
+}
+
+/// Asserts a relative error bound, printing the measured error either way.
+pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
+    let e = rel_err(got, want);
+    eprintln!("{what}: relative error {e:.3e} (tolerance {tol:.0e})");
+    assert!(e <= tol, "{what}: relative error {e:.3e} > {tol:.0e}");
+}

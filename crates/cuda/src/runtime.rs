@@ -1,0 +1,244 @@
+//! The GPU runtime: one device, one stream that owns the model, our kernels compiled by NVRTC.
+//!
+//! Kernels are `.cu` files embedded in the binary (see `kernels::SOURCES`), compiled at start-up
+//! for `sm_90a` and cached on disk by source hash. Nothing here links CUDA at build time: libcuda,
+//! libnvrtc and libcublas are opened at run time, so the binary builds and runs on machines
+//! without them and `--backend cuda` fails there with a one-line error.
+//!
+//! Buffers are plain device allocations addressed by raw pointers (`DevicePtr`), so a view into a
+//! buffer (an expert inside a fused tensor, one layer's KV cache) is just a pointer plus an offset.
+//! cudarc's per-buffer event tracking is turned off: every launch goes to the one stream, in order,
+//! which is also what CUDA-graph capture needs.
+
+use crate::kernels;
+use anyhow::{anyhow, bail, Context, Result};
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A device address (what a kernel receives as `T*`).
+pub type DevPtr = u64;
+
+/// One kernel argument.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg {
+    Ptr(DevPtr),
+    I32(i32),
+    I64(i64),
+    U64(u64),
+    F32(f32),
+}
+
+/// An owned device allocation.
+pub struct DevBuf {
+    mem: CudaSlice<u8>,
+    pub bytes: usize,
+}
+
+impl DevBuf {
+    pub fn ptr(&self) -> DevPtr {
+        let (ptr, _sync) = self.mem.device_ptr(self.mem.stream());
+        ptr
+    }
+}
+
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    functions: HashMap<String, CudaFunction>,
+    /// cuBLAS on the model's stream (prefill matrix products).
+    pub blas: CudaBlas,
+    pub name: String,
+}
+
+impl Gpu {
+    /// Opens device 0 and compiles every kernel. Fails with one clear line when there is no driver,
+    /// no GPU, no NVRTC or a kernel that does not compile.
+    pub fn new() -> Result<Self> {
+        // SAFETY: only probes whether the shared libraries can be opened.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            bail!("no CUDA driver library (libcuda.so): --backend cuda needs an NVIDIA GPU and its driver");
+        }
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            bail!("no NVRTC library (libnvrtc.so, CUDA 13): install the CUDA toolkit or `pip install nvidia-cuda-nvrtc==13.0.*` and put its lib/ on LD_LIBRARY_PATH");
+        }
+        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+            bail!("no cuBLAS library (libcublas.so, CUDA 13): install the CUDA toolkit");
+        }
+        let count = CudaContext::device_count().map_err(|e| anyhow!("CUDA driver: {e:?}"))?;
+        if count < 1 {
+            bail!("the CUDA driver sees no GPU");
+        }
+        let ctx = CudaContext::new(0).map_err(|e| anyhow!("cannot open GPU 0: {e:?}"))?;
+        // One stream, strictly ordered: no per-buffer events (they would also break graph capture).
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(|e| anyhow!("cannot create a CUDA stream: {e:?}"))?;
+        let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+        let (major, minor) = ctx.compute_capability().map_err(|e| anyhow!("{e:?}"))?;
+        if (major, minor) != (9, 0) {
+            bail!("{name} has compute capability {major}.{minor}; solo's kernels are built for sm_90a (H100/H200)");
+        }
+        let mut functions = HashMap::new();
+        for source in kernels::SOURCES {
+            let ptx = compile_cached(source)?;
+            let module = ctx
+                .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+                .map_err(|e| anyhow!("kernel file {}: cannot load module: {e:?}", source.file))?;
+            for &f in source.functions {
+                let func = module
+                    .load_function(f)
+                    .map_err(|e| anyhow!("kernel file {}: no function `{f}`: {e:?}", source.file))?;
+                functions.insert(f.to_string(), func);
+            }
+        }
+        let blas = CudaBlas::new(stream.clone()).map_err(|e| anyhow!("cannot start cuBLAS: {e:?}"))?;
+        Ok(Gpu { ctx, stream, functions, blas, name })
+    }
+
+    /// A zeroed device allocation of `bytes` bytes.
+    pub fn alloc(&self, bytes: usize) -> Result<DevBuf> {
+        let mem = self
+            .stream
+            .alloc_zeros::<u8>(bytes.max(1))
+            .map_err(|e| anyhow!("GPU out of memory allocating {} MiB: {e:?}", bytes >> 20))?;
+        Ok(DevBuf { mem, bytes })
+    }
+
+    /// Copies host bytes into a new device allocation.
+    pub fn upload(&self, data: &[u8]) -> Result<DevBuf> {
+        let mut buf = self.alloc(data.len())?;
+        self.stream.memcpy_htod(data, &mut buf.mem).map_err(|e| anyhow!("upload: {e:?}"))?;
+        Ok(buf)
+    }
+
+    pub fn upload_f32(&self, data: &[f32]) -> Result<DevBuf> {
+        self.upload(&data.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())
+    }
+
+    pub fn upload_i32(&self, data: &[i32]) -> Result<DevBuf> {
+        self.upload(&data.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())
+    }
+
+    /// Copies host bytes to `ptr` on the model's stream and waits for the copy.
+    pub fn write(&self, ptr: DevPtr, data: &[u8]) -> Result<()> {
+        unsafe { cudarc::driver::result::memcpy_htod_async(ptr, data, self.stream.cu_stream()) }
+            .map_err(|e| anyhow!("upload: {e:?}"))?;
+        self.sync()
+    }
+
+    /// Copies `bytes` bytes at `ptr` back to the host (synchronises the stream).
+    pub fn download(&self, ptr: DevPtr, bytes: usize) -> Result<Vec<u8>> {
+        let mut host = vec![0u8; bytes];
+        self.sync()?;
+        unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, ptr) }.map_err(|e| anyhow!("download: {e:?}"))?;
+        Ok(host)
+    }
+
+    pub fn download_f32(&self, ptr: DevPtr, n: usize) -> Result<Vec<f32>> {
+        Ok(self.download(ptr, n * 4)?.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect())
+    }
+
+    pub fn download_i32(&self, ptr: DevPtr, n: usize) -> Result<Vec<i32>> {
+        Ok(self.download(ptr, n * 4)?.chunks_exact(4).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect())
+    }
+
+    /// Device-to-device copy on the model's stream.
+    pub fn copy(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<()> {
+        unsafe { cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }
+            .map_err(|e| anyhow!("device copy: {e:?}"))
+    }
+
+    /// Sets `bytes` bytes at `ptr` to zero on the model's stream.
+    pub fn zero(&self, ptr: DevPtr, bytes: usize) -> Result<()> {
+        unsafe { cudarc::driver::result::memset_d8_async(ptr, 0, bytes, self.stream.cu_stream()) }
+            .map_err(|e| anyhow!("memset: {e:?}"))
+    }
+
+    pub fn sync(&self) -> Result<()> {
+        self.stream.synchronize().map_err(|e| anyhow!("CUDA error: {e:?}"))
+    }
+
+    /// Launches kernel `name` on the model's stream.
+    pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, shared_bytes: u32, args: &[Arg]) -> Result<()> {
+        let func = self.functions.get(name).with_context(|| format!("no kernel named `{name}`"))?;
+        if shared_bytes > 48 * 1024 {
+            func.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                shared_bytes as i32,
+            )
+            .map_err(|e| anyhow!("{name}: cannot raise shared memory to {shared_bytes}: {e:?}"))?;
+        }
+        let cfg = LaunchConfig { grid_dim: grid, block_dim: (block, 1, 1), shared_mem_bytes: shared_bytes };
+        let mut builder = self.stream.launch_builder(func);
+        for a in args {
+            match a {
+                Arg::Ptr(p) => builder.arg(p),
+                Arg::I32(v) => builder.arg(v),
+                Arg::I64(v) => builder.arg(v),
+                Arg::U64(v) => builder.arg(v),
+                Arg::F32(v) => builder.arg(v),
+            };
+        }
+        unsafe { builder.launch(cfg) }.map_err(|e| anyhow!("launching {name}: {e:?}"))?;
+        Ok(())
+    }
+}
+
+/// NVRTC options for every kernel: Hopper with its arch-specific instructions.
+fn compile_options() -> cudarc::nvrtc::CompileOptions {
+    cudarc::nvrtc::CompileOptions {
+        arch: Some("sm_90a"),
+        include_paths: cuda_include_dirs(),
+        options: vec!["--std=c++17".into(), "-default-device".into()],
+        ..Default::default()
+    }
+}
+
+/// Where `cuda_bf16.h` and friends are: `$SOLO_CUDA_INCLUDE`, `$CUDA_HOME/include`, or the usual
+/// system location.
+fn cuda_include_dirs() -> Vec<String> {
+    let mut dirs = Vec::new();
+    if let Ok(d) = std::env::var("SOLO_CUDA_INCLUDE") {
+        dirs.push(d);
+    }
+    if let Ok(d) = std::env::var("CUDA_HOME") {
+        dirs.push(format!("{d}/include"));
+    }
+    dirs.push("/usr/local/cuda/include".into());
+    dirs
+}
+
+/// Compiles one kernel file with NVRTC; returns its PTX text.
+pub fn compile(source: &kernels::Source) -> Result<String> {
+    let text = source.full_text();
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(&text, compile_options()).map_err(|e| match e {
+        cudarc::nvrtc::CompileError::CompileError { log, .. } => {
+            anyhow!("kernel file {} does not compile:\n{}", source.file, log.to_string_lossy())
+        }
+        other => anyhow!("kernel file {}: NVRTC failed: {other:?}", source.file),
+    })?;
+    Ok(ptx.to_src())
+}
+
+/// `compile`, cached in `$SOLO_CACHE/kernels` (or `~/.cache/solo/kernels`) by source hash.
+fn compile_cached(source: &kernels::Source) -> Result<String> {
+    let path = cache_dir().map(|d| d.join(format!("{}-{:016x}.ptx", source.file.trim_end_matches(".cu"), source.hash())));
+    if let Some(ptx) = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
+        return Ok(ptx);
+    }
+    let ptx = compile(source)?;
+    if let Some(p) = path {
+        // A cache that cannot be written only costs a recompile next time.
+        let _ = std::fs::create_dir_all(p.parent().unwrap()).and_then(|_| std::fs::write(&p, &ptx));
+    }
+    Ok(ptx)
+}
+
+fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("SOLO_CACHE") {
+        return Some(PathBuf::from(d).join("kernels"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/solo/kernels"))
+}

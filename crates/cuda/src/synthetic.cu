@@ -1,0 +1,23 @@
+// Random weights made on the device (solo bench --synthetic): the full model is 70 GB of bf16,
+// more than the GPU machine's disk, and speed does not depend on the values.
+// Values: center + scale · u with u uniform in [-1, 1) from a per-element hash of (seed, index).
+
+__device__ __forceinline__ float hash_uniform(unsigned long long seed, unsigned long long i) {
+    unsigned long long z = seed * 0x9E3779B97F4A7C15ull + i;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+extern "C" __global__ void fill_random_bf16(bf16* __restrict__ dst, long long n, unsigned long long seed,
+                                            float center, float scale) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        dst[i] = __float2bfloat16(center + scale * hash_uniform(seed, i));
+}
+
+extern "C" __global__ void fill_random_f32(float* __restrict__ dst, long long n, unsigned long long seed,
+                                           float center, float scale) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        dst[i] = center + scale * hash_uniform(seed, i);
+}

@@ -1,0 +1,111 @@
+//! The full-size model (the real config, 40 layers) with random weights made directly in GPU
+//! memory, for `solo bench --synthetic`. Scales keep activations O(1) like a trained model:
+//! matrices U(±√(3/fan_in)), norm weights near 1, decays spread out.
+
+use crate::kernels::Source;
+use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
+use crate::weights::{AttentionGpu, GdnGpu, LayerGpu, Matrix, MixerGpu, ModelGpu, MoeGpu, Vector};
+use anyhow::Result;
+use solo_model::{LayerKind, ModelConfig};
+
+pub const SOURCE: Source = Source {
+    file: "synthetic.cu",
+    text: include_str!("synthetic.cu"),
+    functions: &["fill_random_bf16", "fill_random_f32"],
+};
+
+/// The real model's config.json (text part), 40 layers or `layers`.
+pub fn real_config(layers: usize) -> ModelConfig {
+    let text = serde_json_config(layers);
+    ModelConfig::from_json(&text).expect("the built-in real config parses")
+}
+
+fn serde_json_config(layers: usize) -> String {
+    format!(
+        r#"{{"model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": {layers},
+        "full_attention_interval": 4, "vocab_size": 248320, "rms_norm_eps": 1e-6,
+        "max_position_embeddings": 262144, "num_attention_heads": 16, "num_key_value_heads": 2,
+        "head_dim": 256, "rope_parameters": {{"rope_type": "default", "rope_theta": 10000000,
+        "partial_rotary_factor": 0.25}}, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+        "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+        "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512,
+        "shared_expert_intermediate_size": 512, "eos_token_id": 248044}}"#
+    )
+}
+
+struct Maker<'g> {
+    gpu: &'g Gpu,
+    seed: u64,
+    buffers: Vec<DevBuf>,
+}
+
+impl Maker<'_> {
+    fn fill(&mut self, kernel: &str, elem: usize, n: usize, center: f32, scale: f32) -> Result<DevPtr> {
+        let buf = self.gpu.alloc(n * elem)?;
+        self.seed += 1;
+        self.gpu.launch(
+            kernel,
+            (4096, 1, 1),
+            256,
+            0,
+            &[Arg::Ptr(buf.ptr()), Arg::I64(n as i64), Arg::U64(self.seed), Arg::F32(center), Arg::F32(scale)],
+        )?;
+        let ptr = buf.ptr();
+        self.buffers.push(buf);
+        Ok(ptr)
+    }
+
+    fn matrix(&mut self, rows: usize, cols: usize) -> Result<Matrix> {
+        let ptr = self.fill("fill_random_bf16", 2, rows * cols, 0.0, (3.0 / cols as f32).sqrt())?;
+        Ok(Matrix { ptr, rows, cols })
+    }
+
+    fn vector(&mut self, len: usize, center: f32, scale: f32) -> Result<Vector> {
+        Ok(Vector { ptr: self.fill("fill_random_f32", 4, len, center, scale)?, len })
+    }
+}
+
+/// Random full-size weights for `cfg` (which must have the real widths).
+pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig) -> Result<ModelGpu> {
+    crate::weights::check_real_widths(cfg)?;
+    let mut m = Maker { gpu, seed: 0x5017, buffers: Vec::new() };
+    let h = cfg.hidden_size;
+    let embed_tokens = m.matrix(cfg.vocab_size, h)?;
+    let final_norm = m.vector(h, 1.0, 0.1)?;
+    let lm_head = m.matrix(cfg.vocab_size, h)?;
+    let mut layers = Vec::new();
+    for kind in &cfg.layer_types {
+        let mixer = match kind {
+            LayerKind::GatedDeltaNet => MixerGpu::GatedDeltaNet(GdnGpu {
+                in_proj_qkv: m.matrix(8192, h)?,
+                in_proj_z: m.matrix(4096, h)?,
+                in_proj_b: m.matrix(32, h)?,
+                in_proj_a: m.matrix(32, h)?,
+                conv1d: m.vector(8192 * 4, 0.0, 0.5)?,
+                a_log: m.vector(32, 1.4, 1.3)?,
+                dt_bias: m.vector(32, 0.0, 1.0)?,
+                norm: m.vector(128, 1.0, 0.1)?,
+                out_proj: m.matrix(h, 4096)?,
+            }),
+            LayerKind::FullAttention => MixerGpu::FullAttention(AttentionGpu {
+                q_proj: m.matrix(16 * 512, h)?,
+                k_proj: m.matrix(512, h)?,
+                v_proj: m.matrix(512, h)?,
+                o_proj: m.matrix(h, 4096)?,
+                q_norm: m.vector(256, 1.0, 0.1)?,
+                k_norm: m.vector(256, 1.0, 0.1)?,
+            }),
+        };
+        let experts = cfg.num_experts + 1; // + the shared expert
+        let gate_up = m.fill("fill_random_bf16", 2, experts * 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
+        let down = m.fill("fill_random_bf16", 2, experts * h * 512, 0.0, (3.0f32 / 512.0).sqrt())?;
+        layers.push(LayerGpu {
+            input_norm: m.vector(h, 1.0, 0.1)?,
+            post_attention_norm: m.vector(h, 1.0, 0.1)?,
+            mixer,
+            moe: MoeGpu { router: m.matrix(cfg.num_experts, h)?, gate_up, down, shared_expert_gate: m.matrix(1, h)? },
+        });
+    }
+    gpu.sync()?;
+    Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, buffers: m.buffers })
+}

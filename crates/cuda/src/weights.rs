@@ -1,0 +1,236 @@
+//! The weights in GPU memory, in the layouts the kernels read.
+//!
+//! Matrices stay bf16 row-major `[out, in]`. Small vectors (norm weights, gates' constants,
+//! conv taps) become f32; zero-centred norm weights are stored as `1 + w`. The shared expert is
+//! appended to the routed experts as expert `EXPERTS` (index 256), so one kernel serves both.
+
+use crate::runtime::{DevBuf, DevPtr, Gpu};
+use anyhow::{bail, Result};
+use solo_model::weights::{ExpertWeights, Mixer};
+use solo_model::{ModelConfig, ModelWeights, Tensor};
+
+/// A bf16 matrix `[rows, cols]` on the GPU.
+#[derive(Clone, Copy, Debug)]
+pub struct Matrix {
+    pub ptr: DevPtr,
+    pub rows: usize,
+    pub cols: usize,
+}
+
+/// An f32 vector on the GPU.
+#[derive(Clone, Copy, Debug)]
+pub struct Vector {
+    pub ptr: DevPtr,
+    pub len: usize,
+}
+
+pub struct GdnGpu {
+    /// [8192, 2048]: rows [q 16×128 | k 16×128 | v 32×128]
+    pub in_proj_qkv: Matrix,
+    /// [4096, 2048]
+    pub in_proj_z: Matrix,
+    /// [32, 2048]
+    pub in_proj_b: Matrix,
+    /// [32, 2048]
+    pub in_proj_a: Matrix,
+    /// f32 [8192 × 4]: channel-major taps, tap 3 multiplies the current token
+    pub conv1d: Vector,
+    /// f32 [32]
+    pub a_log: Vector,
+    /// f32 [32]
+    pub dt_bias: Vector,
+    /// f32 [128], plain weight
+    pub norm: Vector,
+    /// [2048, 4096]
+    pub out_proj: Matrix,
+}
+
+pub struct AttentionGpu {
+    /// [16·512, 2048]: per head 256 query rows then 256 gate rows
+    pub q_proj: Matrix,
+    /// [512, 2048]
+    pub k_proj: Matrix,
+    /// [512, 2048]
+    pub v_proj: Matrix,
+    /// [2048, 4096]
+    pub o_proj: Matrix,
+    /// f32 [256], stored as 1 + w
+    pub q_norm: Vector,
+    /// f32 [256], stored as 1 + w
+    pub k_norm: Vector,
+}
+
+pub enum MixerGpu {
+    GatedDeltaNet(GdnGpu),
+    FullAttention(AttentionGpu),
+}
+
+pub struct MoeGpu {
+    /// [256, 2048]
+    pub router: Matrix,
+    /// bf16 [257, 1024, 2048]: per expert 512 gate rows then 512 up rows; expert 256 is the shared expert
+    pub gate_up: DevPtr,
+    /// bf16 [257, 2048, 512]; expert 256 is the shared expert
+    pub down: DevPtr,
+    /// [1, 2048]
+    pub shared_expert_gate: Matrix,
+}
+
+pub struct LayerGpu {
+    /// f32 [2048], 1 + w
+    pub input_norm: Vector,
+    /// f32 [2048], 1 + w
+    pub post_attention_norm: Vector,
+    pub mixer: MixerGpu,
+    pub moe: MoeGpu,
+}
+
+pub struct ModelGpu {
+    /// [248320, 2048]
+    pub embed_tokens: Matrix,
+    /// f32 [2048], 1 + w
+    pub final_norm: Vector,
+    /// [248320, 2048]
+    pub lm_head: Matrix,
+    pub layers: Vec<LayerGpu>,
+    /// Owns every allocation the pointers above point into (freed with the model).
+    #[allow(dead_code)]
+    pub(crate) buffers: Vec<DevBuf>,
+}
+
+/// The real model's widths: the kernels are specialised to them (any layer count is fine).
+pub fn check_real_widths(cfg: &ModelConfig) -> Result<()> {
+    let want = [
+        ("hidden_size", cfg.hidden_size, 2048),
+        ("vocab_size", cfg.vocab_size, 248_320),
+        ("num_attention_heads", cfg.num_attention_heads, 16),
+        ("num_key_value_heads", cfg.num_key_value_heads, 2),
+        ("head_dim", cfg.head_dim, 256),
+        ("rotary dim", cfg.rotary_dim(), 64),
+        ("linear_num_key_heads", cfg.linear_num_key_heads, 16),
+        ("linear_num_value_heads", cfg.linear_num_value_heads, 32),
+        ("linear_key_head_dim", cfg.linear_key_head_dim, 128),
+        ("linear_value_head_dim", cfg.linear_value_head_dim, 128),
+        ("linear_conv_kernel_dim", cfg.linear_conv_kernel_dim, 4),
+        ("num_experts", cfg.num_experts, 256),
+        ("num_experts_per_tok", cfg.num_experts_per_tok, 8),
+        ("moe_intermediate_size", cfg.moe_intermediate_size, 512),
+        ("shared_expert_intermediate_size", cfg.shared_expert_intermediate_size, 512),
+    ];
+    for (key, have, real) in want {
+        if have != real {
+            bail!("the CUDA backend runs only Qwen3.6-35B-A3B's widths: config {key} is {have}, the real model has {real} (use --backend cpu for other configs)");
+        }
+    }
+    Ok(())
+}
+
+/// Builds GPU weights, one upload per tensor.
+pub struct Uploader<'g> {
+    gpu: &'g Gpu,
+    buffers: Vec<DevBuf>,
+}
+
+impl<'g> Uploader<'g> {
+    pub fn new(gpu: &'g Gpu) -> Self {
+        Uploader { gpu, buffers: Vec::new() }
+    }
+
+    fn keep(&mut self, buf: DevBuf) -> DevPtr {
+        let ptr = buf.ptr();
+        self.buffers.push(buf);
+        ptr
+    }
+
+    /// A 2-D tensor as a bf16 matrix (converted if stored otherwise).
+    pub fn matrix(&mut self, t: &Tensor) -> Result<Matrix> {
+        let (rows, cols) = (t.shape[0], t.row_len());
+        let ptr = self.keep(self.gpu.upload(&bf16_bytes(t))?);
+        Ok(Matrix { ptr, rows, cols })
+    }
+
+    /// A tensor as f32, optionally with 1 added (zero-centred norms).
+    pub fn vector(&mut self, t: &Tensor, add_one: bool) -> Result<Vector> {
+        let mut v = t.to_f32();
+        if add_one {
+            v.iter_mut().for_each(|x| *x += 1.0);
+        }
+        let ptr = self.keep(self.gpu.upload_f32(&v)?);
+        Ok(Vector { ptr, len: v.len() })
+    }
+
+    /// Routed experts plus the shared one as expert `experts.len()`: (gate_up, down) buffers.
+    pub fn experts(&mut self, experts: &[ExpertWeights], shared: &ExpertWeights) -> Result<(DevPtr, DevPtr)> {
+        let all: Vec<&ExpertWeights> = experts.iter().chain(std::iter::once(shared)).collect();
+        let mut gate_up = Vec::new();
+        let mut down = Vec::new();
+        for e in &all {
+            gate_up.extend(bf16_bytes(&e.gate));
+            gate_up.extend(bf16_bytes(&e.up));
+            down.extend(bf16_bytes(&e.down));
+        }
+        let gu = self.keep(self.gpu.upload(&gate_up)?);
+        let d = self.keep(self.gpu.upload(&down)?);
+        Ok((gu, d))
+    }
+
+    pub fn finish(self) -> Vec<DevBuf> {
+        self.buffers
+    }
+}
+
+/// The tensor's bytes as bf16 (a copy; converted from f16/f32 if needed).
+fn bf16_bytes(t: &Tensor) -> Vec<u8> {
+    match t.dtype {
+        solo_model::DType::BF16 => t.bytes().to_vec(),
+        _ => t.to_f32().iter().flat_map(|v| half::bf16::from_f32(*v).to_le_bytes()).collect(),
+    }
+}
+
+impl ModelGpu {
+    /// Uploads a checkpoint's weights (the real widths only).
+    pub fn upload(gpu: &Gpu, cfg: &ModelConfig, w: &ModelWeights) -> Result<Self> {
+        check_real_widths(cfg)?;
+        let mut up = Uploader::new(gpu);
+        let embed_tokens = up.matrix(&w.embed_tokens)?;
+        let final_norm = up.vector(&w.final_norm, true)?;
+        let lm_head = up.matrix(&w.lm_head)?;
+        let mut layers = Vec::new();
+        for layer in &w.layers {
+            let mixer = match &layer.mixer {
+                Mixer::GatedDeltaNet(g) => MixerGpu::GatedDeltaNet(GdnGpu {
+                    in_proj_qkv: up.matrix(&g.in_proj_qkv)?,
+                    in_proj_z: up.matrix(&g.in_proj_z)?,
+                    in_proj_b: up.matrix(&g.in_proj_b)?,
+                    in_proj_a: up.matrix(&g.in_proj_a)?,
+                    conv1d: up.vector(&g.conv1d, false)?,
+                    a_log: up.vector(&g.a_log, false)?,
+                    dt_bias: up.vector(&g.dt_bias, false)?,
+                    norm: up.vector(&g.norm, false)?,
+                    out_proj: up.matrix(&g.out_proj)?,
+                }),
+                Mixer::FullAttention(a) => MixerGpu::FullAttention(AttentionGpu {
+                    q_proj: up.matrix(&a.q_proj)?,
+                    k_proj: up.matrix(&a.k_proj)?,
+                    v_proj: up.matrix(&a.v_proj)?,
+                    o_proj: up.matrix(&a.o_proj)?,
+                    q_norm: up.vector(&a.q_norm, true)?,
+                    k_norm: up.vector(&a.k_norm, true)?,
+                }),
+            };
+            let (gate_up, down) = up.experts(&layer.moe.experts, &layer.moe.shared_expert)?;
+            layers.push(LayerGpu {
+                input_norm: up.vector(&layer.input_norm, true)?,
+                post_attention_norm: up.vector(&layer.post_attention_norm, true)?,
+                mixer,
+                moe: MoeGpu {
+                    router: up.matrix(&layer.moe.router)?,
+                    gate_up,
+                    down,
+                    shared_expert_gate: up.matrix(&layer.moe.shared_expert_gate)?,
+                },
+            });
+        }
+        Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, buffers: up.finish() })
+    }
+}

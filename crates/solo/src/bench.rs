@@ -1,0 +1,130 @@
+//! `solo bench`: prefill and decode speed of the CUDA backend at several context lengths.
+//!
+//! Method (design.md "Measuring"): batch 1, synthetic prompt ids, one warm-up of the same shape,
+//! then `rounds` timed rounds on a fresh (reset) sequence each: prefill tok/s = prompt length /
+//! time to first token (prefill + lm_head + the logits on the host); decode tok/s over the steps
+//! after the first (greedy, one CUDA-graph replay per token, no host round trip between steps).
+//! The median round is reported.
+
+use anyhow::{bail, Context, Result};
+use solo_cuda::{CudaModel, Gpu};
+use solo_model::sampler::{argmax, SplitMix};
+use solo_model::{Backend, Logits};
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub struct BenchArgs {
+    pub model: Option<PathBuf>,
+    pub synthetic: bool,
+    pub layers: usize,
+    pub contexts: Vec<usize>,
+    pub decode_steps: usize,
+    pub rounds: usize,
+    pub json: Option<PathBuf>,
+}
+
+#[derive(serde::Serialize)]
+struct Row {
+    context: usize,
+    prefill_tok_s: f64,
+    ttft_ms: f64,
+    decode_tok_s: f64,
+    decode_ms_per_token: f64,
+    rounds_prefill_tok_s: Vec<f64>,
+    rounds_decode_tok_s: Vec<f64>,
+}
+
+pub fn bench(args: BenchArgs) -> Result<()> {
+    if args.decode_steps < 2 {
+        bail!("--decode-steps must be at least 2 (the first step is not timed)");
+    }
+    if args.rounds == 0 || args.contexts.is_empty() {
+        bail!("--rounds and --contexts must not be empty");
+    }
+    let max_ctx = *args.contexts.iter().max().unwrap();
+    let max_seq = max_ctx + args.decode_steps + 1;
+    let load_start = Instant::now();
+    let (model, source) = match (&args.model, args.synthetic) {
+        (Some(dir), false) => (solo_cuda::load(dir, max_seq)?, dir.display().to_string()),
+        (None, true) => {
+            let gpu = Gpu::new()?;
+            let cfg = solo_cuda::synthetic::real_config(args.layers);
+            let weights = solo_cuda::synthetic::random_weights(&gpu, &cfg)?;
+            (CudaModel::from_gpu_weights(gpu, cfg, weights, max_seq)?, format!("synthetic, {} layers, random weights", args.layers))
+        }
+        _ => bail!("give exactly one of --model DIR or --synthetic"),
+    };
+    eprintln!("solo bench: model ready in {:.1} s", load_start.elapsed().as_secs_f64());
+    let vocab = model.config.vocab_size;
+    let mut state = model.try_new_state()?;
+    let mut rows = Vec::new();
+    for &ctx in &args.contexts {
+        let prompt = synthetic_prompt(ctx, vocab);
+        let mut prefill = Vec::new();
+        let mut decode = Vec::new();
+        for round in 0..=args.rounds {
+            model.reset(&mut state)?;
+            let t0 = Instant::now();
+            let logits = model.prefill(&mut state, &prompt, Logits::Last)?;
+            let ttft = t0.elapsed().as_secs_f64();
+            let first = argmax(&logits);
+            model.decode_greedy(&mut state, Some(first), 1)?; // first step: not timed (graph capture on round 0)
+            let t1 = Instant::now();
+            model.decode_greedy(&mut state, None, args.decode_steps - 1)?;
+            let dt = t1.elapsed().as_secs_f64();
+            if round > 0 {
+                // round 0 is the warm-up of the same shape
+                prefill.push(ctx as f64 / ttft);
+                decode.push((args.decode_steps - 1) as f64 / dt);
+            }
+        }
+        let row = Row {
+            context: ctx,
+            prefill_tok_s: median(&prefill),
+            ttft_ms: ctx as f64 / median(&prefill) * 1e3,
+            decode_tok_s: median(&decode),
+            decode_ms_per_token: 1e3 / median(&decode),
+            rounds_prefill_tok_s: prefill,
+            rounds_decode_tok_s: decode,
+        };
+        eprintln!("  context {ctx}: prefill {:.0} tok/s, decode {:.1} tok/s", row.prefill_tok_s, row.decode_tok_s);
+        rows.push(row);
+    }
+    let (used, total) = model.memory_used()?;
+    let commit = env!("SOLO_COMMIT");
+    println!("solo bench — {} — bf16 weights, f32 state — commit {commit}", model.gpu.name);
+    println!("model: {source}; batch 1; {} decode steps; median of {} rounds after 1 warm-up", args.decode_steps, args.rounds);
+    println!("{:>9} | {:>13} | {:>10} | {:>12} | {:>10}", "context", "prefill tok/s", "TTFT ms", "decode tok/s", "ms/token");
+    for r in &rows {
+        println!(
+            "{:>9} | {:>13.0} | {:>10.1} | {:>12.1} | {:>10.3}",
+            r.context, r.prefill_tok_s, r.ttft_ms, r.decode_tok_s, r.decode_ms_per_token
+        );
+    }
+    println!("GPU memory in use at the end (KV cache for {max_seq} tokens): {:.1} GiB of {:.1} GiB", gib(used), gib(total));
+    if let Some(path) = args.json {
+        let report = serde_json::json!({
+            "gpu": model.gpu.name, "commit": commit, "precision": "bf16 weights, f32 recurrent state, bf16 KV cache",
+            "model": source, "decode_steps": args.decode_steps, "rounds": args.rounds,
+            "gpu_memory_used_bytes": used, "gpu_memory_total_bytes": total, "results": rows,
+        });
+        std::fs::write(&path, serde_json::to_string_pretty(&report)?).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn gib(bytes: usize) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s[s.len() / 2]
+}
+
+/// Deterministic token ids spread over the ordinary vocabulary.
+fn synthetic_prompt(len: usize, vocab: usize) -> Vec<u32> {
+    let mut rng = SplitMix(len as u64);
+    (0..len).map(|_| (rng.next() % (vocab as u64).min(200_000)) as u32).collect()
+}
