@@ -20,7 +20,8 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
         return Ok(());
     }
     if Instant::now() >= job.deadline {
-        return Ok(time_out(cx, job));
+        time_out(cx, job);
+        return Ok(());
     }
 
     // Resume from the longest cached prefix.
@@ -46,7 +47,8 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
             return Ok(());
         }
         if Instant::now() >= job.deadline {
-            return Ok(time_out(cx, job));
+            time_out(cx, job);
+        return Ok(());
         }
         logits = cx.backend.prefill(&mut state, &prompt[pos..end], Logits::Last)?;
         pos = end;
