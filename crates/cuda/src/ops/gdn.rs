@@ -6,7 +6,7 @@
 //! - `gdn_decode_step` (T = 1): gates + l2norm + recurrence + gated norm in one kernel, 32 heads ×
 //!   4 column groups (clusters of 4 blocks share the norm's Σo²); S is read and written once.
 //! - prefill (any T): `gdn_prep` (l2norm in place, gates, k·q) → `gdn_prefill_scan` (the state
-//!   on chip, serial over tokens, one warp per 8 value columns) → `gdn_gated_norm`.
+//!   in registers, serial over tokens; 4 lanes per value column) → `gdn_gated_norm`.
 //!
 //! The CUDA backend runs only the real widths (see `weights::check_real_widths`), which the kernels
 //! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
@@ -168,6 +168,7 @@ pub fn conv_silu(gpu: &Gpu, qkv: DevPtr, conv_state: DevPtr, taps: DevPtr, t: us
 /// f32 [32, 128, 128]; y bf16 [4096] = gated_norm(o)·silu(z).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_step(gpu: &Gpu, c: &GdnConsts, mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, recurrent: DevPtr, y: DevPtr) -> Result<()> {
+    // 32 value heads × 4 column groups, clusters of 4 (compile-time `__cluster_dims__`).
     gpu.launch(
         "gdn_decode_step",
         ((V_HEADS * 4) as u32, 1, 1),
@@ -202,6 +203,7 @@ pub fn prep(gpu: &Gpu, c: &GdnConsts, mixed: DevPtr, b: DevPtr, a: DevPtr, t: us
 
 /// The delta rule over t tokens (after `prep`): updates `recurrent`, writes o f32 [t, 4096].
 pub fn scan(gpu: &Gpu, mixed: DevPtr, gates: DevPtr, recurrent: DevPtr, t: usize, o: DevPtr) -> Result<()> {
+    // 32 value heads × 4 groups of 32 columns; 4 lanes per column.
     gpu.launch(
         "gdn_prefill_scan",
         ((V_HEADS * 4) as u32, 1, 1),
