@@ -120,7 +120,7 @@ pub fn gdn_forward(
 
 /// Depthwise causal conv over time then SiLU. `qkv`: [T, C]; `window`: [K-1, C] pre-conv rows
 /// before this chunk, replaced by the last K-1 rows of [window; qkv]; `weight`: [C, K].
-fn causal_conv_silu(qkv: &[f32], window: &mut Vec<f32>, weight: &[f32], channels: usize) -> Vec<f32> {
+pub fn causal_conv_silu(qkv: &[f32], window: &mut Vec<f32>, weight: &[f32], channels: usize) -> Vec<f32> {
     let kernel = weight.len() / channels;
     let history = kernel - 1;
     // rows: [K-1 + T, C]
@@ -140,7 +140,7 @@ fn causal_conv_silu(qkv: &[f32], window: &mut Vec<f32>, weight: &[f32], channels
 }
 
 /// `x · rsqrt(Σx² + 1e-6) · scale` per row of width `d` (eps inside the sum, as FLA).
-fn l2_normalize(mut x: Vec<f32>, d: usize, scale: f32) -> Vec<f32> {
+pub fn l2_normalize(mut x: Vec<f32>, d: usize, scale: f32) -> Vec<f32> {
     for row in x.chunks_mut(d) {
         let inv = 1.0 / (row.iter().map(|v| v * v).sum::<f32>() + 1e-6).sqrt();
         row.iter_mut().for_each(|v| *v *= inv * scale);
