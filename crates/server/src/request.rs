@@ -147,6 +147,10 @@ fn stop(f: &Fields) -> Result<Vec<String>, ApiError> {
     if list.len() > 16 {
         return Err(ApiError::invalid_param("stop", format!("At most 16 stop strings, got {}.", list.len())));
     }
+    // Each token compares the held-back text against every prefix of every stop string.
+    if let Some(long) = list.iter().find(|s| s.len() > 1024) {
+        return Err(ApiError::invalid_param("stop", format!("Stop strings may be at most 1024 bytes; one has {}.", long.len())));
+    }
     Ok(list)
 }
 

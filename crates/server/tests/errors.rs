@@ -48,6 +48,7 @@ fn bad_requests_are_400_and_say_why() {
         (chat(json!({"logprobs": true, "top_logprobs": 21})), "between 0 and 20"),
         (chat(json!({"top_logprobs": 2})), "needs `logprobs`"),
         (chat(json!({"stop": [1]})), "`stop` must be"),
+        (chat(json!({"stop": "x".repeat(2000)})), "at most 1024 bytes"),
         (chat(json!({"logit_bias": {"99999": 1}})), "logit_bias"),
         (chat(json!({"response_format": {"type": "json_object"}})), "not supported"),
         (chat(json!({"functions": []})), "not supported"),
