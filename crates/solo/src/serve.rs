@@ -2,9 +2,12 @@
 
 use crate::locate::{self, ModelDir};
 use crate::BackendChoice;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// Context length the CUDA backend allocates for unless `--max-seq` says otherwise.
+const CUDA_MAX_SEQ: usize = 32_768;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -17,7 +20,7 @@ pub struct ServeArgs {
     port: u16,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     backend: BackendChoice,
-    /// Context length, prompt plus completion. Default: the model's.
+    /// Context length, prompt plus completion. Default: the model's (CUDA: 32768).
     #[arg(long)]
     max_seq: Option<usize>,
     /// Require `Authorization: Bearer KEY` on /v1/ routes.
@@ -58,10 +61,21 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         config.model_name = name;
     }
     let name = config.model_name.clone();
-    #[allow(unreachable_patterns)]
-    let server = match args.backend {
-        BackendChoice::Auto | BackendChoice::Cpu => solo_server::start(config, move || solo_cpu::load(&dir))?,
-        other => bail!("`solo serve` cannot run the {other:?} backend yet"),
+    let cuda = match args.backend {
+        BackendChoice::Cpu => false,
+        BackendChoice::Cuda => true,
+        BackendChoice::Auto => {
+            solo_cuda::gpu_present()
+                && solo_model::ModelConfig::from_dir(&dir).is_ok_and(|c| solo_cuda::weights::check_real_widths(&c).is_ok())
+        }
+    };
+    let server = if cuda {
+        // The CUDA backend allocates its KV cache for the context length up front.
+        let max_seq = args.max_seq.unwrap_or(CUDA_MAX_SEQ);
+        config.max_seq = Some(max_seq);
+        solo_server::start(config, move || solo_cuda::load(&dir, max_seq))?
+    } else {
+        solo_server::start(config, move || solo_cpu::load(&dir))?
     };
     eprintln!("solo: serving {name} at http://{}/v1 (OpenAI-compatible; Ctrl-C stops)", server.addr());
     server.wait()
