@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
             timeout 300 ./gpu-bin/solo_cuda_tests --ignored --test-threads=1 2>&1 | tee "$OUT/kernel_tests.log" || status=1
             shift ;;
         parity)
-            PYTHONUNBUFFERED=1 timeout 400 python3 scripts/slice_parity.py --cpu --solo gpu-bin/solo --dir /tmp/solo-slice --out "$OUT" 2>&1 | tee "$OUT/parity.log" || status=1
+            PYTHONUNBUFFERED=1 timeout 400 python3 scripts/slice_parity.py --cpu ${PARITY_ARGS:-} --solo gpu-bin/solo --dir /tmp/solo-slice --out "$OUT" 2>&1 | tee "$OUT/parity.log" || status=1
             shift ;;
         bench)
             timeout 400 ./gpu-bin/solo bench --synthetic --contexts "$2" --rounds "$3" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" || status=1

@@ -42,7 +42,10 @@ def real_config(layers):
 def randomise(model, seed, init):
     """Every parameter random. `hf`: the scales of Hugging Face's own initialiser for this model
     (`initializer_range` 0.02 for matrices and embeddings, conv1d U(±1/√4), A_log = log U(1, 16),
-    dt_bias ≈ 1), with the norm weights perturbed too so that (1 + w) is exercised. `wide`: a
+    dt_bias ≈ 1), with the norm weights perturbed too so that (1 + w) is exercised. `hf-router`:
+    the same, but router weights 4.4× wider (router logits σ ≈ 4 instead of 0.9), so that the
+    renormalised top-8 weights are skewed as a trained router's are (with σ 0.9 all eight weigh
+    ~1/8, and a top-8 near-tie that rounding flips swaps an eighth of the MoE output). `wide`: a
     stress case with larger activations and sharper logits (matrices ~N(0, 1/fan_in), embeddings
     N(0, 1), lm_head 3/√2048, norms ~N(0, 0.1)), under which bf16 rounding alone moves HF's own
     logits by KL ~1e-2: a test of robustness, not of parity."""
@@ -55,14 +58,16 @@ def randomise(model, seed, init):
         if name.endswith("A_log"):
             v = torch.log(uniform(1.0, 16.0))
         elif name.endswith("dt_bias"):
-            v = normal(0.1, 1.0) if init == "hf" else normal(1.0)
+            v = normal(0.1, 1.0) if init.startswith("hf") else normal(1.0)
         elif name.endswith("linear_attn.norm.weight"):
-            v = normal(0.05 if init == "hf" else 0.1, 1.0)
+            v = normal(0.05 if init.startswith("hf") else 0.1, 1.0)
         elif p.ndim == 1:
-            v = normal(0.05 if init == "hf" else 0.1)
+            v = normal(0.05 if init.startswith("hf") else 0.1)
         elif name.endswith("conv1d.weight"):
             v = uniform(-0.5, 0.5)
-        elif init == "hf":
+        elif init == "hf-router" and name.endswith("mlp.gate.weight"):
+            v = normal(4.0 / math.sqrt(p.shape[-1]))
+        elif init in ("hf", "hf-router"):
             v = normal(0.02)
         elif name.endswith("lm_head.weight"):
             v = normal(3.0 / math.sqrt(p.shape[-1]))
@@ -138,7 +143,7 @@ def main():
     ap.add_argument("--prefill", type=int, default=512)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cpu", action="store_true", help="also run solo's CPU reference (slow)")
-    ap.add_argument("--inits", default="hf,wide", help="weight distributions to test; the first decides PASS/FAIL")
+    ap.add_argument("--inits", default="hf-router,hf,wide", help="weight distributions to test; the first decides PASS/FAIL")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     a = ap.parse_args()
 
