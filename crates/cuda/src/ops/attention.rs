@@ -433,6 +433,61 @@ mod tests {
         }
     }
 
+    /// Times the attend kernels (attention + combine) and the whole mixer at several contexts.
+    /// Prints only; run with --nocapture.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn attention_timings() {
+        use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+        let gpu = gpu();
+        let time = |reps: usize, f: &mut dyn FnMut()| -> f32 {
+            f();
+            gpu.sync().unwrap();
+            let start = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
+            for _ in 0..reps {
+                f();
+            }
+            let end = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
+            start.elapsed_ms(&end).unwrap() * 1000.0 / reps as f32
+        };
+        let (_cpu_w, w, _bufs) = random_weights(40);
+        let t_max = 4096;
+        let max_seq = 131_072 + t_max;
+        let cache = KvCacheGpu::new(gpu, max_seq).unwrap();
+        let kv = gpu.upload(&bf16_bytes(&random(41, 1 << 24, 1.0))).unwrap();
+        for off in (0..max_seq * POSITION_BYTES).step_by(1 << 25) {
+            let n = (1usize << 25).min(max_seq * POSITION_BYTES - off);
+            gpu.copy(cache.keys.ptr() + off as u64, kv.ptr(), n).unwrap();
+            gpu.copy(cache.values.ptr() + off as u64, kv.ptr(), n).unwrap();
+        }
+        let scratch = Scratch::new(gpu, t_max).unwrap();
+        let q = gpu.upload(&bf16_bytes(&random(42, t_max * HEADS * HEAD_DIM, 1.7))).unwrap();
+        let qg = gpu.upload_f32(&random(43, t_max * HEADS * 2 * HEAD_DIM, 1.0)).unwrap();
+        let x = gpu.upload(&bf16_bytes(&random(44, t_max * HIDDEN, 1.7))).unwrap();
+        let gated = gpu.alloc(t_max * HEADS * HEAD_DIM * 2).unwrap();
+        let out = gpu.alloc(t_max * HIDDEN * 4).unwrap();
+        for &ctx in &[1usize, 4096, 32_768, 131_072] {
+            let pos = gpu.upload_i32(&[ctx as i32 - 1]).unwrap();
+            let us = time(200, &mut || attend(gpu, q.ptr(), qg.ptr(), 1, pos.ptr(), &cache, &scratch, gated.ptr()).unwrap());
+            let mixer = time(200, &mut || {
+                attention_mixer(gpu, &w, x.ptr(), 1, pos.ptr(), &cache, &scratch, out.ptr()).unwrap()
+            });
+            let gbs = (ctx * 2 * POSITION_BYTES) as f32 / us / 1e3;
+            eprintln!("decode attend at context {ctx}: {us:.1} µs ({gbs:.0} GB/s of KV); whole mixer {mixer:.1} µs");
+        }
+        for &(t, start) in &[(512usize, 0usize), (4096, 0), (4096, 131_072 - 4096)] {
+            let pos = gpu.upload_i32(&[start as i32]).unwrap();
+            let us = time(3, &mut || attend(gpu, q.ptr(), qg.ptr(), t, pos.ptr(), &cache, &scratch, gated.ptr()).unwrap());
+            let mixer = time(3, &mut || {
+                attention_mixer(gpu, &w, x.ptr(), t, pos.ptr(), &cache, &scratch, out.ptr()).unwrap()
+            });
+            // Causal score+PV FLOPs: 4·d per (query head, visible key).
+            let pairs = (0..t).map(|i| (start + i + 1) as f64).sum::<f64>();
+            let tflops = pairs * (HEADS * HEAD_DIM * 4) as f64 / us as f64 / 1e6;
+            eprintln!("prefill attend T={t} at {start}: {us:.0} µs ({tflops:.0} TFLOP/s); whole mixer {mixer:.0} µs");
+        }
+    }
+
     #[test]
     fn split_count_fits_scratch() {
         assert_eq!(split_count(&DECODE, 1, 128), 198);

@@ -36,6 +36,8 @@ const SLOTS: usize = TOP_K + 1;
 const EXPERT_DIM: usize = 512;
 /// Token counts up to this use the GEMV kernels (each token streams its 9 experts' weights).
 pub const GEMV_MAX_T: usize = 4;
+/// Warps per block of the GEMV kernels (one output row each).
+const GEMV_WARPS: usize = 4;
 /// Rows per grouped-GEMM tile (`GEMM_BM` in the .cu files).
 const TILE_ROWS: usize = 64;
 /// Output columns per grouped-GEMM tile (`GEMM_BN`).
@@ -168,15 +170,15 @@ fn group(gpu: &Gpu, t: usize, l: &Layout) -> Result<()> {
 fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: DevPtr) -> Result<()> {
     gpu.launch(
         "moe_gate_up_gemv",
-        ((EXPERT_DIM / 8) as u32, SLOTS as u32, t as u32),
-        256,
+        ((EXPERT_DIM / GEMV_WARPS) as u32, SLOTS as u32, t as u32),
+        (32 * GEMV_WARPS) as u32,
         0,
         &[Arg::Ptr(x), Arg::Ptr(w.gate_up), Arg::Ptr(l.ids), Arg::Ptr(l.act)],
     )?;
     gpu.launch(
         "moe_down_gemv",
-        ((HIDDEN / 8) as u32, 1, t as u32),
-        256,
+        ((HIDDEN / GEMV_WARPS) as u32, 1, t as u32),
+        (32 * GEMV_WARPS) as u32,
         0,
         &[Arg::Ptr(l.act), Arg::Ptr(w.down), Arg::Ptr(l.ids), Arg::Ptr(l.weights), Arg::Ptr(out)],
     )
@@ -426,6 +428,41 @@ mod tests {
         let want = moe_forward(&f.cfg, &f.cpu, &x);
         check_block(t, true, &want, &x, 1e-2);
         check_block(t, false, &want, &x, 1e-4);
+    }
+
+    /// Times moe_block per path and token count. Prints only; run with --nocapture.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn moe_timings() {
+        use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+        let gpu = gpu();
+        let time = |reps: usize, f: &mut dyn FnMut()| -> f32 {
+            f();
+            gpu.sync().unwrap();
+            let start = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
+            for _ in 0..reps {
+                f();
+            }
+            let end = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
+            start.elapsed_ms(&end).unwrap() * 1000.0 / reps as f32
+        };
+        let f = fixture();
+        let t_max = 4096;
+        let x = gpu.upload(&bf16_bytes(&input(50, t_max))).unwrap();
+        let out = gpu.alloc(t_max * HIDDEN * 4).unwrap();
+        let scratch = Scratch::new(gpu, t_max).unwrap();
+        for &(t, grouped) in &[(1usize, false), (4, false), (4, true), (64, true), (512, true), (4096, true)] {
+            let reps = if t >= 512 { 5 } else { 200 };
+            let us = time(reps, &mut || moe_block_path(gpu, &f.gpu, x.ptr(), t, &scratch, out.ptr(), grouped).unwrap());
+            let path = if grouped { "grouped" } else { "gemv" };
+            // Decode floor: 9 experts x 3 x 512 x 2048 bf16 + the router, per token.
+            let bytes = (t * SLOTS * 3 * EXPERT_DIM * HIDDEN * 2 + EXPERTS * HIDDEN * 2) as f32;
+            eprintln!(
+                "moe_block t={t} ({path}): {us:.1} µs = {:.1} µs/token ({:.0} GB/s if every pair read its expert)",
+                us / t as f32,
+                bytes / us / 1e3
+            );
+        }
     }
 
     #[test]

@@ -5,9 +5,10 @@
 // [257, 2048, 512]. Routing comes from moe_router.cu as ids/weights [T, 9].
 //
 // Decode (few tokens): moe_gate_up_gemv and moe_down_gemv stream the selected experts' weights
-// once, with 16-byte loads. Prefill: the (token, slot) pairs are grouped by expert (moe_plan,
-// moe_permute) and the grouped GEMMs below run on the tensor cores (mma.sync bf16, f32 accumulate)
-// over (expert tile of 64 rows) x (column tile); tiles past the device-side tile count exit.
+// once, as 16-byte cp.async pieces all in flight at once. Prefill: the (token, slot) pairs are
+// grouped by expert (moe_plan, moe_permute) and the grouped GEMMs below run on the tensor cores
+// (mma.sync bf16, f32 accumulate) over (expert tile of 64 rows) x (column tile); tiles past the
+// device-side tile count exit.
 
 #define SLOTS (TOP_K + 1)
 #define GEMM_BM 64      // rows per tile: equals GEMM_BM in moe_router.cu and TILE_ROWS in moe.rs
@@ -19,30 +20,59 @@
 // ---------------------------------------------------------------------------------------------
 // Decode
 
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    const int n = valid ? 16 : 0;  // 0 source bytes: the 16 destination bytes are zero-filled
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// Σ_i w[i] * x[i] for 8 bf16 weights packed in a uint4.
+__device__ __forceinline__ float dot8(uint4 w, const float x[8]) {
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&w);
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 f = __bfloat1622float2(h[i]);
+        acc += f.x * x[2 * i] + f.y * x[2 * i + 1];
+    }
+    return acc;
+}
+
+// The GEMVs stage each warp's weight rows in shared memory with cp.async: every 16-byte piece is
+// requested before the first is used (plain loads get sunk next to their use by the compiler,
+// leaving only a few in flight), and each lane reads back only the pieces it copied itself.
+
 // act[t, slot, i] = silu(gate_e[i]·x_t) * (up_e[i]·x_t), e = ids[t, slot]. f32 [T, 9, 512].
-// Grid (512/8, 9, T), 256 threads: one warp per intermediate row i (its gate and up rows).
-extern "C" __global__ void __launch_bounds__(256)
+// Grid (512/4, 9, T), 128 threads: one warp per intermediate row i (its gate and up rows, 8 KB).
+extern "C" __global__ void __launch_bounds__(128)
     moe_gate_up_gemv(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ ids,
                      float* __restrict__ act) {
+    __shared__ __align__(16) bf16 w_s[4][2][HIDDEN];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int i = blockIdx.x * 8 + warp, slot = blockIdx.y, t = blockIdx.z;
+    const int i = blockIdx.x * 4 + warp, slot = blockIdx.y, t = blockIdx.z;
     const int e = ids[t * SLOTS + slot];
     const bf16* wg = gate_up + ((size_t)e * 2 * EXPERT_DIM + i) * HIDDEN;
     const bf16* wu = wg + (size_t)EXPERT_DIM * HIDDEN;
+#pragma unroll
+    for (int j = 0; j < HIDDEN / 256; j++) {
+        const int col = j * 256 + lane * 8;
+        cp_async16(&w_s[warp][0][col], wg + col, true);
+        cp_async16(&w_s[warp][1][col], wu + col, true);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
     const bf16* xt = x + (size_t)t * HIDDEN;
     float g = 0.f, u = 0.f;
 #pragma unroll
     for (int j = 0; j < HIDDEN / 256; j++) {
         const int col = j * 256 + lane * 8;
-        float xv[8], gv[8], uv[8];
+        float xv[8];
         load8(xt + col, xv);
-        load8(wg + col, gv);
-        load8(wu + col, uv);
-#pragma unroll
-        for (int q = 0; q < 8; q++) {
-            g += gv[q] * xv[q];
-            u += uv[q] * xv[q];
-        }
+        g += dot8(*reinterpret_cast<const uint4*>(&w_s[warp][0][col]), xv);
+        u += dot8(*reinterpret_cast<const uint4*>(&w_s[warp][1][col]), xv);
     }
     g = warp_sum(g);
     u = warp_sum(u);
@@ -50,30 +80,35 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 
 // out[t, c] = Σ_slot weights[t, slot] · (down_e[c] · act[t, slot]). f32 [T, 2048] (overwritten).
-// Grid (2048/8, 1, T), 256 threads: one warp per output column c.
-extern "C" __global__ void __launch_bounds__(256)
+// Grid (2048/4, 1, T), 128 threads: one warp per output column c (9 rows of 1 KB).
+extern "C" __global__ void __launch_bounds__(128)
     moe_down_gemv(const float* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ ids,
                   const float* __restrict__ weights, float* __restrict__ out) {
-    __shared__ __align__(16) float a_s[SLOTS * EXPERT_DIM];
+    __shared__ __align__(16) bf16 w_s[4][SLOTS][EXPERT_DIM];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int c = blockIdx.x * 8 + warp, t = blockIdx.z;
-    for (int i = threadIdx.x; i < SLOTS * EXPERT_DIM; i += blockDim.x) a_s[i] = act[(size_t)t * SLOTS * EXPERT_DIM + i];
-    __syncthreads();
-    float acc = 0.f;
+    const int c = blockIdx.x * 4 + warp, t = blockIdx.z;
 #pragma unroll
     for (int slot = 0; slot < SLOTS; slot++) {
-        const int e = ids[t * SLOTS + slot];
-        const bf16* row = down + ((size_t)e * HIDDEN + c) * EXPERT_DIM;
-        float part = 0.f;
+        const bf16* row = down + ((size_t)ids[t * SLOTS + slot] * HIDDEN + c) * EXPERT_DIM;
 #pragma unroll
         for (int j = 0; j < EXPERT_DIM / 256; j++) {
             const int col = j * 256 + lane * 8;
-            float wv[8];
-            load8(row + col, wv);
-            const float4 a0 = *reinterpret_cast<const float4*>(a_s + slot * EXPERT_DIM + col);
-            const float4 a1 = *reinterpret_cast<const float4*>(a_s + slot * EXPERT_DIM + col + 4);
-            part += wv[0] * a0.x + wv[1] * a0.y + wv[2] * a0.z + wv[3] * a0.w;
-            part += wv[4] * a1.x + wv[5] * a1.y + wv[6] * a1.z + wv[7] * a1.w;
+            cp_async16(&w_s[warp][slot][col], row + col, true);
+        }
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    float acc = 0.f;
+#pragma unroll
+    for (int slot = 0; slot < SLOTS; slot++) {
+        const float* a = act + ((size_t)t * SLOTS + slot) * EXPERT_DIM + lane * 8;
+        float part = 0.f;
+#pragma unroll
+        for (int j = 0; j < EXPERT_DIM / 256; j++) {
+            const float4 a0 = __ldg(reinterpret_cast<const float4*>(a + j * 256));
+            const float4 a1 = __ldg(reinterpret_cast<const float4*>(a + j * 256 + 4));
+            const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            part += dot8(*reinterpret_cast<const uint4*>(&w_s[warp][slot][j * 256 + lane * 8]), av);
         }
         acc += weights[t * SLOTS + slot] * part;
     }
@@ -83,15 +118,6 @@ extern "C" __global__ void __launch_bounds__(256)
 
 // ---------------------------------------------------------------------------------------------
 // Prefill: grouped GEMMs
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    const int n = valid ? 16 : 0;  // 0 source bytes: the 16 destination bytes are zero-filled
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
 __device__ __forceinline__ uint32_t ld_smem32(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
