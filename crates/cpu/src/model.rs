@@ -87,7 +87,7 @@ impl Backend for CpuModel {
         &self.config
     }
 
-    fn new_state(&self) -> CpuState {
+    fn new_state(&self) -> Result<CpuState> {
         let layers = self
             .config
             .layer_types
@@ -97,7 +97,7 @@ impl Backend for CpuModel {
                 LayerKind::FullAttention => LayerState::FullAttention(KvCache::default()),
             })
             .collect();
-        CpuState { position: 0, layers }
+        Ok(CpuState { position: 0, layers })
     }
 
     fn position(&self, state: &CpuState) -> usize {

@@ -62,7 +62,7 @@ fn compare(what: &str, ours: &[f32], hf: &[f32], vocab: usize) -> f32 {
 fn prefill_all(name: &str) {
     let (m, r) = (model(name), reference(name));
     let vocab = m.config.vocab_size;
-    let mut state = m.new_state();
+    let mut state = m.new_state().unwrap();
     let logits = m.prefill(&mut state, &r.tokens, Logits::All).unwrap();
     let worst = compare(&format!("{name} prefill"), &logits, &r.logits, vocab);
     eprintln!("{name}: one prefill of {} tokens, worst relative error {worst:.2e}", r.tokens.len());
@@ -73,7 +73,7 @@ fn prefill_then_decode(name: &str, boundaries: &[usize]) {
     let (m, r) = (model(name), reference(name));
     let vocab = m.config.vocab_size;
     for &n in boundaries {
-        let mut state = m.new_state();
+        let mut state = m.new_state().unwrap();
         let mut logits = m.prefill(&mut state, &r.tokens[..n], Logits::All).unwrap();
         for &t in &r.tokens[n..] {
             logits.extend(m.decode(&mut state, t).unwrap());
@@ -110,7 +110,7 @@ fn tiny_b_prefill_then_decode_matches_hf() {
 #[test]
 fn chunked_prefill_calls_match_hf() {
     let (m, r) = (model("tiny-b"), reference("tiny-b"));
-    let mut state = m.new_state();
+    let mut state = m.new_state().unwrap();
     let mut logits = Vec::new();
     for piece in [&r.tokens[..10], &r.tokens[10..100], &r.tokens[100..]] {
         logits.extend(m.prefill(&mut state, piece, Logits::All).unwrap());
@@ -123,7 +123,7 @@ fn chunked_prefill_calls_match_hf() {
 fn last_logits_is_last_row() {
     let (m, r) = (model("tiny-a"), reference("tiny-a"));
     let vocab = m.config.vocab_size;
-    let mut state = m.new_state();
+    let mut state = m.new_state().unwrap();
     let last = m.prefill(&mut state, &r.tokens[..20], Logits::Last).unwrap();
     assert_eq!(last.len(), vocab);
     compare("tiny-a last row", &last, &r.logits[19 * vocab..20 * vocab], vocab);
@@ -132,7 +132,7 @@ fn last_logits_is_last_row() {
 #[test]
 fn out_of_range_token_is_an_error() {
     let m = model("tiny-a");
-    let mut state = m.new_state();
+    let mut state = m.new_state().unwrap();
     let err = m.prefill(&mut state, &[1, 512], Logits::All).unwrap_err();
     assert!(format!("{err:#}").contains("512"), "{err:#}");
     assert_eq!(state.position, 0, "a refused prefill must not advance the state");

@@ -33,8 +33,8 @@ pub struct CudaModel {
     pub max_seq: usize,
     scratch: Scratch,
     io: Io,
-    /// The decode step's graph and the state it was captured for (buffers are baked in).
-    graph: RefCell<Option<(DevPtr, cudarc::driver::CudaGraph)>>,
+    /// The decode step's graph and the id of the state it was captured for (its buffers are baked in).
+    graph: RefCell<Option<(u64, cudarc::driver::CudaGraph)>>,
 }
 
 /// The forward pass's own buffers, sized for PREFILL_CHUNK tokens.
@@ -55,6 +55,8 @@ struct Io {
 
 /// One sequence on the GPU.
 pub struct CudaState {
+    /// Unique per allocation: the key of the decode graph captured for this state's buffers.
+    id: u64,
     pub position: usize,
     /// i32 on the device: the position the next token is written at.
     pub pos: DevBuf,
@@ -135,7 +137,7 @@ impl CudaModel {
     /// One decode step on the device: reads the token id at `io.ids[0]`, writes logits to
     /// `io.logits` and the argmax back to `io.ids[0]`. Captured once per state, then replayed.
     fn decode_step_on_device(&self, state: &CudaState) -> Result<()> {
-        let key = state.pos.ptr();
+        let key = state.id;
         let mut graph = self.graph.borrow_mut();
         if graph.as_ref().map(|(k, _)| *k) != Some(key) {
             *graph = None;
@@ -185,8 +187,23 @@ impl Backend for CudaModel {
         &self.config
     }
 
-    fn new_state(&self) -> CudaState {
-        self.try_new_state().unwrap_or_else(|e| panic!("cannot allocate a sequence on the GPU: {e:#}"))
+    fn new_state(&self) -> Result<CudaState> {
+        self.try_new_state()
+    }
+
+    fn snapshot(&self, state: &CudaState) -> Option<CudaState> {
+        self.copy_state(state).ok()
+    }
+
+    fn state_bytes(&self, state: &CudaState) -> usize {
+        state
+            .layers
+            .iter()
+            .map(|l| match l {
+                LayerStateGpu::GatedDeltaNet(s) => s.conv.bytes + s.recurrent.bytes,
+                LayerStateGpu::FullAttention(kv) => kv.keys.bytes + kv.values.bytes,
+            })
+            .sum()
     }
 
     fn position(&self, state: &CudaState) -> usize {
@@ -243,7 +260,23 @@ impl CudaModel {
                 MixerGpu::FullAttention(_) => Ok(LayerStateGpu::FullAttention(KvCacheGpu::new(&self.gpu, self.max_seq)?)),
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(CudaState { position: 0, pos: self.gpu.upload_i32(&[0])?, layers })
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(CudaState { id, position: 0, pos: self.gpu.upload_i32(&[0])?, layers })
+    }
+
+    /// An independent copy of `state` on the device (the server's prefix cache).
+    pub fn copy_state(&self, state: &CudaState) -> Result<CudaState> {
+        let copy = self.try_new_state()?;
+        for (dst, src) in copy.layers.iter().zip(&state.layers) {
+            match (dst, src) {
+                (LayerStateGpu::GatedDeltaNet(d), LayerStateGpu::GatedDeltaNet(s)) => d.copy_from(&self.gpu, s)?,
+                (LayerStateGpu::FullAttention(d), LayerStateGpu::FullAttention(s)) => d.copy_from(&self.gpu, s, state.position)?,
+                _ => bail!("state layers disagree"),
+            }
+        }
+        self.gpu.write(copy.pos.ptr(), &(state.position as i32).to_le_bytes())?;
+        Ok(CudaState { position: state.position, ..copy })
     }
 
     /// Empties a sequence without reallocating it (its buffers, and so a captured decode graph,
@@ -251,8 +284,7 @@ impl CudaModel {
     pub fn reset(&self, state: &mut CudaState) -> Result<()> {
         for layer in &state.layers {
             if let LayerStateGpu::GatedDeltaNet(s) = layer {
-                self.gpu.zero(s.conv.ptr(), s.conv.bytes)?;
-                self.gpu.zero(s.recurrent.ptr(), s.recurrent.bytes)?;
+                s.reset(&self.gpu)?;
             }
         }
         self.gpu.write(state.pos.ptr(), &0i32.to_le_bytes())?;

@@ -20,8 +20,8 @@ pub trait Backend {
 
     fn config(&self) -> &ModelConfig;
 
-    /// An empty sequence.
-    fn new_state(&self) -> Self::State;
+    /// An empty sequence (fails when the backend has no memory left for one).
+    fn new_state(&self) -> Result<Self::State>;
 
     /// Number of tokens the sequence holds.
     fn position(&self, state: &Self::State) -> usize;

@@ -29,9 +29,9 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
     let (mut state, mut logits, cached) = match cache.longest_prefix(prompt) {
         Some(hit) => match cx.backend.snapshot(&hit.state) {
             Some(state) => (state, hit.logits.clone(), hit.tokens.len()),
-            None => (cx.backend.new_state(), Vec::new(), 0),
+            None => (cx.backend.new_state()?, Vec::new(), 0),
         },
-        None => (cx.backend.new_state(), Vec::new(), 0),
+        None => (cx.backend.new_state()?, Vec::new(), 0),
     };
     metrics.prompt_tokens.fetch_add(prompt.len() as u64, Relaxed);
     metrics.cached_prompt_tokens.fetch_add(cached as u64, Relaxed);

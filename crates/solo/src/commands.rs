@@ -98,7 +98,7 @@ fn generate<B: Backend>(
     mut sampler: Sampler,
     max_tokens: usize,
 ) -> Result<()> {
-    let mut state = model.new_state();
+    let mut state = model.new_state()?;
     let started = Instant::now();
     let mut logits = prefill_chunked(model, &mut state, prompt)?;
     let prefill_secs = started.elapsed().as_secs_f64();
@@ -181,7 +181,7 @@ fn print_logits<B: Backend>(model: &B, tokens: &[u32], n: usize, file: Option<&P
     if let Some(bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
         bail!("token id {bad} is out of range: the vocabulary has {vocab} entries");
     }
-    let mut state = model.new_state();
+    let mut state = model.new_state()?;
     let mut rows = model.prefill(&mut state, &tokens[..n], Logits::All)?;
     for &token in &tokens[n..] {
         rows.extend(model.decode(&mut state, token)?);
@@ -222,7 +222,7 @@ pub fn perplexity(dir: &Path, text_file: &Path, backend: BackendChoice) -> Resul
 /// Mean −log p(token i+1 | tokens ..=i) over the sequence, prefilled in chunks.
 fn mean_nll<B: Backend>(model: &B, tokens: &[u32]) -> Result<f64> {
     let vocab = model.config().vocab_size;
-    let mut state = model.new_state();
+    let mut state = model.new_state()?;
     let mut nll_sum = 0.0f64;
     // Row i of each chunk's logits predicts the token after chunk[i].
     for (c, chunk) in tokens.chunks(PREFILL_CHUNK).enumerate() {

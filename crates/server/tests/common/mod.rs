@@ -99,8 +99,8 @@ impl Backend for Scripted {
         &self.config
     }
 
-    fn new_state(&self) -> ScriptedState {
-        ScriptedState { tokens: vec![], script: None, step: 0 }
+    fn new_state(&self) -> Result<ScriptedState> {
+        Ok(ScriptedState { tokens: vec![], script: None, step: 0 })
     }
 
     fn position(&self, state: &ScriptedState) -> usize {
