@@ -29,8 +29,6 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
-__device__ __forceinline__ uint32_t ld_smem32(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
-
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t*>(&v);
@@ -44,6 +42,15 @@ __device__ __forceinline__ void mma_bf16(float d[4], uint32_t a0, uint32_t a1, u
         "{%0,%1,%2,%3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Four 8x8 bf16 matrices from shared memory (lane i gives the row address of matrix i/8): lane
+// (g, tq) receives elements (g, 2tq) and (g, 2tq+1) of each, the mma fragment layout.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const bf16* p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(s));
 }
 
 // Four 8x8 bf16 matrices from shared memory, transposed (lane i gives the row address of matrix i/8).
@@ -139,17 +146,21 @@ __device__ __forceinline__ void attend(const bf16* __restrict__ q, const bf16* _
             float s[NT][4];
 #pragma unroll
             for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-            const bf16* qa = Qs + (warp * 16 + g) * KV_STRIDE + 2 * tq;
+            // ldmatrix row addresses. Q (A operand): matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15)
+            // in a0..a3 order. K (B operand, two 8-position column tiles per load): matrices
+            // (positions 0-7: k 0-7, k 8-15 | positions 8-15: k 0-7, k 8-15) = b0, b1 of tile n, n+1.
+            const bf16* qa = Qs + (warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * KV_STRIDE + (lane >> 4) * 8;
+            const bf16* kb = Kt + ((lane & 7) + (lane >> 4) * 8) * KV_STRIDE + ((lane >> 3) & 1) * 8;
 #pragma unroll
             for (int kk = 0; kk < HEAD_DIM / 16; kk++) {
-                const uint32_t a0 = ld_smem32(qa + kk * 16);
-                const uint32_t a1 = ld_smem32(qa + 8 * KV_STRIDE + kk * 16);
-                const uint32_t a2 = ld_smem32(qa + kk * 16 + 8);
-                const uint32_t a3 = ld_smem32(qa + 8 * KV_STRIDE + kk * 16 + 8);
+                uint32_t a0, a1, a2, a3;
+                ldmatrix_x4(a0, a1, a2, a3, qa + kk * 16);
 #pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    const bf16* kb = Kt + (n * 8 + g) * KV_STRIDE + kk * 16 + 2 * tq;
-                    mma_bf16(s[n], a0, a1, a2, a3, ld_smem32(kb), ld_smem32(kb + 8));
+                for (int n = 0; n < NT; n += 2) {
+                    uint32_t b0, b1, b2, b3;
+                    ldmatrix_x4(b0, b1, b2, b3, kb + n * 8 * KV_STRIDE + kk * 16);
+                    mma_bf16(s[n], a0, a1, a2, a3, b0, b1);
+                    mma_bf16(s[n + 1], a0, a1, a2, a3, b2, b3);
                 }
             }
             // Scale, mask, running max.

@@ -119,7 +119,14 @@ extern "C" __global__ void __launch_bounds__(128)
 // ---------------------------------------------------------------------------------------------
 // Prefill: grouped GEMMs
 
-__device__ __forceinline__ uint32_t ld_smem32(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
+// Four 8x8 bf16 matrices from shared memory (lane i gives the row address of matrix i/8): lane
+// (g, tq) receives elements (g, 2tq) and (g, 2tq+1) of each, the mma fragment layout.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const bf16* p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(s));
+}
 
 // d += a * b for a 16x16 (row-major) by 16x8 (column-major) bf16 tile, f32 accumulators.
 __device__ __forceinline__ void mma_bf16(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
@@ -140,7 +147,7 @@ __device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const b
                                           bf16* As, bf16* Bs, float (&acc)[NT][4]) {
     constexpr int KT = K / GEMM_BK;
     constexpr int B_ROWS = 8 * NT;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int prow = tid >> 3, pcol = (tid & 7) * 8;
     auto load_stage = [&](int kt, int s) {
         const int k0 = kt * GEMM_BK;
@@ -162,18 +169,21 @@ __device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const b
         if (kt + GEMM_STAGES - 1 < KT) load_stage(kt + GEMM_STAGES - 1, (kt + GEMM_STAGES - 1) % GEMM_STAGES);
         cp_async_commit();
         const int s = kt % GEMM_STAGES;
-        const bf16* at = As + s * GEMM_BM * AS_STRIDE + (warp * 16 + g) * AS_STRIDE + 2 * tq;
-        const bf16* bt = Bs + s * B_ROWS * AS_STRIDE + g * AS_STRIDE + 2 * tq;
+        // ldmatrix row addresses: A as matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) = a0..a3; B two
+        // 8-row column tiles per load: (rows 0-7: k 0-7, k 8-15 | rows 8-15: ...) = b0, b1 of n, n+1.
+        const bf16* at = As + s * GEMM_BM * AS_STRIDE + (warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * AS_STRIDE +
+                         (lane >> 4) * 8;
+        const bf16* bt = Bs + s * B_ROWS * AS_STRIDE + ((lane & 7) + (lane >> 4) * 8) * AS_STRIDE + ((lane >> 3) & 1) * 8;
 #pragma unroll
         for (int kk = 0; kk < GEMM_BK / 16; kk++) {
-            const uint32_t a0 = ld_smem32(at + kk * 16);
-            const uint32_t a1 = ld_smem32(at + 8 * AS_STRIDE + kk * 16);
-            const uint32_t a2 = ld_smem32(at + kk * 16 + 8);
-            const uint32_t a3 = ld_smem32(at + 8 * AS_STRIDE + kk * 16 + 8);
+            uint32_t a0, a1, a2, a3;
+            ldmatrix_x4(a0, a1, a2, a3, at + kk * 16);
 #pragma unroll
-            for (int n = 0; n < NT; n++) {
-                const bf16* b = bt + n * 8 * AS_STRIDE + kk * 16;
-                mma_bf16(acc[n], a0, a1, a2, a3, ld_smem32(b), ld_smem32(b + 8));
+            for (int n = 0; n < NT; n += 2) {
+                uint32_t b0, b1, b2, b3;
+                ldmatrix_x4(b0, b1, b2, b3, bt + n * 8 * AS_STRIDE + kk * 16);
+                mma_bf16(acc[n], a0, a1, a2, a3, b0, b1);
+                mma_bf16(acc[n + 1], a0, a1, a2, a3, b2, b3);
             }
         }
     }
