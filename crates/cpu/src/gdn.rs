@@ -106,8 +106,8 @@ pub fn gdn_forward(
     let norm_w = w.norm.to_f32();
     let mut o = vec![0.0f32; t_len * hv * dv];
     for t in 0..t_len {
-        for h in 0..hv {
-            let src = &per_head[h][t * dv..(t + 1) * dv];
+        for (h, head_out) in per_head.iter().enumerate() {
+            let src = &head_out[t * dv..(t + 1) * dv];
             let at = (t * hv + h) * dv;
             let inv = inv_rms(src, cfg.rms_norm_eps);
             for c in 0..dv {
@@ -208,12 +208,13 @@ pub fn delta_rule_chunked(x: &HeadInputs, s: &mut [f32]) -> Vec<f32> {
         let q = |i: usize| &x.q[(start + i) * dk..][..dk];
         let beta = |i: usize| x.beta[start + i];
 
-        let mut gamma = vec![0.0f32; len];
-        let mut acc = 0.0;
-        for i in 0..len {
-            acc += x.g[start + i];
-            gamma[i] = acc;
-        }
+        let gamma: Vec<f32> = x.g[start..start + len]
+            .iter()
+            .scan(0.0f32, |acc, g| {
+                *acc += g;
+                Some(*acc)
+            })
+            .collect();
         let decay = |i: usize, j: usize| (gamma[i] - gamma[j]).exp();
 
         // Forward substitution for U [len, dv] and W [len, dk]: row i subtracts Σ_{j<i} A_ij row j.

@@ -93,7 +93,7 @@ fn read_weight_map(index_path: &Path) -> Result<BTreeMap<String, String>> {
 fn check_index_matches(index_path: &Path, tensors: &BTreeMap<String, StoredTensor>) -> Result<()> {
     for (name, file) in read_weight_map(index_path)? {
         match tensors.get(&name) {
-            Some(t) if &t.file == &file => {}
+            Some(t) if t.file == file => {}
             Some(t) => bail!(
                 "{}: tensor `{name}` is listed in {file} but stored in {}",
                 index_path.display(),

@@ -288,14 +288,14 @@ impl ModelConfig {
                 bail!("{key} is 0");
             }
         }
-        if self.num_attention_heads % self.num_key_value_heads != 0 {
+        if !self.num_attention_heads.is_multiple_of(self.num_key_value_heads) {
             bail!(
                 "num_attention_heads {} is not a multiple of num_key_value_heads {}",
                 self.num_attention_heads,
                 self.num_key_value_heads
             );
         }
-        if self.linear_num_value_heads % self.linear_num_key_heads != 0 {
+        if !self.linear_num_value_heads.is_multiple_of(self.linear_num_key_heads) {
             bail!(
                 "linear_num_value_heads {} is not a multiple of linear_num_key_heads {}",
                 self.linear_num_value_heads,
@@ -310,7 +310,7 @@ impl ModelConfig {
             );
         }
         let rot = self.rotary_dim();
-        if rot == 0 || rot % 2 != 0 || rot > self.head_dim {
+        if rot == 0 || !rot.is_multiple_of(2) || rot > self.head_dim {
             bail!(
                 "rotary dim {rot} (head_dim {} × partial_rotary_factor {}) must be even and within the head",
                 self.head_dim,

@@ -49,7 +49,7 @@ impl Sampler {
             .map_or(probs.len(), |i| i + 1);
         let kept = &probs[..keep];
         let total: f32 = kept.iter().sum();
-        let r = (self.rng.next() >> 40) as f32 / (1u64 << 24) as f32 * total;
+        let r = self.rng.next_f32() * total;
         let mut acc = 0.0;
         for (i, p) in kept.iter().enumerate() {
             acc += p;
@@ -116,12 +116,17 @@ pub fn logprobs(logits: &[f32], token: u32, top: usize) -> (f32, Vec<(u32, f32)>
 pub struct SplitMix(pub u64);
 
 impl SplitMix {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1), from the top 24 bits.
+    pub fn next_f32(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
     }
 }
 

@@ -38,7 +38,7 @@ pub struct App {
 impl App {
     /// Fresh randomness for ids and default seeds.
     pub fn random(&self) -> u64 {
-        self.rng.lock().unwrap_or_else(|e| e.into_inner()).next()
+        self.rng.lock().unwrap_or_else(|e| e.into_inner()).next_u64()
     }
 
     pub fn response_id(&self, prefix: &str) -> String {

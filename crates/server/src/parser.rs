@@ -324,7 +324,7 @@ fn partial_tag_suffix(text: &str, tag: &str) -> usize {
 /// `call_` and 24 alphanumerics, like OpenAI's.
 fn call_id(rng: &mut SplitMix) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let id: String = (0..24).map(|_| ALPHABET[(rng.next() % ALPHABET.len() as u64) as usize] as char).collect();
+    let id: String = (0..24).map(|_| ALPHABET[(rng.next_u64() % ALPHABET.len() as u64) as usize] as char).collect();
     format!("call_{id}")
 }
 

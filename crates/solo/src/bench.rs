@@ -126,5 +126,5 @@ fn median(v: &[f64]) -> f64 {
 /// Deterministic token ids spread over the ordinary vocabulary.
 fn synthetic_prompt(len: usize, vocab: usize) -> Vec<u32> {
     let mut rng = SplitMix(len as u64);
-    (0..len).map(|_| (rng.next() % (vocab as u64).min(200_000)) as u32).collect()
+    (0..len).map(|_| (rng.next_u64() % (vocab as u64).min(200_000)) as u32).collect()
 }

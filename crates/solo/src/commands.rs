@@ -20,7 +20,7 @@ const CUDA_MAX_SEQ: usize = 32_768;
 
 /// A loaded model on either backend.
 pub enum Engine {
-    Cpu(CpuModel),
+    Cpu(Box<CpuModel>),
     Cuda(Box<CudaModel>),
 }
 
@@ -28,7 +28,10 @@ pub enum Engine {
 macro_rules! with_engine {
     ($engine:expr, $m:ident => $body:expr) => {
         match $engine {
-            Engine::Cpu($m) => $body,
+            Engine::Cpu($m) => {
+                let $m = &**$m;
+                $body
+            }
             Engine::Cuda($m) => {
                 let $m = &**$m;
                 $body
@@ -49,7 +52,7 @@ pub fn load_engine(dir: &Path, choice: BackendChoice) -> Result<Engine> {
     Ok(if cuda {
         Engine::Cuda(Box::new(solo_cuda::load(dir, CUDA_MAX_SEQ)?))
     } else {
-        Engine::Cpu(solo_cpu::load(dir)?)
+        Engine::Cpu(Box::new(solo_cpu::load(dir)?))
     })
 }
 

@@ -109,7 +109,7 @@ pub fn write(dir: &Path) -> Result<()> {
 fn init_values(name: &str, shape: &[usize], seed: u64) -> Vec<f32> {
     let n: usize = shape.iter().product();
     let mut rng = SplitMix(seed.wrapping_add(0x5017_0000));
-    let mut uniform = move || (rng.next() >> 40) as f32 / (1u64 << 24) as f32; // [0, 1)
+    let mut uniform = move || rng.next_f32();
     if name.ends_with("A_log") {
         return (0..n).map(|_| (1.0 + 15.0 * uniform()).ln()).collect();
     }

@@ -23,7 +23,7 @@ pub fn linear(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<(
 }
 
 pub fn gemv(gpu: &Gpu, x: DevPtr, w: &Matrix, y: DevPtr) -> Result<()> {
-    ensure!(w.cols % 256 == 0, "gemv: input width {} is not a multiple of 256", w.cols);
+    ensure!(w.cols.is_multiple_of(256), "gemv: input width {} is not a multiple of 256", w.cols);
     let blocks = w.rows.div_ceil(ROWS_PER_BLOCK) as u32;
     gpu.launch(
         "gemv_bf16",

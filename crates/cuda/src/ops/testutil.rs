@@ -14,7 +14,7 @@ pub fn gpu() -> &'static Gpu {
 /// Seeded values uniform in [-scale, scale).
 pub fn random(seed: u64, n: usize, scale: f32) -> Vec<f32> {
     let mut rng = solo_model::sampler::SplitMix(seed);
-    (0..n).map(|_| scale * (2.0 * ((rng.next() >> 40) as f32 / (1u64 << 24) as f32) - 1.0)).collect()
+    (0..n).map(|_| scale * (2.0 * rng.next_f32() - 1.0)).collect()
 }
 
 /// Values rounded to bf16 (what the GPU sees when given bf16 inputs).
