@@ -48,6 +48,8 @@ pub struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     functions: HashMap<String, CudaFunction>,
+    /// Kernels whose dynamic shared-memory limit was already raised past 48 KB, and to what.
+    shared_limits: std::sync::Mutex<HashMap<String, u32>>,
     /// cuBLAS on the model's stream (prefill matrix products).
     pub blas: CudaBlas,
     pub name: String,
@@ -94,7 +96,7 @@ impl Gpu {
             }
         }
         let blas = CudaBlas::new(stream.clone()).map_err(|e| anyhow!("cannot start cuBLAS: {e:?}"))?;
-        Ok(Gpu { ctx, stream, functions, blas, name })
+        Ok(Gpu { ctx, stream, functions, shared_limits: Default::default(), blas, name })
     }
 
     /// A zeroed device allocation of `bytes` bytes.
@@ -164,11 +166,15 @@ impl Gpu {
     pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, shared_bytes: u32, args: &[Arg]) -> Result<()> {
         let func = self.functions.get(name).with_context(|| format!("no kernel named `{name}`"))?;
         if shared_bytes > 48 * 1024 {
-            func.set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                shared_bytes as i32,
-            )
-            .map_err(|e| anyhow!("{name}: cannot raise shared memory to {shared_bytes}: {e:?}"))?;
+            let mut limits = self.shared_limits.lock().unwrap_or_else(|e| e.into_inner());
+            if limits.get(name).is_none_or(|&raised| raised < shared_bytes) {
+                func.set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared_bytes as i32,
+                )
+                .map_err(|e| anyhow!("{name}: cannot raise shared memory to {shared_bytes}: {e:?}"))?;
+                limits.insert(name.to_string(), shared_bytes);
+            }
         }
         let cfg = LaunchConfig { grid_dim: grid, block_dim: (block, 1, 1), shared_mem_bytes: shared_bytes };
         let mut builder = self.stream.launch_builder(func);

@@ -122,6 +122,14 @@ pub fn check_real_widths(cfg: &ModelConfig) -> Result<()> {
             bail!("the CUDA backend runs only Qwen3.6-35B-A3B's widths: config {key} is {have}, the real model has {real} (use --backend cpu for other configs)");
         }
     }
+    // The kernels also hard-code these constants (RoPE base, the GDN gated-norm epsilon).
+    if cfg.rope_theta != 1e7 || cfg.rms_norm_eps != 1e-6 {
+        bail!(
+            "the CUDA backend runs only Qwen3.6-35B-A3B's constants: config rope_theta is {} and rms_norm_eps {}, the real model has 1e7 and 1e-6",
+            cfg.rope_theta,
+            cfg.rms_norm_eps
+        );
+    }
     Ok(())
 }
 

@@ -26,6 +26,7 @@ pub const SOURCE_ATTEND: Source = Source {
 const HEADS: usize = 16;
 const KV_HEADS: usize = 2;
 const HEAD_DIM: usize = 256;
+#[cfg(test)]
 const HIDDEN: usize = 2048;
 /// Streaming multiprocessors of an H200 (split-K aims to fill them).
 const SMS: usize = 132;
