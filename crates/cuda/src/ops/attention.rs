@@ -239,18 +239,6 @@ mod tests {
     use solo_model::weights::AttentionWeights;
     use solo_model::{ModelConfig, Tensor};
 
-    fn real_config() -> ModelConfig {
-        ModelConfig::from_json(
-            r#"{"model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": 4,
-                "vocab_size": 248320, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
-                "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
-                "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "num_experts": 256,
-                "num_experts_per_tok": 8, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
-                "full_attention_interval": 4,
-                "rope_parameters": {"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25}}"#,
-        )
-        .unwrap()
-    }
 
     /// Random attention weights at realistic scales, on the CPU and (the same bf16 values) on the GPU.
     fn random_weights(seed: u64) -> (AttentionWeights, AttentionGpu, Vec<DevBuf>) {
@@ -342,7 +330,7 @@ mod tests {
     #[ignore = "needs an NVIDIA GPU"]
     fn attention_mixer_matches_cpu() {
         let gpu = gpu();
-        let cfg = real_config();
+        let cfg = crate::synthetic::real_config(4);
         let (cpu_w, w, _bufs) = random_weights(10);
         let scratch = Scratch::new(gpu, 128).unwrap();
         let cache = KvCacheGpu::new(gpu, 512).unwrap();
@@ -371,7 +359,7 @@ mod tests {
     #[ignore = "needs an NVIDIA GPU"]
     fn attention_long_context_matches_cpu() {
         let gpu = gpu();
-        let cfg = real_config();
+        let cfg = crate::synthetic::real_config(4);
         let (cpu_w, w, _bufs) = random_weights(20);
         let scratch = Scratch::new(gpu, 64).unwrap();
         let start = 100_000;
@@ -394,7 +382,7 @@ mod tests {
     #[ignore = "needs an NVIDIA GPU"]
     fn qk_norm_rope_matches_cpu_at_large_positions() {
         let gpu = gpu();
-        let cfg = real_config();
+        let cfg = crate::synthetic::real_config(4);
         let (cpu_w, w, _bufs) = random_weights(30);
         let max_seq = 262_144;
         let cache = KvCacheGpu::new(gpu, max_seq).unwrap();
@@ -439,18 +427,8 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn attention_timings() {
-        use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
         let gpu = gpu();
-        let time = |reps: usize, f: &mut dyn FnMut()| -> f32 {
-            f();
-            gpu.sync().unwrap();
-            let start = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
-            for _ in 0..reps {
-                f();
-            }
-            let end = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
-            start.elapsed_ms(&end).unwrap() * 1000.0 / reps as f32
-        };
+        let time = time_us;
         let (_cpu_w, w, _bufs) = random_weights(40);
         let t_max = 4096;
         let max_seq = 131_072 + t_max;

@@ -405,19 +405,6 @@ mod tests {
         }
     }
 
-    /// The real GDN config with 4 layers (only the GDN widths matter here).
-    fn real_config() -> solo_model::ModelConfig {
-        solo_model::ModelConfig::from_json(
-            r#"{"model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": 4, "vocab_size": 248320,
-                "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "rope_theta": 10000000,
-                "partial_rotary_factor": 0.25, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
-                "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
-                "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512,
-                "shared_expert_intermediate_size": 512, "rms_norm_eps": 1e-6}"#,
-        )
-        .unwrap()
-    }
-
     /// The whole mixer against `solo_cpu::gdn::gdn_forward`: a 100-token prefill (chunked on the
     /// CPU), then 3 decode tokens (recurrent on the CPU), random weights of the real shapes.
     #[test]
@@ -425,7 +412,7 @@ mod tests {
     fn mixer_matches_cpu_forward() {
         use solo_model::{DType, Tensor};
         let gpu = gpu();
-        let cfg = real_config();
+        let cfg = crate::synthetic::real_config(4);
         let hidden = 2048;
         let bf = |shape: Vec<usize>, v: Vec<f32>| Tensor::from_f32_as_bf16(shape, &v);
         let c = consts(40);
@@ -506,18 +493,8 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn gdn_kernel_timings() {
-        use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
         let gpu = gpu();
-        let time = |reps: usize, f: &mut dyn FnMut()| -> f32 {
-            f();
-            gpu.sync().unwrap();
-            let start = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
-            for _ in 0..reps {
-                f();
-            }
-            let end = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
-            start.elapsed_ms(&end).unwrap() * 1000.0 / reps as f32
-        };
+        let time = time_us;
         let c = consts(50);
         let cg = upload_consts(&c);
         let t_max = 8192;

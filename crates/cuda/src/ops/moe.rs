@@ -221,18 +221,6 @@ mod tests {
     use solo_model::{ModelConfig, Tensor};
     use std::sync::OnceLock;
 
-    fn real_config() -> ModelConfig {
-        ModelConfig::from_json(
-            r#"{"model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": 4,
-                "vocab_size": 248320, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
-                "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
-                "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "num_experts": 256,
-                "num_experts_per_tok": 8, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
-                "full_attention_interval": 4,
-                "rope_parameters": {"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25}}"#,
-        )
-        .unwrap()
-    }
 
     struct Fixture {
         cfg: ModelConfig,
@@ -284,7 +272,7 @@ mod tests {
             };
             // The test weights live as long as the process.
             std::mem::forget(up.finish());
-            Fixture { cfg: real_config(), cpu, gpu: gpu_w }
+            Fixture { cfg: crate::synthetic::real_config(4), cpu, gpu: gpu_w }
         })
     }
 
@@ -434,18 +422,8 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn moe_timings() {
-        use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
         let gpu = gpu();
-        let time = |reps: usize, f: &mut dyn FnMut()| -> f32 {
-            f();
-            gpu.sync().unwrap();
-            let start = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
-            for _ in 0..reps {
-                f();
-            }
-            let end = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
-            start.elapsed_ms(&end).unwrap() * 1000.0 / reps as f32
-        };
+        let time = time_us;
         let f = fixture();
         let t_max = 4096;
         let x = gpu.upload(&bf16_bytes(&input(50, t_max))).unwrap();

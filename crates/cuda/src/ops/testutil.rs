@@ -47,3 +47,18 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
     eprintln!("{what}: relative error {e:.3e} (tolerance {tol:.0e})");
     assert!(e <= tol, "{what}: relative error {e:.3e} > {tol:.0e}");
 }
+
+/// Mean µs per call of `f` over `reps` back-to-back calls after one warm-up, timed with CUDA
+/// events on the model's stream (includes launch gaps; no graph).
+pub fn time_us(reps: usize, f: &mut dyn FnMut()) -> f32 {
+    use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+    let gpu = gpu();
+    f();
+    gpu.sync().unwrap();
+    let start = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
+    for _ in 0..reps {
+        f();
+    }
+    let end = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
+    start.elapsed_ms(&end).unwrap() * 1000.0 / reps as f32
+}
