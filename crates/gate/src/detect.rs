@@ -1,0 +1,1073 @@
+//! The detectors. Each works on the normalised text and reports byte ranges of it; shapes come
+//! from regular expressions, and a match is kept only when its checksum or validity rule holds
+//! and, for shapes that ordinary numbers also take, when a context word stands nearby.
+//! Overlaps go to the more specific type (a card number is not also a phone number).
+
+use crate::checks;
+use crate::normalize::{char_slice, Normalized};
+use crate::{EntityType, Span};
+use regex::Regex;
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+/// A finding in the normalised text (byte offsets).
+#[derive(Clone, Copy, Debug)]
+pub struct Hit {
+    pub start: usize,
+    pub end: usize,
+    pub kind: EntityType,
+}
+
+/// Higher wins an overlap.
+fn priority(kind: EntityType) -> u8 {
+    use EntityType::*;
+    match kind {
+        Secret => 13,
+        UrlCredentials => 12,
+        Card => 11,
+        Iban => 10,
+        Ssn => 9,
+        NationalId => 8,
+        Email => 7,
+        MacAddress => 6,
+        IpAddress => 5,
+        DateOfBirth => 4,
+        Phone => 3,
+        Address => 2,
+        Person => 1,
+    }
+}
+
+/// The name lists (from the `names-dataset` package, see scripts/gate/make_name_lists.py).
+pub struct Names {
+    pub first: HashSet<&'static str>,
+    pub last: HashSet<&'static str>,
+    /// Frequent words of several languages, lower case: a capitalised one is weak evidence.
+    pub common: HashSet<&'static str>,
+}
+
+pub fn names() -> &'static Names {
+    static NAMES: OnceLock<Names> = OnceLock::new();
+    NAMES.get_or_init(|| Names {
+        first: include_str!("../data/first_names.txt").lines().collect(),
+        last: include_str!("../data/last_names.txt").lines().collect(),
+        common: include_str!("../data/common_words.txt").lines().collect(),
+    })
+}
+
+const MONTHS: &str = "jan(?:uary|vier|uari|uar|\\.)?|feb(?:ruary|ruar|ruari|\\.)?|f[ée]vrier|mar(?:ch|s|\\.)?|m[äa]rz|maart|apr(?:il|ile|\\.)?|avril|abril|may|mai|mei|mayo|maggio|jun(?:e|i|io|\\.)?|juin|giugno|jul(?:y|i|\\.)?|juillet|julio|luglio|aug(?:ust|ustus|\\.)?|ao[uû]t|agosto|sep(?:t|tember|tembre|\\.)?|septiembre|settembre|oct(?:ober|obre|\\.)?|okt(?:ober)?|octubre|ottobre|nov(?:ember|embre|iembre|\\.)?|dec(?:ember|\\.)?|d[ée]cembre|dez(?:ember)?|diciembre|dicembre|enero|gennaio|febrero|febbraio|marzo|aprile|juni|junio|juli|gen\\.?|giu\\.?|lug\\.?|ago\\.?|set\\.?|ott\\.?|dic\\.?";
+
+fn month_number(word: &str) -> Option<u32> {
+    let w = word.trim_end_matches('.').to_lowercase();
+    let table: [(u32, &[&str]); 12] = [
+        (1, &["jan", "janv", "gen", "ene", "enero", "gennaio"]),
+        (2, &["feb", "fév", "fev", "febrero", "febbraio"]),
+        (3, &["mar", "mär", "maart", "marzo"]),
+        (4, &["apr", "avr", "abr"]),
+        (5, &["may", "mai", "mei", "mag", "mayo"]),
+        (6, &["jun", "juin", "giu"]),
+        (7, &["jul", "juil", "lug"]),
+        (8, &["aug", "aoû", "aou", "ago"]),
+        (9, &["sep", "set"]),
+        (10, &["oct", "okt", "ott"]),
+        (11, &["nov"]),
+        (12, &["dec", "déc", "dez", "dic"]),
+    ];
+    // "juillet"/"julio"/"juli" before "juin"/"jun": check longest prefixes first.
+    if w.starts_with("juil") || w.starts_with("jul") || w.starts_with("lug") {
+        return Some(7);
+    }
+    if w.starts_with("juin") || w.starts_with("jun") || w.starts_with("giu") {
+        return Some(6);
+    }
+    if w.starts_with("mai") && w != "mai" {
+        return None;
+    }
+    table.iter().find(|(_, ps)| ps.iter().any(|p| w.starts_with(p))).map(|(m, _)| *m)
+}
+
+const DOB_CONTEXT: &[&str] = &[
+    "born", "birth", "dob", "d.o.b", "b-day", "bday", "birthday", "née", "né le", "née le", "naissance", "geboren", "geb.",
+    "geburtsdatum", "geburtstag", "nacimiento", "nacido", "nacida", "nato il", "nata il", "nascita", "geboortedatum",
+    "aged", "age:",
+];
+
+const PHONE_CONTEXT: &[&str] = &[
+    "phone", "tel", "call", "mobile", "cell", "fax", "number", "contact", "reach", "text me", "whatsapp", "sms", "dial",
+    "ring", "hotline", "landline", "telefon", "handy", "rufnummer", "nummer", "téléphone", "portable", "joindre",
+    "numéro", "teléfono", "móvil", "movil", "llama", "telefono", "cellulare", "chiama", "numero", "bel ", "mobiel",
+];
+
+/// Words before a number that make it something other than a phone number.
+const NOT_PHONE_CONTEXT: &[&str] = &[
+    "order", "invoice", "ticket", "ref", "tracking", "serial", "sku", "isbn", "version", "build", "id ", "id:", "id#",
+    "#", "account", "acct", "case", "po ", "item", "part", "model", "batch", "lot ", "transaction", "txn", "receipt",
+    "confirmation", "booking", "issue", "pr ", "commit", "port", "pid", "uid", "gid", "hash", "checksum", "size",
+    "bytes", "iban", "card", "ssn", "bsn", "sin ",
+];
+
+const NAME_CONTEXT: &[&str] = &[
+    "my name is", "name is", "name:", "i am", "i'm", "dear", "hi", "hello", "thanks", "thank you", "regards,",
+    "regards", "sincerely", "signed", "cheers", "from:", "to:", "cc:", "patient", "customer", "employee", "client",
+    "called", "named", "contact", "mr", "mrs", "ms", "miss", "dr", "prof", "sir", "madam", "ich heiße", "ich bin",
+    "herr", "frau", "je m'appelle", "je suis", "m.", "mme", "mlle", "monsieur", "madame", "me llamo", "soy", "señor",
+    "señora", "sr.", "sra.", "mi chiamo", "sono", "signor", "signora", "mijn naam is", "ik ben", "meneer", "mevrouw",
+    "by", "with", "and", "or", "spoke to", "talked to", "met", "ask", "tell", "wife", "husband", "son", "daughter",
+    "mother", "father", "brother", "sister", "friend", "colleague", "manager", "boss", "neighbour", "neighbor",
+];
+
+const TITLES: &[&str] = &[
+    "Mr", "Mrs", "Ms", "Miss", "Mx", "Dr", "Prof", "Sir", "Dame", "Lady", "Lord", "Herr", "Frau", "Mme", "Mlle",
+    "Monsieur", "Madame", "Sr", "Sra", "Srta", "Señor", "Señora", "Don", "Doña", "Sig", "Sig.ra", "Signor", "Signora",
+    "Dott", "Dott.ssa", "Ing", "Avv", "Dhr", "Mevr", "Shri", "Smt",
+];
+
+const NAME_PARTICLES: &[&str] = &["van", "von", "der", "den", "de", "del", "della", "di", "da", "dos", "das", "du", "la", "le", "y", "zu", "ten", "ter", "bin", "al"];
+
+const STREET_SUFFIXES: &str = "Street|St|Avenue|Ave|Av|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|Ter|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Square|Sq|Trail|Trl|Crescent|Cres|Close|Grove|Gardens|Gdns|Row|Walk|Mews|Hill|Rise|View|Park|Green|Alley|Bypass|Causeway|Center|Centre|Corner|Cove|Creek|Crossing|Dale|Dam|Divide|Estate|Estates|Expressway|Extension|Falls|Ferry|Field|Fields|Flat|Flats|Ford|Forest|Forge|Forks|Fort|Freeway|Gateway|Glen|Harbor|Harbour|Haven|Heights|Hills|Hollow|Island|Islands|Isle|Junction|Key|Keys|Knoll|Knolls|Lake|Lakes|Landing|Light|Lights|Loaf|Lock|Locks|Lodge|Loop|Mall|Manor|Manors|Meadow|Meadows|Mill|Mills|Mission|Motorway|Mount|Mountain|Mountains|Neck|Orchard|Oval|Overpass|Pass|Path|Pike|Pine|Pines|Plain|Plains|Plaza|Point|Points|Port|Ports|Prairie|Radial|Ramp|Ranch|Rapid|Rapids|Rest|Ridge|Ridges|River|Route|Run|Shoal|Shoals|Shore|Shores|Skyway|Spring|Springs|Spur|Squares|Station|Stravenue|Stream|Streets|Summit|Throughway|Trace|Track|Trafficway|Tunnel|Turnpike|Underpass|Union|Unions|Valley|Valleys|Via|Viaduct|Views|Village|Villages|Ville|Vista|Walks|Wall|Ways|Well|Wells|Branch|Bridge|Brook|Brooks|Burg|Burgs|Camp|Canyon|Cape|Cliff|Cliffs|Club|Common|Commons|Corners|Course|Courts|Coves|Crest|Curve|Drives|Fall|Garden|Gateway|Glens|Greens|Groves|Harbors|Inlet|Junctions|Lane|Marg|Nagar|Road|Chowk|Gali|Bypass|Top|Side|End|Approach|Drove|Gate|Parade|Quay|Wharf|Wynd|Fold|Croft|Lea|Ley|Nook|Passage|Precinct|Promenade|Reach|Retreat";
+
+/// The compiled patterns.
+pub struct Detector {
+    pem: Regex,
+    token: Regex,
+    assign: Regex,
+    said: Regex,
+    url_creds: Regex,
+    email: Regex,
+    iban: Regex,
+    digits: Regex,
+    nino: Regex,
+    cf: Regex,
+    dni: Regex,
+    ipv4: Regex,
+    ipv6: Regex,
+    mac: Regex,
+    phone: Regex,
+    date_numeric: Regex,
+    date_words: Regex,
+    cap_word: Regex,
+    street_en: Regex,
+    street_eu: Regex,
+    street_de: Regex,
+    postal_city: Regex,
+    uk_postcode: Regex,
+}
+
+impl Default for Detector {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn re(s: &str) -> Regex {
+    Regex::new(s).unwrap_or_else(|e| panic!("bad pattern {s}: {e}"))
+}
+
+/// The character before byte `i` (or `None` at the start).
+fn before(s: &str, i: usize) -> Option<char> {
+    s[..i].chars().next_back()
+}
+
+fn after(s: &str, i: usize) -> Option<char> {
+    s[i..].chars().next()
+}
+
+fn word_char(c: Option<char>) -> bool {
+    c.is_some_and(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// A char boundary at or before `i`.
+fn floor(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The `window` bytes before `start`, lower case (ASCII), cut at a line start.
+fn ctx_before(lower: &str, start: usize, window: usize) -> &str {
+    let from = floor(lower, start.saturating_sub(window));
+    &lower[from..start]
+}
+
+fn ctx_after(lower: &str, end: usize, window: usize) -> &str {
+    let to = ceil(lower, end + window);
+    &lower[end..to]
+}
+
+fn has_any(hay: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| contains_word(hay, w))
+}
+
+/// `w` in `hay`, not inside a longer word on its left (suffixes may follow: "phones").
+fn contains_word(hay: &str, w: &str) -> bool {
+    let mut from = 0;
+    while let Some(i) = hay[from..].find(w) {
+        let at = from + i;
+        let first = w.chars().next().is_some_and(|c| c.is_alphanumeric());
+        if !first || !before(hay, at).is_some_and(|c| c.is_alphanumeric()) {
+            return true;
+        }
+        from = at + w.len();
+    }
+    false
+}
+
+impl Detector {
+    pub fn new() -> Detector {
+        let _ = names();
+        Detector {
+            pem: re(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+            token: re(concat!(
+                r"(?:AKIA|ASIA|ABIA|ACCA|AIDA|AROA)[0-9A-Z]{16}",
+                r"|gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255}|glpat-[A-Za-z0-9_-]{20,}",
+                r"|sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-)?[A-Za-z0-9_-]{20,}",
+                r"|xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,}",
+                r"|https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}",
+                r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,}",
+                r"|AIza[0-9A-Za-z_-]{35}|npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+                r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+            )),
+            assign: re(concat!(
+                r#"(?i)[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api_?key|apikey|access_?key|private_?key|credentials?|auth)"#,
+                r#"["']?\s*(?::=|=>|==?|:)\s*"#
+            )),
+            said: re(r"(?i)\b(?:password|passcode|passwort|kennwort|mot de passe|contraseña|pin)\s+(?:is|was|ist|est|es|è|:)\s+"),
+            url_creds: re(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://([^\s:/?#@]+):([^\s/?#@]+)@[A-Za-z0-9\[]"),
+            email: re(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24}"),
+            iban: re(r"(?i)[a-z]{2}[0-9]{2}[ -]?[a-z0-9]{4}"),
+            digits: re(r"[0-9]+(?:(?: |-|\. |\.)[0-9]+)*"),
+            nino: re(r"[A-Z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-D]"),
+            cf: re(r"[A-Z]{6}[0-9LMNPQRSTUV]{2}[A-EHLMPR-T][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z]"),
+            dni: re(r"[XYZ]?[0-9]{7,8}-?[A-Z]"),
+            ipv4: re(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?:/[0-9]{1,2})?"),
+            ipv6: re(r"[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:]*:[0-9A-Fa-f.:]*"),
+            mac: re(r"[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}"),
+            phone: re(concat!(
+                r"(?:\+|00)?\(?[0-9]{1,5}\)?",
+                r"(?:(?:[ .\-/]{1,2}|\s?\(0?[0-9]{0,4}\)\s?|\(0\))?[0-9]{1,6}){1,7}",
+                r"(?:\s*(?:x|ext\.?|extension|#)\s*[0-9]{1,6})?"
+            )),
+            date_numeric: re(r"[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}|[0-9]{1,2}[-/.][0-9]{1,2}[-/.](?:[0-9]{4}|[0-9]{2})"),
+            date_words: re(&format!(
+                r"(?i)(?:([0-9]{{1,2}})(?:st|nd|rd|th|er|º)?\.?\s+(?:of\s+|de\s+)?({MONTHS})\.?,?\s+(?:de\s+)?([0-9]{{4}})|({MONTHS})\.?\s+([0-9]{{1,2}})(?:st|nd|rd|th)?,?\s+([0-9]{{4}}))"
+            )),
+            cap_word: re(r"\p{Lu}[\p{Ll}'’]+(?:-\p{Lu}?[\p{Ll}]+)*\.?"),
+            street_en: re(&format!(
+                r"\b[0-9]{{1,6}}[A-Za-z]?,?\s+(?:[NSEW]\.?\s+)?(?:\p{{Lu}}[\p{{L}}'’-]*\.?\s+){{1,4}}(?:{STREET_SUFFIXES})\b\.?"
+            )),
+            street_eu: re(concat!(
+                r"(?i:\b[0-9]{1,5}[a-z]?,?\s+)?",
+                r"\b(?i:rue|avenue|av\.|boulevard|bd|chemin|allée|impasse|place|quai|route|cours|square|passage|",
+                r"calle|c/|avenida|avda\.|paseo|plaza|camino|carrer|carretera|ronda|glorieta|cuesta|callejón|rambla|travesía|",
+                r"via|viale|piazza|piazzale|corso|largo|vicolo|contrada|borgo|strada|rua|travessa|praça|alameda)",
+                r"\s+(?:(?i:de la|de l'|du|des|de|del|della|dei|di|da|d')\s*)?\p{Lu}[\p{L}'’-]*(?:\s+(?:\p{Lu}[\p{L}'’-]*|(?i:de|del|la|di|y)))*",
+                r"(?:,?\s+(?:n\.?\s*|nº\s*|no\.?\s*)?[0-9]{1,5}[a-zA-Z]?)?",
+            )),
+            street_de: re(concat!(
+                r"\b\p{Lu}[\p{L}-]*(?i:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer|steig|chaussee|pfad|markt|",
+                r"straat|laan|plein|gracht|kade|baan|dijk|singel|hof|pad|dreef|steeg|weg)\s+[0-9]{1,5}[a-zA-Z]?(?:[-/][0-9]{1,5})?",
+            )),
+            postal_city: re(concat!(
+                r"\b(?:\p{Lu}[\p{L}'’.-]*(?:\s\p{Lu}[\p{L}'’.-]*){0,3},\s*[A-Z]{2}\s+[0-9]{5}(?:-[0-9]{4})?",
+                r"|[0-9]{5},?\s+\p{Lu}[\p{L}'’-]+(?:[ -]\p{Lu}[\p{L}'’-]+){0,3}(?:\s\([A-Z]{2}\))?",
+                r"|[0-9]{4}\s?[A-Z]{2}\s+\p{Lu}[\p{L}'’-]+",
+                r"|\p{Lu}[\p{L}'’-]+,\s*[0-9]{5}",
+                r"|\p{Lu}[\p{L}'’-]+,\s*[A-Z]{2,3},\s*[0-9]{4}",
+                r"|\p{Lu}[\p{L}'’-]+,\s*[A-Z]{2}\s+[A-Z][0-9][A-Z]\s?[0-9][A-Z][0-9]",
+                r"|\p{Lu}[\p{L}'’-]+-[0-9]{6})",
+            )),
+            uk_postcode: re(r"\b[A-Z]{1,2}[0-9][A-Z0-9]? ?[0-9][ABD-HJLNP-UW-Z]{2}\b"),
+        }
+    }
+
+    /// Every span in `text`, in order, without overlaps.
+    pub fn detect(&self, text: &str) -> Vec<Span> {
+        let norm = Normalized::new(text);
+        let hits = self.hits(&norm.text);
+        to_spans(text, &norm, &hits)
+    }
+
+    /// Findings in a normalised text, overlaps resolved, sorted by start.
+    pub fn hits(&self, text: &str) -> Vec<Hit> {
+        let lower = text.to_ascii_lowercase();
+        let mut hits = Vec::new();
+        let mut push = |start: usize, end: usize, kind: EntityType| hits.push(Hit { start, end, kind });
+        self.secrets(text, &lower, &mut push);
+        self.emails(text, &mut push);
+        self.ibans(text, &mut push);
+        self.numbers(text, &lower, &mut push);
+        self.ids(text, &lower, &mut push);
+        self.network(text, &lower, &mut push);
+        self.phones(text, &lower, &mut push);
+        self.dates(text, &lower, &mut push);
+        self.addresses(text, &lower, &mut push);
+        self.persons(text, &lower, &mut push);
+        resolve(hits)
+    }
+
+    fn secrets(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+        for m in self.pem.find_iter(text) {
+            let end = match text[m.end()..].find("-----END ") {
+                Some(i) => {
+                    let close = m.end() + i + 9;
+                    text[close..].find("-----").map_or(text.len(), |j| close + j + 5)
+                }
+                None => text.len(),
+            };
+            push(m.start(), end, EntityType::Secret);
+        }
+        for m in self.token.find_iter(text) {
+            let s = m.as_str();
+            let boundary = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if boundary(before(text, m.start())) || (boundary(after(text, m.end())) && !s.starts_with("https://")) {
+                continue;
+            }
+            // Keys are random: mixed letters and digits (not "sk-my-project-name-here").
+            if s.starts_with("sk-") || s.starts_with("xox") {
+                let tail = s.rsplit('-').next().unwrap_or("");
+                let digits = s.bytes().filter(u8::is_ascii_digit).count();
+                if digits < 2 || tail.len() < 6 && !s.starts_with("xox") {
+                    continue;
+                }
+            }
+            push(m.start(), m.end(), EntityType::Secret);
+        }
+        for m in self.url_creds.captures_iter(text) {
+            let (user, pass) = (m.get(1).unwrap(), m.get(2).unwrap());
+            if placeholder(pass.as_str()) {
+                continue;
+            }
+            push(user.start(), pass.end(), EntityType::UrlCredentials);
+        }
+        for m in self.assign.find_iter(text) {
+            // `==` compares, `max_tokens: 100` counts, `password: str` annotates.
+            if m.as_str().contains("==") {
+                continue;
+            }
+            if let Some((s, e)) = assigned_value(text, m.end(), false) {
+                push(s, e, EntityType::Secret);
+            }
+        }
+        for m in self.said.find_iter(text) {
+            if let Some((s, e)) = assigned_value(text, m.end(), true) {
+                push(s, e, EntityType::Secret);
+            }
+        }
+        let _ = lower;
+    }
+
+    fn emails(&self, text: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+        for m in self.email.find_iter(text) {
+            let mut start = m.start();
+            while text.as_bytes()[start] == b'.' {
+                start += 1;
+            }
+            let local = &text[start..text[start..].find('@').map_or(start, |i| start + i)];
+            if local.is_empty() || local == "git" || after(text, m.end()).is_some_and(|c| c.is_alphanumeric()) {
+                continue;
+            }
+            push(start, m.end(), EntityType::Email);
+        }
+    }
+
+    fn ibans(&self, text: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+        let bytes = text.as_bytes();
+        for m in self.iban.find_iter(text) {
+            if word_char(before(text, m.start())) {
+                continue;
+            }
+            let cc = text[m.start()..m.start() + 2].to_ascii_uppercase();
+            let Some(len) = checks::iban_length(&cc) else { continue };
+            // Walk: alphanumerics, single spaces or dashes between them, until `len` are in.
+            let mut compact = Vec::with_capacity(len);
+            let mut i = m.start();
+            let mut end = i;
+            while i < bytes.len() && compact.len() < len {
+                let b = bytes[i];
+                if b.is_ascii_alphanumeric() {
+                    compact.push(b.to_ascii_uppercase());
+                    i += 1;
+                    end = i;
+                } else if (b == b' ' || b == b'-') && i + 1 < bytes.len() && bytes[i + 1].is_ascii_alphanumeric() && end == i {
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            if compact.len() != len || bytes.get(end).is_some_and(|b| b.is_ascii_alphanumeric()) {
+                continue;
+            }
+            if checks::iban_mod97(&compact) {
+                push(m.start(), end, EntityType::Iban);
+            }
+        }
+    }
+
+    /// Digit runs: cards, SSNs, and the national numbers that are only digits.
+    fn numbers(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+        for m in self.digits.find_iter(text) {
+            if before(text, m.start()).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '_') {
+                continue;
+            }
+            // Groups of the run: (start, end) byte ranges of digits.
+            let run = &text[m.start()..m.end()];
+            let mut groups: Vec<(usize, usize)> = Vec::new();
+            let mut seps: Vec<&str> = Vec::new();
+            let mut i = 0;
+            let b = run.as_bytes();
+            while i < b.len() {
+                let s = i;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                groups.push((m.start() + s, m.start() + i));
+                let t = i;
+                while i < b.len() && !b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if i > t {
+                    seps.push(&run[t..i]);
+                }
+            }
+            let ctx = ctx_before(lower, m.start(), 48);
+            let mut taken: Vec<(usize, usize)> = Vec::new();
+            let free = |taken: &Vec<(usize, usize)>, a: usize, z: usize| taken.iter().all(|&(x, y)| z <= x || a >= y);
+            // Windows of consecutive groups, longest first.
+            let n = groups.len();
+            let mut windows: Vec<(usize, usize)> = (0..n).flat_map(|i| (i..n).map(move |j| (i, j))).collect();
+            windows.sort_by_key(|&(i, j)| std::cmp::Reverse(groups[j].1 - groups[i].0));
+            for (i, j) in windows {
+                let (start, end) = (groups[i].0, groups[j].1);
+                if !free(&taken, start, end) {
+                    continue;
+                }
+                // Separators inside the window: spaces and dashes only (dots make versions/dates).
+                let inner = &seps[i..j];
+                if inner.iter().any(|s| s.contains('.')) && j > i {
+                    continue;
+                }
+                if j + 1 < n && after(text, end).is_some_and(|c| c.is_ascii_digit()) {
+                    continue;
+                }
+                if i > 0 && seps[i - 1] == "-" || j + 1 < n && seps[j] == "-" {
+                    // Part of a longer dashed number.
+                    continue;
+                }
+                if after(text, end).is_some_and(|c| c.is_alphanumeric()) {
+                    continue;
+                }
+                let d = checks::digits(&text[start..end]);
+                let sizes: Vec<usize> = groups[i..=j].iter().map(|g| g.1 - g.0).collect();
+                let kind = if checks::card(&d) && card_grouping(&sizes) {
+                    Some(EntityType::Card)
+                } else if d.len() == 9 && checks::ssn(&d) && (sizes == [3, 2, 4] && inner.iter().all(|s| *s == "-" || *s == " ")
+                    || has_any(ctx, &["ssn", "social security", "soc sec", "ss#", "ss #"]))
+                {
+                    Some(EntityType::Ssn)
+                } else if d.len() == 15 && (sizes.len() == 1 || sizes == [1, 2, 2, 2, 3, 3, 2]) && checks::nir(text[start..end].replace(' ', "").as_bytes()) {
+                    Some(EntityType::NationalId)
+                } else if d.len() == 9 && checks::bsn(&d) && has_any(ctx, &["bsn", "burgerservicenummer", "sofinummer", "sofi-nummer", "citizen service number"]) {
+                    Some(EntityType::NationalId)
+                } else if d.len() == 9 && checks::sin(&d) && (sizes == [3, 3, 3] || sizes.len() == 1) && has_any(ctx, &["sin", "social insurance", "assurance sociale", "nas"]) {
+                    Some(EntityType::NationalId)
+                } else if d.len() == 12 && checks::aadhaar(&d) && (sizes == [4, 4, 4] || has_any(ctx, &["aadhaar", "aadhar", "uidai", "uid"])) {
+                    Some(EntityType::NationalId)
+                } else if d.len() == 11 && sizes.len() == 1 && has_any(ctx, &["steuer-id", "steueridentifikationsnummer", "steuer-identifikationsnummer", "tax id", "idnr"]) && steuer_id(&d) {
+                    Some(EntityType::NationalId)
+                } else {
+                    None
+                };
+                if let Some(kind) = kind {
+                    taken.push((start, end));
+                    push(start, end, kind);
+                }
+            }
+        }
+    }
+
+    /// National ids with letters: UK NINO, Italian codice fiscale, Spanish DNI/NIE.
+    fn ids(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+        let _ = lower;
+        let bounded = |s: usize, e: usize| !word_char(before(text, s)) && !word_char(after(text, e));
+        for m in self.nino.find_iter(text) {
+            let compact: Vec<u8> = m.as_str().bytes().filter(|b| *b != b' ').collect();
+            if bounded(m.start(), m.end()) && checks::nino(&compact) {
+                push(m.start(), m.end(), EntityType::NationalId);
+            }
+        }
+        for m in self.cf.find_iter(text) {
+            if bounded(m.start(), m.end()) && checks::codice_fiscale(m.as_str().as_bytes()) {
+                push(m.start(), m.end(), EntityType::NationalId);
+            }
+        }
+        for m in self.dni.find_iter(text) {
+            let compact: Vec<u8> = m.as_str().bytes().filter(|b| *b != b'-').collect();
+            if bounded(m.start(), m.end()) && checks::dni_nie(&compact) {
+                push(m.start(), m.end(), EntityType::NationalId);
+            }
+        }
+    }
+
+    fn network(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+        for m in self.ipv4.find_iter(text) {
+            let s = m.as_str();
+            let addr = s.split('/').next().unwrap_or(s);
+            if before(text, m.start()).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '-')
+                || after(text, m.end()).is_some_and(|c| c.is_ascii_digit() || c.is_alphabetic())
+                || text[m.end()..].starts_with('.') && text[m.end() + 1..].starts_with(|c: char| c.is_ascii_digit())
+            {
+                continue;
+            }
+            if addr.parse::<std::net::Ipv4Addr>().is_err() {
+                continue;
+            }
+            let ctx = ctx_before(lower, m.start(), 24);
+            if has_any(ctx, &["version", "ver.", "release", "build", "v.", "firmware", "oid"]) {
+                continue;
+            }
+            push(m.start(), m.start() + addr.len(), EntityType::IpAddress);
+        }
+        for m in self.mac.find_iter(text) {
+            let s = m.as_str();
+            let consistent = !s.contains(':') || !s.contains('-');
+            if consistent && !word_char(before(text, m.start())) && !after(text, m.end()).is_some_and(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-') {
+                push(m.start(), m.end(), EntityType::MacAddress);
+            }
+        }
+        for m in self.ipv6.find_iter(text) {
+            let s = m.as_str().trim_end_matches('.');
+            let s = if s.ends_with(':') && !s.ends_with("::") { &s[..s.len() - 1] } else { s };
+            if s.len() < 6 || s.matches(':').count() < 2 || before(text, m.start()).is_some_and(|c| c.is_alphanumeric() || c == ':') {
+                continue;
+            }
+            let end = m.start() + s.len();
+            if after(text, end).is_some_and(|c| c.is_alphanumeric()) {
+                continue;
+            }
+            let groups = s.split(':').filter(|g| !g.is_empty()).count();
+            if groups < 3 && !s.starts_with("::") {
+                continue;
+            }
+            if s.parse::<std::net::Ipv6Addr>().is_ok() {
+                push(m.start(), end, EntityType::IpAddress);
+            }
+        }
+    }
+
+    fn phones(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+        for m in self.phone.find_iter(text) {
+            let mut start = m.start();
+            let mut end = m.end();
+            let s = m.as_str();
+            // A leading "(" belongs to the number only when it closes.
+            if s.starts_with('(') && !s[1..].contains(')') {
+                start += 1;
+            }
+            let mut s = &text[start..end];
+            while s.ends_with([' ', '.', '-', '/', '(']) {
+                end -= 1;
+                s = &text[start..end];
+            }
+            if before(text, start).is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == '/' || c == ':' || c == '-' || c == '#' || c == '$' || c == '€' || c == '£')
+                || after(text, end).is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '%' || c == '€')
+            {
+                continue;
+            }
+            let (main, ext) = match s.find(['x', 'e', '#']) {
+                Some(i) => (&s[..i], &s[i..]),
+                None => (s, ""),
+            };
+            let _ = ext;
+            let d = checks::digits(main);
+            if !(7..=15).contains(&d.len()) {
+                continue;
+            }
+            if self.date_numeric.find(main).is_some_and(|x| x.len() == main.trim().len()) {
+                continue;
+            }
+            let international = main.starts_with('+') || main.starts_with("00") && d.len() >= 10;
+            let ctx = ctx_before(lower, start, 40);
+            let near = ctx_before(lower, start, 14);
+            let context = has_any(ctx, PHONE_CONTEXT);
+            if !context && has_any(near, NOT_PHONE_CONTEXT) {
+                continue;
+            }
+            let groups: Vec<usize> = main.split(|c: char| !c.is_ascii_digit()).filter(|g| !g.is_empty()).map(str::len).collect();
+            let dotted = main.contains('.');
+            let shaped = phone_shaped(main, &groups, &d);
+            if dotted && !(groups == [3, 3, 4] || international || context) {
+                continue;
+            }
+            if international || context || shaped {
+                push(start, end, EntityType::Phone);
+            }
+        }
+    }
+
+    fn dates(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+        let dob_ctx = |start: usize, end: usize| {
+            has_any(ctx_before(lower, start, 48), DOB_CONTEXT) || has_any(ctx_after(lower, end, 24), &["(dob)", "(date of birth)", "(born)", "(birthday)"])
+        };
+        for m in self.date_numeric.find_iter(text) {
+            if before(text, m.start()).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '-' || c == '/')
+                || after(text, m.end()).is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '/')
+                || text[m.end()..].starts_with('.') && text[m.end() + 1..].starts_with(|c: char| c.is_ascii_digit())
+            {
+                continue;
+            }
+            let parts: Vec<u32> = m.as_str().split(['-', '/', '.']).filter_map(|p| p.parse().ok()).collect();
+            if parts.len() != 3 {
+                continue;
+            }
+            let year2 = |y: u32| if y < 100 { if y > 30 { 1900 + y } else { 2000 + y } } else { y };
+            let valid = if m.as_str().as_bytes()[4..5].iter().all(|b| !b.is_ascii_digit()) && m.as_str().len() >= 8 && parts[0] > 999 {
+                checks::birth_date(parts[0], parts[1], parts[2])
+            } else {
+                let y = year2(parts[2]);
+                checks::birth_date(y, parts[1], parts[0]) || checks::birth_date(y, parts[0], parts[1])
+            };
+            if valid && dob_ctx(m.start(), m.end()) {
+                push(m.start(), m.end(), EntityType::DateOfBirth);
+            }
+        }
+        for c in self.date_words.captures_iter(text) {
+            let m = c.get(0).unwrap();
+            let (day, month, year) = match (c.get(1), c.get(2), c.get(3)) {
+                (Some(d), Some(mo), Some(y)) => (d.as_str(), mo.as_str(), y.as_str()),
+                _ => (c.get(5).map_or("", |x| x.as_str()), c.get(4).map_or("", |x| x.as_str()), c.get(6).map_or("", |x| x.as_str())),
+            };
+            if word_char(before(text, m.start())) || after(text, m.end()).is_some_and(|c| c.is_ascii_digit()) {
+                continue;
+            }
+            let (Ok(d), Some(mo), Ok(y)) = (day.parse::<u32>(), month_number(month), year.parse::<u32>()) else { continue };
+            if checks::birth_date(y, mo, d) && dob_ctx(m.start(), m.end()) {
+                push(m.start(), m.end(), EntityType::DateOfBirth);
+            }
+        }
+    }
+
+    fn addresses(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+        let _ = lower;
+        let mut parts: Vec<(usize, usize, bool)> = Vec::new(); // (start, end, is a street line)
+        for m in self.street_en.find_iter(text) {
+            parts.push((m.start(), m.end(), true));
+        }
+        for m in self.street_eu.find_iter(text) {
+            if word_char(before(text, m.start())) {
+                continue;
+            }
+            // "rue" or "via" alone in prose is not an address: a number must come with it.
+            let s = m.as_str();
+            if s.bytes().any(|b| b.is_ascii_digit()) || text[m.end()..].trim_start_matches([',', ' ']).starts_with(|c: char| c.is_ascii_digit()) {
+                let mut end = m.end();
+                let rest = &text[end..];
+                let t = rest.trim_start_matches([',', ' ']);
+                if !s.bytes().any(|b| b.is_ascii_digit()) {
+                    let n = t.bytes().take_while(|b| b.is_ascii_alphanumeric()).count();
+                    end += rest.len() - t.len() + n;
+                }
+                parts.push((m.start(), end, true));
+            }
+        }
+        for m in self.street_de.find_iter(text) {
+            parts.push((m.start(), m.end(), true));
+        }
+        for m in self.postal_city.find_iter(text) {
+            parts.push((m.start(), m.end(), false));
+        }
+        for m in self.uk_postcode.find_iter(text) {
+            parts.push((m.start(), m.end(), false));
+        }
+        if parts.is_empty() {
+            return;
+        }
+        parts.sort_by_key(|p| (p.0, std::cmp::Reverse(p.1)));
+        // Merge parts that follow each other (", ", newline, " | "), with short unit lines between.
+        let mut merged: Vec<(usize, usize, bool)> = Vec::new();
+        for p in parts {
+            if let Some(last) = merged.last_mut() {
+                if p.0 <= last.1 {
+                    last.1 = last.1.max(p.1);
+                    last.2 |= p.2;
+                    continue;
+                }
+                let gap = &text[last.1..p.0];
+                if gap.len() <= 40 && address_gap(gap) {
+                    last.1 = p.1;
+                    last.2 |= p.2;
+                    continue;
+                }
+            }
+            merged.push(p);
+        }
+        for (s, mut e, street) in merged {
+            // A unit after the street: "Apt. 388", "Suite 5", "Flat 2", "Piano 8", "Puerta 2".
+            let rest = &text[e..];
+            let t = rest.trim_start_matches([',', ' ']);
+            for unit in ["Apt.", "Apt", "Suite", "Ste.", "Unit", "Flat", "Floor", "Piano", "Puerta", "Piso", "Bus", "bte", "#"] {
+                if let Some(after_unit) = t.strip_prefix(unit) {
+                    let n = after_unit.trim_start();
+                    let k = n.bytes().take_while(|b| b.is_ascii_alphanumeric()).count();
+                    if k > 0 && k <= 6 && (n.as_bytes()[0].is_ascii_digit() || k <= 2) {
+                        e += rest.len() - n.len() + k;
+                    }
+                    break;
+                }
+            }
+            if street {
+                push(s, e, EntityType::Address);
+            } else {
+                // A postal code and city alone: only with context.
+                let ctx = ctx_before(lower, s, 40);
+                if has_any(ctx, &["address", "live", "lives", "living", "located", "ship", "deliver", "send", "mail", "moved", "adresse", "wohne", "dirección", "vivo", "indirizzo", "abito", "adres", "woon", "from", "in "]) {
+                    push(s, e, EntityType::Address);
+                }
+            }
+        }
+    }
+
+    fn persons(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+        let names = names();
+        let words: Vec<(usize, usize)> = self.cap_word.find_iter(text).map(|m| (m.start(), m.end())).collect();
+        let mut i = 0;
+        while i < words.len() {
+            // A run of capitalised words (particles like "van der" may join them).
+            let mut j = i;
+            while j + 1 < words.len() {
+                let gap = &text[words[j].1..words[j + 1].0];
+                let particles_ok = gap.split(' ').filter(|w| !w.is_empty()).all(|w| NAME_PARTICLES.contains(&w));
+                if (gap == " " || gap.starts_with(' ') && gap.ends_with(' ') && gap.len() <= 10 && particles_ok) && j - i < 4 {
+                    j += 1;
+                } else {
+                    break;
+                }
+            }
+            let run: Vec<&str> = words[i..=j].iter().map(|&(s, e)| text[s..e].trim_end_matches('.')).collect();
+            let (rs, re_) = (words[i].0, words[j].1);
+            i = j + 1;
+            // Titles, greetings and ordinary words open the run: "Dear Dr. Jane Doe".
+            let is_first = |w: &str| names.first.contains(w);
+            let is_last = |w: &str| names.last.contains(w) || w.contains('-') && w.split('-').all(|p| names.last.contains(capitalize(p).as_str()));
+            let is_common = |w: &str| names.common.contains(w.to_lowercase().as_str());
+            let mut k = 0;
+            let mut title_in_run = false;
+            let mut greeting = false;
+            while k < run.len() {
+                let w = run[k];
+                if TITLES.contains(&w) {
+                    title_in_run = true;
+                } else if NAME_CONTEXT.contains(&w.to_lowercase().as_str()) {
+                    greeting = true;
+                } else if !(is_common(w) && !is_first(w) && !is_last(w)) {
+                    break;
+                }
+                k += 1;
+            }
+            let titled = title_in_run || {
+                let before_run = ctx_before(text, rs, 8).trim_end();
+                TITLES.iter().any(|t| before_run.ends_with(t) || before_run.ends_with(&format!("{t}.")))
+            };
+            let body = &run[k..];
+            if body.is_empty() {
+                continue;
+            }
+            let start = if k > 0 { words[rs_index(&words, rs) + k].0 } else { rs };
+            let mut end = re_;
+            if text[..end].ends_with('.') {
+                end -= 1;
+            }
+            let ctx = ctx_before(lower, start, 20);
+            let context = greeting || has_any(ctx, NAME_CONTEXT);
+            let first = body[0];
+            let lastw = body[body.len() - 1];
+            let sentence_start = {
+                let b = text[..start].trim_end_matches([' ', '"', '\'', '(', '*']);
+                !greeting && (b.is_empty() || b.ends_with(['.', '!', '?', '\n', ':']))
+            };
+            let accept = if titled {
+                body.iter().all(|w| !is_common(w) || is_first(w) || is_last(w))
+            } else if body.len() >= 2 {
+                let strong = is_first(first) && (is_last(lastw) || !is_common(lastw)) && (!is_common(first) || !is_common(lastw));
+                let medium = !is_common(first) && !is_common(lastw) && (is_first(first) || is_last(lastw)) && body.iter().all(|w| !is_common(w));
+                strong || medium && (context || !sentence_start)
+            } else {
+                context && !sentence_start && (is_first(first) || is_last(first)) && !is_common(first)
+                    || context && (is_first(first) || is_last(first)) && !is_common(first) && has_any(ctx, &["my name is", "name is", "name:", "i am", "i'm", "dear", "signed", "regards", "sincerely"])
+            };
+            if accept {
+                push(start, end, EntityType::Person);
+            }
+        }
+        // "my name is jane doe": lower case after a strong cue.
+        for cue in ["my name is ", "name is ", "i'm ", "i am "] {
+            let mut from = 0;
+            while let Some(p) = lower[from..].find(cue) {
+                let s = from + p + cue.len();
+                from = s;
+                let mut e = s;
+                let mut count = 0;
+                for w in lower[s..].split(' ').take(3) {
+                    let w2 = w.trim_end_matches([',', '.', '!', '?', ';']);
+                    let cap = capitalize(w2);
+                    if w2.is_empty() || !(names.first.contains(cap.as_str()) || names.last.contains(cap.as_str())) || names.common.contains(w2) && count > 0 {
+                        break;
+                    }
+                    if count == 0 && names.common.contains(w2) {
+                        break;
+                    }
+                    e = s + lower[s..].find(w).unwrap_or(0) + w2.len();
+                    count += 1;
+                    if w.len() != w2.len() {
+                        break;
+                    }
+                }
+                if count > 0 && text[s..e].chars().next().is_some_and(|c| c.is_lowercase()) {
+                    push(s, e, EntityType::Person);
+                }
+            }
+        }
+    }
+}
+
+fn rs_index(words: &[(usize, usize)], start: usize) -> usize {
+    words.iter().position(|w| w.0 == start).unwrap_or(0)
+}
+
+fn capitalize(w: &str) -> String {
+    let mut c = w.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c.flat_map(|x| x.to_lowercase())).collect(),
+        None => String::new(),
+    }
+}
+
+/// Between two parts of one address: separators and at most a short unit or city line.
+fn address_gap(gap: &str) -> bool {
+    let t = gap.trim_matches(|c: char| c == ',' || c == ' ' || c == '\n' || c == '|' || c == ';');
+    t.is_empty()
+        || t.len() <= 30
+            && (t.starts_with("Apt") || t.starts_with("Suite") || t.starts_with("Unit") || t.starts_with("Flat") || t.starts_with("Piano")
+                || t.starts_with("Puerta") || t.starts_with("Piso") || t.starts_with('#')
+                || t.split([' ', '-']).all(|w| w.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit())))
+            && !t.contains(['.', '!', '?'])
+}
+
+/// Card numbers are written whole or in issuer groups (4-4-4-4, 4-6-5, 4-6-4, 4-4-4-4-3).
+fn card_grouping(sizes: &[usize]) -> bool {
+    match sizes {
+        [_] => true,
+        _ => sizes[..sizes.len() - 1].iter().all(|&s| s == 4) || sizes == [4, 6, 5] || sizes == [4, 6, 4],
+    }
+}
+
+/// Phone-like grouping without a context word: NANP 3-3-4 or (3) 3-4, national numbers that
+/// start with a trunk 0 and are written in groups.
+fn phone_shaped(main: &str, groups: &[usize], d: &[u8]) -> bool {
+    let paren = main.contains('(') && main.contains(')');
+    if groups == [3, 3, 4] || groups == [1, 3, 3, 4] && d[0] == 1 {
+        return true;
+    }
+    if paren && d.len() >= 9 {
+        return true;
+    }
+    d[0] == 0 && groups.len() >= 2 && (9..=12).contains(&d.len()) && groups[0] >= 2 && groups.iter().all(|&g| g >= 2)
+}
+
+/// German tax id: 11 digits, first not 0, ISO 7064 mod 11,10 check digit.
+fn steuer_id(d: &[u8]) -> bool {
+    if d.len() != 11 || d[0] == 0 {
+        return false;
+    }
+    let mut product = 10u32;
+    for &x in &d[..10] {
+        let mut sum = (x as u32 + product) % 10;
+        if sum == 0 {
+            sum = 10;
+        }
+        product = (sum * 2) % 11;
+    }
+    let check = (11 - product) % 10;
+    check == d[10] as u32
+}
+
+/// A placeholder rather than a value: `<password>`, `${DB_PASS}`, `****`, `xxx`.
+fn placeholder(v: &str) -> bool {
+    let v = v.trim();
+    let lower = v.to_ascii_lowercase();
+    v.is_empty()
+        || v.starts_with(['$', '%', '{', '<', '[', '*', '#', '('])
+        || v.ends_with('>') && v.contains('<')
+        || v.chars().all(|c| c == v.chars().next().unwrap_or('x'))
+        || ["xxx", "...", "null", "none", "nil", "undefined", "true", "false", "redacted", "hidden", "changeme_in_prod", "your_password", "yourpassword", "your-password", "password_here", "placeholder", "example", "required", "optional", "string", "str", "int", "bool", "secretstr", "env", "os.environ", "process.env", "getenv"]
+            .iter()
+            .any(|p| lower == *p || lower.starts_with("os.") || lower.starts_with("process.") || lower.starts_with("env.") || lower.starts_with("settings.") || lower.starts_with("config."))
+}
+
+/// The value after `key =`: quoted, or up to the next space or delimiter. Code (calls, fields,
+/// type annotations), placeholders and short values are not secrets. `prose`: after "password
+/// is", where a plain word is more likely prose than a password.
+fn assigned_value(text: &str, from: usize, prose: bool) -> Option<(usize, usize)> {
+    let rest = &text[from..];
+    let first = rest.chars().next()?;
+    let (s, e) = if first == '"' || first == '\'' || first == '`' {
+        let close = rest[1..].find(first)?;
+        (from + 1, from + 1 + close)
+    } else {
+        let n = rest.find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ')' | '}' | ']' | '"' | '\'' | '<' | '>' | '&')).unwrap_or(rest.len());
+        let mut e = from + n;
+        while e > from && text[..e].ends_with(['.', ':', '!', '?']) {
+            e -= 1;
+        }
+        // A call or an index is code.
+        if text[from + n..].starts_with('(') || text[from + n..].starts_with('[') || text[from..e].contains(['(', '[']) {
+            return None;
+        }
+        (from, e)
+    };
+    let v = &text[s..e];
+    if v.chars().count() < 4 || v.chars().count() > 200 || placeholder(v) || v.contains('\n') {
+        return None;
+    }
+    if first != '"' && first != '\'' {
+        // Dotted identifiers (`self.password`, `config.token`) and bare type names are code.
+        let ident = |w: &str| w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && w.chars().all(|c| c.is_alphanumeric() || c == '_');
+        if v.contains('.') && v.split('.').all(ident) {
+            return None;
+        }
+        if v.starts_with('/') || v.starts_with("./") || v.starts_with('~') || v.starts_with("http") {
+            return None;
+        }
+        if v.chars().all(|c| c.is_ascii_digit()) && v.len() < 6 {
+            return None;
+        }
+    }
+    if prose {
+        let has_digit = v.chars().any(|c| c.is_ascii_digit());
+        let has_symbol = v.chars().any(|c| !c.is_alphanumeric());
+        let mixed = v.chars().any(char::is_uppercase) && v.chars().any(char::is_lowercase);
+        if !(has_digit || has_symbol || mixed) || v.len() < 5 && !has_digit {
+            return None;
+        }
+    }
+    Some((s, e))
+}
+
+/// Overlaps: the higher priority wins, then the longer.
+pub fn resolve(mut hits: Vec<Hit>) -> Vec<Hit> {
+    hits.retain(|h| h.end > h.start);
+    hits.sort_by_key(|h| (std::cmp::Reverse(priority(h.kind)), std::cmp::Reverse(h.end - h.start), h.start));
+    let mut kept: Vec<Hit> = Vec::with_capacity(hits.len());
+    for h in hits {
+        if kept.iter().all(|k| h.end <= k.start || h.start >= k.end) {
+            kept.push(h);
+        }
+    }
+    kept.sort_by_key(|h| h.start);
+    kept
+}
+
+/// Hits in the normalised text → spans in the input's characters.
+pub fn to_spans(text: &str, norm: &Normalized, hits: &[Hit]) -> Vec<Span> {
+    hits.iter()
+        .map(|h| {
+            let (start, end) = norm.chars_of(h.start, h.end);
+            Span { start, end, kind: h.kind, text: char_slice(text, start, end).to_string() }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(text: &str) -> Vec<(String, &'static str)> {
+        Detector::new().detect(text).into_iter().map(|s| (s.text, s.kind.name())).collect()
+    }
+
+    fn one(text: &str, value: &str, kind: &str) {
+        let found = kinds(text);
+        assert!(found.iter().any(|(t, k)| t == value && *k == kind), "{text:?}: wanted {value:?} {kind}, got {found:?}");
+    }
+
+    fn none(text: &str) {
+        let found = kinds(text);
+        assert!(found.is_empty(), "{text:?}: wanted nothing, got {found:?}");
+    }
+
+    #[test]
+    fn structured() {
+        one("mail me at jane.doe+x@example.co.uk today", "jane.doe+x@example.co.uk", "EMAIL");
+        one("card: 4111 1111 1111 1111.", "4111 1111 1111 1111", "CARD");
+        one("pay with 378282246310005", "378282246310005", "CARD");
+        one("IBAN DE89 3704 0044 0532 0130 00 please", "DE89 3704 0044 0532 0130 00", "IBAN");
+        one("GB82WEST12345698765432", "GB82WEST12345698765432", "IBAN");
+        one("SSN 123-45-6789", "123-45-6789", "SSN");
+        one("my NI number is AB 12 34 56 C", "AB 12 34 56 C", "NATIONAL_ID");
+        one("CF RSSMRA85T10A562S", "RSSMRA85T10A562S", "NATIONAL_ID");
+        one("DNI 12345678Z", "12345678Z", "NATIONAL_ID");
+        one("server at 192.168.1.20, ok", "192.168.1.20", "IP_ADDRESS");
+        one("v6 2001:db8::8a2e:370:7334 up", "2001:db8::8a2e:370:7334", "IP_ADDRESS");
+        one("mac 00:1A:2B:3C:4D:5E", "00:1A:2B:3C:4D:5E", "MAC_ADDRESS");
+        one("call me on +44 20 7946 0958", "+44 20 7946 0958", "PHONE");
+        one("(555) 123-4567", "(555) 123-4567", "PHONE");
+        one("Phone: 555.123.4567x123", "555.123.4567x123", "PHONE");
+        one("born on 17 March 1985", "17 March 1985", "DATE_OF_BIRTH");
+        one("DOB: 1985-03-17", "1985-03-17", "DATE_OF_BIRTH");
+    }
+
+    #[test]
+    fn secrets() {
+        one("key AKIAIOSFODNN7EXAMPLE here", "AKIAIOSFODNN7EXAMPLE", "SECRET");
+        one("token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "SECRET");
+        one("OPENAI_API_KEY=sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12", "sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12", "SECRET");
+        one("password = \"hunter22\"", "hunter22", "SECRET");
+        one("DB_PASSWORD=s3cr3t!x", "s3cr3t!x", "SECRET");
+        one("postgres://admin:pa55w0rd@db.internal:5432/app", "admin:pa55w0rd", "URL_CREDENTIALS");
+        one("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk", "SECRET");
+        let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----";
+        one(&format!("key:\n{pem}\nend"), pem, "SECRET");
+    }
+
+    #[test]
+    fn benign() {
+        none("version 1.2.3.4 released on 2024-01-15 at 10:30:00");
+        none("Order #4111111111111112 shipped; invoice 123456789");
+        none("password = os.environ[\"DB_PASSWORD\"]");
+        none("password: str = None");
+        none("let max_tokens = 100; std::vector<int> v;");
+        none("task-management-system-overview is done");
+        none("The meeting is on 2024-03-15 in room 12.");
+        none("Call the function with 3 arguments.");
+    }
+
+    #[test]
+    fn names_and_addresses() {
+        one("Please forward this to Jennifer Martinez.", "Jennifer Martinez", "PERSON");
+        one("Dear Dr. Hopkins, thanks", "Hopkins", "PERSON");
+        one("I live at 1600 Pennsylvania Avenue, Washington, DC 20500", "1600 Pennsylvania Avenue, Washington, DC 20500", "ADDRESS");
+        one("Adresse: Hauptstraße 5, 10115 Berlin", "Hauptstraße 5, 10115 Berlin", "ADDRESS");
+    }
+
+    #[test]
+    fn unicode_offsets() {
+        let text = "Ünïcödé: ４１１１ １１１１ １１１１ １１１１ ok";
+        let spans = Detector::new().detect(text);
+        assert_eq!(spans.len(), 1, "{spans:?}");
+        assert_eq!(spans[0].kind, EntityType::Card);
+        assert_eq!(spans[0].text, "４１１１ １１１１ １１１１ １１１１");
+        assert_eq!(spans[0].start, 9);
+        let zw = "mail: jo\u{200B}hn@example.com";
+        let spans = Detector::new().detect(zw);
+        assert_eq!(spans[0].text, "jo\u{200B}hn@example.com");
+    }
+}

@@ -1,0 +1,209 @@
+//! `solo gate eval`: per-type precision, recall and F1 over a labelled corpus, the share of
+//! benign documents flagged, latency per KB, and whether repeats of found values are caught.
+//!
+//! Corpus: JSON lines `{"text": …, "spans": [{"start", "end", "type"}, …]}` (character offsets,
+//! end exclusive); a document with no spans is benign. A predicted span counts as a true positive
+//! when it overlaps a gold span of the same type (each gold span matched once); `exact` also
+//! counts the predictions whose offsets equal the gold span's.
+
+use crate::conversation::Conversation;
+use crate::detect::Detector;
+use crate::normalize::char_slice;
+use crate::EntityType;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+#[derive(Deserialize)]
+pub struct Doc {
+    pub text: String,
+    #[serde(default)]
+    pub spans: Vec<Gold>,
+}
+
+#[derive(Deserialize, Clone)]
+pub struct Gold {
+    pub start: usize,
+    pub end: usize,
+    #[serde(rename = "type")]
+    pub kind: EntityType,
+}
+
+#[derive(Default, Clone, Serialize)]
+pub struct Counts {
+    pub tp: usize,
+    pub fp: usize,
+    pub fn_: usize,
+    pub exact: usize,
+}
+
+impl Counts {
+    pub fn precision(&self) -> f64 {
+        ratio(self.tp, self.tp + self.fp)
+    }
+    pub fn recall(&self) -> f64 {
+        ratio(self.tp, self.tp + self.fn_)
+    }
+    pub fn f1(&self) -> f64 {
+        let (p, r) = (self.precision(), self.recall());
+        if p + r == 0.0 { 0.0 } else { 2.0 * p * r / (p + r) }
+    }
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 { 1.0 } else { a as f64 / b as f64 }
+}
+
+#[derive(Default, Serialize)]
+pub struct Results {
+    pub documents: usize,
+    pub per_type: BTreeMap<EntityType, Counts>,
+    pub benign_documents: usize,
+    pub benign_flagged: usize,
+    pub latency_us_per_kb_p50: f64,
+    pub latency_us_per_kb_p99: f64,
+    /// Total time over total size.
+    pub latency_us_per_kb_mean: f64,
+    pub repeats: usize,
+    pub repeats_caught: usize,
+}
+
+impl Results {
+    pub fn structured(&self) -> Counts {
+        let mut c = Counts::default();
+        for (t, x) in &self.per_type {
+            if t.structured() {
+                c.tp += x.tp;
+                c.fp += x.fp;
+                c.fn_ += x.fn_;
+                c.exact += x.exact;
+            }
+        }
+        c
+    }
+
+    /// The table `solo gate eval` prints.
+    pub fn table(&self) -> String {
+        let mut out = format!("{:<16} {:>6} {:>6} {:>6} {:>9} {:>6} {:>6} {:>7}\n", "type", "P", "R", "F1", "exact", "tp", "fp", "fn");
+        let mut row = |name: &str, c: &Counts| {
+            out += &format!(
+                "{:<16} {:>6.3} {:>6.3} {:>6.3} {:>9.3} {:>6} {:>6} {:>7}\n",
+                name,
+                c.precision(),
+                c.recall(),
+                c.f1(),
+                ratio(c.exact, c.tp),
+                c.tp,
+                c.fp,
+                c.fn_
+            );
+        };
+        for (t, c) in &self.per_type {
+            row(t.name(), c);
+        }
+        row("(structured)", &self.structured());
+        out += &format!(
+            "benign flagged: {}/{} = {:.2} %\nlatency µs/KB: p50 {:.1}, p99 {:.1}, mean {:.1} (one core)\nrepeats caught: {}/{}\ndocuments: {}\n",
+            self.benign_flagged,
+            self.benign_documents,
+            100.0 * ratio(self.benign_flagged, self.benign_documents.max(1)),
+            self.latency_us_per_kb_p50,
+            self.latency_us_per_kb_p99,
+            self.latency_us_per_kb_mean,
+            self.repeats_caught,
+            self.repeats,
+            self.documents
+        );
+        out
+    }
+}
+
+/// A value written another way: its letters and digits regrouped with other separators, or its
+/// case changed.
+pub fn reformat(value: &str, kind: EntityType, seed: usize) -> String {
+    match kind {
+        EntityType::Email | EntityType::Person | EntityType::Address | EntityType::UrlCredentials | EntityType::Secret => {
+            if seed % 2 == 0 { value.to_uppercase() } else { value.to_lowercase() }
+        }
+        _ => {
+            let compact: Vec<char> = value.chars().filter(|c| c.is_alphanumeric()).collect();
+            let sep = ["-", " ", "", " - ", "  "][seed % 5];
+            let group = [3, 4, 2, 5][seed % 4];
+            let mut s = String::new();
+            for (i, c) in compact.iter().enumerate() {
+                if i > 0 && i % group == 0 {
+                    s += sep;
+                }
+                s.push(*c);
+            }
+            s
+        }
+    }
+}
+
+pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
+    let mut r = Results { documents: docs.len(), ..Default::default() };
+    let mut per_kb: Vec<f64> = Vec::with_capacity(docs.len());
+    let (mut total_us, mut total_kb) = (0.0, 0.0);
+    for (n, doc) in docs.iter().enumerate() {
+        let t = Instant::now();
+        let spans = detector.detect(&doc.text);
+        let us = t.elapsed().as_secs_f64() * 1e6;
+        let kb = doc.text.len() as f64 / 1024.0;
+        per_kb.push(us / kb.max(1e-9));
+        total_us += us;
+        total_kb += kb;
+        if doc.spans.is_empty() {
+            r.benign_documents += 1;
+            if !spans.is_empty() {
+                r.benign_flagged += 1;
+            }
+        }
+        let mut matched = vec![false; doc.spans.len()];
+        for s in &spans {
+            let hit = doc.spans.iter().enumerate().find(|(i, g)| !matched[*i] && g.kind == s.kind && s.start < g.end && g.start < s.end);
+            let c = r.per_type.entry(s.kind).or_default();
+            match hit {
+                Some((i, g)) => {
+                    matched[i] = true;
+                    c.tp += 1;
+                    if g.start == s.start && g.end == s.end {
+                        c.exact += 1;
+                    }
+                }
+                None => c.fp += 1,
+            }
+        }
+        for (i, g) in doc.spans.iter().enumerate() {
+            if !matched[i] {
+                r.per_type.entry(g.kind).or_default().fn_ += 1;
+            }
+        }
+        // Repeats: the document's values, reformatted, in a later message of the conversation.
+        if doc.spans.is_empty() {
+            continue;
+        }
+        let mut conv = Conversation::new();
+        conv.scan(detector, &doc.text);
+        for (k, g) in doc.spans.iter().enumerate() {
+            if !matched[k] {
+                continue; // only values the gate found can be remembered
+            }
+            let value = char_slice(&doc.text, g.start, g.end);
+            let variant = reformat(value, g.kind, n + k);
+            let later = format!("As I said before, it is {variant} — please keep that in mind.");
+            let found = conv.scan(detector, &later);
+            let at = later.chars().count() - "— please keep that in mind.".chars().count() - 1 - variant.chars().count();
+            r.repeats += 1;
+            if found.iter().any(|s| s.kind == g.kind && s.start < at + variant.chars().count() && at < s.end) {
+                r.repeats_caught += 1;
+            }
+        }
+    }
+    per_kb.sort_by(f64::total_cmp);
+    let pct = |p: f64| per_kb.get(((per_kb.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(0.0);
+    r.latency_us_per_kb_p50 = pct(0.5);
+    r.latency_us_per_kb_p99 = pct(0.99);
+    r.latency_us_per_kb_mean = if total_kb > 0.0 { total_us / total_kb } else { 0.0 };
+    r
+}

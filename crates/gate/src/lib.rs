@@ -1,0 +1,131 @@
+//! The privacy gate: finds personal data and secrets in text, decides by a policy what may leave
+//! the machine, masks what must not with typed placeholders (`[EMAIL_1]`), and restores the real
+//! values in the answer, streamed or not.
+//!
+//! ```text
+//! normalize.rs  NFKC with offsets back to the input's characters
+//! detect.rs     the detectors (patterns, checksums, context words, name lists)
+//! checks.rs     Luhn, mod-97, national-id rules, dates
+//! conversation.rs  values seen so far in a conversation: repeats, placeholders, restoration
+//! policy.rs     the TOML policy: type (and destination) → outcome, strictest wins
+//! eval.rs       precision/recall/latency over a labelled corpus
+//! ```
+
+pub mod checks;
+pub mod conversation;
+pub mod detect;
+pub mod eval;
+pub mod normalize;
+pub mod policy;
+
+pub use conversation::{Conversation, Restorer};
+pub use detect::Detector;
+pub use policy::{Decision, Destination, Outcome, Policy};
+
+use serde::{Deserialize, Serialize};
+
+/// What a span is. The names (`EMAIL`, `DATE_OF_BIRTH`, …) are the stable interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum EntityType {
+    Person,
+    Email,
+    Phone,
+    Address,
+    DateOfBirth,
+    Card,
+    Iban,
+    Ssn,
+    NationalId,
+    IpAddress,
+    MacAddress,
+    Secret,
+    UrlCredentials,
+}
+
+impl EntityType {
+    pub const ALL: [EntityType; 13] = [
+        EntityType::Person,
+        EntityType::Email,
+        EntityType::Phone,
+        EntityType::Address,
+        EntityType::DateOfBirth,
+        EntityType::Card,
+        EntityType::Iban,
+        EntityType::Ssn,
+        EntityType::NationalId,
+        EntityType::IpAddress,
+        EntityType::MacAddress,
+        EntityType::Secret,
+        EntityType::UrlCredentials,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EntityType::Person => "PERSON",
+            EntityType::Email => "EMAIL",
+            EntityType::Phone => "PHONE",
+            EntityType::Address => "ADDRESS",
+            EntityType::DateOfBirth => "DATE_OF_BIRTH",
+            EntityType::Card => "CARD",
+            EntityType::Iban => "IBAN",
+            EntityType::Ssn => "SSN",
+            EntityType::NationalId => "NATIONAL_ID",
+            EntityType::IpAddress => "IP_ADDRESS",
+            EntityType::MacAddress => "MAC_ADDRESS",
+            EntityType::Secret => "SECRET",
+            EntityType::UrlCredentials => "URL_CREDENTIALS",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EntityType> {
+        EntityType::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Types with a fixed shape (and mostly a checksum), as opposed to names and addresses.
+    pub fn structured(self) -> bool {
+        !matches!(self, EntityType::Person | EntityType::Address)
+    }
+}
+
+impl std::fmt::Display for EntityType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A finding: characters `start..end` (end exclusive) of the input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+    #[serde(rename = "type")]
+    pub kind: EntityType,
+    pub text: String,
+}
+
+/// The detectors and the policy together: what `solo gate` and the router use.
+pub struct Gate {
+    pub detector: Detector,
+    pub policy: Policy,
+}
+
+/// The result of gating one text for one destination.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub outcome: Outcome,
+    pub spans: Vec<Span>,
+}
+
+impl Gate {
+    pub fn new(policy: Policy) -> Gate {
+        Gate { detector: Detector::new(), policy }
+    }
+
+    /// Spans of one stand-alone text and the outcome for `destination`.
+    pub fn check(&self, text: &str, destination: Destination) -> Report {
+        let spans = self.detector.detect(text);
+        let outcome = self.policy.decide(spans.iter().map(|s| s.kind), destination).outcome;
+        Report { outcome, spans }
+    }
+}
