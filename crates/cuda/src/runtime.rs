@@ -229,12 +229,25 @@ pub fn compile(source: &kernels::Source) -> Result<String> {
 }
 
 /// `compile`, cached in `$SOLO_CACHE/kernels` (or `~/.cache/solo/kernels`) by source hash.
+/// A compile failure becomes one line naming the file and its first error; the whole NVRTC log
+/// goes to `<cache>/<file>.log`.
 fn compile_cached(source: &kernels::Source) -> Result<String> {
-    let path = cache_dir().map(|d| d.join(format!("{}-{:016x}.ptx", source.file.trim_end_matches(".cu"), source.hash())));
+    let dir = cache_dir();
+    let path = dir.as_ref().map(|d| d.join(format!("{}-{:016x}.ptx", source.file.trim_end_matches(".cu"), source.hash())));
     if let Some(ptx) = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
         return Ok(ptx);
     }
-    let ptx = compile(source)?;
+    let ptx = compile(source).map_err(|e| {
+        let log = format!("{e:#}");
+        let first = log.lines().find(|l| l.contains("error")).unwrap_or("see the log").trim().to_string();
+        let saved = dir.as_ref().map(|d| d.join(format!("{}.log", source.file))).filter(|p| {
+            std::fs::create_dir_all(p.parent().unwrap()).and_then(|_| std::fs::write(p, &log)).is_ok()
+        });
+        match saved {
+            Some(p) => anyhow!("kernel file {} does not compile: {first} (full log: {})", source.file, p.display()),
+            None => anyhow!("kernel file {} does not compile: {first}", source.file),
+        }
+    })?;
     if let Some(p) = path {
         // A cache that cannot be written only costs a recompile next time.
         let _ = std::fs::create_dir_all(p.parent().unwrap()).and_then(|_| std::fs::write(&p, &ptx));
