@@ -26,21 +26,22 @@ pub fn luhn(d: &[u8]) -> bool {
 /// A payment card: 13–19 digits, an issuer's prefix with a length it issues, Luhn.
 pub fn card(d: &[u8]) -> bool {
     let n = d.len();
-    if !(13..=19).contains(&n) || !luhn(d) {
+    if !(12..=19).contains(&n) || !luhn(d) || n == 12 && !matches!(d[0], 5 | 6) {
         return false;
     }
     let p = |k: usize| d[..k].iter().fold(0u32, |a, &x| a * 10 + x as u32);
     let ok = match d[0] {
         4 => matches!(n, 13 | 16 | 19),                                                  // Visa
         5 => (51..=55).contains(&p(2)) && n == 16 || (50..=59).contains(&p(2)) && n >= 12, // Mastercard, Maestro
-        2 => (2221..=2720).contains(&p(4)) && n == 16,                                    // Mastercard 2-series
+        2 => (2221..=2720).contains(&p(4)) && n == 16 || p(4) == 2131 && n == 15,           // Mastercard 2-series, JCB (old)
         3 => {
             (p(2) == 34 || p(2) == 37) && n == 15                   // Amex
-                || (3528..=3589).contains(&p(4)) && n >= 16         // JCB
+                || p(2) == 35 && n >= 16                            // JCB
                 || ((300..=305).contains(&p(3)) || p(2) == 36 || p(2) == 38 || p(2) == 39) && n >= 14 // Diners
         }
         6 => p(4) == 6011 || p(2) == 65 || (644..=649).contains(&p(3)) || p(2) == 62 || p(2) == 60 || p(2) == 63 || p(2) == 67,
-        1 => p(1) == 1 && n == 15, // UATP
+        0 => p(4) == 604,          // Maestro UK
+        1 => p(4) == 1800 && n == 15, // JCB (old)
         _ => false,
     };
     ok

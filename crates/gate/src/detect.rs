@@ -40,11 +40,30 @@ fn priority(kind: EntityType) -> u8 {
 
 /// The name lists (from the `names-dataset` package, see scripts/gate/make_name_lists.py).
 pub struct Names {
-    pub first: HashSet<&'static str>,
-    pub last: HashSet<&'static str>,
+    pub first: WordSet,
+    pub last: WordSet,
     /// Frequent words of several languages, lower case: a capitalised one is weak evidence.
-    pub common: HashSet<&'static str>,
+    pub common: WordSet,
 }
+
+/// FNV-1a: the sets hold short words, looked up many times per text.
+#[derive(Default, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf29ce484222325 } else { self.0 };
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+        }
+        self.0 = h;
+    }
+}
+
+pub type WordSet = HashSet<&'static str, std::hash::BuildHasherDefault<Fnv>>;
 
 pub fn names() -> &'static Names {
     static NAMES: OnceLock<Names> = OnceLock::new();
@@ -93,9 +112,9 @@ const DOB_CONTEXT: &[&str] = &[
 ];
 
 const PHONE_CONTEXT: &[&str] = &[
-    "phone", "tel", "call", "mobile", "cell", "fax", "number", "contact", "reach", "text me", "whatsapp", "sms", "dial",
-    "ring", "hotline", "landline", "telefon", "handy", "rufnummer", "nummer", "téléphone", "portable", "joindre",
-    "numéro", "teléfono", "móvil", "movil", "llama", "telefono", "cellulare", "chiama", "numero", "bel ", "mobiel",
+    "phone", "tel", "call", "mobile", "cell", "fax", "contact", "reach", "text me", "whatsapp", "sms", "dial",
+    "ring", "hotline", "landline", "telefon", "handy", "rufnummer", "ruf", "anrufen", "téléphone", "portable", "joindre",
+    "teléfono", "móvil", "movil", "llama", "telefono", "cellulare", "chiama", "bel ", "mobiel",
 ];
 
 /// Words before a number that make it something other than a phone number.
@@ -103,7 +122,7 @@ const NOT_PHONE_CONTEXT: &[&str] = &[
     "order", "invoice", "ticket", "ref", "tracking", "serial", "sku", "isbn", "version", "build", "id ", "id:", "id#",
     "#", "account", "acct", "case", "po ", "item", "part", "model", "batch", "lot ", "transaction", "txn", "receipt",
     "confirmation", "booking", "issue", "pr ", "commit", "port", "pid", "uid", "gid", "hash", "checksum", "size",
-    "bytes", "iban", "card", "ssn", "bsn", "sin ",
+    "bytes", "iban", "card", "ssn", "bsn", "sin ", "aadhaar", "invalid", "checksum", "kreditkarte", "carte", "tarjeta", "carta",
 ];
 
 const NAME_CONTEXT: &[&str] = &[
@@ -124,13 +143,14 @@ const TITLES: &[&str] = &[
 
 const NAME_PARTICLES: &[&str] = &["van", "von", "der", "den", "de", "del", "della", "di", "da", "dos", "das", "du", "la", "le", "y", "zu", "ten", "ter", "bin", "al"];
 
-const STREET_SUFFIXES: &str = "Street|St|Avenue|Ave|Av|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|Ter|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Square|Sq|Trail|Trl|Crescent|Cres|Close|Grove|Gardens|Gdns|Row|Walk|Mews|Hill|Rise|View|Park|Green|Alley|Bypass|Causeway|Center|Centre|Corner|Cove|Creek|Crossing|Dale|Dam|Divide|Estate|Estates|Expressway|Extension|Falls|Ferry|Field|Fields|Flat|Flats|Ford|Forest|Forge|Forks|Fort|Freeway|Gateway|Glen|Harbor|Harbour|Haven|Heights|Hills|Hollow|Island|Islands|Isle|Junction|Key|Keys|Knoll|Knolls|Lake|Lakes|Landing|Light|Lights|Loaf|Lock|Locks|Lodge|Loop|Mall|Manor|Manors|Meadow|Meadows|Mill|Mills|Mission|Motorway|Mount|Mountain|Mountains|Neck|Orchard|Oval|Overpass|Pass|Path|Pike|Pine|Pines|Plain|Plains|Plaza|Point|Points|Port|Ports|Prairie|Radial|Ramp|Ranch|Rapid|Rapids|Rest|Ridge|Ridges|River|Route|Run|Shoal|Shoals|Shore|Shores|Skyway|Spring|Springs|Spur|Squares|Station|Stravenue|Stream|Streets|Summit|Throughway|Trace|Track|Trafficway|Tunnel|Turnpike|Underpass|Union|Unions|Valley|Valleys|Via|Viaduct|Views|Village|Villages|Ville|Vista|Walks|Wall|Ways|Well|Wells|Branch|Bridge|Brook|Brooks|Burg|Burgs|Camp|Canyon|Cape|Cliff|Cliffs|Club|Common|Commons|Corners|Course|Courts|Coves|Crest|Curve|Drives|Fall|Garden|Gateway|Glens|Greens|Groves|Harbors|Inlet|Junctions|Lane|Marg|Nagar|Road|Chowk|Gali|Bypass|Top|Side|End|Approach|Drove|Gate|Parade|Quay|Wharf|Wynd|Fold|Croft|Lea|Ley|Nook|Passage|Precinct|Promenade|Reach|Retreat";
+const STREET_SUFFIXES: &str = "Street|St|Avenue|Ave|Av|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|Ter|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Square|Sq|Trail|Trl|Crescent|Cres|Close|Grove|Gardens|Gdns|Row|Walk|Mews|Hill|Rise|View|Park|Green|Alley|Bypass|Causeway|Center|Centre|Corner|Cove|Creek|Crossing|Dale|Dam|Divide|Estate|Estates|Expressway|Extension|Falls|Ferry|Field|Fields|Flat|Flats|Ford|Forest|Forge|Forks|Fort|Freeway|Gateway|Glen|Harbor|Harbour|Haven|Heights|Hills|Hollow|Island|Islands|Isle|Junction|Key|Keys|Knoll|Knolls|Lake|Lakes|Landing|Light|Lights|Loaf|Lock|Locks|Lodge|Loop|Mall|Manor|Manors|Meadow|Meadows|Mill|Mills|Mission|Motorway|Mount|Mountain|Mountains|Neck|Orchard|Oval|Overpass|Pass|Path|Pike|Pine|Pines|Plain|Plains|Plaza|Point|Points|Port|Ports|Prairie|Radial|Ramp|Ranch|Rapid|Rapids|Rest|Ridge|Ridges|River|Route|Run|Shoal|Shoals|Shore|Shores|Skyway|Spring|Springs|Spur|Squares|Station|Stravenue|Stream|Streets|Summit|Throughway|Trace|Track|Trafficway|Tunnel|Turnpike|Underpass|Union|Unions|Valley|Valleys|Via|Viaduct|Views|Village|Villages|Ville|Vista|Walks|Wall|Ways|Well|Wells|Branch|Bridge|Brook|Brooks|Burg|Burgs|Camp|Canyon|Cape|Cliff|Cliffs|Club|Common|Commons|Corners|Course|Courts|Coves|Crest|Curve|Drives|Fall|Garden|Gateway|Glens|Greens|Groves|Harbors|Inlet|Junctions|Lane|Marg|Nagar|Road|Chowk|Gali|Bypass|Top|Side|End|Approach|Drove|Gate|Parade|Quay|Wharf|Wynd|Fold|Croft|Lea|Ley|Nook|Passage|Precinct|Promenade|Reach|Retreat|Access|Arcade|Brace|Brae|Break|Brow|Chase|Circuit|Concourse|Copse|Cross|Crossroad|Crossway|Dell|Deviation|Dip|Distributor|Driveway|Edge|Elbow|Entrance|Esplanade|Fairway|Firetrail|Follow|Footway|Foreshore|Formation|Front|Frontage|Gap|Gates|Glade|Grange|Ground|Gully|Highroad|Interchange|Intersection|Laneway|Lees|Line|Link|Lookout|Lower|Meander|Mew|Outlook|Parklands|Pathway|Plateau|Pocket|Quad|Quadrangle|Quadrant|Quays|Ramble|Range|Reserve|Ride|Ridgeway|Ring|Riverway|Riviera|Roads|Roadside|Roadway|Ronde|Rosebowl|Rotary|Round|Siding|Slope|Sound|Stairs|Steps|Strand|Strip|Subway|Tarn|Thoroughfare|Tollway|Tor|Towers|Trailer|Triangle|Trunkway|Turn|Upper|Vale|Villas|Wade|Walkway|Yard|Zila|Ganj|Peth|Extensions|Ports|Rapids|Unions";
 
 /// The compiled patterns.
 pub struct Detector {
     pem: Regex,
     token: Regex,
     assign: Regex,
+    assign_tail: Regex,
     said: Regex,
     url_creds: Regex,
     email: Regex,
@@ -145,12 +165,15 @@ pub struct Detector {
     phone: Regex,
     date_numeric: Regex,
     date_words: Regex,
+    dob_context: Regex,
     cap_word: Regex,
+    street_en_start: Regex,
     street_en: Regex,
+    street_eu_key: Regex,
     street_eu: Regex,
+    number_before: Regex,
     street_de: Regex,
-    postal_city: Regex,
-    uk_postcode: Regex,
+    postal_tail: Regex,
 }
 
 impl Default for Detector {
@@ -237,12 +260,10 @@ impl Detector {
                 r"|AIza[0-9A-Za-z_-]{35}|npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
                 r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
             )),
-            assign: re(concat!(
-                r#"(?i)[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api_?key|apikey|access_?key|private_?key|credentials?|auth)"#,
-                r#"["']?\s*(?::=|=>|==?|:)\s*"#
-            )),
-            said: re(r"(?i)\b(?:password|passcode|passwort|kennwort|mot de passe|contraseña|pin)\s+(?:is|was|ist|est|es|è|:)\s+"),
-            url_creds: re(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://([^\s:/?#@]+):([^\s/?#@]+)@[A-Za-z0-9\[]"),
+            assign: re(r"(?i)(?:password|passwd|passphrase|pwd|secret_?key|client_?secret|secret|auth_?token|access_?token|token|api_?key|apikey|access_?key|private_?key|credentials?)"),
+            assign_tail: re(r#"^["']?[ \t]*(?::=|=>|==?|:)[ \t]*"#),
+            said: re(r"(?i)(?-u:\b)(?:password|passcode|passwort|kennwort|mot de passe|contraseña|pin)\s+(?:is|was|ist|est|es|è|:)\s+"),
+            url_creds: re(r"://([^\s:/?#@]+):([^\s/?#@]+)@[A-Za-z0-9\[]"),
             email: re(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24}"),
             iban: re(r"(?i)[a-z]{2}[0-9]{2}[ -]?[a-z0-9]{4}"),
             digits: re(r"[0-9]+(?:(?: |-|\. |\.)[0-9]+)*"),
@@ -253,40 +274,40 @@ impl Detector {
             ipv6: re(r"[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:]*:[0-9A-Fa-f.:]*"),
             mac: re(r"[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}"),
             phone: re(concat!(
-                r"(?:\+|00)?\(?[0-9]{1,5}\)?",
-                r"(?:(?:[ .\-/]{1,2}|\s?\(0?[0-9]{0,4}\)\s?|\(0\))?[0-9]{1,6}){1,7}",
-                r"(?:\s*(?:x|ext\.?|extension|#)\s*[0-9]{1,6})?"
+                r"(?:\+|00)?\(?[0-9]+\)?",
+                r"(?:(?:[ .\-/]|[ .\-/][ .\-/]| ?\(0?[0-9]*\) ?|\(0\))?[0-9]+)+",
+                r"(?:[ ]*(?:x|ext\.?|extension|#)[ ]*[0-9]+)?"
             )),
             date_numeric: re(r"[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}|[0-9]{1,2}[-/.][0-9]{1,2}[-/.](?:[0-9]{4}|[0-9]{2})"),
             date_words: re(&format!(
                 r"(?i)(?:([0-9]{{1,2}})(?:st|nd|rd|th|er|º)?\.?\s+(?:of\s+|de\s+)?({MONTHS})\.?,?\s+(?:de\s+)?([0-9]{{4}})|({MONTHS})\.?\s+([0-9]{{1,2}})(?:st|nd|rd|th)?,?\s+([0-9]{{4}}))"
             )),
+            dob_context: re(r"(?i)born|birth|dob|d\.o\.b|b-day|bday|née|né le|naissance|geboren|geb\.|geburts|nacimiento|nacid[oa]|nat[oa] il|nascita|geboortedatum|aged"),
             cap_word: re(r"\p{Lu}[\p{Ll}'’]+(?:-\p{Lu}?[\p{Ll}]+)*\.?"),
+            street_en_start: re(r"[0-9]{1,6}[A-Za-z]?,?[ \t]+(?:[NSEW]\.?[ \t]+)?[A-Z]|(?:Flat|Studio|Apartment|Unit) [0-9]+[A-Z]?[\s,|]"),
             street_en: re(&format!(
-                r"\b[0-9]{{1,6}}[A-Za-z]?,?\s+(?:[NSEW]\.?\s+)?(?:\p{{Lu}}[\p{{L}}'’-]*\.?\s+){{1,4}}(?:{STREET_SUFFIXES})\b\.?"
+                r"^(?:(?:Flat|Studio|Apartment|Unit) [0-9]+[A-Z]?[\s,|]+|[0-9]{{1,6}}[A-Za-z]?,?\s+)(?:[NSEW]\.?\s+)?(?:\p{{Lu}}[\p{{L}}'’-]*\.?\s+){{1,4}}(?:{STREET_SUFFIXES})(?-u:\b)\.?"
+            )),
+            street_eu_key: re(concat!(
+                r"(?i)(?-u:\b)(?:rue|avenue|av\.|boulevard|bd|chemin|allée|impasse|place|quai|route|cours|passage|",
+                r"calle|c/|avenida|avda\.|paseo|plaza|camino|carrer|carretera|ronda|glorieta|cuesta|callejón|rambla|travesía|",
+                r"via|viale|piazza|piazzale|corso|largo|vicolo|contrada|borgo|strada|rua|travessa|praça|alameda)[ \t]+",
             )),
             street_eu: re(concat!(
-                r"(?i:\b[0-9]{1,5}[a-z]?,?\s+)?",
-                r"\b(?i:rue|avenue|av\.|boulevard|bd|chemin|allée|impasse|place|quai|route|cours|square|passage|",
-                r"calle|c/|avenida|avda\.|paseo|plaza|camino|carrer|carretera|ronda|glorieta|cuesta|callejón|rambla|travesía|",
-                r"via|viale|piazza|piazzale|corso|largo|vicolo|contrada|borgo|strada|rua|travessa|praça|alameda)",
-                r"\s+(?:(?i:de la|de l'|du|des|de|del|della|dei|di|da|d')\s*)?\p{Lu}[\p{L}'’-]*(?:\s+(?:\p{Lu}[\p{L}'’-]*|(?i:de|del|la|di|y)))*",
+                r"^(?:(?i:de la|de l'|du|des|de|del|della|dei|di|da|d')\s*)?\p{Lu}[\p{L}'’-]*(?:\s+(?:\p{Lu}[\p{L}'’-]*|(?i:de|del|la|di|y)))*",
                 r"(?:,?\s+(?:n\.?\s*|nº\s*|no\.?\s*)?[0-9]{1,5}[a-zA-Z]?)?",
             )),
+            number_before: re(r"[0-9]{1,5}[a-z]?,?\s+$"),
             street_de: re(concat!(
-                r"\b\p{Lu}[\p{L}-]*(?i:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer|steig|chaussee|pfad|markt|",
-                r"straat|laan|plein|gracht|kade|baan|dijk|singel|hof|pad|dreef|steeg|weg)\s+[0-9]{1,5}[a-zA-Z]?(?:[-/][0-9]{1,5})?",
+                r"(?i)(?:straße|strasse|str\.|weg|gasse|platz|allee|damm|ufer|steig|chaussee|",
+                r"straat|laan|plein|gracht|kade|baan|dijk|singel|dreef|steeg)[ \t]+[0-9]{1,5}[a-zA-Z]?(?:[-/][0-9]{1,5})?",
             )),
-            postal_city: re(concat!(
-                r"\b(?:\p{Lu}[\p{L}'’.-]*(?:\s\p{Lu}[\p{L}'’.-]*){0,3},\s*[A-Z]{2}\s+[0-9]{5}(?:-[0-9]{4})?",
-                r"|[0-9]{5},?\s+\p{Lu}[\p{L}'’-]+(?:[ -]\p{Lu}[\p{L}'’-]+){0,3}(?:\s\([A-Z]{2}\))?",
-                r"|[0-9]{4}\s?[A-Z]{2}\s+\p{Lu}[\p{L}'’-]+",
-                r"|\p{Lu}[\p{L}'’-]+,\s*[0-9]{5}",
-                r"|\p{Lu}[\p{L}'’-]+,\s*[A-Z]{2,3},\s*[0-9]{4}",
-                r"|\p{Lu}[\p{L}'’-]+,\s*[A-Z]{2}\s+[A-Z][0-9][A-Z]\s?[0-9][A-Z][0-9]",
-                r"|\p{Lu}[\p{L}'’-]+-[0-9]{6})",
+            postal_tail: re(concat!(
+                r"^[\s,|]*(?:(?:\p{Lu}[\p{L}'’.-]*(?:[ -]\p{Lu}[\p{L}'’.-]*){0,3}[\s,|]+)?(?:[A-Z]{2,3}[ ,]+)?",
+                r"(?:[0-9]{5}(?:-[0-9]{4})?|[0-9]{4}\s?[A-Z]{2}|[0-9]{4}|[A-Z]{1,2}[0-9][A-Z0-9]? ?[0-9][A-Z]{2}|[A-Z][0-9][A-Z] ?[0-9][A-Z][0-9])",
+                r"(?:[\s,|]+\p{Lu}[\p{L}'’-]+(?:[ -]\p{Lu}[\p{L}'’-]+){0,2})?(?:\s?\([A-Z]{2}\))?",
+                r"|\p{Lu}[\p{L}'’-]+(?:[ -]\p{Lu}[\p{L}'’-]+){0,2}-[0-9]{6})",
             )),
-            uk_postcode: re(r"\b[A-Z]{1,2}[0-9][A-Z0-9]? ?[0-9][ABD-HJLNP-UW-Z]{2}\b"),
         }
     }
 
@@ -302,17 +323,68 @@ impl Detector {
         let lower = text.to_ascii_lowercase();
         let mut hits = Vec::new();
         let mut push = |start: usize, end: usize, kind: EntityType| hits.push(Hit { start, end, kind });
+        // What the text holds decides which detectors can find anything in it.
+        let bytes = text.as_bytes();
+        let digits = bytes.iter().filter(|b| b.is_ascii_digit()).count();
+        let has = |b: u8| bytes.contains(&b);
         self.secrets(text, &lower, &mut push);
-        self.emails(text, &mut push);
-        self.ibans(text, &mut push);
-        self.numbers(text, &lower, &mut push);
-        self.ids(text, &lower, &mut push);
-        self.network(text, &lower, &mut push);
-        self.phones(text, &lower, &mut push);
-        self.dates(text, &lower, &mut push);
-        self.addresses(text, &lower, &mut push);
+        if has(b'@') {
+            self.emails(text, &mut push);
+        }
+        if digits >= 9 {
+            self.ibans(text, &mut push);
+            self.numbers(text, &lower, &mut push);
+        }
+        if digits >= 6 {
+            self.ids(text, &lower, &mut push);
+        }
+        if has(b'.') || has(b':') || has(b'-') {
+            self.network(text, &lower, &mut push);
+        }
+        if digits >= 7 {
+            self.phones(text, &lower, &mut push);
+        }
+        if digits >= 4 {
+            self.dates(text, &lower, &mut push);
+        }
+        if digits >= 1 {
+            self.addresses(text, &lower, &mut push);
+        }
         self.persons(text, &lower, &mut push);
         resolve(hits)
+    }
+
+    /// Time spent in each detector over `text` (for tuning; `solo gate eval` reports the total).
+    #[doc(hidden)]
+    pub fn profile(&self, text: &str, acc: &mut [f64; 10]) {
+        let lower = text.to_ascii_lowercase();
+        let mut sink = |_: usize, _: usize, _: EntityType| {};
+        let t = std::time::Instant::now();
+        let mut lap = |i: usize, t: &mut std::time::Instant| {
+            acc[i] += t.elapsed().as_secs_f64();
+            *t = std::time::Instant::now();
+        };
+        let mut t = t;
+        self.secrets(text, &lower, &mut sink);
+        lap(0, &mut t);
+        self.emails(text, &mut sink);
+        lap(1, &mut t);
+        self.ibans(text, &mut sink);
+        lap(2, &mut t);
+        self.numbers(text, &lower, &mut sink);
+        lap(3, &mut t);
+        self.ids(text, &lower, &mut sink);
+        lap(4, &mut t);
+        self.network(text, &lower, &mut sink);
+        lap(5, &mut t);
+        self.phones(text, &lower, &mut sink);
+        lap(6, &mut t);
+        self.dates(text, &lower, &mut sink);
+        lap(7, &mut t);
+        self.addresses(text, &lower, &mut sink);
+        lap(8, &mut t);
+        self.persons(text, &lower, &mut sink);
+        lap(9, &mut t);
     }
 
     fn secrets(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
@@ -344,17 +416,19 @@ impl Detector {
         }
         for m in self.url_creds.captures_iter(text) {
             let (user, pass) = (m.get(1).unwrap(), m.get(2).unwrap());
-            if placeholder(pass.as_str()) {
+            let scheme = text[..m.get(0).unwrap().start()].bytes().rev().take_while(|b| b.is_ascii_alphanumeric() || b"+.-".contains(b)).count();
+            if placeholder(pass.as_str()) || scheme == 0 || scheme > 16 {
                 continue;
             }
             push(user.start(), pass.end(), EntityType::UrlCredentials);
         }
         for m in self.assign.find_iter(text) {
             // `==` compares, `max_tokens: 100` counts, `password: str` annotates.
-            if m.as_str().contains("==") {
+            let Some(tail) = self.assign_tail.find(&text[m.end()..]) else { continue };
+            if tail.as_str().contains("==") || after(text, m.end()).is_some_and(|c| c.is_alphanumeric()) {
                 continue;
             }
-            if let Some((s, e)) = assigned_value(text, m.end(), false) {
+            if let Some((s, e)) = assigned_value(text, m.end() + tail.end(), false) {
                 push(s, e, EntityType::Secret);
             }
         }
@@ -439,12 +513,16 @@ impl Detector {
                     seps.push(&run[t..i]);
                 }
             }
-            let ctx = ctx_before(lower, m.start(), 48);
+            let ctx_of = || ctx_before(lower, m.start(), 48);
             let mut taken: Vec<(usize, usize)> = Vec::new();
             let free = |taken: &Vec<(usize, usize)>, a: usize, z: usize| taken.iter().all(|&(x, y)| z <= x || a >= y);
             // Windows of consecutive groups, longest first.
             let n = groups.len();
-            let mut windows: Vec<(usize, usize)> = (0..n).flat_map(|i| (i..n).map(move |j| (i, j))).collect();
+            let len = |i: usize, j: usize| groups[i..=j].iter().map(|g| g.1 - g.0).sum::<usize>();
+            let mut windows: Vec<(usize, usize)> = (0..n)
+                .flat_map(|i| (i..n.min(i + 8)).map(move |j| (i, j)))
+                .filter(|&(i, j)| (9..=19).contains(&len(i, j)))
+                .collect();
             windows.sort_by_key(|&(i, j)| std::cmp::Reverse(groups[j].1 - groups[i].0));
             for (i, j) in windows {
                 let (start, end) = (groups[i].0, groups[j].1);
@@ -468,21 +546,25 @@ impl Detector {
                 }
                 let d = checks::digits(&text[start..end]);
                 let sizes: Vec<usize> = groups[i..=j].iter().map(|g| g.1 - g.0).collect();
-                let kind = if checks::card(&d) && card_grouping(&sizes) {
+                let whole = i == 0 && j + 1 == n;
+                let card_ctx = || has_any(ctx_of(), &["card", "karte", "carte", "tarjeta", "carta", "pay", "visa", "mastercard", "maestro", "debit", "credit", "kaart"]);
+                let kind = if checks::card(&d) && card_grouping(&sizes) && (d.len() >= 16 || d[0] == 3 || card_ctx()) {
                     Some(EntityType::Card)
+                } else if !whole {
+                    None
                 } else if d.len() == 9 && checks::ssn(&d) && (sizes == [3, 2, 4] && inner.iter().all(|s| *s == "-" || *s == " ")
-                    || has_any(ctx, &["ssn", "social security", "soc sec", "ss#", "ss #"]))
+                    || has_any(ctx_of(), &["ssn", "social security", "soc sec", "ss#", "ss #"]))
                 {
                     Some(EntityType::Ssn)
                 } else if d.len() == 15 && (sizes.len() == 1 || sizes == [1, 2, 2, 2, 3, 3, 2]) && checks::nir(text[start..end].replace(' ', "").as_bytes()) {
                     Some(EntityType::NationalId)
-                } else if d.len() == 9 && checks::bsn(&d) && has_any(ctx, &["bsn", "burgerservicenummer", "sofinummer", "sofi-nummer", "citizen service number"]) {
+                } else if d.len() == 9 && checks::bsn(&d) && has_any(ctx_of(), &["bsn", "burgerservicenummer", "sofinummer", "sofi-nummer", "citizen service number"]) {
                     Some(EntityType::NationalId)
-                } else if d.len() == 9 && checks::sin(&d) && (sizes == [3, 3, 3] || sizes.len() == 1) && has_any(ctx, &["sin", "social insurance", "assurance sociale", "nas"]) {
+                } else if d.len() == 9 && checks::sin(&d) && (sizes == [3, 3, 3] || sizes.len() == 1) && has_any(ctx_of(), &["sin", "social insurance", "assurance sociale", "nas"]) {
                     Some(EntityType::NationalId)
-                } else if d.len() == 12 && checks::aadhaar(&d) && (sizes == [4, 4, 4] || has_any(ctx, &["aadhaar", "aadhar", "uidai", "uid"])) {
+                } else if d.len() == 12 && checks::aadhaar(&d) && (sizes == [4, 4, 4] || has_any(ctx_of(), &["aadhaar", "aadhar", "uidai", "uid"])) {
                     Some(EntityType::NationalId)
-                } else if d.len() == 11 && sizes.len() == 1 && has_any(ctx, &["steuer-id", "steueridentifikationsnummer", "steuer-identifikationsnummer", "tax id", "idnr"]) && steuer_id(&d) {
+                } else if d.len() == 11 && sizes.len() == 1 && has_any(ctx_of(), &["steuer-id", "steueridentifikationsnummer", "steuer-identifikationsnummer", "tax id", "idnr"]) && steuer_id(&d) {
                     Some(EntityType::NationalId)
                 } else {
                     None
@@ -599,10 +681,15 @@ impl Detector {
             let ctx = ctx_before(lower, start, 40);
             let near = ctx_before(lower, start, 14);
             let context = has_any(ctx, PHONE_CONTEXT);
-            if !context && has_any(near, NOT_PHONE_CONTEXT) {
+            if has_any(ctx_before(lower, start, 9), NOT_PHONE_CONTEXT) || !context && has_any(near, NOT_PHONE_CONTEXT) {
                 continue;
             }
             let groups: Vec<usize> = main.split(|c: char| !c.is_ascii_digit()).filter(|g| !g.is_empty()).map(str::len).collect();
+            // Card-shaped (4-4-4…) and SSN-shaped numbers are not phones unless dialled internationally.
+            let card_like = groups.len() >= 3 && groups[..groups.len() - 1].iter().all(|&g| g == 4) || groups.len() == 1 && d.len() >= 12;
+            if !international && (card_like || groups == [3, 2, 4] && !context) {
+                continue;
+            }
             let dotted = main.contains('.');
             let shaped = phone_shaped(main, &groups, &d);
             if dotted && !(groups == [3, 3, 4] || international || context) {
@@ -614,7 +701,19 @@ impl Detector {
         }
     }
 
+    /// Dates of birth: dates near a birth word (only those windows are searched).
     fn dates(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+        let mut last_end = 0;
+        for m in self.dob_context.find_iter(text) {
+            let from = floor(text, m.start().saturating_sub(40)).max(last_end.min(m.start()));
+            let to = ceil(text, m.end() + 70);
+            last_end = to;
+            let mut local = |s: usize, e: usize, k: EntityType| push(from + s, from + e, k);
+            self.dates_in(&text[from..to], &lower[from..to], &mut local);
+        }
+    }
+
+    fn dates_in(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
         let dob_ctx = |start: usize, end: usize| {
             has_any(ctx_before(lower, start, 48), DOB_CONTEXT) || has_any(ctx_after(lower, end, 24), &["(dob)", "(date of birth)", "(born)", "(birthday)"])
         };
@@ -658,59 +757,59 @@ impl Detector {
 
     fn addresses(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
         let _ = lower;
-        let mut parts: Vec<(usize, usize, bool)> = Vec::new(); // (start, end, is a street line)
-        for m in self.street_en.find_iter(text) {
-            parts.push((m.start(), m.end(), true));
-        }
-        for m in self.street_eu.find_iter(text) {
-            if word_char(before(text, m.start())) {
+        let window = |from: usize, n: usize| &text[from..ceil(text, from + n)];
+        let mut streets: Vec<(usize, usize)> = Vec::new();
+        for m in self.street_en_start.find_iter(text) {
+            if word_char(before(text, m.start())) || streets.last().is_some_and(|l| m.start() < l.1) {
                 continue;
             }
-            // "rue" or "via" alone in prose is not an address: a number must come with it.
-            let s = m.as_str();
-            if s.bytes().any(|b| b.is_ascii_digit()) || text[m.end()..].trim_start_matches([',', ' ']).starts_with(|c: char| c.is_ascii_digit()) {
-                let mut end = m.end();
+            if let Some(x) = self.street_en.find(window(m.start(), 120)) {
+                streets.push((m.start(), m.start() + x.end()));
+            }
+        }
+        for m in self.street_eu_key.find_iter(text) {
+            let Some(x) = self.street_eu.find(window(m.end(), 100)) else { continue };
+            let mut start = m.start();
+            let mut end = m.end() + x.end();
+            let has_number = x.as_str().bytes().any(|b| b.is_ascii_digit());
+            let lead = self.number_before.find(&text[floor(text, start.saturating_sub(10))..start]);
+            if let Some(l) = lead {
+                start -= l.as_str().len();
+            }
+            if !has_number && lead.is_none() {
+                // "rue" or "via" in prose is no address: a number must come with it.
                 let rest = &text[end..];
                 let t = rest.trim_start_matches([',', ' ']);
-                if !s.bytes().any(|b| b.is_ascii_digit()) {
-                    let n = t.bytes().take_while(|b| b.is_ascii_alphanumeric()).count();
-                    end += rest.len() - t.len() + n;
+                let n = t.bytes().take_while(|b| b.is_ascii_digit()).count();
+                if n == 0 {
+                    continue;
                 }
-                parts.push((m.start(), end, true));
+                end += rest.len() - t.len() + n;
             }
+            streets.push((start, end));
         }
         for m in self.street_de.find_iter(text) {
-            parts.push((m.start(), m.end(), true));
+            // Back to the start of the word that ends in the suffix ("Aurelia-Rogge-Platz").
+            let head = &text[..m.start()];
+            let word = head.chars().rev().take_while(|c| c.is_alphabetic() || *c == '-').map(char::len_utf8).sum::<usize>();
+            let start = m.start() - word;
+            if word < 2 || !text[start..].starts_with(|c: char| c.is_uppercase()) {
+                continue;
+            }
+            streets.push((start, m.end()));
         }
-        for m in self.postal_city.find_iter(text) {
-            parts.push((m.start(), m.end(), false));
-        }
-        for m in self.uk_postcode.find_iter(text) {
-            parts.push((m.start(), m.end(), false));
-        }
-        if parts.is_empty() {
+        if streets.is_empty() {
             return;
         }
-        parts.sort_by_key(|p| (p.0, std::cmp::Reverse(p.1)));
-        // Merge parts that follow each other (", ", newline, " | "), with short unit lines between.
-        let mut merged: Vec<(usize, usize, bool)> = Vec::new();
-        for p in parts {
-            if let Some(last) = merged.last_mut() {
-                if p.0 <= last.1 {
-                    last.1 = last.1.max(p.1);
-                    last.2 |= p.2;
-                    continue;
-                }
-                let gap = &text[last.1..p.0];
-                if gap.len() <= 40 && address_gap(gap) {
-                    last.1 = p.1;
-                    last.2 |= p.2;
-                    continue;
-                }
+        streets.sort_by_key(|p| (p.0, std::cmp::Reverse(p.1)));
+        let mut merged: Vec<(usize, usize)> = Vec::new();
+        for p in streets {
+            match merged.last_mut() {
+                Some(last) if p.0 <= last.1 => last.1 = last.1.max(p.1),
+                _ => merged.push(p),
             }
-            merged.push(p);
         }
-        for (s, mut e, street) in merged {
+        for (s, mut e) in merged {
             // A unit after the street: "Apt. 388", "Suite 5", "Flat 2", "Piano 8", "Puerta 2".
             let rest = &text[e..];
             let t = rest.trim_start_matches([',', ' ']);
@@ -724,15 +823,14 @@ impl Detector {
                     break;
                 }
             }
-            if street {
-                push(s, e, EntityType::Address);
-            } else {
-                // A postal code and city alone: only with context.
-                let ctx = ctx_before(lower, s, 40);
-                if has_any(ctx, &["address", "live", "lives", "living", "located", "ship", "deliver", "send", "mail", "moved", "adresse", "wohne", "dirección", "vivo", "indirizzo", "abito", "adres", "woon", "from", "in "]) {
-                    push(s, e, EntityType::Address);
+            // Then the city and postal code.
+            if let Some(x) = self.postal_tail.find(window(e, 90)) {
+                let tail = x.as_str();
+                if tail.bytes().any(|b| b.is_ascii_digit()) && !tail.contains("\n\n") {
+                    e += x.end();
                 }
             }
+            push(s, e, EntityType::Address);
         }
     }
 
@@ -755,10 +853,23 @@ impl Detector {
             let run: Vec<&str> = words[i..=j].iter().map(|&(s, e)| text[s..e].trim_end_matches('.')).collect();
             let (rs, re_) = (words[i].0, words[j].1);
             i = j + 1;
+            let run_at_sentence_start = {
+                let b = text[..rs].trim_end_matches([' ', '"', '\'', '(', '*']);
+                b.is_empty() || b.ends_with(['.', '!', '?', '\n', ':'])
+            };
             // Titles, greetings and ordinary words open the run: "Dear Dr. Jane Doe".
             let is_first = |w: &str| names.first.contains(w);
             let is_last = |w: &str| names.last.contains(w) || w.contains('-') && w.split('-').all(|p| names.last.contains(capitalize(p).as_str()));
-            let is_common = |w: &str| names.common.contains(w.to_lowercase().as_str());
+            let is_common = |w: &str| {
+                let mut buf = [0u8; 64];
+                if w.is_ascii() && w.len() <= 64 {
+                    buf[..w.len()].copy_from_slice(w.as_bytes());
+                    buf[..w.len()].make_ascii_lowercase();
+                    names.common.contains(std::str::from_utf8(&buf[..w.len()]).unwrap_or(""))
+                } else {
+                    names.common.contains(w.to_lowercase().as_str())
+                }
+            };
             let mut k = 0;
             let mut title_in_run = false;
             let mut greeting = false;
@@ -768,26 +879,27 @@ impl Detector {
                     title_in_run = true;
                 } else if NAME_CONTEXT.contains(&w.to_lowercase().as_str()) {
                     greeting = true;
-                } else if !(is_common(w) && !is_first(w) && !is_last(w)) {
+                } else if !(is_common(w) && (!is_first(w) && !is_last(w) || k == 0 && run_at_sentence_start)) {
                     break;
                 }
                 k += 1;
             }
-            let titled = title_in_run || {
-                let before_run = ctx_before(text, rs, 8).trim_end();
-                TITLES.iter().any(|t| before_run.ends_with(t) || before_run.ends_with(&format!("{t}.")))
-            };
             let body = &run[k..];
-            if body.is_empty() {
+            if body.is_empty() || !body.iter().any(|w| is_first(w) || is_last(w)) {
                 continue;
             }
+            let titled = title_in_run || {
+                let before_run = ctx_before(text, rs, 10).trim_end().trim_end_matches('.');
+                let last = before_run.rsplit([' ', '\n', '(']).next().unwrap_or("");
+                TITLES.contains(&last)
+            };
             let start = if k > 0 { words[rs_index(&words, rs) + k].0 } else { rs };
             let mut end = re_;
             if text[..end].ends_with('.') {
                 end -= 1;
             }
-            let ctx = ctx_before(lower, start, 20);
-            let context = greeting || has_any(ctx, NAME_CONTEXT);
+            let ctx = ctx_before(lower, start, 24);
+            let context = greeting || ends_with_context(ctx);
             let first = body[0];
             let lastw = body[body.len() - 1];
             let sentence_start = {
@@ -839,6 +951,16 @@ impl Detector {
     }
 }
 
+/// The last one to three words of `ctx` are a name cue ("my name is", "dear", "thanks").
+fn ends_with_context(ctx: &str) -> bool {
+    let words: Vec<&str> = ctx.split_whitespace().map(|w| w.trim_end_matches([',', ':'])).collect();
+    let n = words.len();
+    (1..=3.min(n)).any(|k| {
+        let phrase = words[n - k..].join(" ");
+        NAME_CONTEXT.contains(&phrase.as_str()) || NAME_CONTEXT.iter().any(|c| c.trim_end_matches([',', ':', '.']) == phrase)
+    })
+}
+
 fn rs_index(words: &[(usize, usize)], start: usize) -> usize {
     words.iter().position(|w| w.0 == start).unwrap_or(0)
 }
@@ -849,17 +971,6 @@ fn capitalize(w: &str) -> String {
         Some(f) => f.to_uppercase().chain(c.flat_map(|x| x.to_lowercase())).collect(),
         None => String::new(),
     }
-}
-
-/// Between two parts of one address: separators and at most a short unit or city line.
-fn address_gap(gap: &str) -> bool {
-    let t = gap.trim_matches(|c: char| c == ',' || c == ' ' || c == '\n' || c == '|' || c == ';');
-    t.is_empty()
-        || t.len() <= 30
-            && (t.starts_with("Apt") || t.starts_with("Suite") || t.starts_with("Unit") || t.starts_with("Flat") || t.starts_with("Piano")
-                || t.starts_with("Puerta") || t.starts_with("Piso") || t.starts_with('#')
-                || t.split([' ', '-']).all(|w| w.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit())))
-            && !t.contains(['.', '!', '?'])
 }
 
 /// Card numbers are written whole or in issuer groups (4-4-4-4, 4-6-5, 4-6-4, 4-4-4-4-3).
@@ -880,7 +991,7 @@ fn phone_shaped(main: &str, groups: &[usize], d: &[u8]) -> bool {
     if paren && d.len() >= 9 {
         return true;
     }
-    d[0] == 0 && groups.len() >= 2 && (9..=12).contains(&d.len()) && groups[0] >= 2 && groups.iter().all(|&g| g >= 2)
+    d[0] == 0 && d[1] != 0 && groups.len() >= 2 && (9..=12).contains(&d.len()) && groups[0] >= 2 && groups.iter().all(|&g| g >= 2)
 }
 
 /// German tax id: 11 digits, first not 0, ISO 7064 mod 11,10 check digit.
@@ -904,9 +1015,13 @@ fn steuer_id(d: &[u8]) -> bool {
 fn placeholder(v: &str) -> bool {
     let v = v.trim();
     let lower = v.to_ascii_lowercase();
+    let env = v.strip_prefix('$').is_some_and(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
     v.is_empty()
-        || v.starts_with(['$', '%', '{', '<', '[', '*', '#', '('])
-        || v.ends_with('>') && v.contains('<')
+        || env
+        || v.starts_with("${") || v.starts_with("$(") || v.starts_with("%(") || v.starts_with("{{")
+        || v.starts_with('{') && v.ends_with('}')
+        || v.starts_with('<') && v.ends_with('>')
+        || v.starts_with('[') && v.ends_with(']')
         || v.chars().all(|c| c == v.chars().next().unwrap_or('x'))
         || ["xxx", "...", "null", "none", "nil", "undefined", "true", "false", "redacted", "hidden", "changeme_in_prod", "your_password", "yourpassword", "your-password", "password_here", "placeholder", "example", "required", "optional", "string", "str", "int", "bool", "secretstr", "env", "os.environ", "process.env", "getenv"]
             .iter()
@@ -923,13 +1038,22 @@ fn assigned_value(text: &str, from: usize, prose: bool) -> Option<(usize, usize)
         let close = rest[1..].find(first)?;
         (from + 1, from + 1 + close)
     } else {
-        let n = rest.find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ')' | '}' | ']' | '"' | '\'' | '<' | '>' | '&')).unwrap_or(rest.len());
+        let n = rest.find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '"' | '\'' | '<' | '>')).unwrap_or(rest.len());
         let mut e = from + n;
-        while e > from && text[..e].ends_with(['.', ':', '!', '?']) {
-            e -= 1;
+        loop {
+            let v = &text[from..e];
+            let unbalanced = |o: char, c: char| v.ends_with(c) && v.matches(o).count() < v.matches(c).count();
+            if e > from && (v.ends_with(['.', ':', '!', '?']) || unbalanced('(', ')') || unbalanced('[', ']') || unbalanced('{', '}')) {
+                e -= 1;
+            } else {
+                break;
+            }
         }
-        // A call or an index is code.
-        if text[from + n..].starts_with('(') || text[from + n..].starts_with('[') || text[from..e].contains(['(', '[']) {
+        // A call or an index is code: `get_token(user)`, `os.environ["X"]`.
+        let ident_len = text[from..].bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.').count();
+        let ident = &text[from..from + ident_len];
+        let random = ident.bytes().any(|b| b.is_ascii_digit()) && ident.bytes().any(|b| b.is_ascii_uppercase());
+        if ident_len > 0 && !random && text[from + ident_len..].starts_with(['(', '[']) {
             return None;
         }
         (from, e)
@@ -941,7 +1065,7 @@ fn assigned_value(text: &str, from: usize, prose: bool) -> Option<(usize, usize)
     if first != '"' && first != '\'' {
         // Dotted identifiers (`self.password`, `config.token`) and bare type names are code.
         let ident = |w: &str| w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && w.chars().all(|c| c.is_alphanumeric() || c == '_');
-        if v.contains('.') && v.split('.').all(ident) {
+        if v.contains('.') && v.split('.').all(ident) || ident(v) && v.contains('_') && v.chars().all(|c| !c.is_ascii_uppercase()) {
             return None;
         }
         if v.starts_with('/') || v.starts_with("./") || v.starts_with('~') || v.starts_with("http") {
@@ -966,22 +1090,31 @@ fn assigned_value(text: &str, from: usize, prose: bool) -> Option<(usize, usize)
 pub fn resolve(mut hits: Vec<Hit>) -> Vec<Hit> {
     hits.retain(|h| h.end > h.start);
     hits.sort_by_key(|h| (std::cmp::Reverse(priority(h.kind)), std::cmp::Reverse(h.end - h.start), h.start));
-    let mut kept: Vec<Hit> = Vec::with_capacity(hits.len());
+    // Kept hits by start; they do not overlap, so only the neighbours of a new one can.
+    let mut kept: std::collections::BTreeMap<usize, Hit> = std::collections::BTreeMap::new();
     for h in hits {
-        if kept.iter().all(|k| h.end <= k.start || h.start >= k.end) {
-            kept.push(h);
+        let left_ok = kept.range(..=h.start).next_back().is_none_or(|(_, k)| k.end <= h.start);
+        let right_ok = kept.range(h.start..).next().is_none_or(|(_, k)| k.start >= h.end);
+        if left_ok && right_ok {
+            kept.insert(h.start, h);
         }
     }
-    kept.sort_by_key(|h| h.start);
-    kept
+    kept.into_values().collect()
 }
 
 /// Hits in the normalised text → spans in the input's characters.
 pub fn to_spans(text: &str, norm: &Normalized, hits: &[Hit]) -> Vec<Span> {
+    // Byte offset of every character (once, not per span).
+    let offsets: Option<Vec<usize>> =
+        (!text.is_ascii() && hits.len() > 1).then(|| text.char_indices().map(|(b, _)| b).chain(std::iter::once(text.len())).collect());
     hits.iter()
         .map(|h| {
             let (start, end) = norm.chars_of(h.start, h.end);
-            Span { start, end, kind: h.kind, text: char_slice(text, start, end).to_string() }
+            let value = match &offsets {
+                Some(o) => &text[o[start.min(o.len() - 1)]..o[end.min(o.len() - 1)]],
+                None => char_slice(text, start, end),
+            };
+            Span { start, end, kind: h.kind, text: value.to_string() }
         })
         .collect()
 }

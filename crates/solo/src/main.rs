@@ -3,6 +3,7 @@
 mod bench;
 mod commands;
 mod demo;
+mod gate;
 mod locate;
 mod serve;
 
@@ -91,6 +92,8 @@ enum Command {
     },
     /// OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics.
     Serve(serve::ServeArgs),
+    /// The privacy gate: personal data and secrets in stdin, as JSON spans with the policy's outcome.
+    Gate(gate::GateArgs),
     /// Mean negative log-likelihood and perplexity of a text file, as JSON.
     Perplexity {
         #[arg(long)]
@@ -115,6 +118,7 @@ fn main() {
             bench::bench(bench::BenchArgs { model, synthetic, layers, contexts, decode_steps, rounds, json })
         }
         Command::Serve(args) => serve::serve(args),
+        Command::Gate(args) => gate::gate(args),
         Command::Perplexity { model, text_file, backend } => commands::perplexity(&model, &text_file, backend),
     };
     if let Err(err) = result {
