@@ -33,6 +33,8 @@ pub struct App {
     pub engine: EngineHandle,
     pub metrics: Arc<Metrics>,
     pub rng: Mutex<SplitMix>,
+    /// The privacy gate and the cloud route (`--cloud-url`, `--policy`); `None`: local only, ungated.
+    pub hybrid: Option<Arc<crate::router::Hybrid>>,
 }
 
 impl App {

@@ -8,6 +8,7 @@
 //!   completions.rs                                 stop.rs      stop strings
 //!   parser.rs + tool_args.rs  <think> and <tool_call> out of the streamed text
 //!   routes.rs   router, auth, metrics.rs, error.rs
+//!   router.rs   the privacy gate and the hybrid (local / cloud) route of chat requests
 //! ```
 //!
 //! The engine is generic over [`solo_model::Backend`]; [`start`] takes a function that builds the
@@ -24,6 +25,7 @@ pub mod parser;
 pub mod prefix_cache;
 pub mod prompt;
 pub mod request;
+pub mod router;
 pub mod routes;
 pub mod stop;
 pub mod tool_args;
@@ -64,6 +66,8 @@ pub struct ServerConfig {
     /// Snapshot the state every this many prompt tokens (besides message boundaries).
     pub snapshot_interval: usize,
     pub prefill_chunk: usize,
+    /// The privacy gate and hybrid router (see [`router`]).
+    pub hybrid: Option<router::HybridConfig>,
 }
 
 impl ServerConfig {
@@ -83,6 +87,7 @@ impl ServerConfig {
             cache_bytes: 8 << 30,
             snapshot_interval: 2048,
             prefill_chunk: 512,
+            hybrid: None,
         }
     }
 }
@@ -160,6 +165,10 @@ where
         engine,
         metrics,
         rng: Mutex::new(SplitMix(seed)),
+        hybrid: match &config.hybrid {
+            Some(h) => Some(Arc::new(router::Hybrid::new(h.clone())?)),
+            None => None,
+        },
     });
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

@@ -1,7 +1,6 @@
 //! The router: endpoints, the API-key check, per-route status counting, the body limit, and
 //! OpenAI error objects for unknown routes and methods.
 
-use crate::chat::chat_completions;
 use crate::completions::completions;
 use crate::error::ApiError;
 use crate::handlers::App;
@@ -16,7 +15,7 @@ use std::sync::Arc;
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
-        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/chat/completions", post(crate::router::chat))
         .route("/v1/completions", post(completions))
         .route("/v1/models", get(models))
         .route("/v1/models/{*id}", get(model))

@@ -38,6 +38,58 @@ pub struct ServeArgs {
     /// Memory for the prefix cache's state snapshots, in MiB (0 turns it off).
     #[arg(long, default_value_t = 8192)]
     cache_mb: usize,
+    /// Hybrid routing: an OpenAI-compatible base URL (e.g. https://api.openai.com/v1). Chat
+    /// requests pass the privacy gate; what the policy allows goes there, masked as it says.
+    #[arg(long)]
+    cloud_url: Option<String>,
+    /// The `model` sent to the cloud. Default: the client's.
+    #[arg(long)]
+    cloud_model: Option<String>,
+    /// Name of the environment variable that holds the cloud's API key.
+    #[arg(long)]
+    cloud_key_env: Option<String>,
+    /// Privacy policy (TOML). Default: the shipped one. Also gates local-only serving.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Audit log of gated requests (JSON lines, no values). Default with --cloud-url:
+    /// ~/.cache/solo/gate-audit.jsonl.
+    #[arg(long)]
+    audit_log: Option<PathBuf>,
+}
+
+/// The gate's settings; an unreadable policy stops the server before it starts, naming the line.
+fn hybrid(
+    cloud_url: Option<String>,
+    cloud_model: Option<String>,
+    cloud_key_env: Option<String>,
+    policy: Option<PathBuf>,
+    audit_log: Option<PathBuf>,
+) -> Result<Option<solo_server::router::HybridConfig>> {
+    if cloud_url.is_none() && policy.is_none() {
+        anyhow::ensure!(cloud_model.is_none() && cloud_key_env.is_none(), "--cloud-model and --cloud-key-env need --cloud-url");
+        return Ok(None);
+    }
+    let policy = match &policy {
+        Some(path) => solo_gate::Policy::load(path).map_err(anyhow::Error::msg)?,
+        None => solo_gate::Policy::default(),
+    };
+    let cloud_key = match &cloud_key_env {
+        Some(var) => Some(std::env::var(var).map_err(|_| anyhow::anyhow!("--cloud-key-env {var}: the environment variable is not set"))?),
+        None => None,
+    };
+    let audit_log = audit_log.or_else(|| {
+        cloud_url.as_ref()?;
+        let home = std::env::var_os("HOME")?;
+        Some(PathBuf::from(home).join(".cache/solo/gate-audit.jsonl"))
+    });
+    if let Some(url) = &cloud_url {
+        anyhow::ensure!(url.starts_with("http://") || url.starts_with("https://"), "--cloud-url must start with http:// or https://, got {url}");
+        eprintln!(
+            "solo: hybrid routing to {url}; every chat request passes the privacy gate{}",
+            audit_log.as_ref().map(|p| format!(" (audit log: {})", p.display())).unwrap_or_default()
+        );
+    }
+    Ok(Some(solo_server::router::HybridConfig { cloud_url, cloud_model, cloud_key, policy, audit_log }))
 }
 
 pub fn serve(args: ServeArgs) -> Result<()> {
@@ -60,6 +112,7 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     if let Some(name) = args.model_name {
         config.model_name = name;
     }
+    config.hybrid = hybrid(args.cloud_url, args.cloud_model, args.cloud_key_env, args.policy, args.audit_log)?;
     let name = config.model_name.clone();
     let cuda = match args.backend {
         BackendChoice::Cpu => false,
