@@ -31,6 +31,7 @@ pub const SOURCES: &[Source] = &[
     crate::ops::linear::SOURCE_CAST,
     crate::ops::embed::SOURCE,
     crate::ops::sample::SOURCE,
+    crate::ops::sample::SOURCE_TOPK,
     crate::ops::gdn::SOURCE_CONV,
     crate::ops::gdn::SOURCE_DELTA,
     crate::ops::attention::SOURCE_ROPE,

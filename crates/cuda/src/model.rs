@@ -10,7 +10,8 @@
 //! ```
 //! Decode runs that for one token as a captured CUDA graph: the token id and the position live
 //! on the device, the argmax of the logits is written back as the next step's token id, so a
-//! greedy decode loop never needs the host between steps.
+//! greedy decode loop never needs the host between steps. A second graph ends with the GPU
+//! sampler instead (`decode_sampled`: temperature, top-k ≤ 64, top-p, seeded on the device).
 
 use crate::ops::attention::{attention_mixer, KvCacheGpu};
 use crate::ops::gdn::{gdn_mixer, GdnStateGpu};
@@ -18,7 +19,8 @@ use crate::ops::moe::moe_block;
 use crate::ops::{embed::embed, linear::linear, norm, sample, Scratch};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{MixerGpu, ModelGpu};
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, ensure, Result};
+use solo_model::sampler::SamplerConfig;
 use solo_model::{Backend, Logits, ModelConfig, ModelWeights};
 use std::cell::RefCell;
 
@@ -35,6 +37,8 @@ pub struct CudaModel {
     io: Io,
     /// The decode step's graph and the id of the state it was captured for (its buffers are baked in).
     graph: RefCell<Option<(u64, cudarc::driver::CudaGraph)>>,
+    /// The same for the sampled decode step (`decode_sampled`).
+    sampled_graph: RefCell<Option<(u64, cudarc::driver::CudaGraph)>>,
 }
 
 /// The forward pass's own buffers, sized for PREFILL_CHUNK tokens.
@@ -51,6 +55,11 @@ struct Io {
     logits: DevBuf,
     /// argmax partials
     partials: DevBuf,
+    /// The GPU sampler's parameters, its scratch (sample::SAMPLE_SCRATCH_BYTES), and the ids it
+    /// chose: i32 [1 + max_seq], a count then the ids (`decode_sampled`)
+    sampling: sample::SamplingParamsGpu,
+    sample_scratch: DevBuf,
+    history: DevBuf,
 }
 
 /// One sequence on the GPU.
@@ -84,9 +93,21 @@ impl CudaModel {
             delta: gpu.alloc(PREFILL_CHUNK * hidden * 4)?,
             logits: gpu.alloc(config.vocab_size * 4)?,
             partials: gpu.alloc(sample::ARGMAX_PARTS * 8)?,
+            sampling: sample::SamplingParamsGpu::new(&gpu)?,
+            sample_scratch: gpu.alloc(sample::SAMPLE_SCRATCH_BYTES)?,
+            history: gpu.alloc((1 + max_seq) * 4)?,
         };
         let scratch = Scratch::new(&gpu, PREFILL_CHUNK)?;
-        Ok(CudaModel { gpu, config, weights, max_seq, scratch, io, graph: RefCell::new(None) })
+        Ok(CudaModel {
+            gpu,
+            config,
+            weights,
+            max_seq,
+            scratch,
+            io,
+            graph: RefCell::new(None),
+            sampled_graph: RefCell::new(None),
+        })
     }
 
     /// Runs `t` tokens (ids already in `io.ids`) through the model, leaving the final normalised
@@ -135,10 +156,11 @@ impl CudaModel {
     }
 
     /// One decode step on the device: reads the token id at `io.ids[0]`, writes logits to
-    /// `io.logits` and the argmax back to `io.ids[0]`. Captured once per state, then replayed.
-    fn decode_step_on_device(&self, state: &CudaState) -> Result<()> {
+    /// `io.logits` and the argmax (or with `sampled`, the GPU sampler's pick, also appended to
+    /// `io.history`) back to `io.ids[0]`. Captured once per state and kind, then replayed.
+    fn decode_step_on_device(&self, state: &CudaState, sampled: bool) -> Result<()> {
         let key = state.id;
-        let mut graph = self.graph.borrow_mut();
+        let mut graph = if sampled { self.sampled_graph.borrow_mut() } else { self.graph.borrow_mut() };
         if graph.as_ref().map(|(k, _)| *k) != Some(key) {
             *graph = None;
             self.gpu.sync()?;
@@ -146,7 +168,7 @@ impl CudaModel {
             stream
                 .begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
                 .map_err(|e| anyhow!("begin graph capture: {e:?}"))?;
-            let captured = self.decode_kernels(state);
+            let captured = self.decode_kernels(state, sampled);
             let g = stream
                 .end_capture(cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
                 .map_err(|e| anyhow!("end graph capture: {e:?}"))?;
@@ -158,10 +180,16 @@ impl CudaModel {
     }
 
     /// The kernels of one decode step (what the graph holds).
-    fn decode_kernels(&self, state: &CudaState) -> Result<()> {
+    fn decode_kernels(&self, state: &CudaState, sampled: bool) -> Result<()> {
         self.forward(state, 1)?;
         self.lm_head(0, 1, self.io.logits.ptr())?;
-        sample::argmax(&self.gpu, self.io.logits.ptr(), self.config.vocab_size, self.io.partials.ptr(), self.io.ids.ptr())
+        let (io, vocab) = (&self.io, self.config.vocab_size);
+        if sampled {
+            let scratch = io.sample_scratch.ptr();
+            sample::sample_recording(&self.gpu, io.logits.ptr(), vocab, &io.sampling, scratch, io.ids.ptr(), io.history.ptr(), self.max_seq)
+        } else {
+            sample::argmax(&self.gpu, io.logits.ptr(), vocab, io.partials.ptr(), io.ids.ptr())
+        }
     }
 
     /// Greedy decoding of `steps` tokens, entirely on the device (one graph replay per token, one
@@ -173,10 +201,43 @@ impl CudaModel {
             self.upload_ids(&[first])?;
         }
         for _ in 0..steps {
-            self.decode_step_on_device(state)?;
+            self.decode_step_on_device(state, false)?;
         }
         state.position += steps;
         Ok(self.gpu.download_i32(self.io.ids.ptr(), 1)?[0] as u32)
+    }
+
+    /// Sampled decoding of `steps` tokens entirely on the device, like `decode_greedy` but each
+    /// step ends with the GPU sampler (`ops::sample::sample`: temperature, top_k in 1..=64,
+    /// top_p) instead of the argmax; the chosen ids collect in a device history, downloaded once
+    /// at the end (one synchronisation per call). Starts from `first`, or with `None` from the
+    /// token the previous step chose. `cfg: Some(c)` sets the parameters and restarts the random
+    /// stream, so the draws are the CPU `Sampler::new(c)`'s; `None` keeps the parameters and
+    /// continues the stream (for a reply decoded in several calls; parameters never written
+    /// mean greedy). Temperature ≤ 0 is greedy.
+    /// Returns the `steps` chosen ids; the last one is also the next step's input.
+    pub fn decode_sampled(
+        &self,
+        state: &mut CudaState,
+        first: Option<u32>,
+        steps: usize,
+        cfg: Option<&SamplerConfig>,
+    ) -> Result<Vec<u32>> {
+        self.check_room(state, steps)?;
+        if let Some(cfg) = cfg {
+            self.io.sampling.write(&self.gpu, cfg)?;
+        }
+        if let Some(first) = first {
+            self.upload_ids(&[first])?;
+        }
+        self.gpu.write(self.io.history.ptr(), &0i32.to_le_bytes())?;
+        for _ in 0..steps {
+            self.decode_step_on_device(state, true)?;
+        }
+        state.position += steps;
+        let got = self.gpu.download_i32(self.io.history.ptr(), 1 + steps)?;
+        ensure!(got[0] as usize == steps, "GPU sampler recorded {} ids for {steps} steps", got[0]);
+        Ok(got[1..].iter().map(|&t| t as u32).collect())
     }
 }
 
@@ -242,7 +303,7 @@ impl Backend for CudaModel {
     fn decode(&self, state: &mut CudaState, token: u32) -> Result<Vec<f32>> {
         self.check_room(state, 1)?;
         self.upload_ids(&[token])?;
-        self.decode_step_on_device(state)?;
+        self.decode_step_on_device(state, false)?;
         state.position += 1;
         self.gpu.download_f32(self.io.logits.ptr(), self.config.vocab_size)
     }
