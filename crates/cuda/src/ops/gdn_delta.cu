@@ -223,16 +223,10 @@ struct ScanStage {
     float kq[SCAN_TOKENS];
 };
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 
 // Stages tokens [t0, min(t0 + SCAN_TOKENS, T)) of head h, column group `group`; NT threads.
 template <int NT>
@@ -245,8 +239,8 @@ __device__ __forceinline__ void scan_stage(ScanStage& st, const float* __restric
         const int i = tid + m * NT, j = i >> 5, f = i & 31;
         if (t0 + j < T) {
             const float* row = mixed + (size_t)(t0 + j) * GDN_CONV_DIM;
-            cp_async16(&st.q[j][4 * f], row + kh * 128 + 4 * f);
-            cp_async16(&st.k[j][4 * f], row + GDN_KEY_DIM + kh * 128 + 4 * f);
+            cp_async16(&st.q[j][4 * f], row + kh * 128 + 4 * f, true);
+            cp_async16(&st.k[j][4 * f], row + GDN_KEY_DIM + kh * 128 + 4 * f, true);
         }
     }
     // v: SCAN_TOKENS × 8 float4 (this block's 32 columns).
@@ -254,7 +248,7 @@ __device__ __forceinline__ void scan_stage(ScanStage& st, const float* __restric
         const int j = i >> 3, f = i & 7;
         if (t0 + j < T)
             cp_async16(&st.v[j][4 * f], mixed + (size_t)(t0 + j) * GDN_CONV_DIM + 2 * GDN_KEY_DIM + h * 128 +
-                                            group * 32 + 4 * f);
+                                            group * 32 + 4 * f, true);
     }
     // g, beta, kq: one float each per token.
     if (tid < 3 * SCAN_TOKENS) {
@@ -305,7 +299,7 @@ __device__ __forceinline__ void scan_cols(const float* __restrict__ mixed, const
     for (int ch = 0; ch < chunks; ch++) {
         if (ch + 1 < chunks) scan_stage<NT>(stage[(ch + 1) & 1], mixed, gates, (ch + 1) * SCAN_TOKENS, T, h, group);
         cp_async_commit();
-        cp_async_wait_1();  // chunk ch has landed (only the group just committed may be in flight)
+        cp_async_wait<1>();  // chunk ch has landed (only the group just committed may be in flight)
         __syncthreads();
         const ScanStage& st = stage[ch & 1];
         const int n = min(SCAN_TOKENS, T - ch * SCAN_TOKENS);
