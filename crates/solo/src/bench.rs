@@ -21,6 +21,7 @@ pub struct BenchArgs {
     pub decode_steps: usize,
     pub rounds: usize,
     pub json: Option<PathBuf>,
+    pub profile: bool,
 }
 
 #[derive(serde::Serialize)]
@@ -58,6 +59,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let vocab = model.config.vocab_size;
     let mut state = model.try_new_state()?;
     let mut rows = Vec::new();
+    let mut profiles = Vec::new();
     for &ctx in &args.contexts {
         let prompt = synthetic_prompt(ctx, vocab);
         let mut prefill = Vec::new();
@@ -89,6 +91,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         };
         eprintln!("  context {ctx}: prefill {:.0} tok/s, decode {:.1} tok/s", row.prefill_tok_s, row.decode_tok_s);
         rows.push(row);
+        if args.profile {
+            profiles.push((ctx, model.profile_decode(&mut state, 0)?));
+        }
     }
     let (used, total) = model.memory_used()?;
     let commit = env!("SOLO_COMMIT");
@@ -100,6 +105,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             "{:>9} | {:>13.0} | {:>10.1} | {:>12.1} | {:>10.3}",
             r.context, r.prefill_tok_s, r.ttft_ms, r.decode_tok_s, r.decode_ms_per_token
         );
+    }
+    for (ctx, groups) in &profiles {
+        let total: f32 = groups.iter().map(|g| g.1).sum();
+        println!("\none decode step at context {ctx}, kernels run one by one with CUDA events between groups: {total:.0} µs");
+        println!("{:>38} | {:>9} | {:>6} | {:>6}", "group", "µs", "count", "share");
+        for (name, us, count) in groups {
+            println!("{name:>38} | {us:>9.1} | {count:>6} | {:>5.1}%", 100.0 * us / total);
+        }
     }
     println!("GPU memory in use at the end (KV cache for {max_seq} tokens): {:.1} GiB of {:.1} GiB", gib(used), gib(total));
     if let Some(path) = args.json {

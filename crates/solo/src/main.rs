@@ -89,6 +89,9 @@ enum Command {
         /// Also write the results as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Also print where one decode step's time goes, by kernel group, at each context.
+        #[arg(long)]
+        profile: bool,
     },
     /// OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics.
     Serve(serve::ServeArgs),
@@ -114,8 +117,8 @@ fn main() {
         Command::Logits { model, tokens, prefill, backend, out } => {
             commands::logits(&model, &tokens, prefill, backend, out.as_deref())
         }
-        Command::Bench { model, synthetic, layers, contexts, decode_steps, rounds, json } => {
-            bench::bench(bench::BenchArgs { model, synthetic, layers, contexts, decode_steps, rounds, json })
+        Command::Bench { model, synthetic, layers, contexts, decode_steps, rounds, json, profile } => {
+            bench::bench(bench::BenchArgs { model, synthetic, layers, contexts, decode_steps, rounds, json, profile })
         }
         Command::Serve(args) => serve::serve(args),
         Command::Gate(args) => gate::gate(args),
