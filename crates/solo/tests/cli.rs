@@ -349,3 +349,18 @@ fn negative_temperature() {
     let out = solo(&["run", "--model", "fixtures/tiny-a", "--prompt", "hi", "--temperature=-1"]);
     assert_error(&out, &["--temperature"]);
 }
+
+/// Without a GPU (CI, most laptops) the CUDA paths fail with one line that says what is missing.
+/// On a machine with a GPU this test has nothing to check and says so.
+#[test]
+fn cuda_without_a_gpu_is_one_clear_line() {
+    if solo_cuda::gpu_present() {
+        eprintln!("a GPU is present: the no-GPU error cannot be observed here");
+        return;
+    }
+    let out = solo(&["bench", "--synthetic", "--contexts", "256"]);
+    assert_error(&out, &["CUDA"]);
+    // A tiny checkpoint is refused for its widths before the GPU is even looked for.
+    let out = solo(&["logits", "--model", "fixtures/tiny-a", "--tokens", "1,2", "--backend", "cuda"]);
+    assert_error(&out, &["hidden_size", "2048"]);
+}
