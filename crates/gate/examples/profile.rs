@@ -20,4 +20,20 @@ fn main() {
         println!("{n:<10} {:>8.1} µs/KB", a * 1e6 / 3.0 / kb);
     }
     println!("total      {:>8.1} µs/KB", acc.iter().sum::<f64>() * 1e6 / 3.0 / kb);
+    let t0 = std::time::Instant::now();
+    for t in &texts {
+        std::hint::black_box(d.detect(t));
+    }
+    println!("detect     {:>8.1} µs/KB", t0.elapsed().as_secs_f64() * 1e6 / kb);
+    let t0 = std::time::Instant::now();
+    for t in &texts {
+        std::hint::black_box(solo_gate::normalize::Normalized::new(t).chars);
+    }
+    println!("normalize  {:>8.1} µs/KB", t0.elapsed().as_secs_f64() * 1e6 / kb);
+    for (n, secs) in d.regex_costs(&texts) {
+        println!("  regex {n:<16} {:>8.1} µs/KB", secs * 1e6 / kb);
+    }
 }
+
+#[allow(dead_code)]
+fn unused() {}

@@ -26,7 +26,7 @@ pub fn luhn(d: &[u8]) -> bool {
 /// A payment card: 13–19 digits, an issuer's prefix with a length it issues, Luhn.
 pub fn card(d: &[u8]) -> bool {
     let n = d.len();
-    if !(12..=19).contains(&n) || !luhn(d) || n == 12 && !matches!(d[0], 5 | 6) {
+    if !(12..=19).contains(&n) || !luhn(d) || n == 12 && !matches!(d[0], 0 | 5 | 6) {
         return false;
     }
     let p = |k: usize| d[..k].iter().fold(0u32, |a, &x| a * 10 + x as u32);

@@ -50,7 +50,11 @@ impl Conversation {
         let norm = Normalized::new(text);
         let mut hits = detector.hits(&norm.text);
         if !self.known.is_empty() {
-            hits.extend(self.repeats(&norm.text));
+            // A known value, written again, is that value, whatever shape it now resembles.
+            let (full, parts) = self.repeats(&norm.text);
+            hits.retain(|h| full.iter().all(|f| h.end <= f.start || h.start >= f.end));
+            hits.extend(full);
+            hits.extend(parts);
             hits = resolve(hits);
         }
         let spans = to_spans(text, &norm, &hits);
@@ -87,7 +91,7 @@ impl Conversation {
 
     /// Repeats of known values: the letters and digits of the text are searched for each
     /// value's, and a match counts when it starts and ends at a word boundary.
-    fn repeats(&self, text: &str) -> Vec<Hit> {
+    fn repeats(&self, text: &str) -> (Vec<Hit>, Vec<Hit>) {
         // The skeleton of the text and, for each of its characters, the byte range in `text`.
         let mut skel = String::with_capacity(text.len());
         let mut pos: Vec<(usize, usize)> = Vec::with_capacity(text.len());
@@ -108,7 +112,7 @@ impl Conversation {
             let right = text[end..].chars().next();
             !left.is_some_and(char::is_alphanumeric) && !right.is_some_and(char::is_alphanumeric)
         };
-        let mut find = |key: &str, kind: EntityType, capital: bool| {
+        let find = |hits: &mut Vec<Hit>, key: &str, kind: EntityType, capital: bool| {
             if key.is_empty() {
                 return;
             }
@@ -125,13 +129,14 @@ impl Conversation {
         };
         for k in &self.known {
             if k.key.chars().count() >= 3 {
-                find(&k.key, k.kind, false);
+                find(&mut hits, &k.key, k.kind, false);
             }
         }
+        let mut parts = Vec::new();
         for (part, &i) in &self.parts {
-            find(part, self.known[i].kind, true);
+            find(&mut parts, part, self.known[i].kind, true);
         }
-        hits
+        (hits, parts)
     }
 
     /// The placeholder of a value seen before.

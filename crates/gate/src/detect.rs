@@ -156,9 +156,16 @@ pub struct Detector {
     email: Regex,
     iban: Regex,
     digits: Regex,
-    nino: Regex,
-    cf: Regex,
-    dni: Regex,
+    ids: Regex,
+    /// Every keyword of every detector, in one pass over the lower-case text.
+    keywords: Regex,
+    keyword_kinds: std::collections::HashMap<&'static str, Vec<Kw>, std::hash::BuildHasherDefault<Fnv>>,
+    said_tail: Regex,
+    street_de_tail: Regex,
+    phone_ctx: Regex,
+    not_phone_ctx: Regex,
+    dob_ctx: Regex,
+    name_cue: Regex,
     ipv4: Regex,
     ipv6: Regex,
     mac: Regex,
@@ -166,7 +173,6 @@ pub struct Detector {
     date_numeric: Regex,
     date_words: Regex,
     dob_context: Regex,
-    cap_word: Regex,
     street_en_start: Regex,
     street_en: Regex,
     street_eu_key: Regex,
@@ -183,7 +189,8 @@ impl Default for Detector {
 }
 
 fn re(s: &str) -> Regex {
-    Regex::new(s).unwrap_or_else(|e| panic!("bad pattern {s}: {e}"))
+    // A roomy lazy-DFA cache: the Unicode-class patterns would otherwise rebuild states.
+    regex::RegexBuilder::new(s).dfa_size_limit(32 << 20).build().unwrap_or_else(|e| panic!("bad pattern {s}: {e}"))
 }
 
 /// The character before byte `i` (or `None` at the start).
@@ -260,16 +267,36 @@ impl Detector {
                 r"|AIza[0-9A-Za-z_-]{35}|npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
                 r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
             )),
-            assign: re(r"(?i)(?:password|passwd|passphrase|pwd|secret_?key|client_?secret|secret|auth_?token|access_?token|token|api_?key|apikey|access_?key|private_?key|credentials?)"),
+            assign: re(r"(?:password|passwd|passphrase|pwd|secret_?key|client_?secret|secret|auth_?token|access_?token|token|api_?key|apikey|access_?key|private_?key|credentials?)"),
             assign_tail: re(r#"^["']?[ \t]*(?::=|=>|==?|:)[ \t]*"#),
-            said: re(r"(?i)(?-u:\b)(?:password|passcode|passwort|kennwort|mot de passe|contraseña|pin)\s+(?:is|was|ist|est|es|è|:)\s+"),
+            said: re(r"(?-u:\b)(?:password|passcode|passwort|kennwort|mot de passe|contraseña|pin)\s+(?:is|was|ist|est|es|è|:)\s+"),
             url_creds: re(r"://([^\s:/?#@]+):([^\s/?#@]+)@[A-Za-z0-9\[]"),
             email: re(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24}"),
             iban: re(r"(?i)[a-z]{2}[0-9]{2}[ -]?[a-z0-9]{4}"),
             digits: re(r"[0-9]+(?:(?: |-|\. |\.)[0-9]+)*"),
-            nino: re(r"[A-Z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-D]"),
-            cf: re(r"[A-Z]{6}[0-9LMNPQRSTUV]{2}[A-EHLMPR-T][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z]"),
-            dni: re(r"[XYZ]?[0-9]{7,8}-?[A-Z]"),
+            keywords: {
+                let mut all: Vec<&str> = KEYWORDS.iter().flat_map(|(_, ws)| ws.iter().copied()).collect();
+                // Longest first, so that "secret_key" wins over "secret" where both start.
+                all.sort_by_key(|w| std::cmp::Reverse(w.len()));
+                all.dedup();
+                re(&all.iter().map(|w| regex::escape(w)).collect::<Vec<_>>().join("|"))
+            },
+            keyword_kinds: {
+                let mut m: std::collections::HashMap<&'static str, Vec<Kw>, std::hash::BuildHasherDefault<Fnv>> = Default::default();
+                for (kind, words) in KEYWORDS {
+                    for w in *words {
+                        m.entry(w).or_default().push(*kind);
+                    }
+                }
+                m
+            },
+            said_tail: re(r"^\s+(?:is|was|ist|est|es|è|:)\s+"),
+            street_de_tail: re(r"^[ \t]+[0-9]{1,5}[a-zA-Z]?(?:[-/][0-9]{1,5})?"),
+            phone_ctx: word_list(PHONE_CONTEXT),
+            not_phone_ctx: word_list(NOT_PHONE_CONTEXT),
+            dob_ctx: word_list(DOB_CONTEXT),
+            name_cue: re(r"(?:my name is|name is|i'm|i am) "),
+            ids: re(r"[12] ?[0-9]{2} ?[0-9]{2} ?2[AB] ?[0-9]{3} ?[0-9]{3} ?[0-9]{2}|[A-Z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-D]|[A-Z]{6}[0-9LMNPQRSTUV]{2}[A-EHLMPR-T][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z]|[XYZ]?[0-9]{7,8}-?[A-Z]"),
             ipv4: re(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?:/[0-9]{1,2})?"),
             ipv6: re(r"[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:]*:[0-9A-Fa-f.:]*"),
             mac: re(r"[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}"),
@@ -282,14 +309,13 @@ impl Detector {
             date_words: re(&format!(
                 r"(?i)(?:([0-9]{{1,2}})(?:st|nd|rd|th|er|º)?\.?\s+(?:of\s+|de\s+)?({MONTHS})\.?,?\s+(?:de\s+)?([0-9]{{4}})|({MONTHS})\.?\s+([0-9]{{1,2}})(?:st|nd|rd|th)?,?\s+([0-9]{{4}}))"
             )),
-            dob_context: re(r"(?i)born|birth|dob|d\.o\.b|b-day|bday|née|né le|naissance|geboren|geb\.|geburts|nacimiento|nacid[oa]|nat[oa] il|nascita|geboortedatum|aged"),
-            cap_word: re(r"\p{Lu}[\p{Ll}'’]+(?:-\p{Lu}?[\p{Ll}]+)*\.?"),
+            dob_context: re(r"born|birth|dob|d\.o\.b|b-day|bday|née|né le|naissance|geboren|geb\.|geburts|nacimiento|nacid[oa]|nat[oa] il|nascita|geboortedatum|aged"),
             street_en_start: re(r"[0-9]{1,6}[A-Za-z]?,?[ \t]+(?:[NSEW]\.?[ \t]+)?[A-Z]|(?:Flat|Studio|Apartment|Unit) [0-9]+[A-Z]?[\s,|]"),
             street_en: re(&format!(
                 r"^(?:(?:Flat|Studio|Apartment|Unit) [0-9]+[A-Z]?[\s,|]+|[0-9]{{1,6}}[A-Za-z]?,?\s+)(?:[NSEW]\.?\s+)?(?:\p{{Lu}}[\p{{L}}'’-]*\.?\s+){{1,4}}(?:{STREET_SUFFIXES})(?-u:\b)\.?"
             )),
             street_eu_key: re(concat!(
-                r"(?i)(?-u:\b)(?:rue|avenue|av\.|boulevard|bd|chemin|allée|impasse|place|quai|route|cours|passage|",
+                r"(?-u:\b)(?:rue|avenue|av\.|boulevard|bd|chemin|allée|impasse|place|quai|route|cours|passage|",
                 r"calle|c/|avenida|avda\.|paseo|plaza|camino|carrer|carretera|ronda|glorieta|cuesta|callejón|rambla|travesía|",
                 r"via|viale|piazza|piazzale|corso|largo|vicolo|contrada|borgo|strada|rua|travessa|praça|alameda)[ \t]+",
             )),
@@ -299,7 +325,7 @@ impl Detector {
             )),
             number_before: re(r"[0-9]{1,5}[a-z]?,?\s+$"),
             street_de: re(concat!(
-                r"(?i)(?:straße|strasse|str\.|weg|gasse|platz|allee|damm|ufer|steig|chaussee|",
+                r"(?:straße|strasse|str\.|weg|gasse|platz|allee|damm|ufer|steig|chaussee|",
                 r"straat|laan|plein|gracht|kade|baan|dijk|singel|dreef|steeg)[ \t]+[0-9]{1,5}[a-zA-Z]?(?:[-/][0-9]{1,5})?",
             )),
             postal_tail: re(concat!(
@@ -321,13 +347,14 @@ impl Detector {
     /// Findings in a normalised text, overlaps resolved, sorted by start.
     pub fn hits(&self, text: &str) -> Vec<Hit> {
         let lower = text.to_ascii_lowercase();
+        let kw = self.keyword_hits(text, &lower);
         let mut hits = Vec::new();
         let mut push = |start: usize, end: usize, kind: EntityType| hits.push(Hit { start, end, kind });
         // What the text holds decides which detectors can find anything in it.
         let bytes = text.as_bytes();
         let digits = bytes.iter().filter(|b| b.is_ascii_digit()).count();
         let has = |b: u8| bytes.contains(&b);
-        self.secrets(text, &lower, &mut push);
+        self.secrets(text, &lower, &kw, &mut push);
         if has(b'@') {
             self.emails(text, &mut push);
         }
@@ -345,19 +372,79 @@ impl Detector {
             self.phones(text, &lower, &mut push);
         }
         if digits >= 4 {
-            self.dates(text, &lower, &mut push);
+            self.dates(text, &lower, &kw, &mut push);
         }
         if digits >= 1 {
-            self.addresses(text, &lower, &mut push);
+            self.addresses(text, &lower, &kw, &mut push);
         }
-        self.persons(text, &lower, &mut push);
+        self.persons(text, &lower, &kw, &mut push);
         resolve(hits)
+    }
+
+    /// Where the keywords stand (one scan of the lower-case text for all detectors).
+    fn keyword_hits(&self, text: &str, lower: &str) -> Keywords {
+        let mut k = Keywords::default();
+        for m in self.keywords.find_iter(lower) {
+            let Some(kinds) = self.keyword_kinds.get(m.as_str()) else { continue };
+            let word_start = !before(lower, m.start()).is_some_and(|c| c.is_alphanumeric());
+            for kind in kinds {
+                match kind {
+                    Kw::Assign => k.assign.push(Pos(m.start(), m.end())),
+                    Kw::Said if word_start => {
+                        if let Some(t) = self.said_tail.find(&lower[m.end()..]) {
+                            k.said.push(Pos(m.start(), m.end() + t.end()));
+                        }
+                    }
+                    Kw::Dob => k.dob.push(Pos(m.start(), m.end())),
+                    Kw::StreetEu if word_start => {
+                        let spaces = lower[m.end()..].bytes().take_while(|b| *b == b' ' || *b == b'\t').count();
+                        if spaces > 0 {
+                            k.street_eu.push(Pos(m.start(), m.end() + spaces));
+                        }
+                    }
+                    Kw::StreetDe => {
+                        if let Some(t) = self.street_de_tail.find(&text[m.end()..]) {
+                            k.street_de.push(Pos(m.start(), m.end() + t.end()));
+                        }
+                    }
+                    Kw::NameCue => k.name_cue.push(Pos(m.start(), m.end())),
+                    _ => {}
+                }
+            }
+        }
+        k
+    }
+
+    /// Time of each pattern's bare search over `texts` (for tuning).
+    #[doc(hidden)]
+    pub fn regex_costs(&self, texts: &[String]) -> Vec<(&'static str, f64)> {
+        let all: Vec<(&'static str, &Regex)> = vec![
+            ("pem", &self.pem), ("token", &self.token), ("assign", &self.assign), ("said", &self.said), ("url_creds", &self.url_creds),
+            ("email", &self.email), ("iban", &self.iban), ("digits", &self.digits), ("ids", &self.ids), ("ipv4", &self.ipv4),
+            ("ipv6", &self.ipv6), ("mac", &self.mac), ("phone", &self.phone), ("date_numeric", &self.date_numeric),
+            ("date_words", &self.date_words), ("dob_context", &self.dob_context), ("street_en_start", &self.street_en_start),
+            ("street_eu_key", &self.street_eu_key), ("street_de", &self.street_de), ("name_cue", &self.name_cue),
+        ];
+        let lowers: Vec<String> = texts.iter().map(|t| t.to_ascii_lowercase()).collect();
+        all.into_iter()
+            .map(|(n, r)| {
+                for t in texts {
+                    std::hint::black_box(r.find_iter(t).count());
+                }
+                let t0 = std::time::Instant::now();
+                for (t, l) in texts.iter().zip(&lowers) {
+                    std::hint::black_box(r.find_iter(t).count() + r.find_iter(l).count());
+                }
+                (n, t0.elapsed().as_secs_f64() / 2.0)
+            })
+            .collect()
     }
 
     /// Time spent in each detector over `text` (for tuning; `solo gate eval` reports the total).
     #[doc(hidden)]
     pub fn profile(&self, text: &str, acc: &mut [f64; 10]) {
         let lower = text.to_ascii_lowercase();
+        let kw = self.keyword_hits(text, &lower);
         let mut sink = |_: usize, _: usize, _: EntityType| {};
         let t = std::time::Instant::now();
         let mut lap = |i: usize, t: &mut std::time::Instant| {
@@ -365,7 +452,7 @@ impl Detector {
             *t = std::time::Instant::now();
         };
         let mut t = t;
-        self.secrets(text, &lower, &mut sink);
+        self.secrets(text, &lower, &kw, &mut sink);
         lap(0, &mut t);
         self.emails(text, &mut sink);
         lap(1, &mut t);
@@ -379,16 +466,18 @@ impl Detector {
         lap(5, &mut t);
         self.phones(text, &lower, &mut sink);
         lap(6, &mut t);
-        self.dates(text, &lower, &mut sink);
+        self.dates(text, &lower, &kw, &mut sink);
         lap(7, &mut t);
-        self.addresses(text, &lower, &mut sink);
+        self.addresses(text, &lower, &kw, &mut sink);
         lap(8, &mut t);
-        self.persons(text, &lower, &mut sink);
+        self.persons(text, &lower, &kw, &mut sink);
         lap(9, &mut t);
     }
 
-    fn secrets(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
-        for m in self.pem.find_iter(text) {
+    #[inline(never)]
+    fn secrets(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
+        let pem = if text.contains("-----BEGIN") { self.pem.find_iter(text).collect() } else { Vec::new() };
+        for m in pem {
             let end = match text[m.end()..].find("-----END ") {
                 Some(i) => {
                     let close = m.end() + i + 9;
@@ -414,7 +503,8 @@ impl Detector {
             }
             push(m.start(), m.end(), EntityType::Secret);
         }
-        for m in self.url_creds.captures_iter(text) {
+        let creds = if text.contains("://") { self.url_creds.captures_iter(text).collect() } else { Vec::new() };
+        for m in creds {
             let (user, pass) = (m.get(1).unwrap(), m.get(2).unwrap());
             let scheme = text[..m.get(0).unwrap().start()].bytes().rev().take_while(|b| b.is_ascii_alphanumeric() || b"+.-".contains(b)).count();
             if placeholder(pass.as_str()) || scheme == 0 || scheme > 16 {
@@ -422,7 +512,7 @@ impl Detector {
             }
             push(user.start(), pass.end(), EntityType::UrlCredentials);
         }
-        for m in self.assign.find_iter(text) {
+        for m in &kw.assign {
             // `==` compares, `max_tokens: 100` counts, `password: str` annotates.
             let Some(tail) = self.assign_tail.find(&text[m.end()..]) else { continue };
             if tail.as_str().contains("==") || after(text, m.end()).is_some_and(|c| c.is_alphanumeric()) {
@@ -432,7 +522,7 @@ impl Detector {
                 push(s, e, EntityType::Secret);
             }
         }
-        for m in self.said.find_iter(text) {
+        for m in &kw.said {
             if let Some((s, e)) = assigned_value(text, m.end(), true) {
                 push(s, e, EntityType::Secret);
             }
@@ -440,6 +530,7 @@ impl Detector {
         let _ = lower;
     }
 
+    #[inline(never)]
     fn emails(&self, text: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
         for m in self.email.find_iter(text) {
             let mut start = m.start();
@@ -454,6 +545,7 @@ impl Detector {
         }
     }
 
+    #[inline(never)]
     fn ibans(&self, text: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
         let bytes = text.as_bytes();
         for m in self.iban.find_iter(text) {
@@ -488,13 +580,15 @@ impl Detector {
     }
 
     /// Digit runs: cards, SSNs, and the national numbers that are only digits.
+    #[inline(never)]
     fn numbers(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
-        for m in self.digits.find_iter(text) {
-            if before(text, m.start()).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '_') {
+        for (ms, me) in find_in(&self.digits, text, &regions(text, 9, b" .-")) {
+            let m = Found { start: ms, end: me };
+            if before(text, m.start).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '_') {
                 continue;
             }
             // Groups of the run: (start, end) byte ranges of digits.
-            let run = &text[m.start()..m.end()];
+            let run = &text[m.start..m.end];
             let mut groups: Vec<(usize, usize)> = Vec::new();
             let mut seps: Vec<&str> = Vec::new();
             let mut i = 0;
@@ -504,7 +598,7 @@ impl Detector {
                 while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
-                groups.push((m.start() + s, m.start() + i));
+                groups.push((m.start + s, m.start + i));
                 let t = i;
                 while i < b.len() && !b[i].is_ascii_digit() {
                     i += 1;
@@ -513,7 +607,7 @@ impl Detector {
                     seps.push(&run[t..i]);
                 }
             }
-            let ctx_of = || ctx_before(lower, m.start(), 48);
+            let ctx_of = || ctx_before(lower, m.start, 48);
             let mut taken: Vec<(usize, usize)> = Vec::new();
             let free = |taken: &Vec<(usize, usize)>, a: usize, z: usize| taken.iter().all(|&(x, y)| z <= x || a >= y);
             // Windows of consecutive groups, longest first.
@@ -547,8 +641,8 @@ impl Detector {
                 let d = checks::digits(&text[start..end]);
                 let sizes: Vec<usize> = groups[i..=j].iter().map(|g| g.1 - g.0).collect();
                 let whole = i == 0 && j + 1 == n;
-                let card_ctx = || has_any(ctx_of(), &["card", "karte", "carte", "tarjeta", "carta", "pay", "visa", "mastercard", "maestro", "debit", "credit", "kaart"]);
-                let kind = if checks::card(&d) && card_grouping(&sizes) && (d.len() >= 16 || d[0] == 3 || card_ctx()) {
+                let card_ctx = || has_any(ctx_of(), &["card", "karte", "kreditkarte", "carte", "tarjeta", "carta", "pay", "visa", "mastercard", "maestro", "debit", "credit", "kaart"]);
+                let kind = if checks::card(&d) && card_grouping(&sizes) && (d.len() >= 16 || whole) && (d.len() >= 16 || d[0] == 3 || card_ctx()) {
                     Some(EntityType::Card)
                 } else if !whole {
                     None
@@ -578,46 +672,43 @@ impl Detector {
     }
 
     /// National ids with letters: UK NINO, Italian codice fiscale, Spanish DNI/NIE.
+    #[inline(never)]
     fn ids(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
         let _ = lower;
         let bounded = |s: usize, e: usize| !word_char(before(text, s)) && !word_char(after(text, e));
-        for m in self.nino.find_iter(text) {
-            let compact: Vec<u8> = m.as_str().bytes().filter(|b| *b != b' ').collect();
-            if bounded(m.start(), m.end()) && checks::nino(&compact) {
-                push(m.start(), m.end(), EntityType::NationalId);
+        for m in self.ids.find_iter(text) {
+            if !bounded(m.start(), m.end()) {
+                continue;
             }
-        }
-        for m in self.cf.find_iter(text) {
-            if bounded(m.start(), m.end()) && checks::codice_fiscale(m.as_str().as_bytes()) {
-                push(m.start(), m.end(), EntityType::NationalId);
-            }
-        }
-        for m in self.dni.find_iter(text) {
-            let compact: Vec<u8> = m.as_str().bytes().filter(|b| *b != b'-').collect();
-            if bounded(m.start(), m.end()) && checks::dni_nie(&compact) {
+            let compact: Vec<u8> = m.as_str().bytes().filter(|b| *b != b' ' && *b != b'-').collect();
+            if checks::nino(&compact) || checks::codice_fiscale(&compact) || checks::dni_nie(&compact) || checks::nir(&compact) {
                 push(m.start(), m.end(), EntityType::NationalId);
             }
         }
     }
 
+    #[inline(never)]
     fn network(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
-        for m in self.ipv4.find_iter(text) {
-            let s = m.as_str();
+        let colons = text.bytes().filter(|&b| b == b':').count();
+        let ipv4 = if text.contains('.') { find_in(&self.ipv4, text, &regions(text, 4, b"./")) } else { Vec::new() };
+        for (ms, me) in ipv4 {
+            let m = Found { start: ms, end: me };
+            let s = &text[m.start..m.end];
             let addr = s.split('/').next().unwrap_or(s);
-            if before(text, m.start()).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '-')
-                || after(text, m.end()).is_some_and(|c| c.is_ascii_digit() || c.is_alphabetic())
-                || text[m.end()..].starts_with('.') && text[m.end() + 1..].starts_with(|c: char| c.is_ascii_digit())
+            if before(text, m.start).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '-')
+                || after(text, m.end).is_some_and(|c| c.is_ascii_digit() || c.is_alphabetic())
+                || text[m.end..].starts_with('.') && text[m.end + 1..].starts_with(|c: char| c.is_ascii_digit())
             {
                 continue;
             }
             if addr.parse::<std::net::Ipv4Addr>().is_err() {
                 continue;
             }
-            let ctx = ctx_before(lower, m.start(), 24);
+            let ctx = ctx_before(lower, m.start, 24);
             if has_any(ctx, &["version", "ver.", "release", "build", "v.", "firmware", "oid"]) {
                 continue;
             }
-            push(m.start(), m.start() + addr.len(), EntityType::IpAddress);
+            push(m.start, m.start + addr.len(), EntityType::IpAddress);
         }
         for m in self.mac.find_iter(text) {
             let s = m.as_str();
@@ -625,6 +716,9 @@ impl Detector {
             if consistent && !word_char(before(text, m.start())) && !after(text, m.end()).is_some_and(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-') {
                 push(m.start(), m.end(), EntityType::MacAddress);
             }
+        }
+        if colons < 2 {
+            return;
         }
         for m in self.ipv6.find_iter(text) {
             let s = m.as_str().trim_end_matches('.');
@@ -642,15 +736,21 @@ impl Detector {
             }
             if s.parse::<std::net::Ipv6Addr>().is_ok() {
                 push(m.start(), end, EntityType::IpAddress);
+            } else if let Some((addr, port)) = s.rsplit_once(':') {
+                // "…:443": an address with a port.
+                if port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit()) && addr.parse::<std::net::Ipv6Addr>().is_ok() {
+                    push(m.start(), m.start() + addr.len(), EntityType::IpAddress);
+                }
             }
         }
     }
 
+    #[inline(never)]
     fn phones(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
-        for m in self.phone.find_iter(text) {
-            let mut start = m.start();
-            let mut end = m.end();
-            let s = m.as_str();
+        for (ms, me) in find_in(&self.phone, text, &regions(text, 7, b" .-/()+x")) {
+            let mut start = ms;
+            let mut end = me;
+            let s = &text[ms..me];
             // A leading "(" belongs to the number only when it closes.
             if s.starts_with('(') && !s[1..].contains(')') {
                 start += 1;
@@ -680,8 +780,8 @@ impl Detector {
             let international = main.starts_with('+') || main.starts_with("00") && d.len() >= 10;
             let ctx = ctx_before(lower, start, 40);
             let near = ctx_before(lower, start, 14);
-            let context = has_any(ctx, PHONE_CONTEXT);
-            if has_any(ctx_before(lower, start, 9), NOT_PHONE_CONTEXT) || !context && has_any(near, NOT_PHONE_CONTEXT) {
+            let context = self.phone_ctx.is_match(ctx);
+            if self.not_phone_ctx.is_match(ctx_before(lower, start, 9)) || !context && self.not_phone_ctx.is_match(near) {
                 continue;
             }
             let groups: Vec<usize> = main.split(|c: char| !c.is_ascii_digit()).filter(|g| !g.is_empty()).map(str::len).collect();
@@ -702,11 +802,15 @@ impl Detector {
     }
 
     /// Dates of birth: dates near a birth word (only those windows are searched).
-    fn dates(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+    #[inline(never)]
+    fn dates(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
         let mut last_end = 0;
-        for m in self.dob_context.find_iter(text) {
+        for m in &kw.dob {
             let from = floor(text, m.start().saturating_sub(40)).max(last_end.min(m.start()));
-            let to = ceil(text, m.end() + 70);
+            let mut to = ceil(text, m.end() + 70);
+            if let Some(blank) = text[m.end()..to].find("\n\n") {
+                to = m.end() + blank;
+            }
             last_end = to;
             let mut local = |s: usize, e: usize, k: EntityType| push(from + s, from + e, k);
             self.dates_in(&text[from..to], &lower[from..to], &mut local);
@@ -715,7 +819,7 @@ impl Detector {
 
     fn dates_in(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
         let dob_ctx = |start: usize, end: usize| {
-            has_any(ctx_before(lower, start, 48), DOB_CONTEXT) || has_any(ctx_after(lower, end, 24), &["(dob)", "(date of birth)", "(born)", "(birthday)"])
+            self.dob_ctx.is_match(ctx_before(lower, start, 48)) || has_any(ctx_after(lower, end, 24), &["(dob)", "(date of birth)", "(born)", "(birthday)"])
         };
         for m in self.date_numeric.find_iter(text) {
             if before(text, m.start()).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '-' || c == '/')
@@ -755,8 +859,8 @@ impl Detector {
         }
     }
 
-    fn addresses(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
-        let _ = lower;
+    #[inline(never)]
+    fn addresses(&self, text: &str, _lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
         let window = |from: usize, n: usize| &text[from..ceil(text, from + n)];
         let mut streets: Vec<(usize, usize)> = Vec::new();
         for m in self.street_en_start.find_iter(text) {
@@ -767,7 +871,7 @@ impl Detector {
                 streets.push((m.start(), m.start() + x.end()));
             }
         }
-        for m in self.street_eu_key.find_iter(text) {
+        for m in &kw.street_eu {
             let Some(x) = self.street_eu.find(window(m.end(), 100)) else { continue };
             let mut start = m.start();
             let mut end = m.end() + x.end();
@@ -788,7 +892,7 @@ impl Detector {
             }
             streets.push((start, end));
         }
-        for m in self.street_de.find_iter(text) {
+        for m in &kw.street_de {
             // Back to the start of the word that ends in the suffix ("Aurelia-Rogge-Platz").
             let head = &text[..m.start()];
             let word = head.chars().rev().take_while(|c| c.is_alphabetic() || *c == '-').map(char::len_utf8).sum::<usize>();
@@ -834,9 +938,10 @@ impl Detector {
         }
     }
 
-    fn persons(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+    #[inline(never)]
+    fn persons(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
         let names = names();
-        let words: Vec<(usize, usize)> = self.cap_word.find_iter(text).map(|m| (m.start(), m.end())).collect();
+        let words = capitalised_words(text);
         let mut i = 0;
         while i < words.len() {
             // A run of capitalised words (particles like "van der" may join them).
@@ -853,6 +958,10 @@ impl Detector {
             let run: Vec<&str> = words[i..=j].iter().map(|&(s, e)| text[s..e].trim_end_matches('.')).collect();
             let (rs, re_) = (words[i].0, words[j].1);
             i = j + 1;
+            // Most capitalised words are no names: nothing to do unless the run has a known one.
+            if !run.iter().any(|w| names.first.contains(w) || names.last.contains(w)) {
+                continue;
+            }
             let run_at_sentence_start = {
                 let b = text[..rs].trim_end_matches([' ', '"', '\'', '(', '*']);
                 b.is_empty() || b.ends_with(['.', '!', '?', '\n', ':'])
@@ -921,11 +1030,9 @@ impl Detector {
             }
         }
         // "my name is jane doe": lower case after a strong cue.
-        for cue in ["my name is ", "name is ", "i'm ", "i am "] {
-            let mut from = 0;
-            while let Some(p) = lower[from..].find(cue) {
-                let s = from + p + cue.len();
-                from = s;
+        for cue in &kw.name_cue {
+            {
+                let s = cue.end();
                 let mut e = s;
                 let mut count = 0;
                 for w in lower[s..].split(' ').take(3) {
@@ -951,13 +1058,181 @@ impl Detector {
     }
 }
 
+/// Which detector a keyword serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kw {
+    Assign,
+    Said,
+    Dob,
+    StreetEu,
+    StreetDe,
+    NameCue,
+}
+
+const KEYWORDS: &[(Kw, &[&str])] = &[
+    (Kw::Assign, &["password", "passwd", "passphrase", "pwd", "secret_key", "secretkey", "client_secret", "clientsecret", "secret",
+        "auth_token", "authtoken", "access_token", "accesstoken", "token", "api_key", "apikey", "access_key", "accesskey",
+        "private_key", "privatekey", "credentials", "credential"]),
+    (Kw::Said, &["password", "passcode", "passwort", "kennwort", "mot de passe", "contraseña", "pin"]),
+    (Kw::Dob, &["born", "birth", "dob", "d.o.b", "b-day", "bday", "née", "né le", "naissance", "geboren", "geb.", "geburts",
+        "nacimiento", "nacido", "nacida", "nato il", "nata il", "nascita", "geboortedatum", "aged"]),
+    (Kw::StreetEu, &["rue", "avenue", "av.", "boulevard", "bd", "chemin", "allée", "impasse", "place", "quai", "route", "cours",
+        "passage", "calle", "c/", "avenida", "avda.", "paseo", "plaza", "camino", "carrer", "carretera", "ronda", "glorieta",
+        "cuesta", "callejón", "rambla", "travesía", "via", "viale", "piazza", "piazzale", "corso", "largo", "vicolo", "contrada",
+        "borgo", "strada", "rua", "travessa", "praça", "alameda"]),
+    (Kw::StreetDe, &["straße", "strasse", "str.", "weg", "gasse", "platz", "allee", "damm", "ufer", "steig", "chaussee",
+        "straat", "laan", "plein", "gracht", "kade", "baan", "dijk", "singel", "dreef", "steeg"]),
+    (Kw::NameCue, &["my name is ", "name is ", "i'm ", "i am "]),
+];
+
+/// A keyword's place: (start, end) in bytes.
+#[derive(Clone, Copy, Debug)]
+struct Pos(usize, usize);
+
+impl Pos {
+    fn start(&self) -> usize {
+        self.0
+    }
+    fn end(&self) -> usize {
+        self.1
+    }
+}
+
+#[derive(Default)]
+struct Keywords {
+    assign: Vec<Pos>,
+    said: Vec<Pos>,
+    dob: Vec<Pos>,
+    street_eu: Vec<Pos>,
+    street_de: Vec<Pos>,
+    name_cue: Vec<Pos>,
+}
+
+/// One regex for a list of context words: each must start a word (suffixes may follow).
+fn word_list(words: &[&str]) -> Regex {
+    let alts: Vec<String> = words
+        .iter()
+        .map(|w| {
+            let e = regex::escape(w);
+            if w.chars().next().is_some_and(|c| c.is_alphanumeric()) { format!("(?-u:\\b){e}") } else { e }
+        })
+        .collect();
+    re(&alts.join("|"))
+}
+
+/// A match inside a region.
+struct Found {
+    start: usize,
+    end: usize,
+}
+
+/// Byte ranges of `text` made of digits and the `allowed` separators with at least `min` digits:
+/// the only places worth running a number pattern on.
+fn regions(text: &str, min: usize, allowed: &[u8]) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut table = [false; 256];
+    for d in b'0'..=b'9' {
+        table[d as usize] = true;
+    }
+    for &a in allowed {
+        table[a as usize] = true;
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() && !(b[i] == b'+' || b[i] == b'(') {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut digits = 0;
+        while i < b.len() && table[b[i] as usize] {
+            digits += b[i].is_ascii_digit() as usize;
+            i += 1;
+        }
+        if digits >= min {
+            out.push((start, i));
+        }
+        i = i.max(start + 1);
+    }
+    out
+}
+
+/// Matches of `re` inside `regions` (offsets in `text`).
+fn find_in(re: &Regex, text: &str, regions: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for &(a, z) in regions {
+        for m in re.find_iter(&text[a..z]) {
+            out.push((a + m.start(), a + m.end()));
+        }
+    }
+    out
+}
+
+/// Capitalised words: an upper-case letter at a word start, then lower-case letters
+/// (apostrophes and inner hyphens allowed: "O'Neil", "Wulff-Rörricht"), and a trailing dot
+/// ("Dr."). Byte ranges.
+fn capitalised_words(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut prev_alnum = false;
+    let mut it = text.char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        if !prev_alnum && c.is_uppercase() {
+            let mut end = i + c.len_utf8();
+            let mut lower = 0;
+            while let Some(&(j, d)) = it.peek() {
+                if d.is_lowercase() || d == '\'' || d == '’' {
+                    lower += d.is_lowercase() as usize;
+                    end = j + d.len_utf8();
+                    it.next();
+                } else if d == '-' {
+                    // Only when a letter follows.
+                    let mut look = it.clone();
+                    look.next();
+                    if look.peek().is_some_and(|&(_, e)| e.is_alphabetic()) {
+                        it.next();
+                        let (k, e) = it.next().unwrap();
+                        end = k + e.len_utf8();
+                    } else {
+                        break;
+                    }
+                } else {
+                    break;
+                }
+            }
+            let next = it.peek().map(|&(_, d)| d);
+            if next.is_some_and(|d| d.is_alphanumeric()) || lower == 0 {
+                prev_alnum = true;
+                // Skip the rest of this word.
+                while it.peek().is_some_and(|&(_, d)| d.is_alphanumeric()) {
+                    it.next();
+                }
+                continue;
+            }
+            if next == Some('.') {
+                end += 1;
+            }
+            out.push((i, end));
+            prev_alnum = true;
+            continue;
+        }
+        prev_alnum = c.is_alphanumeric();
+    }
+    out
+}
+
 /// The last one to three words of `ctx` are a name cue ("my name is", "dear", "thanks").
 fn ends_with_context(ctx: &str) -> bool {
-    let words: Vec<&str> = ctx.split_whitespace().map(|w| w.trim_end_matches([',', ':'])).collect();
+    static CUES: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    let cues = CUES.get_or_init(|| NAME_CONTEXT.iter().map(|c| c.trim_end_matches([',', ':', '.'])).collect());
+    let words: Vec<&str> = ctx.split_whitespace().map(|w| w.trim_end_matches([',', ':', '.'])).collect();
     let n = words.len();
     (1..=3.min(n)).any(|k| {
-        let phrase = words[n - k..].join(" ");
-        NAME_CONTEXT.contains(&phrase.as_str()) || NAME_CONTEXT.iter().any(|c| c.trim_end_matches([',', ':', '.']) == phrase)
+        if k == 1 {
+            cues.contains(words[n - 1])
+        } else {
+            cues.contains(words[n - k..].join(" ").as_str())
+        }
     })
 }
 

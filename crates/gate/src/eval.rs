@@ -8,7 +8,6 @@
 
 use crate::conversation::Conversation;
 use crate::detect::Detector;
-use crate::normalize::char_slice;
 use crate::EntityType;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -66,6 +65,8 @@ pub struct Results {
     pub latency_us_per_kb_mean: f64,
     pub repeats: usize,
     pub repeats_caught: usize,
+    /// A few repeats that were missed (type: text), to look at.
+    pub missed_repeats: Vec<String>,
 }
 
 impl Results {
@@ -114,6 +115,9 @@ impl Results {
             self.repeats,
             self.documents
         );
+        for m in self.missed_repeats.iter().take(8) {
+            out += &format!("  missed repeat: {m}\n");
+        }
         out
     }
 }
@@ -143,6 +147,11 @@ pub fn reformat(value: &str, kind: EntityType, seed: usize) -> String {
 
 pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
     let mut r = Results { documents: docs.len(), ..Default::default() };
+    // Warm up first (the regexes' lazy DFAs build their states on first use), as a running
+    // server would be.
+    for doc in docs {
+        std::hint::black_box(detector.detect(&doc.text));
+    }
     let mut per_kb: Vec<f64> = Vec::with_capacity(docs.len());
     let (mut total_us, mut total_kb) = (0.0, 0.0);
     for (n, doc) in docs.iter().enumerate() {
@@ -160,12 +169,14 @@ pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
             }
         }
         let mut matched = vec![false; doc.spans.len()];
-        for s in &spans {
+        let mut found_as: Vec<Option<usize>> = vec![None; doc.spans.len()];
+        for (si, s) in spans.iter().enumerate() {
             let hit = doc.spans.iter().enumerate().find(|(i, g)| !matched[*i] && g.kind == s.kind && s.start < g.end && g.start < s.end);
             let c = r.per_type.entry(s.kind).or_default();
             match hit {
                 Some((i, g)) => {
                     matched[i] = true;
+                    found_as[i] = Some(si);
                     c.tp += 1;
                     if g.start == s.start && g.end == s.end {
                         c.exact += 1;
@@ -179,17 +190,15 @@ pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
                 r.per_type.entry(g.kind).or_default().fn_ += 1;
             }
         }
-        // Repeats: the document's values, reformatted, in a later message of the conversation.
+        // Repeats: the values the gate found, reformatted, in a later message of the conversation.
         if doc.spans.is_empty() {
             continue;
         }
         let mut conv = Conversation::new();
         conv.scan(detector, &doc.text);
         for (k, g) in doc.spans.iter().enumerate() {
-            if !matched[k] {
-                continue; // only values the gate found can be remembered
-            }
-            let value = char_slice(&doc.text, g.start, g.end);
+            let Some(si) = found_as[k] else { continue }; // only values the gate found are known
+            let value = spans[si].text.as_str();
             let variant = reformat(value, g.kind, n + k);
             let later = format!("As I said before, it is {variant} — please keep that in mind.");
             let found = conv.scan(detector, &later);
@@ -197,6 +206,8 @@ pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
             r.repeats += 1;
             if found.iter().any(|s| s.kind == g.kind && s.start < at + variant.chars().count() && at < s.end) {
                 r.repeats_caught += 1;
+            } else if r.missed_repeats.len() < 20 {
+                r.missed_repeats.push(format!("{}: {value:?} as {variant:?} -> {:?}", g.kind, found.iter().map(|s| (s.kind.name(), &s.text)).collect::<Vec<_>>()));
             }
         }
     }

@@ -1,0 +1,17 @@
+//! `detect` over a corpus, many times (for perf).
+use std::io::BufRead;
+fn main() {
+    let d = solo_gate::Detector::new();
+    let path = std::env::args().nth(1).unwrap();
+    let texts: Vec<String> = std::io::BufReader::new(std::fs::File::open(path).unwrap())
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(&l.unwrap()).unwrap()["text"].as_str().unwrap().to_string())
+        .collect();
+    let mut k = 0;
+    for _ in 0..20 {
+        for t in &texts {
+            k += d.detect(t).len();
+        }
+    }
+    println!("{k}");
+}
