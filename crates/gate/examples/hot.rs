@@ -8,7 +8,7 @@ fn main() {
         .map(|l| serde_json::from_str::<serde_json::Value>(&l.unwrap()).unwrap()["text"].as_str().unwrap().to_string())
         .collect();
     let mut k = 0;
-    for _ in 0..20 {
+    for _ in 0..std::env::var("N").ok().and_then(|n| n.parse().ok()).unwrap_or(20) {
         for t in &texts {
             k += d.detect(t).len();
         }

@@ -162,8 +162,6 @@ pub struct Detector {
     keyword_kinds: std::collections::HashMap<&'static str, Vec<Kw>, std::hash::BuildHasherDefault<Fnv>>,
     said_tail: Regex,
     street_de_tail: Regex,
-    phone_ctx: Regex,
-    not_phone_ctx: Regex,
     dob_ctx: Regex,
     name_cue: Regex,
     ipv4: Regex,
@@ -292,8 +290,6 @@ impl Detector {
             },
             said_tail: re(r"^\s+(?:is|was|ist|est|es|è|:)\s+"),
             street_de_tail: re(r"^[ \t]+[0-9]{1,5}[a-zA-Z]?(?:[-/][0-9]{1,5})?"),
-            phone_ctx: word_list(PHONE_CONTEXT),
-            not_phone_ctx: word_list(NOT_PHONE_CONTEXT),
             dob_ctx: word_list(DOB_CONTEXT),
             name_cue: re(r"(?:my name is|name is|i'm|i am) "),
             ids: re(r"[12] ?[0-9]{2} ?[0-9]{2} ?2[AB] ?[0-9]{3} ?[0-9]{3} ?[0-9]{2}|[A-Z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-D]|[A-Z]{6}[0-9LMNPQRSTUV]{2}[A-EHLMPR-T][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z]|[XYZ]?[0-9]{7,8}-?[A-Z]"),
@@ -359,17 +355,17 @@ impl Detector {
             self.emails(text, &mut push);
         }
         if digits >= 9 {
-            self.ibans(text, &mut push);
-            self.numbers(text, &lower, &mut push);
+            self.ibans(text, &kw, &mut push);
+            self.numbers(text, &lower, &kw, &mut push);
         }
         if digits >= 6 {
             self.ids(text, &lower, &mut push);
         }
         if has(b'.') || has(b':') || has(b'-') {
-            self.network(text, &lower, &mut push);
+            self.network(text, &lower, &kw, &mut push);
         }
         if digits >= 7 {
-            self.phones(text, &lower, &mut push);
+            self.phones(text, &lower, &kw, &mut push);
         }
         if digits >= 4 {
             self.dates(text, &lower, &kw, &mut push);
@@ -383,7 +379,7 @@ impl Detector {
 
     /// Where the keywords stand (one scan of the lower-case text for all detectors).
     fn keyword_hits(&self, text: &str, lower: &str) -> Keywords {
-        let mut k = Keywords::default();
+        let mut k = Keywords { digits: number_stretches(text), caps: capitalised_words(text), ..Default::default() };
         for m in self.keywords.find_iter(lower) {
             let Some(kinds) = self.keyword_kinds.get(m.as_str()) else { continue };
             let word_start = !before(lower, m.start()).is_some_and(|c| c.is_alphanumeric());
@@ -408,6 +404,13 @@ impl Detector {
                         }
                     }
                     Kw::NameCue => k.name_cue.push(Pos(m.start(), m.end())),
+                    Kw::PhoneCtx | Kw::NotPhone => {
+                        let alnum = m.as_str().starts_with(|c: char| c.is_alphanumeric());
+                        if word_start || !alnum {
+                            let list = if *kind == Kw::PhoneCtx { &mut k.phone_ctx } else { &mut k.not_phone };
+                            list.push(Pos(m.start(), m.end()));
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -456,15 +459,15 @@ impl Detector {
         lap(0, &mut t);
         self.emails(text, &mut sink);
         lap(1, &mut t);
-        self.ibans(text, &mut sink);
+        self.ibans(text, &kw, &mut sink);
         lap(2, &mut t);
-        self.numbers(text, &lower, &mut sink);
+        self.numbers(text, &lower, &kw, &mut sink);
         lap(3, &mut t);
         self.ids(text, &lower, &mut sink);
         lap(4, &mut t);
-        self.network(text, &lower, &mut sink);
+        self.network(text, &lower, &kw, &mut sink);
         lap(5, &mut t);
-        self.phones(text, &lower, &mut sink);
+        self.phones(text, &lower, &kw, &mut sink);
         lap(6, &mut t);
         self.dates(text, &lower, &kw, &mut sink);
         lap(7, &mut t);
@@ -546,17 +549,22 @@ impl Detector {
     }
 
     #[inline(never)]
-    fn ibans(&self, text: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+    fn ibans(&self, text: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
         let bytes = text.as_bytes();
-        for m in self.iban.find_iter(text) {
-            if word_char(before(text, m.start())) {
+        // Two letters, two digits: a digit stretch that starts right after two letters.
+        let anchors = kw.digits.iter().map(|&(a, _)| a).filter(|&a| {
+            a >= 2 && a + 1 < bytes.len() && bytes[a - 2].is_ascii_alphabetic() && bytes[a - 1].is_ascii_alphabetic() && bytes[a].is_ascii_digit() && bytes[a + 1].is_ascii_digit()
+        }).map(|a| a - 2);
+        for at in anchors {
+            let m = Found { start: at, end: at + 4 };
+            if word_char(before(text, m.start)) {
                 continue;
             }
-            let cc = text[m.start()..m.start() + 2].to_ascii_uppercase();
+            let cc = text[m.start..m.start + 2].to_ascii_uppercase();
             let Some(len) = checks::iban_length(&cc) else { continue };
             // Walk: alphanumerics, single spaces or dashes between them, until `len` are in.
             let mut compact = Vec::with_capacity(len);
-            let mut i = m.start();
+            let mut i = m.start;
             let mut end = i;
             while i < bytes.len() && compact.len() < len {
                 let b = bytes[i];
@@ -574,15 +582,15 @@ impl Detector {
                 continue;
             }
             if checks::iban_mod97(&compact) {
-                push(m.start(), end, EntityType::Iban);
+                push(m.start, end, EntityType::Iban);
             }
         }
     }
 
     /// Digit runs: cards, SSNs, and the national numbers that are only digits.
     #[inline(never)]
-    fn numbers(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
-        for (ms, me) in find_in(&self.digits, text, &regions(text, 9, b" .-")) {
+    fn numbers(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
+        for (ms, me) in digit_runs(text, &regions(text, &kw.digits, 9, b" .-")) {
             let m = Found { start: ms, end: me };
             if before(text, m.start).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '_') {
                 continue;
@@ -688,9 +696,9 @@ impl Detector {
     }
 
     #[inline(never)]
-    fn network(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+    fn network(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
         let colons = text.bytes().filter(|&b| b == b':').count();
-        let ipv4 = if text.contains('.') { find_in(&self.ipv4, text, &regions(text, 4, b"./")) } else { Vec::new() };
+        let ipv4 = if text.contains('.') { find_in(&self.ipv4, text, &regions(text, &kw.digits, 4, b"./")) } else { Vec::new() };
         for (ms, me) in ipv4 {
             let m = Found { start: ms, end: me };
             let s = &text[m.start..m.end];
@@ -710,7 +718,10 @@ impl Detector {
             }
             push(m.start, m.start + addr.len(), EntityType::IpAddress);
         }
-        for m in self.mac.find_iter(text) {
+        let b = text.as_bytes();
+        let count = |c: u8| b.iter().filter(|&&x| x == c).count();
+        let macs = if count(b':') >= 5 || count(b'-') >= 5 || count(b'.') >= 2 { self.mac.find_iter(text).collect() } else { Vec::new() };
+        for m in macs {
             let s = m.as_str();
             let consistent = !s.contains(':') || !s.contains('-');
             if consistent && !word_char(before(text, m.start())) && !after(text, m.end()).is_some_and(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-') {
@@ -746,8 +757,8 @@ impl Detector {
     }
 
     #[inline(never)]
-    fn phones(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
-        for (ms, me) in find_in(&self.phone, text, &regions(text, 7, b" .-/()+x")) {
+    fn phones(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
+        for (ms, me) in phone_candidates(text, &regions(text, &kw.digits, 7, b" .-/()+x")) {
             let mut start = ms;
             let mut end = me;
             let s = &text[ms..me];
@@ -774,14 +785,16 @@ impl Detector {
             if !(7..=15).contains(&d.len()) {
                 continue;
             }
-            if self.date_numeric.find(main).is_some_and(|x| x.len() == main.trim().len()) {
+            if looks_like_date(main.trim()) {
                 continue;
             }
             let international = main.starts_with('+') || main.starts_with("00") && d.len() >= 10;
             let ctx = ctx_before(lower, start, 40);
             let near = ctx_before(lower, start, 14);
-            let context = self.phone_ctx.is_match(ctx);
-            if self.not_phone_ctx.is_match(ctx_before(lower, start, 9)) || !context && self.not_phone_ctx.is_match(near) {
+            let _ = (ctx, near);
+            let within = |list: &[Pos], n: usize| list.iter().any(|p| p.1 <= start && p.0 + n >= start);
+            let context = within(&kw.phone_ctx, 40);
+            if within(&kw.not_phone, 9) || !context && within(&kw.not_phone, 14) {
                 continue;
             }
             let groups: Vec<usize> = main.split(|c: char| !c.is_ascii_digit()).filter(|g| !g.is_empty()).map(str::len).collect();
@@ -863,12 +876,12 @@ impl Detector {
     fn addresses(&self, text: &str, _lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
         let window = |from: usize, n: usize| &text[from..ceil(text, from + n)];
         let mut streets: Vec<(usize, usize)> = Vec::new();
-        for m in self.street_en_start.find_iter(text) {
-            if word_char(before(text, m.start())) || streets.last().is_some_and(|l| m.start() < l.1) {
+        for at in street_starts(text, kw) {
+            if word_char(before(text, at)) || streets.last().is_some_and(|l| at < l.1) {
                 continue;
             }
-            if let Some(x) = self.street_en.find(window(m.start(), 120)) {
-                streets.push((m.start(), m.start() + x.end()));
+            if let Some(x) = self.street_en.find(window(at, 120)) {
+                streets.push((at, at + x.end()));
             }
         }
         for m in &kw.street_eu {
@@ -941,7 +954,7 @@ impl Detector {
     #[inline(never)]
     fn persons(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
         let names = names();
-        let words = capitalised_words(text);
+        let words = &kw.caps;
         let mut i = 0;
         while i < words.len() {
             // A run of capitalised words (particles like "van der" may join them).
@@ -1067,6 +1080,8 @@ enum Kw {
     StreetEu,
     StreetDe,
     NameCue,
+    PhoneCtx,
+    NotPhone,
 }
 
 const KEYWORDS: &[(Kw, &[&str])] = &[
@@ -1083,7 +1098,23 @@ const KEYWORDS: &[(Kw, &[&str])] = &[
     (Kw::StreetDe, &["straße", "strasse", "str.", "weg", "gasse", "platz", "allee", "damm", "ufer", "steig", "chaussee",
         "straat", "laan", "plein", "gracht", "kade", "baan", "dijk", "singel", "dreef", "steeg"]),
     (Kw::NameCue, &["my name is ", "name is ", "i'm ", "i am "]),
+    (Kw::PhoneCtx, PHONE_CONTEXT),
+    (Kw::NotPhone, NOT_PHONE_CONTEXT),
 ];
+
+/// `2024-01-05`, `05/01/2024`, `5.1.24`: one separator, day/month/year-sized groups.
+fn looks_like_date(s: &str) -> bool {
+    let Some(sep) = s.bytes().find(|b| !b.is_ascii_digit()) else { return false };
+    if !matches!(sep, b'-' | b'/' | b'.') {
+        return false;
+    }
+    let groups: Vec<&str> = s.split(sep as char).collect();
+    if groups.len() != 3 || groups.iter().any(|g| g.is_empty() || !g.bytes().all(|b| b.is_ascii_digit())) {
+        return false;
+    }
+    let l: Vec<usize> = groups.iter().map(|g| g.len()).collect();
+    l[0] == 4 && l[1] <= 2 && l[2] <= 2 || l[0] <= 2 && l[1] <= 2 && (l[2] == 2 || l[2] == 4)
+}
 
 /// A keyword's place: (start, end) in bytes.
 #[derive(Clone, Copy, Debug)]
@@ -1106,6 +1137,12 @@ struct Keywords {
     street_eu: Vec<Pos>,
     street_de: Vec<Pos>,
     name_cue: Vec<Pos>,
+    phone_ctx: Vec<Pos>,
+    not_phone: Vec<Pos>,
+    /// Stretches of digits and number punctuation.
+    digits: Vec<(usize, usize)>,
+    /// Capitalised words.
+    caps: Vec<(usize, usize)>,
 }
 
 /// One regex for a list of context words: each must start a word (suffixes may follow).
@@ -1128,7 +1165,7 @@ struct Found {
 
 /// Byte ranges of `text` made of digits and the `allowed` separators with at least `min` digits:
 /// the only places worth running a number pattern on.
-fn regions(text: &str, min: usize, allowed: &[u8]) -> Vec<(usize, usize)> {
+fn regions(text: &str, within: &[(usize, usize)], min: usize, allowed: &[u8]) -> Vec<(usize, usize)> {
     let b = text.as_bytes();
     let mut table = [false; 256];
     for d in b'0'..=b'9' {
@@ -1138,22 +1175,176 @@ fn regions(text: &str, min: usize, allowed: &[u8]) -> Vec<(usize, usize)> {
         table[a as usize] = true;
     }
     let mut out = Vec::new();
+    for &(from, to) in within {
+        let mut i = from;
+        while i < to {
+            if !b[i].is_ascii_digit() && !(b[i] == b'+' || b[i] == b'(') {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            let mut digits = 0;
+            while i < to && table[b[i] as usize] {
+                digits += b[i].is_ascii_digit() as usize;
+                i += 1;
+            }
+            if digits >= min {
+                out.push((start, i));
+            }
+            i = i.max(start + 1);
+        }
+    }
+    out
+}
+
+/// Every stretch of digits and number punctuation (`+()./- x` and spaces), in one pass: the
+/// only places the number detectors look.
+fn number_stretches(text: &str) -> Vec<(usize, usize)> {
+    const fn table() -> [bool; 256] {
+        let mut t = [false; 256];
+        let mut d = b'0';
+        while d <= b'9' {
+            t[d as usize] = true;
+            d += 1;
+        }
+        let extra = b" .-/()+x";
+        let mut k = 0;
+        while k < extra.len() {
+            t[extra[k] as usize] = true;
+            k += 1;
+        }
+        t
+    }
+    static TABLE: [bool; 256] = table();
+    let b = text.as_bytes();
+    let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
-        if !b[i].is_ascii_digit() && !(b[i] == b'+' || b[i] == b'(') {
+        match b[i..].iter().position(|c| c.is_ascii_digit()) {
+            None => break,
+            Some(p) => i += p,
+        }
+        // Back over a leading "+" or "(" (and spaces between them).
+        let mut start = i;
+        while start > 0 && matches!(b[start - 1], b'+' | b'(' | b' ') && start + 3 > i {
+            start -= 1;
+        }
+        while start < i && b[start] == b' ' {
+            start += 1;
+        }
+        while i < b.len() && TABLE[b[i] as usize] {
             i += 1;
-            continue;
         }
-        let start = i;
-        let mut digits = 0;
-        while i < b.len() && table[b[i] as usize] {
-            digits += b[i].is_ascii_digit() as usize;
-            i += 1;
+        out.push((start, i));
+    }
+    out
+}
+
+/// Where an English-style street line may start: a house number followed by a capitalised
+/// word, or "Flat/Unit/Studio/Apartment N".
+fn street_starts(text: &str, kw: &Keywords) -> Vec<usize> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    for &(from, to) in &kw.digits {
+        let mut i = from;
+        while i < to {
+            if !b[i].is_ascii_digit() || i > 0 && b[i - 1].is_ascii_alphanumeric() {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i - start > 6 {
+                continue;
+            }
+            let mut j = i;
+            if j < b.len() && b[j].is_ascii_alphabetic() {
+                j += 1;
+            }
+            if j < b.len() && b[j] == b',' {
+                j += 1;
+            }
+            let spaces = b[j..].iter().take_while(|&&c| c == b' ' || c == b'\t').count();
+            if spaces > 0 && b.get(j + spaces).is_some_and(|c| c.is_ascii_uppercase() || *c >= 0x80) {
+                out.push(start);
+            }
         }
-        if digits >= min {
-            out.push((start, i));
+    }
+    for &(a, _) in &kw.caps {
+        let rest = &text[a..];
+        if ["Flat ", "Unit ", "Studio ", "Apartment "].iter().any(|p| rest.starts_with(p)) {
+            out.push(a);
         }
-        i = i.max(start + 1);
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Digit runs inside regions: digit groups joined by one space, dash, dot, or ". ".
+fn digit_runs(text: &str, regions: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    for &(a, z) in regions {
+        let mut i = a;
+        while i < z {
+            if !b[i].is_ascii_digit() {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            let mut end = i;
+            loop {
+                while i < z && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                end = end.max(i);
+                // A separator: " ", "-", ".", ". " followed by a digit.
+                let sep = if i + 1 < z && b[i] == b'.' && b[i + 1] == b' ' { 2 } else if i < z && matches!(b[i], b' ' | b'-' | b'.') { 1 } else { 0 };
+                if sep > 0 && i + sep < z && b[i + sep].is_ascii_digit() {
+                    i += sep;
+                } else {
+                    break;
+                }
+            }
+            out.push((start, end));
+        }
+    }
+    out
+}
+
+/// Phone candidates inside regions: the region without trailing separators, an unclosed
+/// leading parenthesis, or an "x" that no extension digits follow.
+fn phone_candidates(text: &str, regions: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    for &(a, z) in regions {
+        let mut start = a;
+        let mut end = z;
+        // "x" only as an extension: digits (maybe after spaces) must follow; else cut there.
+        if let Some(x) = b[start..end].iter().position(|&c| c == b'x') {
+            let after = &b[start + x + 1..end];
+            let ext = after.iter().skip_while(|&&c| c == b' ').take_while(|c| c.is_ascii_digit()).count();
+            if ext == 0 {
+                end = start + x;
+            } else {
+                end = start + x + 1 + after.iter().take_while(|&&c| c == b' ').count() + ext;
+            }
+        }
+        while end > start && matches!(b[end - 1], b' ' | b'.' | b'-' | b'/' | b'(' | b'+') {
+            end -= 1;
+        }
+        while start < end && matches!(b[start], b')' | b' ' | b'.' | b'-' | b'/') {
+            start += 1;
+        }
+        let s = &text[start..end];
+        if s.starts_with('(') && !s[1..].contains(')') {
+            start += 1;
+        }
+        if end > start && b[start..end].iter().any(u8::is_ascii_digit) {
+            out.push((start, end));
+        }
     }
     out
 }
@@ -1173,50 +1364,67 @@ fn find_in(re: &Regex, text: &str, regions: &[(usize, usize)]) -> Vec<(usize, us
 /// (apostrophes and inner hyphens allowed: "O'Neil", "Wulff-Rörricht"), and a trailing dot
 /// ("Dr."). Byte ranges.
 fn capitalised_words(text: &str) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
     let mut out = Vec::new();
+    let mut i = 0;
     let mut prev_alnum = false;
-    let mut it = text.char_indices().peekable();
-    while let Some((i, c)) = it.next() {
-        if !prev_alnum && c.is_uppercase() {
-            let mut end = i + c.len_utf8();
-            let mut lower = 0;
-            while let Some(&(j, d)) = it.peek() {
-                if d.is_lowercase() || d == '\'' || d == '’' {
-                    lower += d.is_lowercase() as usize;
-                    end = j + d.len_utf8();
-                    it.next();
-                } else if d == '-' {
-                    // Only when a letter follows.
-                    let mut look = it.clone();
-                    look.next();
-                    if look.peek().is_some_and(|&(_, e)| e.is_alphabetic()) {
-                        it.next();
-                        let (k, e) = it.next().unwrap();
-                        end = k + e.len_utf8();
-                    } else {
-                        break;
-                    }
-                } else {
-                    break;
-                }
+    // The character at byte `i` and its length.
+    let at = |i: usize| -> (char, usize) {
+        if b[i] < 0x80 {
+            (b[i] as char, 1)
+        } else {
+            let c = text[i..].chars().next().unwrap_or(' ');
+            (c, c.len_utf8())
+        }
+    };
+    while i < b.len() {
+        // Fast skip over ASCII that cannot start a word here.
+        if b[i] < 0x80 && !b[i].is_ascii_uppercase() {
+            prev_alnum = b[i].is_ascii_alphanumeric();
+            i += 1;
+            continue;
+        }
+        let (c, len) = at(i);
+        if prev_alnum || !c.is_uppercase() {
+            prev_alnum = c.is_alphanumeric();
+            i += len;
+            continue;
+        }
+        let start = i;
+        let mut end = i + len;
+        let mut lower = 0;
+        let mut j = end;
+        while j < b.len() {
+            let (d, dl) = at(j);
+            if d.is_lowercase() || d == '\'' || d == '’' {
+                lower += d.is_lowercase() as usize;
+                j += dl;
+                end = j;
+            } else if d == '-' && j + 1 < b.len() && at(j + 1).0.is_alphabetic() {
+                let (e, el) = at(j + 1);
+                let _ = e;
+                j += 1 + el;
+                end = j;
+            } else {
+                break;
             }
-            let next = it.peek().map(|&(_, d)| d);
-            if next.is_some_and(|d| d.is_alphanumeric()) || lower == 0 {
-                prev_alnum = true;
-                // Skip the rest of this word.
-                while it.peek().is_some_and(|&(_, d)| d.is_alphanumeric()) {
-                    it.next();
-                }
-                continue;
+        }
+        let next = (j < b.len()).then(|| at(j).0);
+        if next.is_some_and(|d| d.is_alphanumeric()) || lower == 0 {
+            // Part of a longer token ("McDonald", "NASA", "Abc123"): skip the rest of it.
+            while j < b.len() && at(j).0.is_alphanumeric() {
+                j += at(j).1;
             }
-            if next == Some('.') {
-                end += 1;
-            }
-            out.push((i, end));
+            i = j;
             prev_alnum = true;
             continue;
         }
-        prev_alnum = c.is_alphanumeric();
+        if next == Some('.') {
+            end += 1;
+        }
+        out.push((start, end));
+        i = j;
+        prev_alnum = true;
     }
     out
 }

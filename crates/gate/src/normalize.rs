@@ -32,12 +32,25 @@ impl<'a> Normalized<'a> {
         let mut text = String::with_capacity(input.len() + 8);
         let mut map = Vec::with_capacity(input.len() + 8);
         let mut chars = 0;
-        for (i, c) in input.chars().enumerate() {
-            chars = i + 1;
+        let mut i = 0; // characters so far
+        let mut rest = input;
+        while !rest.is_empty() {
+            // A run of ASCII: copied whole, one character per byte.
+            let n = rest.bytes().position(|b| !b.is_ascii()).unwrap_or(rest.len());
+            if n > 0 {
+                text.push_str(&rest[..n]);
+                map.extend(i as u32..(i + n) as u32);
+                i += n;
+                rest = &rest[n..];
+                continue;
+            }
+            let c = rest.chars().next().unwrap_or_default();
+            rest = &rest[c.len_utf8()..];
+            i += 1;
+            chars = i;
+            let i = i - 1;
             let before = text.len();
-            if c.is_ascii() {
-                text.push(c);
-            } else if invisible(c) {
+            if invisible(c) {
                 continue;
             } else if dash(c) {
                 text.push('-');
@@ -50,7 +63,8 @@ impl<'a> Normalized<'a> {
             }
             map.extend(std::iter::repeat_n(i as u32, text.len() - before));
         }
-        Normalized { text: Cow::Owned(text), map: Some(map), chars }
+        let _ = chars;
+        Normalized { text: Cow::Owned(text), map: Some(map), chars: i }
     }
 
     /// The input character range of the normalised byte range `start..end` (end exclusive).

@@ -32,6 +32,10 @@ enum GateAction {
         /// Print the results as JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Join consecutive documents into inputs of at least this many bytes (a conversation
+        /// is gated at once): latency without the per-call cost of tiny documents.
+        #[arg(long)]
+        join: Option<usize>,
     },
 }
 
@@ -45,7 +49,7 @@ fn policy(path: Option<&Path>) -> Result<Policy> {
 pub fn gate(args: GateArgs) -> Result<()> {
     let gate = Gate::new(policy(args.policy.as_deref())?);
     match args.action {
-        Some(GateAction::Eval { corpus, json }) => eval(&gate, &corpus, json),
+        Some(GateAction::Eval { corpus, json, join }) => eval(&gate, &corpus, json, join),
         None if args.jsonl => jsonl(&gate),
         None => {
             let mut text = String::new();
@@ -80,7 +84,7 @@ fn jsonl(gate: &Gate) -> Result<()> {
     Ok(())
 }
 
-fn eval(gate: &Gate, corpus: &Path, json: bool) -> Result<()> {
+fn eval(gate: &Gate, corpus: &Path, json: bool, join: Option<usize>) -> Result<()> {
     let file = std::fs::File::open(corpus).with_context(|| format!("cannot open {}", corpus.display()))?;
     let mut docs = Vec::new();
     for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
@@ -89,6 +93,9 @@ fn eval(gate: &Gate, corpus: &Path, json: bool) -> Result<()> {
             continue;
         }
         docs.push(serde_json::from_str(&line).with_context(|| format!("{} line {}", corpus.display(), n + 1))?);
+    }
+    if let Some(bytes) = join {
+        docs = solo_gate::eval::join(docs, bytes);
     }
     let results = solo_gate::eval::evaluate(&gate.detector, &docs);
     if json {
