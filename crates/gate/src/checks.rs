@@ -20,7 +20,7 @@ pub fn luhn(d: &[u8]) -> bool {
             }
         })
         .sum();
-    !d.is_empty() && sum % 10 == 0
+    !d.is_empty() && sum.is_multiple_of(10)
 }
 
 /// A payment card: 13–19 digits, an issuer's prefix with a length it issues, Luhn.
@@ -30,7 +30,7 @@ pub fn card(d: &[u8]) -> bool {
         return false;
     }
     let p = |k: usize| d[..k].iter().fold(0u32, |a, &x| a * 10 + x as u32);
-    let ok = match d[0] {
+    match d[0] {
         4 => matches!(n, 13 | 16 | 19),                                                  // Visa
         5 => (51..=55).contains(&p(2)) && n == 16 || (50..=59).contains(&p(2)) && n >= 12, // Mastercard, Maestro
         2 => (2221..=2720).contains(&p(4)) && n == 16 || p(4) == 2131 && n == 15,           // Mastercard 2-series, JCB (old)
@@ -43,8 +43,7 @@ pub fn card(d: &[u8]) -> bool {
         0 => p(4) == 604,          // Maestro UK
         1 => p(4) == 1800 && n == 15, // JCB (old)
         _ => false,
-    };
-    ok
+    }
 }
 
 /// IBAN lengths by country (ISO 13616 registry).

@@ -658,15 +658,12 @@ impl Detector {
                     || has_any(ctx_of(), &["ssn", "social security", "soc sec", "ss#", "ss #"]))
                 {
                     Some(EntityType::Ssn)
-                } else if d.len() == 15 && (sizes.len() == 1 || sizes == [1, 2, 2, 2, 3, 3, 2]) && checks::nir(text[start..end].replace(' ', "").as_bytes()) {
-                    Some(EntityType::NationalId)
-                } else if d.len() == 9 && checks::bsn(&d) && has_any(ctx_of(), &["bsn", "burgerservicenummer", "sofinummer", "sofi-nummer", "citizen service number"]) {
-                    Some(EntityType::NationalId)
-                } else if d.len() == 9 && checks::sin(&d) && (sizes == [3, 3, 3] || sizes.len() == 1) && has_any(ctx_of(), &["sin", "social insurance", "assurance sociale", "nas"]) {
-                    Some(EntityType::NationalId)
-                } else if d.len() == 12 && checks::aadhaar(&d) && (sizes == [4, 4, 4] || has_any(ctx_of(), &["aadhaar", "aadhar", "uidai", "uid"])) {
-                    Some(EntityType::NationalId)
-                } else if d.len() == 11 && sizes.len() == 1 && has_any(ctx_of(), &["steuer-id", "steueridentifikationsnummer", "steuer-identifikationsnummer", "tax id", "idnr"]) && steuer_id(&d) {
+                } else if d.len() == 15 && (sizes.len() == 1 || sizes == [1, 2, 2, 2, 3, 3, 2]) && checks::nir(text[start..end].replace(' ', "").as_bytes())
+                    || d.len() == 9 && checks::bsn(&d) && has_any(ctx_of(), &["bsn", "burgerservicenummer", "sofinummer", "sofi-nummer", "citizen service number"])
+                    || d.len() == 9 && checks::sin(&d) && (sizes == [3, 3, 3] || sizes.len() == 1) && has_any(ctx_of(), &["sin", "social insurance", "assurance sociale", "nas"])
+                    || d.len() == 12 && checks::aadhaar(&d) && (sizes == [4, 4, 4] || has_any(ctx_of(), &["aadhaar", "aadhar", "uidai", "uid"]))
+                    || d.len() == 11 && sizes.len() == 1 && has_any(ctx_of(), &["steuer-id", "steueridentifikationsnummer", "steuer-identifikationsnummer", "tax id", "idnr"]) && steuer_id(&d)
+                {
                     Some(EntityType::NationalId)
                 } else {
                     None
@@ -1015,7 +1012,7 @@ impl Detector {
                 let last = before_run.rsplit([' ', '\n', '(']).next().unwrap_or("");
                 TITLES.contains(&last)
             };
-            let start = if k > 0 { words[rs_index(&words, rs) + k].0 } else { rs };
+            let start = if k > 0 { words[rs_index(words, rs) + k].0 } else { rs };
             let mut end = re_;
             if text[..end].ends_with('.') {
                 end -= 1;
@@ -1178,7 +1175,7 @@ fn regions(text: &str, within: &[(usize, usize)], min: usize, allowed: &[u8]) ->
     for &(from, to) in within {
         let mut i = from;
         while i < to {
-            if !b[i].is_ascii_digit() && !(b[i] == b'+' || b[i] == b'(') {
+            if !(b[i].is_ascii_digit() || b[i] == b'+' || b[i] == b'(') {
                 i += 1;
                 continue;
             }

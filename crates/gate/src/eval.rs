@@ -127,7 +127,7 @@ impl Results {
 pub fn reformat(value: &str, kind: EntityType, seed: usize) -> String {
     match kind {
         EntityType::Email | EntityType::Person | EntityType::Address | EntityType::UrlCredentials | EntityType::Secret => {
-            if seed % 2 == 0 { value.to_uppercase() } else { value.to_lowercase() }
+            if seed.is_multiple_of(2) { value.to_uppercase() } else { value.to_lowercase() }
         }
         _ => {
             let compact: Vec<char> = value.chars().filter(|c| c.is_alphanumeric()).collect();

@@ -200,12 +200,10 @@ impl Policy {
     pub fn outcome_of(&self, kind: EntityType, destination: Destination) -> Outcome {
         let matching = self.rules.iter().filter(|r| {
             r.types.contains(&kind)
-                && match (r.destination, destination) {
-                    (RuleDestination::Any, _) => true,
-                    (RuleDestination::Cloud, Destination::Cloud) => true,
-                    (RuleDestination::Local, Destination::Local) => true,
-                    _ => false,
-                }
+                && matches!(
+                    (r.destination, destination),
+                    (RuleDestination::Any, _) | (RuleDestination::Cloud, Destination::Cloud) | (RuleDestination::Local, Destination::Local)
+                )
         });
         let best = matching.map(|r| r.outcome).max();
         match destination {

@@ -47,6 +47,9 @@ pub struct HybridConfig {
     pub audit_log: Option<PathBuf>,
 }
 
+/// A consent token's conversation, types and time of issue.
+type Consent = (u64, BTreeSet<EntityType>, Instant);
+
 /// How long a consent token stays valid.
 const CONSENT_TTL: Duration = Duration::from_secs(600);
 /// Conversations remembered (their known values and placeholders).
@@ -59,7 +62,7 @@ pub struct Hybrid {
     /// conversation key → what it has shown so far.
     conversations: Mutex<(HashMap<u64, Conversation>, VecDeque<u64>)>,
     /// token → (conversation key, consented types, issued).
-    consents: Mutex<HashMap<String, (u64, BTreeSet<EntityType>, Instant)>>,
+    consents: Mutex<HashMap<String, Consent>>,
     audit: Option<Mutex<std::fs::File>>,
 }
 
@@ -432,11 +435,7 @@ fn status_of(s: reqwest::StatusCode) -> StatusCode {
 /// error messages).
 fn restore_message(value: &mut Value, restorer: &Restorer) {
     match value {
-        Value::String(s) => {
-            if s.contains('[') {
-                *s = restorer.restore(s);
-            }
-        }
+        Value::String(s) if s.contains('[') => *s = restorer.restore(s),
         Value::Array(items) => items.iter_mut().for_each(|v| restore_message(v, restorer)),
         Value::Object(map) => map.values_mut().for_each(|v| restore_message(v, restorer)),
         _ => {}

@@ -95,14 +95,14 @@ fn audit_path(tag: &str) -> PathBuf {
     p
 }
 
-fn hybrid(cloud_url: Option<String>, policy: Policy, audit: &PathBuf) -> Server {
+fn hybrid(cloud_url: Option<String>, policy: Policy, audit: &std::path::Path) -> Server {
     let mut c = config();
     c.hybrid = Some(HybridConfig {
         cloud_url,
         cloud_model: Some("cloud-model".into()),
         cloud_key: Some("sk-test-key".into()),
         policy,
-        audit_log: Some(audit.clone()),
+        audit_log: Some(audit.to_path_buf()),
     });
     start_scripted(c, vec![Script::text("user", "LOCAL ANSWER")])
 }
