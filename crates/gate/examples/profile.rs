@@ -34,6 +34,3 @@ fn main() {
         println!("  regex {n:<16} {:>8.1} µs/KB", secs * 1e6 / kb);
     }
 }
-
-#[allow(dead_code)]
-fn unused() {}

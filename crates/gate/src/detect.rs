@@ -359,7 +359,7 @@ impl Detector {
             self.numbers(text, &lower, &kw, &mut push);
         }
         if digits >= 6 {
-            self.ids(text, &lower, &mut push);
+            self.ids(text, &lower, &kw, &mut push);
         }
         if has(b'.') || has(b':') || has(b'-') {
             self.network(text, &lower, &kw, &mut push);
@@ -463,7 +463,7 @@ impl Detector {
         lap(2, &mut t);
         self.numbers(text, &lower, &kw, &mut sink);
         lap(3, &mut t);
-        self.ids(text, &lower, &mut sink);
+        self.ids(text, &lower, &kw, &mut sink);
         lap(4, &mut t);
         self.network(text, &lower, &kw, &mut sink);
         lap(5, &mut t);
@@ -646,23 +646,28 @@ impl Detector {
                 if after(text, end).is_some_and(|c| c.is_alphanumeric()) {
                     continue;
                 }
-                let d = checks::digits(&text[start..end]);
-                let sizes: Vec<usize> = groups[i..=j].iter().map(|g| g.1 - g.0).collect();
+                let mut dbuf = [0u8; 24];
+                let d = digits_into(&text[start..end], &mut dbuf);
+                let mut sbuf = [0usize; 8];
+                for (k, g) in groups[i..=j].iter().enumerate() {
+                    sbuf[k] = g.1 - g.0;
+                }
+                let sizes = &sbuf[..=j - i];
                 let whole = i == 0 && j + 1 == n;
                 let card_ctx = || has_any(ctx_of(), &["card", "karte", "kreditkarte", "carte", "tarjeta", "carta", "pay", "visa", "mastercard", "maestro", "debit", "credit", "kaart"]);
-                let kind = if checks::card(&d) && card_grouping(&sizes) && (d.len() >= 16 || whole) && (d.len() >= 16 || d[0] == 3 || card_ctx()) {
+                let kind = if checks::card(d) && card_grouping(sizes) && (d.len() >= 16 || whole) && (d.len() >= 16 || d[0] == 3 || card_ctx()) {
                     Some(EntityType::Card)
                 } else if !whole {
                     None
-                } else if d.len() == 9 && checks::ssn(&d) && (sizes == [3, 2, 4] && inner.iter().all(|s| *s == "-" || *s == " ")
+                } else if d.len() == 9 && checks::ssn(d) && (sizes == [3, 2, 4] && inner.iter().all(|s| *s == "-" || *s == " ")
                     || has_any(ctx_of(), &["ssn", "social security", "soc sec", "ss#", "ss #"]))
                 {
                     Some(EntityType::Ssn)
                 } else if d.len() == 15 && (sizes.len() == 1 || sizes == [1, 2, 2, 2, 3, 3, 2]) && checks::nir(text[start..end].replace(' ', "").as_bytes())
-                    || d.len() == 9 && checks::bsn(&d) && has_any(ctx_of(), &["bsn", "burgerservicenummer", "sofinummer", "sofi-nummer", "citizen service number"])
-                    || d.len() == 9 && checks::sin(&d) && (sizes == [3, 3, 3] || sizes.len() == 1) && has_any(ctx_of(), &["sin", "social insurance", "assurance sociale", "nas"])
-                    || d.len() == 12 && checks::aadhaar(&d) && (sizes == [4, 4, 4] || has_any(ctx_of(), &["aadhaar", "aadhar", "uidai", "uid"]))
-                    || d.len() == 11 && sizes.len() == 1 && has_any(ctx_of(), &["steuer-id", "steueridentifikationsnummer", "steuer-identifikationsnummer", "tax id", "idnr"]) && steuer_id(&d)
+                    || d.len() == 9 && checks::bsn(d) && has_any(ctx_of(), &["bsn", "burgerservicenummer", "sofinummer", "sofi-nummer", "citizen service number"])
+                    || d.len() == 9 && checks::sin(d) && (sizes == [3, 3, 3] || sizes.len() == 1) && has_any(ctx_of(), &["sin", "social insurance", "assurance sociale", "nas"])
+                    || d.len() == 12 && checks::aadhaar(d) && (sizes == [4, 4, 4] || has_any(ctx_of(), &["aadhaar", "aadhar", "uidai", "uid"]))
+                    || d.len() == 11 && sizes.len() == 1 && has_any(ctx_of(), &["steuer-id", "steueridentifikationsnummer", "steuer-identifikationsnummer", "tax id", "idnr"]) && steuer_id(d)
                 {
                     Some(EntityType::NationalId)
                 } else {
@@ -678,16 +683,19 @@ impl Detector {
 
     /// National ids with letters: UK NINO, Italian codice fiscale, Spanish DNI/NIE.
     #[inline(never)]
-    fn ids(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+    fn ids(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
         let _ = lower;
         let bounded = |s: usize, e: usize| !word_char(before(text, s)) && !word_char(after(text, e));
-        for m in self.ids.find_iter(text) {
-            if !bounded(m.start(), m.end()) {
+        // Only near digits: every id shape has some.
+        let near = pad(text, kw.digits.iter().copied(), 16, 16);
+        for (ms, me) in find_in(&self.ids, text, &near) {
+            let m = Found { start: ms, end: me };
+            if !bounded(m.start, m.end) {
                 continue;
             }
-            let compact: Vec<u8> = m.as_str().bytes().filter(|b| *b != b' ' && *b != b'-').collect();
+            let compact: Vec<u8> = text[m.start..m.end].bytes().filter(|b| *b != b' ' && *b != b'-').collect();
             if checks::nino(&compact) || checks::codice_fiscale(&compact) || checks::dni_nie(&compact) || checks::nir(&compact) {
-                push(m.start(), m.end(), EntityType::NationalId);
+                push(m.start, m.end, EntityType::NationalId);
             }
         }
     }
@@ -728,13 +736,19 @@ impl Detector {
         if colons < 2 {
             return;
         }
-        for m in self.ipv6.find_iter(text) {
-            let s = m.as_str().trim_end_matches('.');
+        // Only around colons with hex digits or colons on both sides.
+        let b = text.as_bytes();
+        let hexish = |c: u8| c.is_ascii_hexdigit() || c == b':';
+        let colons = (1..b.len().saturating_sub(1)).filter(|&i| b[i] == b':' && hexish(b[i - 1]) && hexish(b[i + 1])).map(|i| (i, i + 1));
+        let near = pad(text, colons, 40, 45);
+        for (ms, me) in find_in(&self.ipv6, text, &near) {
+            let m = Found { start: ms, end: me };
+            let s = text[m.start..m.end].trim_end_matches('.');
             let s = if s.ends_with(':') && !s.ends_with("::") { &s[..s.len() - 1] } else { s };
-            if s.len() < 6 || s.matches(':').count() < 2 || before(text, m.start()).is_some_and(|c| c.is_alphanumeric() || c == ':') {
+            if s.len() < 6 || s.matches(':').count() < 2 || before(text, m.start).is_some_and(|c| c.is_alphanumeric() || c == ':') {
                 continue;
             }
-            let end = m.start() + s.len();
+            let end = m.start + s.len();
             if after(text, end).is_some_and(|c| c.is_alphanumeric()) {
                 continue;
             }
@@ -743,11 +757,11 @@ impl Detector {
                 continue;
             }
             if s.parse::<std::net::Ipv6Addr>().is_ok() {
-                push(m.start(), end, EntityType::IpAddress);
+                push(m.start, end, EntityType::IpAddress);
             } else if let Some((addr, port)) = s.rsplit_once(':') {
                 // "…:443": an address with a port.
                 if port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit()) && addr.parse::<std::net::Ipv6Addr>().is_ok() {
-                    push(m.start(), m.start() + addr.len(), EntityType::IpAddress);
+                    push(m.start, m.start + addr.len(), EntityType::IpAddress);
                 }
             }
         }
@@ -778,7 +792,11 @@ impl Detector {
                 None => (s, ""),
             };
             let _ = ext;
-            let d = checks::digits(main);
+            let mut dbuf = [0u8; 24];
+            if main.bytes().filter(u8::is_ascii_digit).count() > 24 {
+                continue;
+            }
+            let d = digits_into(main, &mut dbuf);
             if !(7..=15).contains(&d.len()) {
                 continue;
             }
@@ -794,14 +812,20 @@ impl Detector {
             if within(&kw.not_phone, 9) || !context && within(&kw.not_phone, 14) {
                 continue;
             }
-            let groups: Vec<usize> = main.split(|c: char| !c.is_ascii_digit()).filter(|g| !g.is_empty()).map(str::len).collect();
+            let mut gbuf = [0usize; 24];
+            let mut ng = 0;
+            for g in main.split(|c: char| !c.is_ascii_digit()).filter(|g| !g.is_empty()) {
+                gbuf[ng] = g.len();
+                ng += 1;
+            }
+            let groups = &gbuf[..ng];
             // Card-shaped (4-4-4…) and SSN-shaped numbers are not phones unless dialled internationally.
             let card_like = groups.len() >= 3 && groups[..groups.len() - 1].iter().all(|&g| g == 4) || groups.len() == 1 && d.len() >= 12;
             if !international && (card_like || groups == [3, 2, 4] && !context) {
                 continue;
             }
             let dotted = main.contains('.');
-            let shaped = phone_shaped(main, &groups, &d);
+            let shaped = phone_shaped(main, groups, d);
             if dotted && !(groups == [3, 3, 4] || international || context) {
                 continue;
             }
@@ -958,20 +982,22 @@ impl Detector {
             let mut j = i;
             while j + 1 < words.len() {
                 let gap = &text[words[j].1..words[j + 1].0];
-                let particles_ok = gap.split(' ').filter(|w| !w.is_empty()).all(|w| NAME_PARTICLES.contains(&w));
-                if (gap == " " || gap.starts_with(' ') && gap.ends_with(' ') && gap.len() <= 10 && particles_ok) && j - i < 4 {
+                let particles_ok = || gap.split(' ').filter(|w| !w.is_empty()).all(|w| particles().contains(w));
+                if (gap == " " || gap.len() <= 10 && gap.starts_with(' ') && gap.ends_with(' ') && particles_ok()) && j - i < 4 {
                     j += 1;
                 } else {
                     break;
                 }
             }
-            let run: Vec<&str> = words[i..=j].iter().map(|&(s, e)| text[s..e].trim_end_matches('.')).collect();
+            let word = |k: usize| text[words[k].0..words[k].1].trim_end_matches('.');
+            let (run_i, run_j) = (i, j);
             let (rs, re_) = (words[i].0, words[j].1);
             i = j + 1;
             // Most capitalised words are no names: nothing to do unless the run has a known one.
-            if !run.iter().any(|w| names.first.contains(w) || names.last.contains(w)) {
+            if !(run_i..=run_j).any(|k| names.first.contains(word(k)) || names.last.contains(word(k))) {
                 continue;
             }
+            let run: Vec<&str> = (run_i..=run_j).map(word).collect();
             let run_at_sentence_start = {
                 let b = text[..rs].trim_end_matches([' ', '"', '\'', '(', '*']);
                 b.is_empty() || b.ends_with(['.', '!', '?', '\n', ':'])
@@ -994,9 +1020,9 @@ impl Detector {
             let mut greeting = false;
             while k < run.len() {
                 let w = run[k];
-                if TITLES.contains(&w) {
+                if titles().contains(w) {
                     title_in_run = true;
-                } else if NAME_CONTEXT.contains(&w.to_lowercase().as_str()) {
+                } else if name_cues().contains(w.to_lowercase().as_str()) {
                     greeting = true;
                 } else if !(is_common(w) && (!is_first(w) && !is_last(w) || k == 0 && run_at_sentence_start)) {
                     break;
@@ -1010,7 +1036,7 @@ impl Detector {
             let titled = title_in_run || {
                 let before_run = ctx_before(text, rs, 10).trim_end().trim_end_matches('.');
                 let last = before_run.rsplit([' ', '\n', '(']).next().unwrap_or("");
-                TITLES.contains(&last)
+                titles().contains(last)
             };
             let start = if k > 0 { words[rs_index(words, rs) + k].0 } else { rs };
             let mut end = re_;
@@ -1237,6 +1263,48 @@ fn number_stretches(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
+/// The word lists as sets (built once).
+fn titles() -> &'static WordSet {
+    static SET: OnceLock<WordSet> = OnceLock::new();
+    SET.get_or_init(|| TITLES.iter().copied().collect())
+}
+
+fn name_cues() -> &'static WordSet {
+    static SET: OnceLock<WordSet> = OnceLock::new();
+    SET.get_or_init(|| NAME_CONTEXT.iter().copied().collect())
+}
+
+fn particles() -> &'static WordSet {
+    static SET: OnceLock<WordSet> = OnceLock::new();
+    SET.get_or_init(|| NAME_PARTICLES.iter().copied().collect())
+}
+
+/// Ranges widened by `before`/`after` bytes (at character boundaries) and merged.
+fn pad(text: &str, ranges: impl Iterator<Item = (usize, usize)>, before: usize, after: usize) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (a, z) in ranges {
+        let (a, z) = (floor(text, a.saturating_sub(before)), ceil(text, z + after));
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(z),
+            _ => out.push((a, z)),
+        }
+    }
+    out
+}
+
+/// The digits of `s` into `buf` (at most its length).
+fn digits_into<'b>(s: &str, buf: &'b mut [u8]) -> &'b [u8] {
+    let mut n = 0;
+    for b in s.bytes().filter(u8::is_ascii_digit) {
+        if n == buf.len() {
+            break;
+        }
+        buf[n] = b - b'0';
+        n += 1;
+    }
+    &buf[..n]
+}
+
 /// Where an English-style street line may start: a house number followed by a capitalised
 /// word, or "Flat/Unit/Studio/Apartment N".
 fn street_starts(text: &str, kw: &Keywords) -> Vec<usize> {
@@ -1375,11 +1443,14 @@ fn capitalised_words(text: &str) -> Vec<(usize, usize)> {
         }
     };
     while i < b.len() {
-        // Fast skip over ASCII that cannot start a word here.
-        if b[i] < 0x80 && !b[i].is_ascii_uppercase() {
-            prev_alnum = b[i].is_ascii_alphanumeric();
-            i += 1;
-            continue;
+        // Skip to the next upper-case ASCII letter or non-ASCII character.
+        match b[i..].iter().position(|&c| c.is_ascii_uppercase() || c >= 0x80) {
+            None => break,
+            Some(0) => {}
+            Some(p) => {
+                i += p;
+                prev_alnum = b[i - 1].is_ascii_alphanumeric();
+            }
         }
         let (c, len) = at(i);
         if prev_alnum || !c.is_uppercase() {
