@@ -15,22 +15,17 @@ use std::time::Instant;
 
 pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: &Job) -> Result<()> {
     let metrics = cx.metrics;
-    if job.events.is_closed() {
-        metrics.cancelled.fetch_add(1, Relaxed);
-        return Ok(());
-    }
-    if Instant::now() >= job.deadline {
-        time_out(cx, job);
+    if abandoned_before_generation(cx, job) {
         return Ok(());
     }
 
     // Resume from the longest cached prefix.
     let prompt = &job.prompt;
-    let (mut state, mut logits, cached) = match cache.longest_prefix(prompt) {
-        Some(hit) => match cx.backend.snapshot(&hit.state) {
-            Some(state) => (state, hit.logits.clone(), hit.tokens.len()),
-            None => (cx.backend.new_state()?, Vec::new(), 0),
-        },
+    let resumed = cache
+        .longest_prefix(prompt)
+        .and_then(|hit| Some((cx.backend.snapshot(&hit.state)?, hit.logits.clone(), hit.tokens.len())));
+    let (mut state, mut logits, cached) = match resumed {
+        Some(resumed) => resumed,
         None => (cx.backend.new_state()?, Vec::new(), 0),
     };
     metrics.prompt_tokens.fetch_add(prompt.len() as u64, Relaxed);
@@ -42,13 +37,8 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
     let interval = cx.config.snapshot_interval.max(1);
     let mut pos = cached;
     for end in prefill_cuts(cached, prompt.len(), &job.snapshot_points, interval, cx.config.prefill_chunk) {
-        if job.events.is_closed() {
-            metrics.cancelled.fetch_add(1, Relaxed);
+        if abandoned_before_generation(cx, job) {
             return Ok(());
-        }
-        if Instant::now() >= job.deadline {
-            time_out(cx, job);
-        return Ok(());
         }
         logits = cx.backend.prefill(&mut state, &prompt[pos..end], Logits::Last)?;
         pos = end;
@@ -195,12 +185,22 @@ fn keep<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, tokens: 
     }
 }
 
-fn time_out<B: Backend>(cx: &Context<B>, job: &Job) {
-    cx.metrics.timeouts.fetch_add(1, Relaxed);
-    let _ = job.events.send(Event::Error(ApiError::overloaded(
-        "The request timed out before generation could start. Retry shortly.",
-        1,
-    )));
+/// Before the first token: a departed client cancels the job; a passed deadline answers 503.
+/// Either way the caller stops (true).
+fn abandoned_before_generation<B: Backend>(cx: &Context<B>, job: &Job) -> bool {
+    if job.events.is_closed() {
+        cx.metrics.cancelled.fetch_add(1, Relaxed);
+        return true;
+    }
+    if Instant::now() >= job.deadline {
+        cx.metrics.timeouts.fetch_add(1, Relaxed);
+        let _ = job.events.send(Event::Error(ApiError::overloaded(
+            "The request timed out before generation could start. Retry shortly.",
+            1,
+        )));
+        return true;
+    }
+    false
 }
 
 #[cfg(test)]
