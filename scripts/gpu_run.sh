@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # What a session runs on the GPU machine, in one call (it keeps nothing between calls):
 #   scripts/gpu_run.sh [tests] [parity] [bench CONTEXTS ROUNDS]
+# (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; SOLO_PDL=0 turns
+# programmatic dependent launch off)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
 #   gpu-bin/solo             (cargo build --release -p solo)
 #   gpu-bin/solo_cuda_tests  (the solo-cuda unit-test binary: cargo test --release -p solo-cuda --no-run)
@@ -23,7 +25,7 @@ while [ $# -gt 0 ]; do
             PYTHONUNBUFFERED=1 timeout 400 python3 scripts/slice_parity.py --cpu ${PARITY_ARGS:-} --solo gpu-bin/solo --dir /tmp/solo-slice --out "$OUT" 2>&1 | tee "$OUT/parity.log" || status=1
             shift ;;
         bench)
-            timeout 400 ./gpu-bin/solo bench --synthetic --contexts "$2" --rounds "$3" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" || status=1
+            timeout 400 ./gpu-bin/solo bench --synthetic --contexts "$2" --rounds "$3" ${BENCH_ARGS:-} --json "$OUT/bench${BENCH_TAG:-}.json" 2>&1 | tee "$OUT/bench${BENCH_TAG:-}.log" || status=1
             shift 3 ;;
         *) echo "unknown step $1"; exit 2 ;;
     esac

@@ -31,6 +31,15 @@ typedef long long int64_t;
 #define TOP_K 8
 #define EXPERT_DIM 512
 
+// Programmatic dependent launch (runtime.rs launches every kernel with it). Every kernel starts
+// with pdl_trigger() (the next kernel may be scheduled now; it still waits for this one) and
+// calls pdl_wait() — which returns once the previous kernel has finished and its writes are
+// visible — before it touches anything but weights, on every path through the kernel. Work that
+// only reads weights (a GEMV's weight loads) may go between the two, overlapping the previous
+// kernel's tail. Without PDL both are no-ops.
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -39,6 +39,7 @@ pub const SOURCES: &[Source] = &[
     crate::ops::moe::SOURCE_ROUTER,
     crate::ops::moe::SOURCE_EXPERTS,
     crate::synthetic::SOURCE,
+    crate::profile::SOURCE,
 ];
 
 #[cfg(test)]

@@ -3,11 +3,12 @@
 //! `runtime` owns the device, stream and kernels; `weights` puts a checkpoint in GPU memory;
 //! `ops` holds each operation with its `.cu` file(s) and its test against the CPU reference;
 //! `model` is the forward pass and the `Backend` implementation; `synthetic` builds the full-size
-//! model with random weights directly in GPU memory for `solo bench`.
+//! model with random weights directly in GPU memory for `solo bench`; `profile` times kernels.
 
 pub mod kernels;
 pub mod model;
 pub mod ops;
+pub mod profile;
 pub mod runtime;
 pub mod synthetic;
 pub mod weights;

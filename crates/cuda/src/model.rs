@@ -24,9 +24,6 @@ use solo_model::sampler::SamplerConfig;
 use solo_model::{Backend, Logits, ModelConfig, ModelWeights};
 use std::cell::RefCell;
 
-/// Called after each group of kernels with the group's name (profiling hook).
-type Mark<'a> = dyn FnMut(&'static str) -> Result<()> + 'a;
-
 /// Tokens per prefill launch sequence: longer prompts are prefilled in chunks of this size.
 pub const PREFILL_CHUNK: usize = 4096;
 
@@ -115,33 +112,25 @@ impl CudaModel {
 
     /// Runs `t` tokens (ids already in `io.ids`) through the model, leaving the final normalised
     /// hidden states in `io.x` and advancing the device position.
-    ///
-    /// `mark(label)` is called after each group of kernels (for `profile_decode`; a no-op otherwise).
-    fn forward(&self, state: &CudaState, t: usize, mark: &mut Mark) -> Result<()> {
+    fn forward(&self, state: &CudaState, t: usize) -> Result<()> {
         let (gpu, w, io, eps) = (&self.gpu, &self.weights, &self.io, self.config.rms_norm_eps);
         let (h, x, delta) = (io.h.ptr(), io.x.ptr(), io.delta.ptr());
         embed(gpu, &w.embed_tokens, io.ids.ptr(), t, h)?;
         norm::rms_norm(gpu, h, &w.layers[0].input_norm, t, eps, x)?;
-        mark("embedding + first norm")?;
         for (i, (layer, layer_state)) in w.layers.iter().zip(&state.layers).enumerate() {
             match (&layer.mixer, layer_state) {
                 (MixerGpu::GatedDeltaNet(m), LayerStateGpu::GatedDeltaNet(s)) => {
                     gdn_mixer(gpu, m, x, t, s, &self.scratch, delta)?;
-                    mark("Gated DeltaNet mixer")?;
                 }
                 (MixerGpu::FullAttention(m), LayerStateGpu::FullAttention(kv)) => {
                     attention_mixer(gpu, m, x, t, state.pos.ptr(), kv, &self.scratch, delta)?;
-                    mark("attention mixer")?;
                 }
                 _ => bail!("layer {i}: state and weights disagree on the layer kind"),
             }
             norm::add_rms_norm(gpu, h, delta, &layer.post_attention_norm, t, eps, x)?;
-            mark("residual add + RMSNorm")?;
             moe_block(gpu, &layer.moe, x, t, &self.scratch, delta)?;
-            mark("MoE (router, experts, shared expert)")?;
             let next_norm = w.layers.get(i + 1).map_or(&w.final_norm, |l| &l.input_norm);
             norm::add_rms_norm(gpu, h, delta, next_norm, t, eps, x)?;
-            mark("residual add + RMSNorm")?;
         }
         sample::advance_position(gpu, state.pos.ptr(), t)
     }
@@ -181,7 +170,7 @@ impl CudaModel {
             stream
                 .begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
                 .map_err(|e| anyhow!("begin graph capture: {e:?}"))?;
-            let captured = self.decode_kernels(state, sampled, &mut |_| Ok(()));
+            let captured = self.decode_kernels(state, sampled);
             let g = stream
                 .end_capture(cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
                 .map_err(|e| anyhow!("end graph capture: {e:?}"))?;
@@ -193,10 +182,9 @@ impl CudaModel {
     }
 
     /// The kernels of one decode step (what the graph holds).
-    fn decode_kernels(&self, state: &CudaState, sampled: bool, mark: &mut Mark) -> Result<()> {
-        self.forward(state, 1, mark)?;
+    fn decode_kernels(&self, state: &CudaState, sampled: bool) -> Result<()> {
+        self.forward(state, 1)?;
         self.lm_head(0, 1, self.io.logits.ptr())?;
-        mark("lm_head")?;
         let (io, vocab) = (&self.io, self.config.vocab_size);
         if sampled {
             let scratch = io.sample_scratch.ptr();
@@ -204,37 +192,17 @@ impl CudaModel {
         } else {
             sample::argmax(&self.gpu, io.logits.ptr(), vocab, io.partials.ptr(), io.ids.ptr())?;
         }
-        mark("sampling")
+        Ok(())
     }
 
-    /// Where one greedy decode step's time goes: the step's kernels run outside the graph with a
-    /// CUDA event after each group, and the gaps are summed by group. Returns (group, µs, count)
-    /// in first-seen order; the total includes per-launch gaps that the graph partly hides.
-    pub fn profile_decode(&self, state: &mut CudaState, token: u32) -> Result<Vec<(&'static str, f32, usize)>> {
-        use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+    /// Where one greedy decode step's time goes, kernel by kernel (`profile::profile_launches`:
+    /// the step's kernels run outside the graph, timed back to back on the GPU).
+    pub fn profile_decode(&self, state: &mut CudaState, token: u32) -> Result<Vec<crate::profile::KernelTime>> {
         self.check_room(state, 1)?;
         self.upload_ids(&[token])?;
-        let stream = &self.gpu.stream;
-        let record = || stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(|e| anyhow!("CUDA event: {e:?}"));
-        let mut events = vec![("start", record()?)];
-        self.decode_kernels(state, false, &mut |label| {
-            events.push((label, record()?));
-            Ok(())
-        })?;
-        self.gpu.sync()?;
+        let times = crate::profile::profile_launches(&self.gpu, || self.decode_kernels(state, false))?;
         state.position += 1;
-        let mut groups: Vec<(&'static str, f32, usize)> = Vec::new();
-        for pair in events.windows(2) {
-            let us = pair[0].1.elapsed_ms(&pair[1].1).map_err(|e| anyhow!("CUDA event: {e:?}"))? * 1e3;
-            match groups.iter_mut().find(|g| g.0 == pair[1].0) {
-                Some(g) => {
-                    g.1 += us;
-                    g.2 += 1;
-                }
-                None => groups.push((pair[1].0, us, 1)),
-            }
-        }
-        Ok(groups)
+        Ok(times)
     }
 
     /// Greedy decoding of `steps` tokens, entirely on the device (one graph replay per token, one
@@ -327,7 +295,7 @@ impl Backend for CudaModel {
         for (c, chunk) in chunks.iter().enumerate() {
             let t = chunk.len();
             self.upload_ids(chunk)?;
-            self.forward(state, t, &mut |_| Ok(()))?;
+            self.forward(state, t)?;
             state.position += t;
             match logits {
                 Logits::All => {

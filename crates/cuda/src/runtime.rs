@@ -13,7 +13,7 @@
 use crate::kernels;
 use anyhow::{anyhow, bail, Context, Result};
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,12 +47,20 @@ impl DevBuf {
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
-    functions: HashMap<String, CudaFunction>,
+    functions: HashMap<&'static str, CudaFunction>,
     /// Kernels whose dynamic shared-memory limit was already raised past 48 KB, and to what.
     shared_limits: std::sync::Mutex<HashMap<String, u32>>,
     /// cuBLAS on the model's stream (prefill matrix products).
     pub blas: CudaBlas,
     pub name: String,
+    /// Launch kernels with programmatic dependent launch (PDL): a kernel may be scheduled while
+    /// the one before it drains, and waits for it with `griddepcontrol.wait` (`pdl_wait()` in
+    /// common.cuh) before it reads anything that kernel wrote. On by default; `SOLO_PDL=0` turns
+    /// it off (to measure what it brings).
+    pub pdl: bool,
+    /// While `Some`, every launch records a CUDA event after itself, tagged with the kernel's
+    /// name (`profile::profile_launches`).
+    recorder: std::sync::Mutex<Option<Vec<(String, CudaEvent)>>>,
 }
 
 impl Gpu {
@@ -92,11 +100,12 @@ impl Gpu {
                 let func = module
                     .load_function(f)
                     .map_err(|e| anyhow!("kernel file {}: no function `{f}`: {e:?}", source.file))?;
-                functions.insert(f.to_string(), func);
+                functions.insert(f, func);
             }
         }
         let blas = CudaBlas::new(stream.clone()).map_err(|e| anyhow!("cannot start cuBLAS: {e:?}"))?;
-        Ok(Gpu { ctx, stream, functions, shared_limits: Default::default(), blas, name })
+        let pdl = std::env::var("SOLO_PDL").map_or(true, |v| v != "0");
+        Ok(Gpu { ctx, stream, functions, shared_limits: Default::default(), blas, name, pdl, recorder: Default::default() })
     }
 
     /// A zeroed device allocation of `bytes` bytes.
@@ -162,9 +171,9 @@ impl Gpu {
         self.stream.synchronize().map_err(|e| anyhow!("CUDA error: {e:?}"))
     }
 
-    /// Launches kernel `name` on the model's stream.
+    /// Launches kernel `name` on the model's stream (with PDL when `self.pdl`).
     pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, shared_bytes: u32, args: &[Arg]) -> Result<()> {
-        let func = self.functions.get(name).with_context(|| format!("no kernel named `{name}`"))?;
+        let (&name, func) = self.functions.get_key_value(name).with_context(|| format!("no kernel named `{name}`"))?;
         if shared_bytes > 48 * 1024 {
             let mut limits = self.shared_limits.lock().unwrap_or_else(|e| e.into_inner());
             if limits.get(name).is_none_or(|&raised| raised < shared_bytes) {
@@ -176,19 +185,53 @@ impl Gpu {
                 limits.insert(name.to_string(), shared_bytes);
             }
         }
-        let cfg = LaunchConfig { grid_dim: grid, block_dim: (block, 1, 1), shared_mem_bytes: shared_bytes };
-        let mut builder = self.stream.launch_builder(func);
-        for a in args {
-            match a {
-                Arg::Ptr(p) => builder.arg(p),
-                Arg::I32(v) => builder.arg(v),
-                Arg::I64(v) => builder.arg(v),
-                Arg::U64(v) => builder.arg(v),
-                Arg::F32(v) => builder.arg(v),
-            };
+        use cudarc::driver::sys;
+        // Each kernel parameter is passed as a pointer to its value.
+        let mut params: Vec<*mut std::ffi::c_void> = args
+            .iter()
+            .map(|a| match a {
+                Arg::Ptr(v) | Arg::U64(v) => v as *const u64 as *mut _,
+                Arg::I32(v) => v as *const i32 as *mut _,
+                Arg::I64(v) => v as *const i64 as *mut _,
+                Arg::F32(v) => v as *const f32 as *mut _,
+            })
+            .collect();
+        let mut pdl = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value: unsafe { std::mem::zeroed() },
+        };
+        pdl.value.programmaticStreamSerializationAllowed = 1;
+        let cfg = sys::CUlaunchConfig {
+            gridDimX: grid.0,
+            gridDimY: grid.1,
+            gridDimZ: grid.2,
+            blockDimX: block,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: shared_bytes,
+            hStream: self.stream.cu_stream(),
+            attrs: &mut pdl,
+            numAttrs: u32::from(self.pdl),
+        };
+        // SAFETY: `params` points at `args`' payloads, which outlive the call; the kernel's
+        // signature is the caller's contract (each op's launch matches its .cu declaration).
+        unsafe { sys::cuLaunchKernelEx(&cfg, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
+            .result()
+            .map_err(|e| anyhow!("launching {name}: {e:?}"))?;
+        let mut recorder = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(events) = recorder.as_mut() {
+            let event = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| anyhow!("CUDA event: {e:?}"))?;
+            events.push((format!("{name} <<<{}×{}×{}, {block}>>>", grid.0, grid.1, grid.2), event));
         }
-        unsafe { builder.launch(cfg) }.map_err(|e| anyhow!("launching {name}: {e:?}"))?;
         Ok(())
+    }
+
+    /// Starts (`true`) or stops recording an event after every launch; stopping returns what
+    /// was recorded: (kernel name and launch shape, event after it), in launch order.
+    pub fn record_launches(&self, on: bool) -> Vec<(String, CudaEvent)> {
+        let mut recorder = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::replace(&mut *recorder, on.then(Vec::new)).unwrap_or_default()
     }
 }
 

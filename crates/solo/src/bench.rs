@@ -98,6 +98,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (used, total) = model.memory_used()?;
     let commit = env!("SOLO_COMMIT");
     println!("solo bench — {} — bf16 weights, f32 state — commit {commit}", model.gpu.name);
+    println!("kernels launched with programmatic dependent launch: {}", if model.gpu.pdl { "yes" } else { "no (SOLO_PDL=0)" });
     println!("model: {source}; batch 1; {} decode steps; median of {} rounds after 1 warm-up", args.decode_steps, args.rounds);
     println!("{:>9} | {:>13} | {:>10} | {:>12} | {:>10}", "context", "prefill tok/s", "TTFT ms", "decode tok/s", "ms/token");
     for r in &rows {
@@ -106,12 +107,16 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             r.context, r.prefill_tok_s, r.ttft_ms, r.decode_tok_s, r.decode_ms_per_token
         );
     }
-    for (ctx, groups) in &profiles {
-        let total: f32 = groups.iter().map(|g| g.1).sum();
-        println!("\none decode step at context {ctx}, kernels run one by one with CUDA events between groups: {total:.0} µs");
-        println!("{:>38} | {:>9} | {:>6} | {:>6}", "group", "µs", "count", "share");
-        for (name, us, count) in groups {
-            println!("{name:>38} | {us:>9.1} | {count:>6} | {:>5.1}%", 100.0 * us / total);
+    for (ctx, kernels) in &profiles {
+        let total: f32 = kernels.iter().map(|k| k.micros).sum();
+        let launches: usize = kernels.iter().map(|k| k.launches).sum();
+        println!("\none decode step at context {ctx}: {launches} kernel launches, {total:.0} µs run back to back");
+        println!("{:>9} | {:>6} | {:>8} | {:>6} | kernel <<<grid, block>>>", "µs", "share", "launches", "µs each");
+        let mut sorted = kernels.clone();
+        sorted.sort_by(|a, b| b.micros.total_cmp(&a.micros));
+        for k in &sorted {
+            let each = k.micros / k.launches as f32;
+            println!("{:>9.1} | {:>5.1}% | {:>8} | {each:>7.2} | {}", k.micros, 100.0 * k.micros / total, k.launches, k.kernel);
         }
     }
     println!("GPU memory in use at the end (KV cache for {max_seq} tokens): {:.1} GiB of {:.1} GiB", gib(used), gib(total));

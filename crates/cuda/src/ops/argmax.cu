@@ -25,6 +25,8 @@ __device__ __forceinline__ void block_argmax(float& v, int& i) {
 
 extern "C" __global__ void argmax_partial(const float* __restrict__ logits, int n,
                                           float* __restrict__ part_val, int* __restrict__ part_idx) {
+    pdl_trigger();
+    pdl_wait();
     float v = -INFINITY;
     int i = 0x7fffffff;
     for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) better(v, i, logits[k], k);
@@ -34,6 +36,8 @@ extern "C" __global__ void argmax_partial(const float* __restrict__ logits, int 
 
 extern "C" __global__ void argmax_final(const float* __restrict__ part_val, const int* __restrict__ part_idx,
                                         int parts, int* __restrict__ out) {
+    pdl_trigger();
+    pdl_wait();
     float v = -INFINITY;
     int i = 0x7fffffff;
     for (int k = threadIdx.x; k < parts; k += blockDim.x) better(v, i, part_val[k], part_idx[k]);
@@ -42,4 +46,4 @@ extern "C" __global__ void argmax_final(const float* __restrict__ part_val, cons
 }
 
 // advance_position: *pos += n (the decode step's last kernel, so replays see the new length).
-extern "C" __global__ void advance_position(int* pos, int n) { *pos += n; }
+extern "C" __global__ void advance_position(int* pos, int n) { pdl_trigger(); pdl_wait(); *pos += n; }

@@ -227,6 +227,8 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     attn_prefill(const bf16* __restrict__ q, const bf16* __restrict__ kc, const bf16* __restrict__ vc,
                  const int* __restrict__ pos, int T, int splits, float* __restrict__ part_o,
                  float* __restrict__ part_ml) {
+    pdl_trigger();
+    pdl_wait();
     attend<8, 64>(q, kc, vc, pos, T, splits, part_o, part_ml);
 }
 
@@ -236,6 +238,8 @@ extern "C" __global__ void __launch_bounds__(32)
     attn_decode(const bf16* __restrict__ q, const bf16* __restrict__ kc, const bf16* __restrict__ vc,
                 const int* __restrict__ pos, int T, int splits, float* __restrict__ part_o,
                 float* __restrict__ part_ml) {
+    pdl_trigger();
+    pdl_wait();
     attend<1, 32>(q, kc, vc, pos, T, splits, part_o, part_ml);
 }
 
@@ -246,6 +250,8 @@ extern "C" __global__ void __launch_bounds__(32)
 extern "C" __global__ void __launch_bounds__(HEAD_DIM)
     attn_combine(const float* __restrict__ part_o, const float* __restrict__ part_ml, const float* __restrict__ qg,
                  const int* __restrict__ pos_ptr, int T, int splits, int align, bf16* __restrict__ out) {
+    pdl_trigger();
+    pdl_wait();
     const int row = blockIdx.x, d = threadIdx.x;
     const int t = row / ATTN_HEADS, h = row % ATTN_HEADS;
     if (t >= T) return;

@@ -17,6 +17,8 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM) qk_norm_rope(
     const float* __restrict__ qg, const float* __restrict__ k, const float* __restrict__ v,
     const float* __restrict__ q_norm, const float* __restrict__ k_norm, const int* __restrict__ pos,
     int T, int max_seq, bf16* __restrict__ q_out, bf16* __restrict__ k_cache, bf16* __restrict__ v_cache) {
+    pdl_trigger();
+    pdl_wait();
     __shared__ float red[32];
     __shared__ float ys[HEAD_DIM];
     const int t = blockIdx.x, h = blockIdx.y, d = threadIdx.x;

@@ -17,6 +17,8 @@
 // (No __launch_bounds__: with it ptxas caps this kernel at 32 registers and spills the unrolled loop.)
 extern "C" __global__ void gdn_conv_silu(const float* __restrict__ qkv, float* __restrict__ state, const float* __restrict__ taps,
               float* __restrict__ out, int T) {
+    pdl_trigger();
+    pdl_wait();
     const int c = blockIdx.x * CONV_THREADS + threadIdx.x;
     const int t0 = blockIdx.y * CONV_TOKENS;
     const int t1 = min(t0 + CONV_TOKENS, T);

@@ -78,6 +78,8 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128)
 gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, const float* __restrict__ b,
                 const float* __restrict__ a, const float* __restrict__ a_log, const float* __restrict__ dt_bias,
                 const float* __restrict__ norm_w, float* __restrict__ S, bf16* __restrict__ out, float eps) {
+    pdl_trigger();
+    pdl_wait();
     __shared__ float sumsq[16];  // Σo² of the head's 16 warps (4 blocks × 4), slot 4·rank + warp
     const unsigned FULL = 0xffffffffu;
     const int h = blockIdx.x >> 2, group = blockIdx.x & 3, kh = h >> 1;
@@ -175,6 +177,8 @@ gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, co
 extern "C" __global__ void __launch_bounds__(256)
 gdn_prep(float* __restrict__ mixed, const float* __restrict__ b, const float* __restrict__ a,
          const float* __restrict__ a_log, const float* __restrict__ dt_bias, float* __restrict__ gates) {
+    pdl_trigger();
+    pdl_wait();
     const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float* row = mixed + (size_t)t * GDN_CONV_DIM;
     float* gate_row = gates + (size_t)t * GATES_STRIDE;
@@ -354,6 +358,8 @@ __device__ __forceinline__ void scan_cols(const float* __restrict__ mixed, const
 extern "C" __global__ void __launch_bounds__(128)
 gdn_prefill_scan(const float* __restrict__ mixed, const float* __restrict__ gates, float* __restrict__ S,
                  float* __restrict__ o, int T) {
+    pdl_trigger();
+    pdl_wait();
     scan_cols<4>(mixed, gates, S, o, T);
 }
 
@@ -364,6 +370,8 @@ gdn_prefill_scan(const float* __restrict__ mixed, const float* __restrict__ gate
 extern "C" __global__ void __launch_bounds__(256)
 gdn_gated_norm(const float* __restrict__ o, const float* __restrict__ z, const float* __restrict__ norm_w,
                bf16* __restrict__ out, int rows, float eps) {
+    pdl_trigger();
+    pdl_wait();
     const int row = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= rows) return;
     const size_t at = (size_t)row * 128 + 4 * lane;

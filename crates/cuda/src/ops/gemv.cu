@@ -6,6 +6,8 @@
 // Next step (issue 5): split-K for short rows, RMSNorm folded into the x staging, PDL.
 extern "C" __global__ void gemv_bf16(const bf16* __restrict__ w, const bf16* __restrict__ x,
                                      float* __restrict__ y, int out_dim, int in_dim) {
+    pdl_trigger();
+    pdl_wait();
     extern __shared__ float xs[];
     for (int i = threadIdx.x; i < in_dim; i += blockDim.x) xs[i] = __bfloat162float(x[i]);
     __syncthreads();

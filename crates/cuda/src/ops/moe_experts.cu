@@ -42,6 +42,8 @@ __device__ __forceinline__ float dot8(uint4 w, const float x[8]) {
 extern "C" __global__ void __launch_bounds__(128)
     moe_gate_up_gemv(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ ids,
                      float* __restrict__ act) {
+    pdl_trigger();
+    pdl_wait();
     __shared__ __align__(16) bf16 w_s[4][2][HIDDEN];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int i = blockIdx.x * 4 + warp, slot = blockIdx.y, t = blockIdx.z;
@@ -76,6 +78,8 @@ extern "C" __global__ void __launch_bounds__(128)
 extern "C" __global__ void __launch_bounds__(128)
     moe_down_gemv(const float* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ ids,
                   const float* __restrict__ weights, float* __restrict__ out) {
+    pdl_trigger();
+    pdl_wait();
     __shared__ __align__(16) bf16 w_s[4][SLOTS][EXPERT_DIM];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int c = blockIdx.x * 4 + warp, t = blockIdx.z;
@@ -172,6 +176,8 @@ __device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const b
 extern "C" __global__ void __launch_bounds__(128)
     moe_gate_up_grouped(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ perm,
                         const int4* __restrict__ tiles, const int* __restrict__ total_tiles, bf16* __restrict__ act) {
+    pdl_trigger();
+    pdl_wait();
     const int tile = blockIdx.x;
     if (tile >= *total_tiles) return;
     const int4 info = tiles[tile];
@@ -223,6 +229,8 @@ extern "C" __global__ void __launch_bounds__(128)
     moe_down_grouped(const bf16* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ perm,
                      const float* __restrict__ weights, const int4* __restrict__ tiles,
                      const int* __restrict__ total_tiles, float* __restrict__ out) {
+    pdl_trigger();
+    pdl_wait();
     const int tile = blockIdx.x;
     if (tile >= *total_tiles) return;
     const int4 info = tiles[tile];

@@ -19,6 +19,8 @@
 extern "C" __global__ void __launch_bounds__(EXPERTS)
     moe_route(const float* __restrict__ logits, const bf16* __restrict__ x, const bf16* __restrict__ w_sg, int T,
               int* __restrict__ ids, float* __restrict__ weights, int* __restrict__ counts) {
+    pdl_trigger();
+    pdl_wait();
     __shared__ float red[32];
     __shared__ float p[EXPERTS];
     const int t = blockIdx.x, e = threadIdx.x, lane = e & 31, warp = e >> 5;
@@ -102,6 +104,8 @@ extern "C" __global__ void __launch_bounds__(EXPERTS)
 extern "C" __global__ void __launch_bounds__(288)
     moe_plan(const int* __restrict__ counts, int T, int* __restrict__ offsets, int* __restrict__ cursor,
              int4* __restrict__ tiles, int* __restrict__ total_tiles) {
+    pdl_trigger();
+    pdl_wait();
     __shared__ int cnt[288], ntile[288], row_off[288], tile_off[288];
     const int e = threadIdx.x, lane = e & 31;
     const int c = e < EXPERTS ? counts[e] : (e == SHARED_EXPERT ? T : 0);
@@ -152,6 +156,8 @@ extern "C" __global__ void __launch_bounds__(288)
 // result), the shared expert's rows are in token order.
 extern "C" __global__ void moe_permute(const int* __restrict__ ids, int T, const int* __restrict__ offsets,
                                        int* __restrict__ cursor, int* __restrict__ perm) {
+    pdl_trigger();
+    pdl_wait();
     const int a = blockIdx.x * blockDim.x + threadIdx.x;
     if (a >= T * SLOTS) return;
     const int t = a / SLOTS, k = a % SLOTS;

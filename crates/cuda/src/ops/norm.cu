@@ -16,6 +16,8 @@ __device__ __forceinline__ void norm_row(const float* __restrict__ h, const floa
 
 extern "C" __global__ void rms_norm_bf16(const float* __restrict__ h, const float* __restrict__ w1p,
                                          bf16* __restrict__ out, int width, float eps) {
+    pdl_trigger();
+    pdl_wait();
     const size_t row = blockIdx.x;
     norm_row(h + row * width, w1p, out + row * width, width, eps);
 }
@@ -23,6 +25,8 @@ extern "C" __global__ void rms_norm_bf16(const float* __restrict__ h, const floa
 extern "C" __global__ void add_rms_norm_bf16(float* __restrict__ h, const float* __restrict__ delta,
                                              const float* __restrict__ w1p, bf16* __restrict__ out,
                                              int width, float eps) {
+    pdl_trigger();
+    pdl_wait();
     const size_t row = blockIdx.x;
     float* hr = h + row * width;
     const float* dr = delta + row * width;

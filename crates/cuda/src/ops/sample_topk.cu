@@ -67,6 +67,8 @@ __device__ void bitonic_sort_desc(uint64_t* s, int len) {
 
 extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
 sample_topk_partial(const float* __restrict__ logits, int n, uint64_t* __restrict__ parts) {
+    pdl_trigger();
+    pdl_wait();
     __shared__ uint64_t s[SORT_N];
     const int chunk = (n + SAMPLE_PARTS - 1) / SAMPLE_PARTS;
     const int begin = blockIdx.x * chunk;
@@ -111,6 +113,8 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
 sample_topk_final(const uint64_t* __restrict__ parts, int n, SamplingParams* __restrict__ params,
                   int* __restrict__ out, int* __restrict__ history, int history_cap,
                   int* __restrict__ candidates) {
+    pdl_trigger();
+    pdl_wait();
     // The first merge level happens while loading: best 64 of lists 2m and 2m+1 (half-cleaner:
     // max(a[i], b[63 − i]) is bitonic and holds the best 64 of the two).
     __shared__ uint64_t s[SAMPLE_PARTS / 2 * SAMPLE_CAND];
