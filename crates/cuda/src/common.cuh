@@ -109,3 +109,86 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                  : "r"(s));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Decode GEMV building blocks (gemv.cu, moe_router.cu): one token, y = W · x, W bf16 [rows, IN].
+//
+// A block of 256 threads (8 warps) owns GemvTile<IN>::ROWS consecutive rows: each warp 4096/IN
+// of them, each lane 16 pieces of 16 bytes of those rows in registers (pieces j·32 + lane, so a
+// warp reads 512 contiguous bytes per request). The kernels request all their weights first —
+// before pdl_wait(), since weights never depend on the previous kernel — then stage x in shared
+// memory as f32, then take the dots; every lane sums its pieces in column order, then the warp.
+
+// 16 bytes of weights, read once: not kept in L1. `volatile` keeps the loads ahead of pdl_wait().
+__device__ __forceinline__ uint4 load_weights16(const bf16* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+template <int IN>
+struct GemvTile {
+    static constexpr int ROWS_PER_WARP = 4096 / IN;
+    static constexpr int ROWS = 8 * ROWS_PER_WARP;  // per block
+    static constexpr int PIECES = IN / 256;         // per lane and row
+    uint4 w[ROWS_PER_WARP][PIECES];
+
+    __device__ __forceinline__ int row(int r) const {
+        return blockIdx.x * ROWS + (threadIdx.x >> 5) * ROWS_PER_WARP + r;
+    }
+
+    // Requests this block's rows of W [rows, IN]; rows at or past `rows` are zeros.
+    __device__ __forceinline__ void load(const bf16* __restrict__ W, int rows) {
+        const int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int r = 0; r < ROWS_PER_WARP; r++) {
+            const bool ok = row(r) < rows;
+            const bf16* wr = W + (size_t)(ok ? row(r) : 0) * IN + lane * 8;
+#pragma unroll
+            for (int j = 0; j < PIECES; j++) w[r][j] = ok ? load_weights16(wr + j * 256) : make_uint4(0, 0, 0, 0);
+        }
+    }
+
+    // The dot of row r with xs (f32 [IN], shared memory), complete in every lane of the warp.
+    __device__ __forceinline__ float dot(int r, const float* xs) const {
+        const int lane = threadIdx.x & 31;
+        float acc = 0.f;
+#pragma unroll
+        for (int j = 0; j < PIECES; j++) {
+            const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&w[r][j]);
+            const float4 a = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8);
+            const float4 b = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8 + 4);
+            const float2 w0 = __bfloat1622float2(h[0]), w1 = __bfloat1622float2(h[1]);
+            const float2 w2 = __bfloat1622float2(h[2]), w3 = __bfloat1622float2(h[3]);
+            acc += w0.x * a.x + w0.y * a.y + w1.x * a.z + w1.y * a.w;
+            acc += w2.x * b.x + w2.y * b.y + w3.x * b.z + w3.y * b.w;
+        }
+        return warp_sum(acc);
+    }
+};
+
+// Zero-centred RMSNorm's scale for one row of HIDDEN f32 values: rsqrt(mean(h²) + eps). Each
+// thread sums h[i]² for i = threadIdx.x, + blockDim.x, ... (the order norm.cu also uses, so both
+// give the same bits). Every thread gets the result; `red` holds 32 floats.
+__device__ __forceinline__ float rms_scale(const float* __restrict__ h, float eps, float* red) {
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) ss += h[i] * h[i];
+    return rsqrtf(block_sum(ss, red) / HIDDEN + eps);
+}
+
+// xs (f32 [HIDDEN], shared) = bf16-rounded RMSNorm(h)·w1p: the normalised input a sub-layer
+// reads, exactly as rms_norm_bf16 writes it. Ends with a barrier.
+__device__ __forceinline__ void stage_rms_norm(const float* __restrict__ h, const float* __restrict__ w1p, float eps,
+                                               float* xs, float* red) {
+    const float inv = rms_scale(h, eps, red);
+    for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) xs[i] = __bfloat162float(__float2bfloat16(h[i] * inv * w1p[i]));
+    __syncthreads();
+}
+
+// xs (f32 [n], shared) = x (bf16 [n]). Ends with a barrier.
+__device__ __forceinline__ void stage_bf16(const bf16* __restrict__ x, int n, float* xs) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) xs[i] = __bfloat162float(x[i]);
+    __syncthreads();
+}

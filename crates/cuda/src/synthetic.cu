@@ -12,7 +12,6 @@ __device__ __forceinline__ float hash_uniform(unsigned long long seed, unsigned 
 
 extern "C" __global__ void fill_random_bf16(bf16* __restrict__ dst, long long n, unsigned long long seed,
                                             float center, float scale) {
-    pdl_trigger();
     pdl_wait();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
         dst[i] = __float2bfloat16(center + scale * hash_uniform(seed, i));
@@ -20,7 +19,6 @@ extern "C" __global__ void fill_random_bf16(bf16* __restrict__ dst, long long n,
 
 extern "C" __global__ void fill_random_f32(float* __restrict__ dst, long long n, unsigned long long seed,
                                            float center, float scale) {
-    pdl_trigger();
     pdl_wait();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
         dst[i] = center + scale * hash_uniform(seed, i);

@@ -76,25 +76,33 @@ pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig) -> Result<ModelGpu> {
     let mut layers = Vec::new();
     for kind in &cfg.layer_types {
         let mixer = match kind {
-            LayerKind::GatedDeltaNet => MixerGpu::GatedDeltaNet(GdnGpu {
-                in_proj_qkv: m.matrix(8192, h)?,
-                in_proj_z: m.matrix(4096, h)?,
-                in_proj_b: m.matrix(32, h)?,
-                in_proj_a: m.matrix(32, h)?,
-                conv1d: m.vector(8192 * 4, 0.0, 0.5)?,
-                a_log: m.vector(32, 1.4, 1.3)?,
-                dt_bias: m.vector(32, 0.0, 1.0)?,
-                norm: m.vector(128, 1.0, 0.1)?,
-                out_proj: m.matrix(h, 4096)?,
-            }),
-            LayerKind::FullAttention => MixerGpu::FullAttention(AttentionGpu {
-                q_proj: m.matrix(16 * 512, h)?,
-                k_proj: m.matrix(512, h)?,
-                v_proj: m.matrix(512, h)?,
-                o_proj: m.matrix(h, 4096)?,
-                q_norm: m.vector(256, 1.0, 0.1)?,
-                k_norm: m.vector(256, 1.0, 0.1)?,
-            }),
+            LayerKind::GatedDeltaNet => {
+                let in_proj = m.matrix(8192 + 4096 + 32 + 32, h)?;
+                MixerGpu::GatedDeltaNet(GdnGpu {
+                    in_proj,
+                    in_proj_qkv: in_proj.rows(0, 8192),
+                    in_proj_z: in_proj.rows(8192, 4096),
+                    in_proj_b: in_proj.rows(12288, 32),
+                    in_proj_a: in_proj.rows(12320, 32),
+                    conv1d: m.vector(8192 * 4, 0.0, 0.5)?,
+                    a_log: m.vector(32, 1.4, 1.3)?,
+                    dt_bias: m.vector(32, 0.0, 1.0)?,
+                    norm: m.vector(128, 1.0, 0.1)?,
+                    out_proj: m.matrix(h, 4096)?,
+                })
+            }
+            LayerKind::FullAttention => {
+                let qkv_proj = m.matrix(16 * 512 + 2 * 512, h)?;
+                MixerGpu::FullAttention(AttentionGpu {
+                    qkv_proj,
+                    q_proj: qkv_proj.rows(0, 16 * 512),
+                    k_proj: qkv_proj.rows(16 * 512, 512),
+                    v_proj: qkv_proj.rows(16 * 512 + 512, 512),
+                    o_proj: m.matrix(h, 4096)?,
+                    q_norm: m.vector(256, 1.0, 0.1)?,
+                    k_norm: m.vector(256, 1.0, 0.1)?,
+                })
+            }
         };
         let experts = cfg.num_experts + 1; // + the shared expert
         let gate_up = m.fill("fill_random_bf16", 2, experts * 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
@@ -103,7 +111,8 @@ pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig) -> Result<ModelGpu> {
             input_norm: m.vector(h, 1.0, 0.1)?,
             post_attention_norm: m.vector(h, 1.0, 0.1)?,
             mixer,
-            moe: MoeGpu { router: m.matrix(cfg.num_experts, h)?, gate_up, down, shared_expert_gate: m.matrix(1, h)? },
+            // router: 256 experts' rows + the shared expert's gate row
+            moe: MoeGpu { router: m.matrix(cfg.num_experts + 1, h)?, gate_up, down },
         });
     }
     gpu.sync()?;

@@ -6,7 +6,7 @@
 
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use anyhow::{bail, Result};
-use solo_model::weights::{ExpertWeights, Mixer};
+use solo_model::weights::{AttentionWeights, ExpertWeights, GdnWeights, Mixer, MoeWeights};
 use solo_model::{ModelConfig, ModelWeights, Tensor};
 
 /// A bf16 matrix `[rows, cols]` on the GPU.
@@ -17,6 +17,14 @@ pub struct Matrix {
     pub cols: usize,
 }
 
+impl Matrix {
+    /// Rows `first..first + n` as a matrix of their own (a view: same memory).
+    pub fn rows(&self, first: usize, n: usize) -> Matrix {
+        assert!(first + n <= self.rows, "rows {first}..{} of a {}-row matrix", first + n, self.rows);
+        Matrix { ptr: self.ptr + (first * self.cols * 2) as DevPtr, rows: n, cols: self.cols }
+    }
+}
+
 /// An f32 vector on the GPU.
 #[derive(Clone, Copy, Debug)]
 pub struct Vector {
@@ -25,6 +33,9 @@ pub struct Vector {
 }
 
 pub struct GdnGpu {
+    /// [12352, 2048]: the four input projections stacked (one decode GEMV reads them all); the
+    /// next four fields are views of it
+    pub in_proj: Matrix,
     /// [8192, 2048]: rows [q 16×128 | k 16×128 | v 32×128]
     pub in_proj_qkv: Matrix,
     /// [4096, 2048]
@@ -46,6 +57,8 @@ pub struct GdnGpu {
 }
 
 pub struct AttentionGpu {
+    /// [9216, 2048]: q_proj, k_proj, v_proj stacked (one decode GEMV); the next three are views
+    pub qkv_proj: Matrix,
     /// [16·512, 2048]: per head 256 query rows then 256 gate rows
     pub q_proj: Matrix,
     /// [512, 2048]
@@ -66,14 +79,13 @@ pub enum MixerGpu {
 }
 
 pub struct MoeGpu {
-    /// [256, 2048]
+    /// [257, 2048]: the 256 router rows, then shared_expert_gate as row 256 (one product gives
+    /// the routing logits and the shared expert's gate logit)
     pub router: Matrix,
     /// bf16 [257, 1024, 2048]: per expert 512 gate rows then 512 up rows; expert 256 is the shared expert
     pub gate_up: DevPtr,
     /// bf16 [257, 2048, 512]; expert 256 is the shared expert
     pub down: DevPtr,
-    /// [1, 2048]
-    pub shared_expert_gate: Matrix,
 }
 
 pub struct LayerGpu {
@@ -157,6 +169,27 @@ impl<'g> Uploader<'g> {
         Ok(Matrix { ptr, rows, cols })
     }
 
+    /// 2-D tensors of one width stacked row-wise in one bf16 matrix, and a view of each part.
+    pub fn stacked(&mut self, parts: &[&Tensor]) -> Result<(Matrix, Vec<Matrix>)> {
+        let cols = parts[0].row_len();
+        if let Some(p) = parts.iter().find(|p| p.row_len() != cols) {
+            bail!("cannot stack a {}-wide matrix under {cols}-wide ones", p.row_len());
+        }
+        let bytes: Vec<u8> = parts.iter().flat_map(|p| bf16_bytes(p)).collect();
+        let rows = bytes.len() / (2 * cols);
+        let whole = Matrix { ptr: self.keep(self.gpu.upload(&bytes)?), rows, cols };
+        let mut first = 0;
+        let views = parts
+            .iter()
+            .map(|p| {
+                let view = whole.rows(first, p.shape[0]);
+                first += p.shape[0];
+                view
+            })
+            .collect();
+        Ok((whole, views))
+    }
+
     /// A tensor as f32, optionally with 1 added (zero-centred norms).
     pub fn vector(&mut self, t: &Tensor, add_one: bool) -> Result<Vector> {
         let mut v = t.to_f32();
@@ -195,6 +228,46 @@ fn bf16_bytes(t: &Tensor) -> Vec<u8> {
     }
 }
 
+impl GdnGpu {
+    pub fn upload(up: &mut Uploader, g: &GdnWeights) -> Result<Self> {
+        let (in_proj, v) = up.stacked(&[&g.in_proj_qkv, &g.in_proj_z, &g.in_proj_b, &g.in_proj_a])?;
+        Ok(GdnGpu {
+            in_proj,
+            in_proj_qkv: v[0],
+            in_proj_z: v[1],
+            in_proj_b: v[2],
+            in_proj_a: v[3],
+            conv1d: up.vector(&g.conv1d, false)?,
+            a_log: up.vector(&g.a_log, false)?,
+            dt_bias: up.vector(&g.dt_bias, false)?,
+            norm: up.vector(&g.norm, false)?,
+            out_proj: up.matrix(&g.out_proj)?,
+        })
+    }
+}
+
+impl AttentionGpu {
+    pub fn upload(up: &mut Uploader, a: &AttentionWeights) -> Result<Self> {
+        let (qkv_proj, v) = up.stacked(&[&a.q_proj, &a.k_proj, &a.v_proj])?;
+        Ok(AttentionGpu {
+            qkv_proj,
+            q_proj: v[0],
+            k_proj: v[1],
+            v_proj: v[2],
+            o_proj: up.matrix(&a.o_proj)?,
+            q_norm: up.vector(&a.q_norm, true)?,
+            k_norm: up.vector(&a.k_norm, true)?,
+        })
+    }
+}
+
+impl MoeGpu {
+    pub fn upload(up: &mut Uploader, m: &MoeWeights) -> Result<Self> {
+        let (gate_up, down) = up.experts(&m.experts, &m.shared_expert)?;
+        Ok(MoeGpu { router: up.stacked(&[&m.router, &m.shared_expert_gate])?.0, gate_up, down })
+    }
+}
+
 impl ModelGpu {
     /// Uploads a checkpoint's weights (the real widths only).
     pub fn upload(gpu: &Gpu, cfg: &ModelConfig, w: &ModelWeights) -> Result<Self> {
@@ -206,37 +279,14 @@ impl ModelGpu {
         let mut layers = Vec::new();
         for layer in &w.layers {
             let mixer = match &layer.mixer {
-                Mixer::GatedDeltaNet(g) => MixerGpu::GatedDeltaNet(GdnGpu {
-                    in_proj_qkv: up.matrix(&g.in_proj_qkv)?,
-                    in_proj_z: up.matrix(&g.in_proj_z)?,
-                    in_proj_b: up.matrix(&g.in_proj_b)?,
-                    in_proj_a: up.matrix(&g.in_proj_a)?,
-                    conv1d: up.vector(&g.conv1d, false)?,
-                    a_log: up.vector(&g.a_log, false)?,
-                    dt_bias: up.vector(&g.dt_bias, false)?,
-                    norm: up.vector(&g.norm, false)?,
-                    out_proj: up.matrix(&g.out_proj)?,
-                }),
-                Mixer::FullAttention(a) => MixerGpu::FullAttention(AttentionGpu {
-                    q_proj: up.matrix(&a.q_proj)?,
-                    k_proj: up.matrix(&a.k_proj)?,
-                    v_proj: up.matrix(&a.v_proj)?,
-                    o_proj: up.matrix(&a.o_proj)?,
-                    q_norm: up.vector(&a.q_norm, true)?,
-                    k_norm: up.vector(&a.k_norm, true)?,
-                }),
+                Mixer::GatedDeltaNet(g) => MixerGpu::GatedDeltaNet(GdnGpu::upload(&mut up, g)?),
+                Mixer::FullAttention(a) => MixerGpu::FullAttention(AttentionGpu::upload(&mut up, a)?),
             };
-            let (gate_up, down) = up.experts(&layer.moe.experts, &layer.moe.shared_expert)?;
             layers.push(LayerGpu {
                 input_norm: up.vector(&layer.input_norm, true)?,
                 post_attention_norm: up.vector(&layer.post_attention_norm, true)?,
                 mixer,
-                moe: MoeGpu {
-                    router: up.matrix(&layer.moe.router)?,
-                    gate_up,
-                    down,
-                    shared_expert_gate: up.matrix(&layer.moe.shared_expert_gate)?,
-                },
+                moe: MoeGpu::upload(&mut up, &layer.moe)?,
             });
         }
         Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, buffers: up.finish() })

@@ -227,7 +227,6 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     attn_prefill(const bf16* __restrict__ q, const bf16* __restrict__ kc, const bf16* __restrict__ vc,
                  const int* __restrict__ pos, int T, int splits, float* __restrict__ part_o,
                  float* __restrict__ part_ml) {
-    pdl_trigger();
     pdl_wait();
     attend<8, 64>(q, kc, vc, pos, T, splits, part_o, part_ml);
 }

@@ -9,10 +9,10 @@
 //! kernels; no launch shape depends on it, so a decode step can be captured in a CUDA graph.
 
 use crate::kernels::Source;
-use crate::ops::linear::linear;
+use crate::ops::linear::{gemv, gemv_norm, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
-use crate::weights::AttentionGpu;
+use crate::weights::{AttentionGpu, Vector};
 use anyhow::{ensure, Result};
 
 pub const SOURCE_ROPE: Source =
@@ -130,6 +130,32 @@ pub fn attention_mixer(
     qk_norm_rope(gpu, w, qg, k, v, t, pos, cache, q)?;
     attend(gpu, q, qg, t, pos, cache, scratch, gated)?;
     linear(gpu, gated, &w.o_proj, t, out)
+}
+
+/// The decode step's attention sub-layer for one token on the residual stream h (f32 `[2048]`):
+/// h += Attention(RMSNorm(h; norm)). The input norm is folded into one GEMV over the stacked
+/// q/k/v projections, the residual add into o_proj's GEMV. Fixed launch shapes, no host sync
+/// (graph-capturable). Scratch buffers 0–4.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_decode(
+    gpu: &Gpu,
+    w: &AttentionGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    pos: DevPtr,
+    cache: &KvCacheGpu,
+    scratch: &Scratch,
+) -> Result<()> {
+    // proj f32 [9216] = [q and gate 16·512 | k 512 | v 512]
+    let proj = scratch.ptr(0);
+    let f32_at = |i: usize| proj + (i * 4) as DevPtr;
+    let (qg, k, v) = (proj, f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
+    let (q, gated) = (scratch.ptr(1), scratch.ptr(2));
+    gemv_norm(gpu, h, norm, eps, &w.qkv_proj, proj)?;
+    qk_norm_rope(gpu, w, qg, k, v, 1, pos, cache, q)?;
+    attend(gpu, q, qg, 1, pos, cache, scratch, gated)?;
+    gemv(gpu, gated, &w.o_proj, h, true)
 }
 
 /// q (bf16 `[t, 16, 256]`) = RoPE(RMSNorm(q part of qg)); cache rows `*pos..*pos+t` =
@@ -254,14 +280,7 @@ mod tests {
             k_norm: Tensor::from_f32_as_bf16(vec![HEAD_DIM], &random(seed + 5, HEAD_DIM, 0.5)),
         };
         let mut up = Uploader::new(gpu());
-        let w = AttentionGpu {
-            q_proj: up.matrix(&cpu.q_proj).unwrap(),
-            k_proj: up.matrix(&cpu.k_proj).unwrap(),
-            v_proj: up.matrix(&cpu.v_proj).unwrap(),
-            o_proj: up.matrix(&cpu.o_proj).unwrap(),
-            q_norm: up.vector(&cpu.q_norm, true).unwrap(),
-            k_norm: up.vector(&cpu.k_norm, true).unwrap(),
-        };
+        let w = AttentionGpu::upload(&mut up, &cpu).unwrap();
         (cpu, w, up.finish())
     }
 

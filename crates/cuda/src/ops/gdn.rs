@@ -12,10 +12,10 @@
 //! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
 
 use crate::kernels::Source;
-use crate::ops::linear::linear;
+use crate::ops::linear::{gemv, gemv_norm, linear};
 use crate::ops::Scratch;
 use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
-use crate::weights::GdnGpu;
+use crate::weights::{GdnGpu, Vector};
 use anyhow::{ensure, Result};
 
 pub const SOURCE_CONV: Source =
@@ -142,6 +142,23 @@ pub fn gdn_mixer(gpu: &Gpu, w: &GdnGpu, x: DevPtr, t: usize, state: &GdnStateGpu
         prefill_delta(gpu, &consts, &buf, state.recurrent.ptr(), t)?;
     }
     linear(gpu, buf.y, &w.out_proj, t, out)
+}
+
+/// The decode step's GDN sub-layer for one token on the residual stream h (f32 [2048]):
+/// h += GDN(RMSNorm(h; norm)), advancing `state` by one token. The input norm is folded into one
+/// GEMV over the stacked input projections, the residual add into out_proj's GEMV. Fixed launch
+/// shapes, no host sync (graph-capturable). Scratch buffers 0, 1, 3.
+#[allow(clippy::too_many_arguments)]
+pub fn gdn_decode(gpu: &Gpu, w: &GdnGpu, h: DevPtr, norm: &Vector, eps: f32, state: &GdnStateGpu, scratch: &Scratch) -> Result<()> {
+    let buf = GdnBuffers::new(scratch, 1)?;
+    // proj f32 [12352] = [qkv 8192 | z 4096 | b 32 | a 32]
+    let proj = scratch.ptr(0);
+    let f32_at = |i: usize| proj + (i * 4) as DevPtr;
+    let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
+    gemv_norm(gpu, h, norm, eps, &w.in_proj, proj)?;
+    conv_silu(gpu, proj, state.conv.ptr(), w.conv1d.ptr, 1, buf.mixed)?;
+    decode_step(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, state.recurrent.ptr(), buf.y)?;
+    gemv(gpu, buf.y, &w.out_proj, h, true)
 }
 
 /// Everything after the conv for t ≥ 1 tokens: prep → scan → gated norm, reading `buf.mixed`
@@ -429,17 +446,7 @@ mod tests {
             out_proj: bf(vec![hidden, VALUE_DIM], random(46, hidden * VALUE_DIM, 0.035)),
         };
         let mut up = crate::weights::Uploader::new(gpu);
-        let wg = GdnGpu {
-            in_proj_qkv: up.matrix(&w.in_proj_qkv).unwrap(),
-            in_proj_z: up.matrix(&w.in_proj_z).unwrap(),
-            in_proj_b: up.matrix(&w.in_proj_b).unwrap(),
-            in_proj_a: up.matrix(&w.in_proj_a).unwrap(),
-            conv1d: up.vector(&w.conv1d, false).unwrap(),
-            a_log: up.vector(&w.a_log, false).unwrap(),
-            dt_bias: up.vector(&w.dt_bias, false).unwrap(),
-            norm: up.vector(&w.norm, false).unwrap(),
-            out_proj: up.matrix(&w.out_proj).unwrap(),
-        };
+        let wg = GdnGpu::upload(&mut up, &w).unwrap();
         let _weights = up.finish();
 
         let (prefill, decode) = (100, 3);

@@ -177,7 +177,6 @@ gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, co
 extern "C" __global__ void __launch_bounds__(256)
 gdn_prep(float* __restrict__ mixed, const float* __restrict__ b, const float* __restrict__ a,
          const float* __restrict__ a_log, const float* __restrict__ dt_bias, float* __restrict__ gates) {
-    pdl_trigger();
     pdl_wait();
     const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float* row = mixed + (size_t)t * GDN_CONV_DIM;
@@ -358,7 +357,6 @@ __device__ __forceinline__ void scan_cols(const float* __restrict__ mixed, const
 extern "C" __global__ void __launch_bounds__(128)
 gdn_prefill_scan(const float* __restrict__ mixed, const float* __restrict__ gates, float* __restrict__ S,
                  float* __restrict__ o, int T) {
-    pdl_trigger();
     pdl_wait();
     scan_cols<4>(mixed, gates, S, o, T);
 }
@@ -370,7 +368,6 @@ gdn_prefill_scan(const float* __restrict__ mixed, const float* __restrict__ gate
 extern "C" __global__ void __launch_bounds__(256)
 gdn_gated_norm(const float* __restrict__ o, const float* __restrict__ z, const float* __restrict__ norm_w,
                bf16* __restrict__ out, int rows, float eps) {
-    pdl_trigger();
     pdl_wait();
     const int row = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= rows) return;

@@ -1,29 +1,54 @@
-// gemv_bf16: y[out] = W[out, in] · x[in] for one token (decode projections).
-// W bf16 row-major, x bf16, y f32; f32 accumulation.
-// Geometry: one warp per output row, 8 rows per 256-thread block; x staged once per block in
-// shared memory as f32; each lane streams 16-byte chunks of its row (in % 256 == 0), so a row of
-// 2048 is 8 independent 16-byte loads per lane in flight.
-// Next step (issue 5): split-K for short rows, RMSNorm folded into the x staging, PDL.
-extern "C" __global__ void gemv_bf16(const bf16* __restrict__ w, const bf16* __restrict__ x,
-                                     float* __restrict__ y, int out_dim, int in_dim) {
-    pdl_trigger();
+// Decode projections, one token: y[out] = W[out, in] · x[in], W bf16 row-major, f32 accumulation
+// (GemvTile in common.cuh: 256 threads, the block's weight rows requested into registers before
+// pdl_wait(), so they stream in while the previous kernel finishes).
+//
+// gemv_bf16:       y = W · x            (x bf16 [in], in = 2048 or 4096); with accumulate,
+//                  y += W · x           (the residual add of out_proj / o_proj folded in)
+// gemv_norm_bf16:  y = W · RMSNorm(h)   (h f32 [2048], the residual stream: the sub-layer's input
+//                  norm folded into its first projection; each block normalises h itself)
+// Grid: ceil(out / GemvTile<in>::ROWS) blocks (16 rows per block for in 2048, 8 for 4096).
+// Dynamic shared memory: in × 4 bytes (x staged as f32).
+
+template <int IN>
+__device__ __forceinline__ void gemv_x(const bf16* __restrict__ w, const bf16* __restrict__ x,
+                                       float* __restrict__ y, int out_dim, bool accumulate) {
+    extern __shared__ __align__(16) float xs[];
+    GemvTile<IN> tile;
+    tile.load(w, out_dim);
     pdl_wait();
-    extern __shared__ float xs[];
-    for (int i = threadIdx.x; i < in_dim; i += blockDim.x) xs[i] = __bfloat162float(x[i]);
-    __syncthreads();
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int row = blockIdx.x * (blockDim.x >> 5) + warp;
-    if (row >= out_dim) return;
-    const bf16* wr = w + (size_t)row * in_dim;
-    float acc = 0.f;
-    for (int k = lane * 8; k < in_dim; k += 256) {
-        float wv[8];
-        load8(wr + k, wv);
-        const float4 a = *reinterpret_cast<const float4*>(xs + k);
-        const float4 b = *reinterpret_cast<const float4*>(xs + k + 4);
-        acc += wv[0] * a.x + wv[1] * a.y + wv[2] * a.z + wv[3] * a.w;
-        acc += wv[4] * b.x + wv[5] * b.y + wv[6] * b.z + wv[7] * b.w;
+    stage_bf16(x, IN, xs);
+    pdl_trigger();
+#pragma unroll
+    for (int r = 0; r < GemvTile<IN>::ROWS_PER_WARP; r++) {
+        const float v = tile.dot(r, xs);
+        const int row = tile.row(r);
+        if ((threadIdx.x & 31) == 0 && row < out_dim) y[row] = accumulate ? y[row] + v : v;
     }
-    acc = warp_sum(acc);
-    if (lane == 0) y[row] = acc;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    gemv_bf16(const bf16* __restrict__ w, const bf16* __restrict__ x, float* __restrict__ y, int out_dim,
+              int in_dim, int accumulate) {
+    if (in_dim == 2048)
+        gemv_x<2048>(w, x, y, out_dim, accumulate);
+    else
+        gemv_x<4096>(w, x, y, out_dim, accumulate);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    gemv_norm_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
+                   float* __restrict__ y, int out_dim, float eps) {
+    extern __shared__ __align__(16) float xs[];
+    __shared__ float red[32];
+    GemvTile<HIDDEN> tile;
+    tile.load(w, out_dim);
+    pdl_wait();
+    stage_rms_norm(h, w1p, eps, xs, red);
+    pdl_trigger();
+#pragma unroll
+    for (int r = 0; r < GemvTile<HIDDEN>::ROWS_PER_WARP; r++) {
+        const float v = tile.dot(r, xs);
+        const int row = tile.row(r);
+        if ((threadIdx.x & 31) == 0 && row < out_dim) y[row] = v;
+    }
 }

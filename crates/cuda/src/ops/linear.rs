@@ -1,36 +1,54 @@
 //! Projections: `y[T, out] = x[T, in] · Wᵀ` with bf16 inputs and f32 outputs.
-//! One token (decode) runs our GEMV kernel (`gemv.cu`); more tokens (prefill) run cuBLAS with
-//! f32 accumulation on the tensor cores.
+//! One token (decode) runs our GEMV kernels (`gemv.cu`; the decode step also folds the input
+//! RMSNorm or the residual add into them); more tokens (prefill) run cuBLAS with f32
+//! accumulation on the tensor cores.
 
 use crate::kernels::Source;
 use crate::runtime::{Arg, DevPtr, Gpu};
-use crate::weights::Matrix;
+use crate::weights::{Matrix, Vector};
 use anyhow::{anyhow, ensure, Result};
 use cudarc::cublas::sys as blas;
 
-pub const SOURCE: Source = Source { file: "gemv.cu", text: include_str!("gemv.cu"), functions: &["gemv_bf16"] };
+pub const SOURCE: Source = Source { file: "gemv.cu", text: include_str!("gemv.cu"), functions: &["gemv_bf16", "gemv_norm_bf16"] };
 pub const SOURCE_CAST: Source = Source { file: "cast.cu", text: include_str!("cast.cu"), functions: &["cast_f32_to_bf16"] };
-
-const ROWS_PER_BLOCK: usize = 8;
 
 /// y (f32 [t, w.rows]) = x (bf16 [t, w.cols]) · wᵀ.
 pub fn linear(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
     if t == 1 {
-        gemv(gpu, x, w, y)
+        gemv(gpu, x, w, y, false)
     } else {
         gemm(gpu, x, w, t, y)
     }
 }
 
-pub fn gemv(gpu: &Gpu, x: DevPtr, w: &Matrix, y: DevPtr) -> Result<()> {
-    ensure!(w.cols.is_multiple_of(256), "gemv: input width {} is not a multiple of 256", w.cols);
-    let blocks = w.rows.div_ceil(ROWS_PER_BLOCK) as u32;
+/// Rows per GEMV block for an input width (`GemvTile<in>::ROWS` in common.cuh).
+fn gemv_rows_per_block(cols: usize) -> usize {
+    8 * 4096 / cols
+}
+
+/// One token: y (f32 [w.rows]) = w · x (bf16 [w.cols], 2048 or 4096 wide), or with
+/// `accumulate`, y += w · x (a residual add folded in).
+pub fn gemv(gpu: &Gpu, x: DevPtr, w: &Matrix, y: DevPtr, accumulate: bool) -> Result<()> {
+    ensure!(w.cols == 2048 || w.cols == 4096, "gemv: input width {} (the kernel takes 2048 or 4096)", w.cols);
     gpu.launch(
         "gemv_bf16",
-        (blocks, 1, 1),
-        (ROWS_PER_BLOCK * 32) as u32,
+        (w.rows.div_ceil(gemv_rows_per_block(w.cols)) as u32, 1, 1),
+        256,
         (w.cols * 4) as u32,
-        &[Arg::Ptr(w.ptr), Arg::Ptr(x), Arg::Ptr(y), Arg::I32(w.rows as i32), Arg::I32(w.cols as i32)],
+        &[Arg::Ptr(w.ptr), Arg::Ptr(x), Arg::Ptr(y), Arg::I32(w.rows as i32), Arg::I32(w.cols as i32), Arg::I32(accumulate as i32)],
+    )
+}
+
+/// One token: y (f32 [w.rows]) = w · RMSNorm(h) for the residual stream h (f32 [2048]) and the
+/// norm weight `norm` (1 + w): a sub-layer's input norm folded into its first projection.
+pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: DevPtr) -> Result<()> {
+    ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm: width {} / norm {} (the kernel's is 2048)", w.cols, norm.len);
+    gpu.launch(
+        "gemv_norm_bf16",
+        (w.rows.div_ceil(gemv_rows_per_block(w.cols)) as u32, 1, 1),
+        256,
+        (w.cols * 4) as u32,
+        &[Arg::Ptr(w.ptr), Arg::Ptr(h), Arg::Ptr(norm.ptr), Arg::Ptr(y), Arg::I32(w.rows as i32), Arg::F32(eps)],
     )
 }
 
@@ -94,6 +112,48 @@ mod tests {
             linear(gpu, xbuf.ptr(), &w, t, ybuf.ptr()).unwrap();
             let got = gpu.download_f32(ybuf.ptr(), t * rows).unwrap();
             assert_close(&format!("linear {t}x{cols} -> {rows}"), &got, &want, 1e-5);
+        }
+    }
+
+    /// The decode GEMVs with the residual add or the input RMSNorm folded in, against the CPU;
+    /// and the folded norm gives the very bits of the unfused pair (norm kernel, then GEMV).
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemv_folds_match_cpu() {
+        let gpu = gpu();
+        let upload_matrix = |seed: u64, rows: usize, cols: usize| {
+            let wv = round_bf16(&random(seed, rows * cols, (3.0 / cols as f32).sqrt()));
+            let buf = gpu.upload(&bf16_bytes(&wv)).unwrap();
+            let m = Matrix { ptr: buf.ptr(), rows, cols };
+            (Tensor::from_f32_as_bf16(vec![rows, cols], &wv), m, buf)
+        };
+        for &(rows, cols) in &[(2048, 4096), (300, 2048)] {
+            let (w_cpu, w, _wbuf) = upload_matrix(1, rows, cols);
+            let x = round_bf16(&random(2, cols, 1.0));
+            let y0 = random(3, rows, 2.0);
+            let mut want = y0.clone();
+            solo_cpu::ops::add_in_place(&mut want, &solo_cpu::ops::matmul(&x, &w_cpu));
+            let (xb, yb) = (gpu.upload(&bf16_bytes(&x)).unwrap(), gpu.upload_f32(&y0).unwrap());
+            gemv(gpu, xb.ptr(), &w, yb.ptr(), true).unwrap();
+            assert_close(&format!("y += W·x, {rows}x{cols}"), &gpu.download_f32(yb.ptr(), rows).unwrap(), &want, 1e-5);
+        }
+        let h = random(4, 2048, 3.0);
+        let norm_w = random(5, 2048, 0.3);
+        let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h, &norm_w, 1e-6));
+        let hb = gpu.upload_f32(&h).unwrap();
+        let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: 2048 };
+        for rows in [12352, 257, 9] {
+            let (w_cpu, w, _wbuf) = upload_matrix(6, rows, 2048);
+            let y = gpu.upload_f32(&vec![f32::NAN; rows]).unwrap();
+            gemv_norm(gpu, hb.ptr(), &norm, 1e-6, &w, y.ptr()).unwrap();
+            let got = gpu.download_f32(y.ptr(), rows).unwrap();
+            assert_close(&format!("W·RMSNorm(h), {rows} rows"), &got, &solo_cpu::ops::matmul(&x, &w_cpu), 1e-5);
+            let xb = gpu.alloc(2048 * 2).unwrap();
+            crate::ops::norm::rms_norm(gpu, hb.ptr(), &norm, 1, 1e-6, xb.ptr()).unwrap();
+            gemv(gpu, xb.ptr(), &w, y.ptr(), false).unwrap();
+            let unfused = gpu.download_f32(y.ptr(), rows).unwrap();
+            assert!(got.iter().zip(&unfused).all(|(a, b)| a.to_bits() == b.to_bits()), "{rows} rows: folded norm ≠ unfused bits");
         }
     }
 

@@ -18,6 +18,9 @@ pub mod testutil;
 pub struct Scratch {
     pub max_tokens: usize,
     pub bufs: Vec<crate::runtime::DevBuf>,
+    /// i32 [1]: the counter with which a kernel's last block finds out it is last (see
+    /// `moe_route_decode`); zero between launches (that last block sets it back).
+    tickets: crate::runtime::DevBuf,
 }
 
 pub const SCRATCH_WIDTH: usize = 8192;
@@ -28,7 +31,12 @@ impl Scratch {
         let bufs = (0..SCRATCH_BUFS)
             .map(|_| gpu.alloc(max_tokens * SCRATCH_WIDTH * 4))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(Scratch { max_tokens, bufs })
+        Ok(Scratch { max_tokens, bufs, tickets: gpu.alloc(4)? })
+    }
+
+    /// Device address of the ticket counter.
+    pub fn ticket(&self) -> crate::runtime::DevPtr {
+        self.tickets.ptr()
     }
 
     /// Device address of scratch buffer `i`.

@@ -1,10 +1,14 @@
 //! The mixture-of-experts block (model-spec §3.3) on the GPU.
 //!
-//! Routing stays on the device: router logits (`linear`) → `moe_route` (softmax, top-8,
-//! renormalise, shared-expert gate; ids/weights `[T, 9]`, slot 8 = the shared expert, index 256).
+//! Routing stays on the device: router logits (`linear`; the router matrix carries the shared
+//! expert's gate as row 256) → `moe_route` (softmax, top-8, renormalise, shared-expert gate;
+//! ids/weights `[T, 9]`, slot 8 = the shared expert, index 256).
 //!
-//! - Decode (`t <= GEMV_MAX_T`): `moe_gate_up_gemv` (the 9 experts' gate/up rows, SwiGLU fused)
-//!   → `moe_down_gemv` (down rows, weighted sum over the 9 slots fused; writes `out`).
+//! - Decode step (`moe_decode`): `moe_route_decode` (the post-attention RMSNorm, the router
+//!   product and the routing in one kernel) → `moe_gate_up_gemv` (the 9 experts' gate/up rows,
+//!   SwiGLU fused) → `moe_down_gemv` (down rows, weighted sum over the 9 slots fused, added to
+//!   the residual stream).
+//! - Few tokens (`t <= GEMV_MAX_T`): the same two expert GEMVs after `moe_route`.
 //! - Prefill: `moe_plan` + `moe_permute` group the (token, slot) pairs by expert (counting sort on
 //!   the device), then the grouped tensor-core GEMMs `moe_gate_up_grouped` (SwiGLU fused, bf16
 //!   activations) and `moe_down_grouped` (weighted f32 atomic scatter-add into `out`). Their grids
@@ -14,13 +18,13 @@ use crate::kernels::Source;
 use crate::ops::linear::linear;
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{Arg, DevPtr, Gpu};
-use crate::weights::MoeGpu;
+use crate::weights::{MoeGpu, Vector};
 use anyhow::{ensure, Result};
 
 pub const SOURCE_ROUTER: Source = Source {
     file: "moe_router.cu",
     text: include_str!("moe_router.cu"),
-    functions: &["moe_route", "moe_plan", "moe_permute"],
+    functions: &["moe_route", "moe_route_decode", "moe_plan", "moe_permute"],
 };
 pub const SOURCE_EXPERTS: Source = Source {
     file: "moe_experts.cu",
@@ -30,6 +34,8 @@ pub const SOURCE_EXPERTS: Source = Source {
 
 const HIDDEN: usize = 2048;
 const EXPERTS: usize = 256;
+/// Router rows: the experts, then the shared expert's gate.
+const ROUTER_ROWS: usize = EXPERTS + 1;
 const TOP_K: usize = 8;
 /// Routed experts plus the shared one, per token.
 const SLOTS: usize = TOP_K + 1;
@@ -47,13 +53,15 @@ const GATE_UP_SHARED: usize = 3 * (64 + 128) * 72 * 2;
 const DOWN_SHARED: usize = 3 * (64 + 64) * 72 * 2;
 
 /// Where the MoE block keeps its intermediates. Scratch buffer 0 (4-byte units): router logits
-/// f32 `[t, 256]`, weights f32 `[t, 9]`, ids i32 `[t, 9]`, then for prefill: counts / offsets /
-/// cursor i32 `[257]` each, the tile count, tiles int4 `[max_tiles]`, perm i32 `[t·9]`.
+/// f32 `[t, 257]`, weights f32 `[t, 9]`, ids i32 `[t, 9]`, the decode step's normalised input
+/// bf16 `[2048]`, then for prefill: counts / offsets / cursor i32 `[257]` each, the tile count,
+/// tiles int4 `[max_tiles]`, perm i32 `[t·9]`.
 /// Scratch buffer 1: activations (decode f32 `[t, 9, 512]`; prefill bf16 `[t·9, 512]`, permuted).
 struct Layout {
     logits: DevPtr,
     weights: DevPtr,
     ids: DevPtr,
+    x: DevPtr,
     counts: DevPtr,
     offsets: DevPtr,
     cursor: DevPtr,
@@ -76,9 +84,10 @@ impl Layout {
             at += words.div_ceil(4) * 4; // keep 16-byte alignment for the int4 tiles
             p
         };
-        let logits = take(t * EXPERTS);
+        let logits = take(t * ROUTER_ROWS);
         let weights = take(t * SLOTS);
         let ids = take(t * SLOTS);
+        let x = take(HIDDEN / 2);
         let counts = take(EXPERTS + 1);
         let offsets = take(EXPERTS + 1);
         let cursor = take(EXPERTS + 1);
@@ -90,6 +99,7 @@ impl Layout {
             logits,
             weights,
             ids,
+            x,
             counts,
             offsets,
             cursor,
@@ -111,16 +121,44 @@ pub fn moe_block(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, scratch: &Scratch, 
 fn moe_block_path(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, scratch: &Scratch, out: DevPtr, grouped: bool) -> Result<()> {
     let l = Layout::new(scratch, t)?;
     route(gpu, w, x, t, &l, grouped)?;
+    gpu.zero(out, t * HIDDEN * 4)?; // both expert paths add into `out`
     if grouped {
         group(gpu, t, &l)?;
-        experts_grouped(gpu, w, x, t, &l, out)
+        experts_grouped(gpu, w, x, &l, out)
     } else {
         experts_gemv(gpu, w, x, t, &l, out)
     }
 }
 
+/// The decode step's MoE block for one token, on the residual stream h (f32 `[2048]`):
+/// h += MoE(RMSNorm(h; norm)). Fixed launch shapes, no host sync (graph-capturable).
+/// Scratch buffers 0 and 1, and the scratch's ticket counter.
+pub fn moe_decode(gpu: &Gpu, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch) -> Result<()> {
+    ensure!(w.router.rows == ROUTER_ROWS && norm.len == HIDDEN, "moe_decode: router {} rows, norm {}", w.router.rows, norm.len);
+    let l = Layout::new(scratch, 1)?;
+    gpu.launch(
+        "moe_route_decode",
+        (ROUTER_ROWS.div_ceil(16) as u32, 1, 1), // GemvTile<2048>: 16 rows per block
+        256,
+        0,
+        &[
+            Arg::Ptr(w.router.ptr),
+            Arg::Ptr(h),
+            Arg::Ptr(norm.ptr),
+            Arg::F32(eps),
+            Arg::Ptr(l.logits),
+            Arg::Ptr(l.x),
+            Arg::Ptr(l.ids),
+            Arg::Ptr(l.weights),
+            Arg::Ptr(scratch.ticket()),
+        ],
+    )?;
+    experts_gemv(gpu, w, l.x, 1, &l, h)
+}
+
 /// Router logits, then ids/weights `[t, 9]`; with `count`, also the per-expert token counts.
 fn route(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, count: bool) -> Result<()> {
+    ensure!(w.router.rows == ROUTER_ROWS, "MoE router has {} rows, expected {ROUTER_ROWS}", w.router.rows);
     linear(gpu, x, &w.router, t, l.logits)?;
     if count {
         gpu.zero(l.counts, (EXPERTS + 1) * 4)?;
@@ -132,8 +170,6 @@ fn route(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, count: bool) ->
         0,
         &[
             Arg::Ptr(l.logits),
-            Arg::Ptr(x),
-            Arg::Ptr(w.shared_expert_gate.ptr),
             Arg::I32(t as i32),
             Arg::Ptr(l.ids),
             Arg::Ptr(l.weights),
@@ -167,6 +203,7 @@ fn group(gpu: &Gpu, t: usize, l: &Layout) -> Result<()> {
     )
 }
 
+/// out (f32 `[t, 2048]`) += the experts of ids/weights for x (bf16 `[t, 2048]`).
 fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: DevPtr) -> Result<()> {
     gpu.launch(
         "moe_gate_up_gemv",
@@ -184,7 +221,7 @@ fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: Dev
     )
 }
 
-fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: DevPtr) -> Result<()> {
+fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) -> Result<()> {
     gpu.launch(
         "moe_gate_up_grouped",
         (l.max_tiles as u32, (EXPERT_DIM / TILE_COLS) as u32, 1),
@@ -192,7 +229,6 @@ fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: 
         GATE_UP_SHARED as u32,
         &[Arg::Ptr(x), Arg::Ptr(w.gate_up), Arg::Ptr(l.perm), Arg::Ptr(l.tiles), Arg::Ptr(l.total_tiles), Arg::Ptr(l.act)],
     )?;
-    gpu.zero(out, t * HIDDEN * 4)?;
     gpu.launch(
         "moe_down_grouped",
         (l.max_tiles as u32, (HIDDEN / TILE_COLS) as u32, 1),
@@ -263,13 +299,7 @@ mod tests {
                 shared_expert_gate: random_matrix(5, 1, HIDDEN),
             };
             let mut up = Uploader::new(gpu());
-            let (gate_up, down) = up.experts(&cpu.experts, &cpu.shared_expert).unwrap();
-            let gpu_w = MoeGpu {
-                router: up.matrix(&cpu.router).unwrap(),
-                gate_up,
-                down,
-                shared_expert_gate: up.matrix(&cpu.shared_expert_gate).unwrap(),
-            };
+            let gpu_w = MoeGpu::upload(&mut up, &cpu).unwrap();
             // The test weights live as long as the process.
             std::mem::forget(up.finish());
             Fixture { cfg: crate::synthetic::real_config(4), cpu, gpu: gpu_w }
@@ -318,8 +348,10 @@ mod tests {
         route(gpu, &f.gpu, xb.ptr(), t, &l, true).unwrap();
         group(gpu, t, &l).unwrap();
 
-        // Routing from the GPU's own logits: exact ids, weights to f32 rounding.
-        let logits = gpu.download_f32(l.logits, t * EXPERTS).unwrap();
+        // Routing from the GPU's own logits (256 experts' of each token's 257): exact ids, weights
+        // to f32 rounding.
+        let logits: Vec<f32> =
+            gpu.download_f32(l.logits, t * ROUTER_ROWS).unwrap().chunks(ROUTER_ROWS).flat_map(|r| r[..EXPERTS].to_vec()).collect();
         let ids = gpu.download_i32(l.ids, t * SLOTS).unwrap();
         let weights = gpu.download_f32(l.weights, t * SLOTS).unwrap();
         let want = cpu_route(&f.cfg, &logits);
@@ -416,6 +448,31 @@ mod tests {
         let want = moe_forward(&f.cfg, &f.cpu, &x);
         check_block(t, true, &want, &x, 1e-2);
         check_block(t, false, &want, &x, 1e-4);
+    }
+
+    /// The decode step's MoE (input norm, router product and routing in one kernel; the residual
+    /// add in the down GEMV) against the CPU: h + MoE(RMSNorm(h)). Twice, since its ticket
+    /// counter must be back at zero after each launch.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn moe_decode_matches_cpu() {
+        let gpu = gpu();
+        let f = fixture();
+        let h = random(21, HIDDEN, 2.0);
+        let norm_w = random(22, HIDDEN, 0.3);
+        let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h, &norm_w, 1e-6));
+        assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
+        let mut want = h.clone();
+        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, &x));
+        let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
+        let scratch = Scratch::new(gpu, 1).unwrap();
+        poison_scratch(&scratch);
+        for round in 0..2 {
+            let hb = gpu.upload_f32(&h).unwrap();
+            moe_decode(gpu, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+            assert_close(&format!("moe_decode, launch {round}"), &gpu.download_f32(hb.ptr(), HIDDEN).unwrap(), &want, 1e-4);
+        }
     }
 
     /// Times moe_block per path and token count. Prints only; run with --nocapture.

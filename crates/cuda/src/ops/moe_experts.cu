@@ -42,8 +42,8 @@ __device__ __forceinline__ float dot8(uint4 w, const float x[8]) {
 extern "C" __global__ void __launch_bounds__(128)
     moe_gate_up_gemv(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ ids,
                      float* __restrict__ act) {
-    pdl_trigger();
     pdl_wait();
+    pdl_trigger();  // after the wait: moe_down_gemv reads the routing before its own wait
     __shared__ __align__(16) bf16 w_s[4][2][HIDDEN];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int i = blockIdx.x * 4 + warp, slot = blockIdx.y, t = blockIdx.z;
@@ -73,19 +73,21 @@ extern "C" __global__ void __launch_bounds__(128)
     if (lane == 0) act[((size_t)t * SLOTS + slot) * EXPERT_DIM + i] = silu(g) * u;
 }
 
-// out[t, c] = Σ_slot weights[t, slot] · (down_e[c] · act[t, slot]). f32 [T, 2048] (overwritten).
+// out[t, c] += Σ_slot weights[t, slot] · (down_e[c] · act[t, slot]). f32 [T, 2048]: in decode the
+// residual stream itself (the residual add folded in).
 // Grid (2048/4, 1, T), 128 threads: one warp per output column c (9 rows of 1 KB).
 extern "C" __global__ void __launch_bounds__(128)
     moe_down_gemv(const float* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ ids,
                   const float* __restrict__ weights, float* __restrict__ out) {
-    pdl_trigger();
-    pdl_wait();
     __shared__ __align__(16) bf16 w_s[4][SLOTS][EXPERT_DIM];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int c = blockIdx.x * 4 + warp, t = blockIdx.z;
+    // The weights are requested before pdl_wait(), overlapping moe_gate_up_gemv. The expert ids
+    // come from the routing kernel before it, already complete: moe_gate_up_gemv lets this
+    // kernel start only after its own pdl_wait(). Read them from L2 (__ldcg), not a stale L1.
 #pragma unroll
     for (int slot = 0; slot < SLOTS; slot++) {
-        const bf16* row = down + ((size_t)ids[t * SLOTS + slot] * HIDDEN + c) * EXPERT_DIM;
+        const bf16* row = down + ((size_t)__ldcg(ids + t * SLOTS + slot) * HIDDEN + c) * EXPERT_DIM;
 #pragma unroll
         for (int j = 0; j < EXPERT_DIM / 256; j++) {
             const int col = j * 256 + lane * 8;
@@ -93,6 +95,8 @@ extern "C" __global__ void __launch_bounds__(128)
         }
     }
     cp_async_commit();
+    pdl_wait();
+    pdl_trigger();
     cp_async_wait<0>();
     float acc = 0.f;
 #pragma unroll
@@ -109,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(128)
         acc += weights[t * SLOTS + slot] * part;
     }
     acc = warp_sum(acc);
-    if (lane == 0) out[(size_t)t * HIDDEN + c] = acc;
+    if (lane == 0) out[(size_t)t * HIDDEN + c] += acc;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -176,7 +180,6 @@ __device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const b
 extern "C" __global__ void __launch_bounds__(128)
     moe_gate_up_grouped(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ perm,
                         const int4* __restrict__ tiles, const int* __restrict__ total_tiles, bf16* __restrict__ act) {
-    pdl_trigger();
     pdl_wait();
     const int tile = blockIdx.x;
     if (tile >= *total_tiles) return;
@@ -229,7 +232,6 @@ extern "C" __global__ void __launch_bounds__(128)
     moe_down_grouped(const bf16* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ perm,
                      const float* __restrict__ weights, const int4* __restrict__ tiles,
                      const int* __restrict__ total_tiles, float* __restrict__ out) {
-    pdl_trigger();
     pdl_wait();
     const int tile = blockIdx.x;
     if (tile >= *total_tiles) return;

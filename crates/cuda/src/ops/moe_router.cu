@@ -3,30 +3,27 @@
 // device (counting sort) so the grouped GEMMs in moe_experts.cu can run without a host readback.
 //
 // Every token gets SLOTS = 9 (expert, weight) pairs: 8 routed, then the shared expert (index 256
-// in the fused expert tensors) with weight sigmoid(x . w_sg).
+// in the fused expert tensors) with weight sigmoid(x . w_sg), w_sg being row 256 of the router.
 
 #define SLOTS (TOP_K + 1)
 #define SHARED_EXPERT EXPERTS
+// Rows of the router matrix: the experts, then the shared expert's gate.
+#define ROUTER_ROWS (EXPERTS + 1)
 // Rows per grouped-GEMM tile: must equal GEMM_BM in moe_experts.cu and TILE_ROWS in moe.rs.
 #define GEMM_BM 64
 
-// One block per token, one thread per expert.
-//   logits [T, 256] f32 (router output); x [T, 2048] bf16; w_sg [2048] bf16 (shared_expert_gate)
-//   ids [T, 9] i32, weights [T, 9] f32; counts [257] i32 or null: per-expert token counts are
-//   added to it (prefill grouping; the caller zeroes it).
+// Routing of one token by a block of 256 threads (one per expert), from its ROUTER_ROWS logits
+// (256 experts, then the shared expert's gate): ids [9], weights [9]; counts [257] or null:
+// per-expert token counts are added to it (prefill grouping; the caller zeroes it).
 // Top-8 is taken over the softmax probabilities, ties to the lower expert index, and the kept
 // probabilities are summed in selection order: exactly solo_cpu::moe::route.
-extern "C" __global__ void __launch_bounds__(EXPERTS)
-    moe_route(const float* __restrict__ logits, const bf16* __restrict__ x, const bf16* __restrict__ w_sg, int T,
-              int* __restrict__ ids, float* __restrict__ weights, int* __restrict__ counts) {
-    pdl_trigger();
-    pdl_wait();
+__device__ __forceinline__ void route_token(const float* __restrict__ logits, int* __restrict__ ids,
+                                            float* __restrict__ weights, int* __restrict__ counts) {
     __shared__ float red[32];
     __shared__ float p[EXPERTS];
-    const int t = blockIdx.x, e = threadIdx.x, lane = e & 31, warp = e >> 5;
-    if (t >= T) return;
+    const int e = threadIdx.x, lane = e & 31, warp = e >> 5;
 
-    const float lg = logits[(size_t)t * EXPERTS + e];
+    const float lg = __ldcg(logits + e);  // L2: in decode, other blocks wrote the logits
     float mx = warp_max(lg);
     if (lane == 0) red[warp] = mx;
     __syncthreads();
@@ -36,14 +33,7 @@ extern "C" __global__ void __launch_bounds__(EXPERTS)
     const float ex = expf(lg - mx);
     const float sum = block_sum(ex, red);  // starts with a barrier: red[] reads above are done
     p[e] = ex / sum;
-
-    float xv[8], wv[8];
-    load8(x + (size_t)t * HIDDEN + e * 8, xv);
-    load8(w_sg + e * 8, wv);
-    float dot = 0.f;
-#pragma unroll
-    for (int i = 0; i < 8; i++) dot += xv[i] * wv[i];
-    const float sg = block_sum(dot, red);  // its barriers also publish p[]
+    __syncthreads();
 
     if (warp == 0) {
         float v[EXPERTS / 32];
@@ -83,16 +73,64 @@ extern "C" __global__ void __launch_bounds__(EXPERTS)
 #pragma unroll
         for (int k = 0; k < TOP_K; k++) {
             if (lane == k) {
-                ids[(size_t)t * SLOTS + k] = sel_e[k];
-                weights[(size_t)t * SLOTS + k] = sel_w[k] / total;
+                ids[k] = sel_e[k];
+                weights[k] = sel_w[k] / total;
                 if (counts) atomicAdd(&counts[sel_e[k]], 1);
             }
         }
         if (lane == 0) {
-            ids[(size_t)t * SLOTS + TOP_K] = SHARED_EXPERT;
-            weights[(size_t)t * SLOTS + TOP_K] = 1.f / (1.f + expf(-sg));
+            ids[TOP_K] = SHARED_EXPERT;
+            weights[TOP_K] = 1.f / (1.f + expf(-__ldcg(logits + EXPERTS)));
         }
     }
+}
+
+
+// Prefill: one block per token, one thread per expert. logits [T, ROUTER_ROWS] f32 (the router
+// product), ids [T, 9] i32, weights [T, 9] f32, counts as in route_token.
+extern "C" __global__ void __launch_bounds__(EXPERTS)
+    moe_route(const float* __restrict__ logits, int T, int* __restrict__ ids, float* __restrict__ weights,
+              int* __restrict__ counts) {
+    pdl_wait();
+    const int t = blockIdx.x;
+    if (t >= T) return;
+    route_token(logits + (size_t)t * ROUTER_ROWS, ids + t * SLOTS, weights + t * SLOTS, counts);
+}
+
+// Decode, one token, the whole router in one kernel: logits = router · RMSNorm(h) (GemvTile:
+// 16 rows per block, 17 blocks for the 257 rows, each block normalising h itself), block 0 also
+// writes the normalised x (bf16 [2048]) for the expert kernels, and the last block to finish
+// (a ticket counter, left at 0 again) routes the token: ids [9], weights [9].
+//   router bf16 [257, 2048]; h f32 [2048]; w1p f32 [2048] (post-attention norm, 1 + w);
+//   logits f32 [257] (scratch); ticket i32 [1], zero between launches.
+extern "C" __global__ void __launch_bounds__(256)
+    moe_route_decode(const bf16* __restrict__ router, const float* __restrict__ h, const float* __restrict__ w1p,
+                     float eps, float* __restrict__ logits, bf16* __restrict__ x, int* __restrict__ ids,
+                     float* __restrict__ weights, int* __restrict__ ticket) {
+    __shared__ __align__(16) float xs[HIDDEN];
+    __shared__ float red[32];
+    __shared__ bool last;
+    GemvTile<HIDDEN> tile;
+    tile.load(router, ROUTER_ROWS);
+    pdl_wait();
+    stage_rms_norm(h, w1p, eps, xs, red);
+    if (blockIdx.x == 0)
+        for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) x[i] = __float2bfloat16(xs[i]);  // exact: xs is bf16-rounded
+#pragma unroll
+    for (int r = 0; r < GemvTile<HIDDEN>::ROWS_PER_WARP; r++) {
+        const float v = tile.dot(r, xs);
+        if ((threadIdx.x & 31) == 0 && tile.row(r) < ROUTER_ROWS) logits[tile.row(r)] = v;
+    }
+    // The last block in sees every block's logits: each publishes its writes before taking a ticket.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(ticket, 1) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    pdl_trigger();
+    route_token(logits, ids, weights, nullptr);
+    if (threadIdx.x == 0) *ticket = 0;
 }
 
 // One block of 288 threads (9 warps >= 257 experts). From the routed counts (the shared expert
@@ -104,7 +142,6 @@ extern "C" __global__ void __launch_bounds__(EXPERTS)
 extern "C" __global__ void __launch_bounds__(288)
     moe_plan(const int* __restrict__ counts, int T, int* __restrict__ offsets, int* __restrict__ cursor,
              int4* __restrict__ tiles, int* __restrict__ total_tiles) {
-    pdl_trigger();
     pdl_wait();
     __shared__ int cnt[288], ntile[288], row_off[288], tile_off[288];
     const int e = threadIdx.x, lane = e & 31;
@@ -156,7 +193,6 @@ extern "C" __global__ void __launch_bounds__(288)
 // result), the shared expert's rows are in token order.
 extern "C" __global__ void moe_permute(const int* __restrict__ ids, int T, const int* __restrict__ offsets,
                                        int* __restrict__ cursor, int* __restrict__ perm) {
-    pdl_trigger();
     pdl_wait();
     const int a = blockIdx.x * blockDim.x + threadIdx.x;
     if (a >= T * SLOTS) return;

@@ -1,36 +1,32 @@
 // Zero-centred RMSNorm (model-spec §3): out = bf16(h · rsqrt(mean(h²) + eps) · w1p), where w1p
-// already holds 1 + w. One block per token row; the row's statistics in f32.
+// already holds 1 + w; rows of HIDDEN. One block per token row; the row's statistics in f32
+// (`rms_scale` in common.cuh, which the decode GEMVs that fold the norm in use too).
 //
 // rms_norm_bf16:      out = norm(h)
 // add_rms_norm_bf16:  h += delta (the residual add of the previous sub-layer), then out = norm(h)
-// Geometry: one block of 256 threads per row (width 2048 → 8 values per thread).
+// Geometry: one block of 256 threads per row (8 values per thread).
 
 __device__ __forceinline__ void norm_row(const float* __restrict__ h, const float* __restrict__ w1p,
-                                         bf16* __restrict__ out, int width, float eps) {
-    __shared__ float scratch[32];
-    float ss = 0.f;
-    for (int i = threadIdx.x; i < width; i += blockDim.x) ss += h[i] * h[i];
-    const float inv = rsqrtf(block_sum(ss, scratch) / width + eps);
-    for (int i = threadIdx.x; i < width; i += blockDim.x) out[i] = __float2bfloat16(h[i] * inv * w1p[i]);
+                                         bf16* __restrict__ out, float eps) {
+    __shared__ float red[32];
+    const float inv = rms_scale(h, eps, red);
+    for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) out[i] = __float2bfloat16(h[i] * inv * w1p[i]);
 }
 
 extern "C" __global__ void rms_norm_bf16(const float* __restrict__ h, const float* __restrict__ w1p,
-                                         bf16* __restrict__ out, int width, float eps) {
-    pdl_trigger();
+                                         bf16* __restrict__ out, float eps) {
     pdl_wait();
     const size_t row = blockIdx.x;
-    norm_row(h + row * width, w1p, out + row * width, width, eps);
+    norm_row(h + row * HIDDEN, w1p, out + row * HIDDEN, eps);
 }
 
 extern "C" __global__ void add_rms_norm_bf16(float* __restrict__ h, const float* __restrict__ delta,
-                                             const float* __restrict__ w1p, bf16* __restrict__ out,
-                                             int width, float eps) {
-    pdl_trigger();
+                                             const float* __restrict__ w1p, bf16* __restrict__ out, float eps) {
     pdl_wait();
     const size_t row = blockIdx.x;
-    float* hr = h + row * width;
-    const float* dr = delta + row * width;
-    for (int i = threadIdx.x; i < width; i += blockDim.x) hr[i] += dr[i];
+    float* hr = h + row * HIDDEN;
+    const float* dr = delta + row * HIDDEN;
+    for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) hr[i] += dr[i];
     __syncthreads();
-    norm_row(hr, w1p, out + row * width, width, eps);
+    norm_row(hr, w1p, out + row * HIDDEN, eps);
 }
