@@ -67,9 +67,8 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
 __device__ __forceinline__ float silu(float x) { return x / (1.f + __expf(-x)); }
 __device__ __forceinline__ float sigmoidf(float x) { return 1.f / (1.f + __expf(-x)); }
 
-// 8 bf16 from one 16-byte load, widened to f32.
-__device__ __forceinline__ void load8(const bf16* p, float out[8]) {
-    uint4 raw = *reinterpret_cast<const uint4*>(p);
+// 8 bf16 packed in 16 bytes, widened to f32.
+__device__ __forceinline__ void unpack8(uint4 raw, float out[8]) {
     const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -78,6 +77,9 @@ __device__ __forceinline__ void load8(const bf16* p, float out[8]) {
         out[2 * i + 1] = f.y;
     }
 }
+
+// 8 bf16 from one 16-byte load, widened to f32.
+__device__ __forceinline__ void load8(const bf16* p, float out[8]) { unpack8(*reinterpret_cast<const uint4*>(p), out); }
 
 // Asynchronous global → shared copies (sm_80+), completed by commit/wait groups. A 16-byte copy
 // with valid = false writes 16 zero bytes instead (out-of-range rows of a tile).
@@ -169,12 +171,20 @@ struct GemvTile {
     }
 };
 
-// Zero-centred RMSNorm's scale for one row of HIDDEN f32 values: rsqrt(mean(h²) + eps). Each
-// thread sums h[i]² for i = threadIdx.x, + blockDim.x, ... (the order norm.cu also uses, so both
-// give the same bits). Every thread gets the result; `red` holds 32 floats.
-__device__ __forceinline__ float rms_scale(const float* __restrict__ h, float eps, float* red) {
+// The norm and staging helpers below assume blocks of 256 threads and unroll their loops, so
+// every thread's loads are in flight at once (a rolled loop pays one L2 round trip per step).
+#define STAGE_THREADS 256
+
+// Zero-centred RMSNorm's scale for one row of HIDDEN f32 values: rsqrt(mean(h²) + eps). Thread t
+// sums h[i]² for i = t, t + 256, ... (the order norm.cu also uses, so both give the same bits),
+// keeping its 8 values in `hv`. Every thread gets the result; `red` holds 32 floats.
+__device__ __forceinline__ float rms_scale(const float* __restrict__ h, float eps, float* red,
+                                           float (&hv)[HIDDEN / STAGE_THREADS]) {
+#pragma unroll
+    for (int k = 0; k < HIDDEN / STAGE_THREADS; k++) hv[k] = __ldcg(h + threadIdx.x + k * STAGE_THREADS);
     float ss = 0.f;
-    for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) ss += h[i] * h[i];
+#pragma unroll
+    for (int k = 0; k < HIDDEN / STAGE_THREADS; k++) ss += hv[k] * hv[k];
     return rsqrtf(block_sum(ss, red) / HIDDEN + eps);
 }
 
@@ -182,13 +192,31 @@ __device__ __forceinline__ float rms_scale(const float* __restrict__ h, float ep
 // reads, exactly as rms_norm_bf16 writes it. Ends with a barrier.
 __device__ __forceinline__ void stage_rms_norm(const float* __restrict__ h, const float* __restrict__ w1p, float eps,
                                                float* xs, float* red) {
-    const float inv = rms_scale(h, eps, red);
-    for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) xs[i] = __bfloat162float(__float2bfloat16(h[i] * inv * w1p[i]));
+    float hv[HIDDEN / STAGE_THREADS], wv[HIDDEN / STAGE_THREADS];
+#pragma unroll
+    for (int k = 0; k < HIDDEN / STAGE_THREADS; k++) wv[k] = w1p[threadIdx.x + k * STAGE_THREADS];
+    const float inv = rms_scale(h, eps, red, hv);
+#pragma unroll
+    for (int k = 0; k < HIDDEN / STAGE_THREADS; k++)
+        xs[threadIdx.x + k * STAGE_THREADS] = __bfloat162float(__float2bfloat16(hv[k] * inv * wv[k]));
     __syncthreads();
 }
 
-// xs (f32 [n], shared) = x (bf16 [n]). Ends with a barrier.
-__device__ __forceinline__ void stage_bf16(const bf16* __restrict__ x, int n, float* xs) {
-    for (int i = threadIdx.x; i < n; i += blockDim.x) xs[i] = __bfloat162float(x[i]);
+// xs (f32 [N], shared) = x (bf16 [N]), N a multiple of 2048: 16-byte loads, all in flight.
+// Ends with a barrier.
+// Activations written by the previous kernel are read from L2 (__ldcg) by the kernels that may
+// start early under PDL, so no line an SM cached before can be stale.
+template <int N>
+__device__ __forceinline__ void stage_bf16(const bf16* __restrict__ x, float* xs) {
+    float v[N / (8 * STAGE_THREADS)][8];
+#pragma unroll
+    for (int k = 0; k < N / (8 * STAGE_THREADS); k++)
+        unpack8(__ldcg(reinterpret_cast<const uint4*>(x + (threadIdx.x + k * STAGE_THREADS) * 8)), v[k]);
+#pragma unroll
+    for (int k = 0; k < N / (8 * STAGE_THREADS); k++) {
+        float4* d = reinterpret_cast<float4*>(xs + (threadIdx.x + k * STAGE_THREADS) * 8);
+        d[0] = make_float4(v[k][0], v[k][1], v[k][2], v[k][3]);
+        d[1] = make_float4(v[k][4], v[k][5], v[k][6], v[k][7]);
+    }
     __syncthreads();
 }

@@ -243,15 +243,22 @@ extern "C" __global__ void __launch_bounds__(32)
 }
 
 // Merges the split-K partials of one row (token t, query head h), normalises, multiplies by
-// sigmoid(gate) and writes bf16 for o_proj. Grid T*16, 256 threads (one per dim).
+// sigmoid(gate) and writes bf16 for o_proj. Grid T*16, 256 threads: thread s first takes chunk
+// s's (max, sum) (splits <= 256), then the 8 warps share out the chunks (warp w: chunks w, w+8,
+// ...; lane: 8 of the 256 dims, so a warp reads a chunk's whole row at once) and meet in shared
+// memory: no serial walk over the chunks.
 //   qg [T, 16, 512] f32 (the gate is dims 256..511 of each head); align = the key tile of the
 //   attend kernel that wrote the partials; out [T, 16*256] bf16.
+#define COMBINE_MAX_SPLITS 256
 extern "C" __global__ void __launch_bounds__(HEAD_DIM)
     attn_combine(const float* __restrict__ part_o, const float* __restrict__ part_ml, const float* __restrict__ qg,
                  const int* __restrict__ pos_ptr, int T, int splits, int align, bf16* __restrict__ out) {
+    __shared__ float weight[COMBINE_MAX_SPLITS];  // e^(m_s - m) of each chunk
+    __shared__ float red[32];
+    __shared__ __align__(16) float partial[HEAD_DIM / 32][HEAD_DIM];
     pdl_trigger();
     pdl_wait();
-    const int row = blockIdx.x, d = threadIdx.x;
+    const int row = blockIdx.x, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int t = row / ATTN_HEADS, h = row % ATTN_HEADS;
     if (t >= T) return;
     const int pos = *pos_ptr;
@@ -260,15 +267,37 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
     // later ones were never written for it.
     const int used = min(splits, (pos + t) / chunk + 1);
     const size_t rows_total = (size_t)T * ATTN_HEADS;
-    float m = NEG_INF;
-    for (int s = 0; s < used; s++) m = fmaxf(m, part_ml[((size_t)s * rows_total + row) * 2]);
-    float acc = 0.f, den = 0.f;
-    for (int s = 0; s < used; s++) {
-        const size_t r = (size_t)s * rows_total + row;
-        const float w = exp2f(part_ml[r * 2] - m);
-        den += w * part_ml[r * 2 + 1];
-        acc += w * part_o[r * HEAD_DIM + d];
+
+    float m_s = NEG_INF, l_s = 0.f;
+    if (tid < used) {
+        const size_t r = (size_t)tid * rows_total + row;
+        m_s = __ldcg(part_ml + r * 2);
+        l_s = __ldcg(part_ml + r * 2 + 1);
     }
-    const float gate = qg[(size_t)t * (ATTN_HEADS * 2 * HEAD_DIM) + h * 2 * HEAD_DIM + HEAD_DIM + d];
-    out[(size_t)t * (ATTN_HEADS * HEAD_DIM) + h * HEAD_DIM + d] = __float2bfloat16(acc / den / (1.f + expf(-gate)));
+    float m = warp_max(m_s);
+    if (lane == 0) red[warp] = m;
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < HEAD_DIM / 32; w++) m = fmaxf(m, red[w]);
+    const float w_s = tid < used ? exp2f(m_s - m) : 0.f;
+    weight[tid] = w_s;
+    const float den = block_sum(w_s * l_s, red);  // its barriers also publish weight[]
+
+    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll 4
+    for (int c = warp; c < used; c += HEAD_DIM / 32) {
+        const float4* po = reinterpret_cast<const float4*>(part_o + ((size_t)c * rows_total + row) * HEAD_DIM + lane * 8);
+        const float4 x0 = __ldcg(po), x1 = __ldcg(po + 1);
+        const float wc = weight[c];
+        acc[0] += wc * x0.x; acc[1] += wc * x0.y; acc[2] += wc * x0.z; acc[3] += wc * x0.w;
+        acc[4] += wc * x1.x; acc[5] += wc * x1.y; acc[6] += wc * x1.z; acc[7] += wc * x1.w;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) partial[warp][lane * 8 + i] = acc[i];
+    __syncthreads();
+    float o = 0.f;
+#pragma unroll
+    for (int w = 0; w < HEAD_DIM / 32; w++) o += partial[w][tid];
+    const float gate = qg[(size_t)t * (ATTN_HEADS * 2 * HEAD_DIM) + h * 2 * HEAD_DIM + HEAD_DIM + tid];
+    out[(size_t)t * (ATTN_HEADS * HEAD_DIM) + h * HEAD_DIM + tid] = __float2bfloat16(o / den / (1.f + expf(-gate)));
 }

@@ -30,7 +30,7 @@ const HEAD_DIM: usize = 256;
 const HIDDEN: usize = 2048;
 /// Streaming multiprocessors of an H200 (split-K aims to fill them).
 const SMS: usize = 132;
-/// Most split-K chunks per call.
+/// Most split-K chunks per call (`COMBINE_MAX_SPLITS` in attention.cu: one combine thread each).
 const MAX_SPLITS: usize = 256;
 /// Chunks shorter than this many tokens use the decode kernel (2 tokens per block), longer ones
 /// the prefill kernel (16 tokens per block).

@@ -16,7 +16,7 @@ __device__ __forceinline__ void gemv_x(const bf16* __restrict__ w, const bf16* _
     GemvTile<IN> tile;
     tile.load(w, out_dim);
     pdl_wait();
-    stage_bf16(x, IN, xs);
+    stage_bf16<IN>(x, xs);
     pdl_trigger();
 #pragma unroll
     for (int r = 0; r < GemvTile<IN>::ROWS_PER_WARP; r++) {

@@ -43,7 +43,7 @@ const EXPERT_DIM: usize = 512;
 /// Token counts up to this use the GEMV kernels (each token streams its 9 experts' weights).
 pub const GEMV_MAX_T: usize = 4;
 /// Warps per block of the GEMV kernels (one output row each).
-const GEMV_WARPS: usize = 4;
+const GEMV_WARPS: usize = 8;
 /// Rows per grouped-GEMM tile (`GEMM_BM` in the .cu files).
 const TILE_ROWS: usize = 64;
 /// Output columns per grouped-GEMM tile (`GEMM_BN`).

@@ -4,13 +4,18 @@
 //
 // rms_norm_bf16:      out = norm(h)
 // add_rms_norm_bf16:  h += delta (the residual add of the previous sub-layer), then out = norm(h)
-// Geometry: one block of 256 threads per row (8 values per thread).
+// Geometry: one block of 256 threads (STAGE_THREADS) per row (8 values per thread).
 
 __device__ __forceinline__ void norm_row(const float* __restrict__ h, const float* __restrict__ w1p,
                                          bf16* __restrict__ out, float eps) {
     __shared__ float red[32];
-    const float inv = rms_scale(h, eps, red);
-    for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) out[i] = __float2bfloat16(h[i] * inv * w1p[i]);
+    float hv[HIDDEN / STAGE_THREADS];
+    const float inv = rms_scale(h, eps, red, hv);
+#pragma unroll
+    for (int k = 0; k < HIDDEN / STAGE_THREADS; k++) {
+        const int i = threadIdx.x + k * STAGE_THREADS;
+        out[i] = __float2bfloat16(hv[k] * inv * w1p[i]);
+    }
 }
 
 extern "C" __global__ void rms_norm_bf16(const float* __restrict__ h, const float* __restrict__ w1p,
@@ -26,7 +31,8 @@ extern "C" __global__ void add_rms_norm_bf16(float* __restrict__ h, const float*
     const size_t row = blockIdx.x;
     float* hr = h + row * HIDDEN;
     const float* dr = delta + row * HIDDEN;
-    for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) hr[i] += dr[i];
+#pragma unroll
+    for (int k = 0; k < HIDDEN / STAGE_THREADS; k++) hr[threadIdx.x + k * STAGE_THREADS] += dr[threadIdx.x + k * STAGE_THREADS];
     __syncthreads();
     norm_row(hr, w1p, out + row * HIDDEN, eps);
 }
