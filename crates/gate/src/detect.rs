@@ -4,6 +4,8 @@
 //! Overlaps go to the more specific type (a card number is not also a phone number).
 
 use crate::checks;
+use crate::keywords::{KeywordTable, Kw};
+use crate::scan::{find, Prefixes};
 use crate::normalize::{char_slice, Normalized};
 use crate::{EntityType, Span};
 use regex::Regex;
@@ -111,20 +113,6 @@ const DOB_CONTEXT: &[&str] = &[
     "aged", "age:",
 ];
 
-const PHONE_CONTEXT: &[&str] = &[
-    "phone", "tel", "call", "mobile", "cell", "fax", "contact", "reach", "text me", "whatsapp", "sms", "dial",
-    "ring", "hotline", "landline", "telefon", "handy", "rufnummer", "ruf", "anrufen", "téléphone", "portable", "joindre",
-    "teléfono", "móvil", "movil", "llama", "telefono", "cellulare", "chiama", "bel ", "mobiel",
-];
-
-/// Words before a number that make it something other than a phone number.
-const NOT_PHONE_CONTEXT: &[&str] = &[
-    "order", "invoice", "ticket", "ref", "tracking", "serial", "sku", "isbn", "version", "build", "id ", "id:", "id#",
-    "#", "account", "acct", "case", "po ", "item", "part", "model", "batch", "lot ", "transaction", "txn", "receipt",
-    "confirmation", "booking", "issue", "pr ", "commit", "port", "pid", "uid", "gid", "hash", "checksum", "size",
-    "bytes", "iban", "card", "ssn", "bsn", "sin ", "aadhaar", "invalid", "checksum", "kreditkarte", "carte", "tarjeta", "carta",
-];
-
 const NAME_CONTEXT: &[&str] = &[
     "my name is", "name is", "name:", "i am", "i'm", "dear", "hi", "hello", "thanks", "thank you", "regards,",
     "regards", "sincerely", "signed", "cheers", "from:", "to:", "cc:", "patient", "customer", "employee", "client",
@@ -149,6 +137,8 @@ const STREET_SUFFIXES: &str = "Street|St|Avenue|Ave|Av|Road|Rd|Boulevard|Blvd|La
 pub struct Detector {
     pem: Regex,
     token: Regex,
+    /// The literal prefixes of `token`'s keys.
+    token_prefixes: Prefixes,
     assign: Regex,
     assign_tail: Regex,
     said: Regex,
@@ -158,8 +148,7 @@ pub struct Detector {
     digits: Regex,
     ids: Regex,
     /// Every keyword of every detector, in one pass over the lower-case text.
-    keywords: Regex,
-    keyword_kinds: std::collections::HashMap<&'static str, Vec<Kw>, std::hash::BuildHasherDefault<Fnv>>,
+    keywords: KeywordTable,
     said_tail: Regex,
     street_de_tail: Regex,
     dob_ctx: Regex,
@@ -239,7 +228,7 @@ fn has_any(hay: &str, words: &[&str]) -> bool {
 /// `w` in `hay`, not inside a longer word on its left (suffixes may follow: "phones").
 fn contains_word(hay: &str, w: &str) -> bool {
     let mut from = 0;
-    while let Some(i) = hay[from..].find(w) {
+    while let Some(i) = find(&hay[from..], w) {
         let at = from + i;
         let first = w.chars().next().is_some_and(|c| c.is_alphanumeric());
         if !first || !before(hay, at).is_some_and(|c| c.is_alphanumeric()) {
@@ -265,6 +254,11 @@ impl Detector {
                 r"|AIza[0-9A-Za-z_-]{35}|npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
                 r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
             )),
+            token_prefixes: Prefixes::new(&[
+                "AKIA", "ASIA", "ABIA", "ACCA", "AIDA", "AROA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+                "sk-", "xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xapp-", "https://hooks.slack.com/services/",
+                "sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_", "AIza", "npm_", "hf_", "SG.", "eyJ",
+            ]),
             assign: re(r"(?:password|passwd|passphrase|pwd|secret_?key|client_?secret|secret|auth_?token|access_?token|token|api_?key|apikey|access_?key|private_?key|credentials?)"),
             assign_tail: re(r#"^["']?[ \t]*(?::=|=>|==?|:)[ \t]*"#),
             said: re(r"(?-u:\b)(?:password|passcode|passwort|kennwort|mot de passe|contraseña|pin)\s+(?:is|was|ist|est|es|è|:)\s+"),
@@ -272,22 +266,7 @@ impl Detector {
             email: re(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24}"),
             iban: re(r"(?i)[a-z]{2}[0-9]{2}[ -]?[a-z0-9]{4}"),
             digits: re(r"[0-9]+(?:(?: |-|\. |\.)[0-9]+)*"),
-            keywords: {
-                let mut all: Vec<&str> = KEYWORDS.iter().flat_map(|(_, ws)| ws.iter().copied()).collect();
-                // Longest first, so that "secret_key" wins over "secret" where both start.
-                all.sort_by_key(|w| std::cmp::Reverse(w.len()));
-                all.dedup();
-                re(&all.iter().map(|w| regex::escape(w)).collect::<Vec<_>>().join("|"))
-            },
-            keyword_kinds: {
-                let mut m: std::collections::HashMap<&'static str, Vec<Kw>, std::hash::BuildHasherDefault<Fnv>> = Default::default();
-                for (kind, words) in KEYWORDS {
-                    for w in *words {
-                        m.entry(w).or_default().push(*kind);
-                    }
-                }
-                m
-            },
+            keywords: KeywordTable::new(),
             said_tail: re(r"^\s+(?:is|was|ist|est|es|è|:)\s+"),
             street_de_tail: re(r"^[ \t]+[0-9]{1,5}[a-zA-Z]?(?:[-/][0-9]{1,5})?"),
             dob_ctx: word_list(DOB_CONTEXT),
@@ -342,80 +321,130 @@ impl Detector {
 
     /// Findings in a normalised text, overlaps resolved, sorted by start.
     pub fn hits(&self, text: &str) -> Vec<Hit> {
-        let lower = text.to_ascii_lowercase();
-        let kw = self.keyword_hits(text, &lower);
-        let mut hits = Vec::new();
+        self.hits_timed(text, &mut |_| {})
+    }
+
+    /// `hits`, calling `lap(stage)` after each stage (for `profile`; a no-op otherwise).
+    fn hits_timed(&self, text: &str, lap: &mut impl FnMut(usize)) -> Vec<Hit> {
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Scratch> = Default::default();
+        }
+        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut scratch) => self.hits_in(text, &mut scratch, lap),
+            Err(_) => self.hits_in(text, &mut Scratch::default(), lap),
+        })
+    }
+
+    fn hits_in(&self, text: &str, scratch: &mut Scratch, lap: &mut impl FnMut(usize)) -> Vec<Hit> {
+        let Scratch { lower, keywords: kw, hits } = scratch;
+        lower.clear();
+        lower.push_str(text);
+        lower.make_ascii_lowercase();
+        let lower = lower.as_str();
+        self.keyword_hits(text, lower, kw);
+        let kw = &*kw;
+        lap(0);
+        hits.clear();
         let mut push = |start: usize, end: usize, kind: EntityType| hits.push(Hit { start, end, kind });
         // What the text holds decides which detectors can find anything in it.
-        let bytes = text.as_bytes();
-        let digits = bytes.iter().filter(|b| b.is_ascii_digit()).count();
-        let has = |b: u8| bytes.contains(&b);
-        self.secrets(text, &lower, &kw, &mut push);
-        if has(b'@') {
+        let n = kw.bytes;
+        let digits = n.digits;
+        self.secrets(text, lower, kw, &mut push);
+        lap(1);
+        if n.at > 0 {
             self.emails(text, &mut push);
         }
+        lap(2);
         if digits >= 9 {
-            self.ibans(text, &kw, &mut push);
-            self.numbers(text, &lower, &kw, &mut push);
+            self.ibans(text, kw, &mut push);
+            lap(3);
+            self.numbers(text, lower, kw, &mut push);
+            lap(4);
         }
         if digits >= 6 {
-            self.ids(text, &lower, &kw, &mut push);
+            self.ids(text, lower, kw, &mut push);
         }
-        if has(b'.') || has(b':') || has(b'-') {
-            self.network(text, &lower, &kw, &mut push);
+        lap(5);
+        if n.dots + n.colons + n.dashes > 0 {
+            self.network(text, lower, kw, &mut push);
         }
+        lap(6);
         if digits >= 7 {
-            self.phones(text, &lower, &kw, &mut push);
+            self.phones(text, lower, kw, &mut push);
         }
+        lap(7);
         if digits >= 4 {
-            self.dates(text, &lower, &kw, &mut push);
+            self.dates(text, lower, kw, &mut push);
         }
+        lap(8);
         if digits >= 1 {
-            self.addresses(text, &lower, &kw, &mut push);
+            self.addresses(text, lower, kw, &mut push);
         }
-        self.persons(text, &lower, &kw, &mut push);
-        resolve(hits)
+        lap(9);
+        self.persons(text, lower, kw, &mut push);
+        lap(10);
+        let out = resolve(std::mem::take(hits));
+        lap(11);
+        out
+    }
+
+    /// The names of `profile`'s stages.
+    #[doc(hidden)]
+    pub const STAGES: [&'static str; 14] =
+        ["keywords", "secrets", "emails", "ibans", "numbers", "ids", "network", "phones", "dates", "addresses", "persons", "resolve", "normalize", "to_spans"];
+
+    /// `detect`, calling `lap(stage)` after each stage (`STAGES`), for tuning.
+    #[doc(hidden)]
+    pub fn profile(&self, text: &str, lap: &mut impl FnMut(usize)) -> Vec<Span> {
+        let norm = Normalized::new(text);
+        lap(12);
+        let hits = self.hits_timed(&norm.text, lap);
+        let spans = to_spans(text, &norm, &hits);
+        lap(13);
+        spans
     }
 
     /// Where the keywords stand (one scan of the lower-case text for all detectors).
-    fn keyword_hits(&self, text: &str, lower: &str) -> Keywords {
-        let mut k = Keywords { digits: number_stretches(text), caps: capitalised_words(text), ..Default::default() };
-        for m in self.keywords.find_iter(lower) {
-            let Some(kinds) = self.keyword_kinds.get(m.as_str()) else { continue };
-            let word_start = !before(lower, m.start()).is_some_and(|c| c.is_alphanumeric());
+    fn keyword_hits(&self, text: &str, lower: &str, k: &mut Keywords) {
+        k.clear();
+        k.bytes = ByteCounts::of(text.as_bytes());
+        number_stretches(text, &mut k.digits);
+        capitalised_words(text, &mut k.caps);
+        self.keywords.find_all(lower, |start, end, kinds| {
+            let m = Pos(start, end);
+            let word_start = !before(lower, start).is_some_and(|c| c.is_alphanumeric());
             for kind in kinds {
                 match kind {
-                    Kw::Assign => k.assign.push(Pos(m.start(), m.end())),
+                    Kw::Assign => k.assign.push(m),
                     Kw::Said if word_start => {
-                        if let Some(t) = self.said_tail.find(&lower[m.end()..]) {
-                            k.said.push(Pos(m.start(), m.end() + t.end()));
+                        if let Some(t) = self.said_tail.find(&lower[end..]) {
+                            k.said.push(Pos(start, end + t.end()));
                         }
                     }
-                    Kw::Dob => k.dob.push(Pos(m.start(), m.end())),
+                    Kw::Dob => k.dob.push(m),
                     Kw::StreetEu if word_start => {
-                        let spaces = lower[m.end()..].bytes().take_while(|b| *b == b' ' || *b == b'\t').count();
+                        let spaces = lower[end..].bytes().take_while(|b| *b == b' ' || *b == b'\t').count();
                         if spaces > 0 {
-                            k.street_eu.push(Pos(m.start(), m.end() + spaces));
+                            k.street_eu.push(Pos(start, end + spaces));
                         }
                     }
                     Kw::StreetDe => {
-                        if let Some(t) = self.street_de_tail.find(&text[m.end()..]) {
-                            k.street_de.push(Pos(m.start(), m.end() + t.end()));
+                        if let Some(t) = self.street_de_tail.find(&text[end..]) {
+                            k.street_de.push(Pos(start, end + t.end()));
                         }
                     }
-                    Kw::NameCue => k.name_cue.push(Pos(m.start(), m.end())),
+                    Kw::NameCue => k.name_cue.push(m),
                     Kw::PhoneCtx | Kw::NotPhone => {
-                        let alnum = m.as_str().starts_with(|c: char| c.is_alphanumeric());
+                        let alnum = lower[start..].starts_with(|c: char| c.is_alphanumeric());
                         if word_start || !alnum {
                             let list = if *kind == Kw::PhoneCtx { &mut k.phone_ctx } else { &mut k.not_phone };
-                            list.push(Pos(m.start(), m.end()));
+                            list.push(m);
                         }
                     }
                     _ => {}
                 }
             }
-        }
-        k
+        });
     }
 
     /// Time of each pattern's bare search over `texts` (for tuning).
@@ -443,57 +472,26 @@ impl Detector {
             .collect()
     }
 
-    /// Time spent in each detector over `text` (for tuning; `solo gate eval` reports the total).
-    #[doc(hidden)]
-    pub fn profile(&self, text: &str, acc: &mut [f64; 10]) {
-        let lower = text.to_ascii_lowercase();
-        let kw = self.keyword_hits(text, &lower);
-        let mut sink = |_: usize, _: usize, _: EntityType| {};
-        let t = std::time::Instant::now();
-        let mut lap = |i: usize, t: &mut std::time::Instant| {
-            acc[i] += t.elapsed().as_secs_f64();
-            *t = std::time::Instant::now();
-        };
-        let mut t = t;
-        self.secrets(text, &lower, &kw, &mut sink);
-        lap(0, &mut t);
-        self.emails(text, &mut sink);
-        lap(1, &mut t);
-        self.ibans(text, &kw, &mut sink);
-        lap(2, &mut t);
-        self.numbers(text, &lower, &kw, &mut sink);
-        lap(3, &mut t);
-        self.ids(text, &lower, &kw, &mut sink);
-        lap(4, &mut t);
-        self.network(text, &lower, &kw, &mut sink);
-        lap(5, &mut t);
-        self.phones(text, &lower, &kw, &mut sink);
-        lap(6, &mut t);
-        self.dates(text, &lower, &kw, &mut sink);
-        lap(7, &mut t);
-        self.addresses(text, &lower, &kw, &mut sink);
-        lap(8, &mut t);
-        self.persons(text, &lower, &kw, &mut sink);
-        lap(9, &mut t);
-    }
-
     #[inline(never)]
     fn secrets(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
-        let pem = if text.contains("-----BEGIN") { self.pem.find_iter(text).collect() } else { Vec::new() };
+        let pem = if kw.bytes.dashes >= 10 && find(text, "-----BEGIN").is_some() { self.pem.find_iter(text).collect() } else { Vec::new() };
         for m in pem {
-            let end = match text[m.end()..].find("-----END ") {
+            let end = match find(&text[m.end()..], "-----END ") {
                 Some(i) => {
                     let close = m.end() + i + 9;
-                    text[close..].find("-----").map_or(text.len(), |j| close + j + 5)
+                    find(&text[close..], "-----").map_or(text.len(), |j| close + j + 5)
                 }
                 None => text.len(),
             };
             push(m.start(), end, EntityType::Secret);
         }
-        for m in self.token.find_iter(text) {
+        // The pattern runs from the first place a key's prefix stands, if any.
+        let from = self.token_prefixes.first(text.as_bytes()).unwrap_or(text.len());
+        for m in self.token.find_iter(&text[from..]) {
+            let (start, end) = (from + m.start(), from + m.end());
             let s = m.as_str();
             let boundary = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-            if boundary(before(text, m.start())) || (boundary(after(text, m.end())) && !s.starts_with("https://")) {
+            if boundary(before(text, start)) || (boundary(after(text, end)) && !s.starts_with("https://")) {
                 continue;
             }
             // Keys are random: mixed letters and digits (not "sk-my-project-name-here").
@@ -504,9 +502,9 @@ impl Detector {
                     continue;
                 }
             }
-            push(m.start(), m.end(), EntityType::Secret);
+            push(start, end, EntityType::Secret);
         }
-        let creds = if text.contains("://") { self.url_creds.captures_iter(text).collect() } else { Vec::new() };
+        let creds = if kw.bytes.colons > 0 && find(text, "://").is_some() { self.url_creds.captures_iter(text).collect() } else { Vec::new() };
         for m in creds {
             let (user, pass) = (m.get(1).unwrap(), m.get(2).unwrap());
             let scheme = text[..m.get(0).unwrap().start()].bytes().rev().take_while(|b| b.is_ascii_alphanumeric() || b"+.-".contains(b)).count();
@@ -590,7 +588,7 @@ impl Detector {
     /// Digit runs: cards, SSNs, and the national numbers that are only digits.
     #[inline(never)]
     fn numbers(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
-        for (ms, me) in digit_runs(text, &regions(text, &kw.digits, 9, b" .-")) {
+        for (ms, me) in digit_runs(text, &regions(text, &kw.digits, 9, &const { digits_and(b" .-") })) {
             let m = Found { start: ms, end: me };
             if before(text, m.start).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '_') {
                 continue;
@@ -702,8 +700,8 @@ impl Detector {
 
     #[inline(never)]
     fn network(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
-        let colons = text.bytes().filter(|&b| b == b':').count();
-        let ipv4 = if text.contains('.') { find_in(&self.ipv4, text, &regions(text, &kw.digits, 4, b"./")) } else { Vec::new() };
+        let n = kw.bytes;
+        let ipv4 = if n.dots > 0 { find_in(&self.ipv4, text, &regions(text, &kw.digits, 4, &const { digits_and(b"./") })) } else { Vec::new() };
         for (ms, me) in ipv4 {
             let m = Found { start: ms, end: me };
             let s = &text[m.start..m.end];
@@ -723,17 +721,15 @@ impl Detector {
             }
             push(m.start, m.start + addr.len(), EntityType::IpAddress);
         }
-        let b = text.as_bytes();
-        let count = |c: u8| b.iter().filter(|&&x| x == c).count();
-        let macs = if count(b':') >= 5 || count(b'-') >= 5 || count(b'.') >= 2 { self.mac.find_iter(text).collect() } else { Vec::new() };
-        for m in macs {
-            let s = m.as_str();
+        let macs = if n.colons >= 5 || n.dashes >= 5 || n.dots >= 2 { mac_shapes(text.as_bytes()) } else { Vec::new() };
+        for (ms, me) in macs {
+            let s = &text[ms..me];
             let consistent = !s.contains(':') || !s.contains('-');
-            if consistent && !word_char(before(text, m.start())) && !after(text, m.end()).is_some_and(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-') {
-                push(m.start(), m.end(), EntityType::MacAddress);
+            if consistent && !word_char(before(text, ms)) && !after(text, me).is_some_and(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-') {
+                push(ms, me, EntityType::MacAddress);
             }
         }
-        if colons < 2 {
+        if n.colons < 2 {
             return;
         }
         // Only around colons with hex digits or colons on both sides.
@@ -769,7 +765,7 @@ impl Detector {
 
     #[inline(never)]
     fn phones(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
-        for (ms, me) in phone_candidates(text, &regions(text, &kw.digits, 7, b" .-/()+x")) {
+        for (ms, me) in phone_candidates(text, &regions(text, &kw.digits, 7, &const { digits_and(b" .-/()+x") })) {
             let mut start = ms;
             let mut end = me;
             let s = &text[ms..me];
@@ -842,7 +838,7 @@ impl Detector {
         for m in &kw.dob {
             let from = floor(text, m.start().saturating_sub(40)).max(last_end.min(m.start()));
             let mut to = ceil(text, m.end() + 70);
-            if let Some(blank) = text[m.end()..to].find("\n\n") {
+            if let Some(blank) = find(&text[m.end()..to], "\n\n") {
                 to = m.end() + blank;
             }
             last_end = to;
@@ -1094,37 +1090,6 @@ impl Detector {
     }
 }
 
-/// Which detector a keyword serves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kw {
-    Assign,
-    Said,
-    Dob,
-    StreetEu,
-    StreetDe,
-    NameCue,
-    PhoneCtx,
-    NotPhone,
-}
-
-const KEYWORDS: &[(Kw, &[&str])] = &[
-    (Kw::Assign, &["password", "passwd", "passphrase", "pwd", "secret_key", "secretkey", "client_secret", "clientsecret", "secret",
-        "auth_token", "authtoken", "access_token", "accesstoken", "token", "api_key", "apikey", "access_key", "accesskey",
-        "private_key", "privatekey", "credentials", "credential"]),
-    (Kw::Said, &["password", "passcode", "passwort", "kennwort", "mot de passe", "contraseña", "pin"]),
-    (Kw::Dob, &["born", "birth", "dob", "d.o.b", "b-day", "bday", "née", "né le", "naissance", "geboren", "geb.", "geburts",
-        "nacimiento", "nacido", "nacida", "nato il", "nata il", "nascita", "geboortedatum", "aged"]),
-    (Kw::StreetEu, &["rue", "avenue", "av.", "boulevard", "bd", "chemin", "allée", "impasse", "place", "quai", "route", "cours",
-        "passage", "calle", "c/", "avenida", "avda.", "paseo", "plaza", "camino", "carrer", "carretera", "ronda", "glorieta",
-        "cuesta", "callejón", "rambla", "travesía", "via", "viale", "piazza", "piazzale", "corso", "largo", "vicolo", "contrada",
-        "borgo", "strada", "rua", "travessa", "praça", "alameda"]),
-    (Kw::StreetDe, &["straße", "strasse", "str.", "weg", "gasse", "platz", "allee", "damm", "ufer", "steig", "chaussee",
-        "straat", "laan", "plein", "gracht", "kade", "baan", "dijk", "singel", "dreef", "steeg"]),
-    (Kw::NameCue, &["my name is ", "name is ", "i'm ", "i am "]),
-    (Kw::PhoneCtx, PHONE_CONTEXT),
-    (Kw::NotPhone, NOT_PHONE_CONTEXT),
-];
-
 /// `2024-01-05`, `05/01/2024`, `5.1.24`: one separator, day/month/year-sized groups.
 fn looks_like_date(s: &str) -> bool {
     let Some(sep) = s.bytes().find(|b| !b.is_ascii_digit()) else { return false };
@@ -1152,6 +1117,15 @@ impl Pos {
     }
 }
 
+/// What one `hits` call works in, kept from call to call on each thread: gating a text then
+/// allocates little.
+#[derive(Default)]
+struct Scratch {
+    lower: String,
+    keywords: Keywords,
+    hits: Vec<Hit>,
+}
+
 #[derive(Default)]
 struct Keywords {
     assign: Vec<Pos>,
@@ -1166,6 +1140,50 @@ struct Keywords {
     digits: Vec<(usize, usize)>,
     /// Capitalised words.
     caps: Vec<(usize, usize)>,
+    bytes: ByteCounts,
+}
+
+/// How many of a few bytes a text holds.
+#[derive(Default, Clone, Copy)]
+struct ByteCounts {
+    digits: usize,
+    at: usize,
+    colons: usize,
+    dashes: usize,
+    dots: usize,
+}
+
+impl ByteCounts {
+    /// One pass, without branches (the compiler makes it vector code).
+    fn of(b: &[u8]) -> ByteCounts {
+        let mut n = ByteCounts::default();
+        for chunk in b.chunks(1 << 30) {
+            let (mut digits, mut at, mut colons, mut dashes, mut dots) = (0u32, 0u32, 0u32, 0u32, 0u32);
+            for &c in chunk {
+                digits += (c.wrapping_sub(b'0') < 10) as u32;
+                at += (c == b'@') as u32;
+                colons += (c == b':') as u32;
+                dashes += (c == b'-') as u32;
+                dots += (c == b'.') as u32;
+            }
+            n.digits += digits as usize;
+            n.at += at as usize;
+            n.colons += colons as usize;
+            n.dashes += dashes as usize;
+            n.dots += dots as usize;
+        }
+        n
+    }
+}
+
+impl Keywords {
+    fn clear(&mut self) {
+        for list in [&mut self.assign, &mut self.said, &mut self.dob, &mut self.street_eu, &mut self.street_de, &mut self.name_cue, &mut self.phone_ctx, &mut self.not_phone] {
+            list.clear();
+        }
+        self.digits.clear();
+        self.caps.clear();
+    }
 }
 
 /// One regex for a list of context words: each must start a word (suffixes may follow).
@@ -1186,17 +1204,26 @@ struct Found {
     end: usize,
 }
 
-/// Byte ranges of `text` made of digits and the `allowed` separators with at least `min` digits:
-/// the only places worth running a number pattern on.
-fn regions(text: &str, within: &[(usize, usize)], min: usize, allowed: &[u8]) -> Vec<(usize, usize)> {
+/// A byte table: digits and the bytes of `extra`.
+const fn digits_and(extra: &[u8]) -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut d = b'0';
+    while d <= b'9' {
+        t[d as usize] = true;
+        d += 1;
+    }
+    let mut k = 0;
+    while k < extra.len() {
+        t[extra[k] as usize] = true;
+        k += 1;
+    }
+    t
+}
+
+/// Byte ranges of `text` made of digits and the separators `allowed` (from `digits_and`) with at
+/// least `min` digits: the only places worth running a number pattern on.
+fn regions(text: &str, within: &[(usize, usize)], min: usize, allowed: &[bool; 256]) -> Vec<(usize, usize)> {
     let b = text.as_bytes();
-    let mut table = [false; 256];
-    for d in b'0'..=b'9' {
-        table[d as usize] = true;
-    }
-    for &a in allowed {
-        table[a as usize] = true;
-    }
     let mut out = Vec::new();
     for &(from, to) in within {
         let mut i = from;
@@ -1207,7 +1234,7 @@ fn regions(text: &str, within: &[(usize, usize)], min: usize, allowed: &[u8]) ->
             }
             let start = i;
             let mut digits = 0;
-            while i < to && table[b[i] as usize] {
+            while i < to && allowed[b[i] as usize] {
                 digits += b[i].is_ascii_digit() as usize;
                 i += 1;
             }
@@ -1222,25 +1249,9 @@ fn regions(text: &str, within: &[(usize, usize)], min: usize, allowed: &[u8]) ->
 
 /// Every stretch of digits and number punctuation (`+()./- x` and spaces), in one pass: the
 /// only places the number detectors look.
-fn number_stretches(text: &str) -> Vec<(usize, usize)> {
-    const fn table() -> [bool; 256] {
-        let mut t = [false; 256];
-        let mut d = b'0';
-        while d <= b'9' {
-            t[d as usize] = true;
-            d += 1;
-        }
-        let extra = b" .-/()+x";
-        let mut k = 0;
-        while k < extra.len() {
-            t[extra[k] as usize] = true;
-            k += 1;
-        }
-        t
-    }
-    static TABLE: [bool; 256] = table();
+fn number_stretches(text: &str, out: &mut Vec<(usize, usize)>) {
+    static TABLE: [bool; 256] = digits_and(b" .-/()+x");
     let b = text.as_bytes();
-    let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
         match b[i..].iter().position(|c| c.is_ascii_digit()) {
@@ -1260,7 +1271,6 @@ fn number_stretches(text: &str) -> Vec<(usize, usize)> {
         }
         out.push((start, i));
     }
-    out
 }
 
 /// The word lists as sets (built once).
@@ -1339,7 +1349,7 @@ fn street_starts(text: &str, kw: &Keywords) -> Vec<usize> {
     }
     for &(a, _) in &kw.caps {
         let rest = &text[a..];
-        if ["Flat ", "Unit ", "Studio ", "Apartment "].iter().any(|p| rest.starts_with(p)) {
+        if matches!(rest.as_bytes()[0], b'F' | b'U' | b'S' | b'A') && ["Flat ", "Unit ", "Studio ", "Apartment "].iter().any(|p| rest.starts_with(p)) {
             out.push(a);
         }
     }
@@ -1414,6 +1424,31 @@ fn phone_candidates(text: &str, regions: &[(usize, usize)]) -> Vec<(usize, usize
     out
 }
 
+/// MAC address shapes, left to right and not overlapping: six hex pairs joined by `:` or `-`
+/// ("00:1A:2B:3C:4D:5E"), else three groups of four hex digits joined by dots ("001a.2b3c.4d5e").
+fn mac_shapes(b: &[u8]) -> Vec<(usize, usize)> {
+    let hex = |i: usize, n: usize| b[i..i + n].iter().all(u8::is_ascii_hexdigit);
+    // The separators first: they rule out almost every place.
+    let pairs = |i: usize| {
+        i + 17 <= b.len() && (0..5).all(|k| matches!(b[i + 2 + 3 * k], b':' | b'-')) && hex(i, 2) && (0..5).all(|k| hex(i + 3 + 3 * k, 2))
+    };
+    let quads = |i: usize| i + 14 <= b.len() && b[i + 4] == b'.' && b[i + 9] == b'.' && hex(i, 4) && hex(i + 5, 4) && hex(i + 10, 4);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 14 <= b.len() {
+        if pairs(i) {
+            out.push((i, i + 17));
+            i += 17;
+        } else if quads(i) {
+            out.push((i, i + 14));
+            i += 14;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
 /// Matches of `re` inside `regions` (offsets in `text`).
 fn find_in(re: &Regex, text: &str, regions: &[(usize, usize)]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -1428,9 +1463,8 @@ fn find_in(re: &Regex, text: &str, regions: &[(usize, usize)]) -> Vec<(usize, us
 /// Capitalised words: an upper-case letter at a word start, then lower-case letters
 /// (apostrophes and inner hyphens allowed: "O'Neil", "Wulff-Rörricht"), and a trailing dot
 /// ("Dr."). Byte ranges.
-fn capitalised_words(text: &str) -> Vec<(usize, usize)> {
+fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
     let b = text.as_bytes();
-    let mut out = Vec::new();
     let mut i = 0;
     let mut prev_alnum = false;
     // The character at byte `i` and its length.
@@ -1494,7 +1528,6 @@ fn capitalised_words(text: &str) -> Vec<(usize, usize)> {
         i = j;
         prev_alnum = true;
     }
-    out
 }
 
 /// The last one to three words of `ctx` are a name cue ("my name is", "dear", "thanks").

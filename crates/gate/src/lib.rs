@@ -15,8 +15,10 @@ pub mod checks;
 pub mod conversation;
 pub mod detect;
 pub mod eval;
+pub mod keywords;
 pub mod normalize;
 pub mod policy;
+pub mod scan;
 
 pub use conversation::{Conversation, Restorer};
 pub use detect::Detector;
