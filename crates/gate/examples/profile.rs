@@ -32,6 +32,12 @@ fn main() {
     let texts: Vec<String> = std::io::BufReader::new(std::fs::File::open(path).unwrap())
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(&l.unwrap()).unwrap()["text"].as_str().unwrap().to_string())
+        .filter(|t: &String| {
+            // BYTES=40-70: only documents of that size (the median one is about 54 bytes).
+            let range = std::env::var("BYTES").unwrap_or_default();
+            let (lo, hi) = range.split_once('-').unwrap_or(("0", "18446744073709551615"));
+            (lo.parse().unwrap_or(0)..=hi.parse().unwrap_or(usize::MAX)).contains(&t.len())
+        })
         .collect();
     let kb: f64 = texts.iter().map(|t| t.len() as f64).sum::<f64>() / 1024.0;
     for t in &texts {

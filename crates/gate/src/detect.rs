@@ -383,7 +383,7 @@ impl Detector {
         lap(9);
         self.persons(text, lower, kw, &mut push);
         lap(10);
-        let out = resolve(std::mem::take(hits));
+        let out = resolve_from(hits);
         lap(11);
         out
     }
@@ -1672,18 +1672,27 @@ fn assigned_value(text: &str, from: usize, prose: bool) -> Option<(usize, usize)
 
 /// Overlaps: the higher priority wins, then the longer.
 pub fn resolve(mut hits: Vec<Hit>) -> Vec<Hit> {
+    resolve_from(&mut hits)
+}
+
+/// `resolve`, leaving `hits` (sorted by priority) for the caller to reuse.
+fn resolve_from(hits: &mut Vec<Hit>) -> Vec<Hit> {
     hits.retain(|h| h.end > h.start);
+    if hits.len() <= 1 {
+        return hits.clone();
+    }
     hits.sort_by_key(|h| (std::cmp::Reverse(priority(h.kind)), std::cmp::Reverse(h.end - h.start), h.start));
     // Kept hits by start; they do not overlap, so only the neighbours of a new one can.
-    let mut kept: std::collections::BTreeMap<usize, Hit> = std::collections::BTreeMap::new();
-    for h in hits {
-        let left_ok = kept.range(..=h.start).next_back().is_none_or(|(_, k)| k.end <= h.start);
-        let right_ok = kept.range(h.start..).next().is_none_or(|(_, k)| k.start >= h.end);
+    let mut kept: Vec<Hit> = Vec::with_capacity(hits.len());
+    for h in hits.iter() {
+        let at = kept.partition_point(|k| k.start < h.start);
+        let left_ok = at == 0 || kept[at - 1].end <= h.start;
+        let right_ok = at == kept.len() || kept[at].start >= h.end;
         if left_ok && right_ok {
-            kept.insert(h.start, h);
+            kept.insert(at, *h);
         }
     }
-    kept.into_values().collect()
+    kept
 }
 
 /// Hits in the normalised text → spans in the input's characters.

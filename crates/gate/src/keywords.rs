@@ -2,7 +2,7 @@
 //!
 //! At each place the longest keyword that starts there is taken and the scan goes on after it,
 //! as a regular expression made of the keywords (longest first) would match them. A bit per
-//! three leading bytes rules out most places at once.
+//! code of three bytes rules out most places at once.
 
 /// Which detector a keyword serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,12 +57,12 @@ pub struct KeywordTable {
     /// For each three leading bytes that some keyword has: the range of `long` they lead, in an
     /// open-addressed table (`slot`); an empty slot holds head 0.
     heads: Vec<(u32, u16, u16)>,
-    /// One bit per `head_bit` of three bytes: could a long keyword start with them?
-    head_bits: Box<[u64; 512]>,
+    /// One bit per `code` of three bytes: could a keyword start with bytes of that code? Set
+    /// for every code that a keyword's first three bytes have, and for every code that starts
+    /// like a short keyword.
+    maybe: Box<[u64; 512]>,
     /// Keywords of one or two bytes ("#", "bd"), longest first.
     short: Vec<(&'static str, Vec<Kw>)>,
-    /// The first bytes of the short keywords.
-    short_first: [bool; 256],
 }
 
 /// The first three bytes as a number.
@@ -70,16 +70,16 @@ fn head(b: &[u8]) -> u32 {
     (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32
 }
 
+/// The low five bits of a byte: letters keep their identity, so few places pass.
+fn code(b: u8) -> usize {
+    (b & 31) as usize
+}
+
 /// Slots of the table of heads: four times the heads there are, or more.
 const SLOTS: usize = 1024;
 
 fn slot(head: u32) -> usize {
     (head.wrapping_mul(0x9E37_79B1) >> 22) as usize
-}
-
-/// Five bits of each of three bytes: letters keep their identity, so few places pass.
-fn head_bit(b: &[u8]) -> usize {
-    ((b[0] & 31) as usize) << 10 | ((b[1] & 31) as usize) << 5 | (b[2] & 31) as usize
 }
 
 impl KeywordTable {
@@ -97,17 +97,26 @@ impl KeywordTable {
         let (mut long, mut short): (Vec<_>, Vec<_>) = all.into_iter().partition(|(w, _)| w.len() >= 3);
         long.sort_by_key(|(w, _)| (head(w.as_bytes()), std::cmp::Reverse(w.len())));
         short.sort_by_key(|(w, _)| std::cmp::Reverse(w.len()));
+        let mut maybe = Box::new([0u64; 512]);
+        let mut set = |c: usize| maybe[c / 64] |= 1 << (c % 64);
         let mut groups: Vec<(u32, u16, u16)> = Vec::new();
-        let mut head_bits = Box::new([0u64; 512]);
         for (i, (w, _)) in long.iter().enumerate() {
-            let bit = head_bit(w.as_bytes());
-            head_bits[bit / 64] |= 1 << (bit % 64);
-            let h = head(w.as_bytes());
+            let b = w.as_bytes();
+            set(code(b[0]) << 10 | code(b[1]) << 5 | code(b[2]));
+            let h = head(b);
             match groups.last_mut() {
                 Some(last) if last.0 == h => last.2 = i as u16 + 1,
                 _ => groups.push((h, i as u16, i as u16 + 1)),
             }
         }
+        for (w, _) in &short {
+            let b = w.as_bytes();
+            for rest in 0..1 << (5 * (3 - b.len())) {
+                let known = b.iter().fold(0, |c, &x| c << 5 | code(x));
+                set(known << (5 * (3 - b.len())) | rest);
+            }
+        }
+        assert!(groups.len() * 4 <= SLOTS);
         let mut heads = vec![(0, 0, 0); SLOTS];
         for g in groups {
             let mut k = slot(g.0);
@@ -116,11 +125,7 @@ impl KeywordTable {
             }
             heads[k] = g;
         }
-        let mut short_first = [false; 256];
-        for (w, _) in &short {
-            short_first[w.as_bytes()[0] as usize] = true;
-        }
-        KeywordTable { long, heads, head_bits, short, short_first }
+        KeywordTable { long, heads, maybe, short }
     }
 
     /// Each keyword found in `lower`: its byte range and the detectors it serves, left to right.
@@ -128,7 +133,21 @@ impl KeywordTable {
         let b = lower.as_bytes();
         let mut i = 0;
         while i < b.len() {
-            match self.longest_at(b, i) {
+            // Most places start no keyword: the code of three bytes, rolled along, tells.
+            if i + 2 < b.len() {
+                let mut c = code(b[i]) << 5 | code(b[i + 1]);
+                loop {
+                    c = (c << 5 | code(b[i + 2])) & 0x7fff;
+                    if self.maybe[c / 64] & 1 << (c % 64) != 0 {
+                        break;
+                    }
+                    i += 1;
+                    if i + 2 == b.len() {
+                        break;
+                    }
+                }
+            }
+            match self.longest_at(&b[i..]) {
                 Some((len, kinds)) => {
                     found(i, i + len, kinds);
                     i += len;
@@ -138,35 +157,22 @@ impl KeywordTable {
         }
     }
 
-    #[inline]
-    fn longest_at(&self, b: &[u8], i: usize) -> Option<(usize, &[Kw])> {
-        let rest = &b[i..];
+    fn longest_at(&self, rest: &[u8]) -> Option<(usize, &[Kw])> {
         if rest.len() >= 3 {
-            let bit = head_bit(rest);
-            if self.head_bits[bit / 64] & 1 << (bit % 64) != 0 {
-                if let Some(found) = self.longest_long(rest) {
-                    return Some(found);
+            let h = head(rest);
+            let mut k = slot(h);
+            while self.heads[k].0 != 0 {
+                if self.heads[k].0 == h {
+                    let (_, from, to) = self.heads[k];
+                    if let Some((w, kinds)) = self.long[from as usize..to as usize].iter().find(|(w, _)| rest.starts_with(w.as_bytes())) {
+                        return Some((w.len(), kinds));
+                    }
+                    break;
                 }
+                k = (k + 1) % SLOTS;
             }
         }
-        if self.short_first[rest[0] as usize] {
-            return self.short.iter().find(|(w, _)| rest.starts_with(w.as_bytes())).map(|(w, kinds)| (w.len(), kinds.as_slice()));
-        }
-        None
-    }
-
-    fn longest_long(&self, rest: &[u8]) -> Option<(usize, &[Kw])> {
-        let h = head(rest);
-        let mut k = slot(h);
-        while self.heads[k].0 != h {
-            if self.heads[k].0 == 0 {
-                return None;
-            }
-            k = (k + 1) % SLOTS;
-        }
-        let (_, from, to) = self.heads[k];
-        let (w, kinds) = self.long[from as usize..to as usize].iter().find(|(w, _)| rest.starts_with(w.as_bytes()))?;
-        Some((w.len(), kinds))
+        self.short.iter().find(|(w, _)| rest.starts_with(w.as_bytes())).map(|(w, kinds)| (w.len(), kinds.as_slice()))
     }
 }
 
