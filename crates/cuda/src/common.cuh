@@ -130,6 +130,10 @@ __device__ __forceinline__ uint4 load_weights16(const bf16* p) {
     return v;
 }
 
+// A compiler barrier after a burst of load_weights16: nothing that follows (the staging of x, the
+// dots) is scheduled between the loads, so they are all in flight at once.
+__device__ __forceinline__ void weights_requested() { asm volatile("" ::: "memory"); }
+
 template <int IN>
 struct GemvTile {
     static constexpr int ROWS_PER_WARP = 4096 / IN;
@@ -151,6 +155,7 @@ struct GemvTile {
 #pragma unroll
             for (int j = 0; j < PIECES; j++) w[r][j] = ok ? load_weights16(wr + j * 256) : make_uint4(0, 0, 0, 0);
         }
+        weights_requested();
     }
 
     // The dot of row r with xs (f32 [IN], shared memory), complete in every lane of the warp.

@@ -237,7 +237,6 @@ extern "C" __global__ void __launch_bounds__(32)
     attn_decode(const bf16* __restrict__ q, const bf16* __restrict__ kc, const bf16* __restrict__ vc,
                 const int* __restrict__ pos, int T, int splits, float* __restrict__ part_o,
                 float* __restrict__ part_ml) {
-    pdl_trigger();
     pdl_wait();
     attend<1, 32>(q, kc, vc, pos, T, splits, part_o, part_ml);
 }
@@ -256,7 +255,6 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
     __shared__ float weight[COMBINE_MAX_SPLITS];  // e^(m_s - m) of each chunk
     __shared__ float red[32];
     __shared__ __align__(16) float partial[HEAD_DIM / 32][HEAD_DIM];
-    pdl_trigger();
     pdl_wait();
     const int row = blockIdx.x, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int t = row / ATTN_HEADS, h = row % ATTN_HEADS;

@@ -78,8 +78,6 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128)
 gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, const float* __restrict__ b,
                 const float* __restrict__ a, const float* __restrict__ a_log, const float* __restrict__ dt_bias,
                 const float* __restrict__ norm_w, float* __restrict__ S, bf16* __restrict__ out, float eps) {
-    pdl_trigger();
-    pdl_wait();
     __shared__ float sumsq[16];  // Σo² of the head's 16 warps (4 blocks × 4), slot 4·rank + warp
     const unsigned FULL = 0xffffffffu;
     const int h = blockIdx.x >> 2, group = blockIdx.x & 3, kh = h >> 1;
@@ -94,7 +92,11 @@ gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, co
     // Every global load first.
     float4 s[8];
 #pragma unroll
-    for (int i = 0; i < 8; i++) s[i] = *reinterpret_cast<const float4*>(Sh + (rq + 16 * i) * 128);
+    for (int i = 0; i < 8; i++) s[i] = __ldcg(reinterpret_cast<const float4*>(Sh + (rq + 16 * i) * 128));
+    // S is this kernel's own state (written one token ago, from L2): read before pdl_wait(),
+    // overlapping the conv kernel. Everything below comes from the kernels just before.
+    pdl_wait();
+    pdl_trigger();
     const float* qh = mixed + kh * 128;
     const float* kh_ = mixed + GDN_KEY_DIM + kh * 128;
     float qr[8], kr[8];  // raw q, k at this lane's rows

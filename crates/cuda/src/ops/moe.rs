@@ -42,8 +42,11 @@ const SLOTS: usize = TOP_K + 1;
 const EXPERT_DIM: usize = 512;
 /// Token counts up to this use the GEMV kernels (each token streams its 9 experts' weights).
 pub const GEMV_MAX_T: usize = 4;
-/// Warps per block of the GEMV kernels (one output row each).
-const GEMV_WARPS: usize = 8;
+/// Warps per block of the expert GEMV kernels (one output row each).
+const GATE_UP_WARPS: usize = 8;
+const DOWN_WARPS: usize = 4;
+/// Shared memory of `moe_gate_up_gemv`: each warp's gate and up rows (bf16), then x (f32).
+const GATE_UP_GEMV_SHARED: usize = GATE_UP_WARPS * 2 * HIDDEN * 2 + HIDDEN * 4;
 /// Rows per grouped-GEMM tile (`GEMM_BM` in the .cu files).
 const TILE_ROWS: usize = 64;
 /// Output columns per grouped-GEMM tile (`GEMM_BN`).
@@ -207,15 +210,15 @@ fn group(gpu: &Gpu, t: usize, l: &Layout) -> Result<()> {
 fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: DevPtr) -> Result<()> {
     gpu.launch(
         "moe_gate_up_gemv",
-        ((EXPERT_DIM / GEMV_WARPS) as u32, SLOTS as u32, t as u32),
-        (32 * GEMV_WARPS) as u32,
-        0,
+        ((EXPERT_DIM / GATE_UP_WARPS) as u32, SLOTS as u32, t as u32),
+        (32 * GATE_UP_WARPS) as u32,
+        GATE_UP_GEMV_SHARED as u32,
         &[Arg::Ptr(x), Arg::Ptr(w.gate_up), Arg::Ptr(l.ids), Arg::Ptr(l.act)],
     )?;
     gpu.launch(
         "moe_down_gemv",
-        ((HIDDEN / GEMV_WARPS) as u32, 1, t as u32),
-        (32 * GEMV_WARPS) as u32,
+        ((HIDDEN / DOWN_WARPS) as u32, 1, t as u32),
+        (32 * DOWN_WARPS) as u32,
         0,
         &[Arg::Ptr(l.act), Arg::Ptr(w.down), Arg::Ptr(l.ids), Arg::Ptr(l.weights), Arg::Ptr(out)],
     )
