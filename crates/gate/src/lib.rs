@@ -4,7 +4,10 @@
 //!
 //! ```text
 //! normalize.rs  NFKC with offsets back to the input's characters
-//! detect.rs     the detectors (patterns, checksums, context words, name lists)
+//! detect.rs     the detectors (patterns, checksums, context words, name lists), one file each
+//!               in detect/
+//! keywords.rs   every detector's context words, found in one pass
+//! scan.rs       small scans the detectors share
 //! checks.rs     Luhn, mod-97, national-id rules, dates
 //! conversation.rs  values seen so far in a conversation: repeats, placeholders, restoration
 //! policy.rs     the TOML policy: type (and destination) → outcome, strictest wins

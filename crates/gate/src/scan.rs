@@ -1,5 +1,6 @@
-//! Small byte scans the detectors share: substring search without set-up cost, and the places
-//! where one of a set of literal prefixes stands.
+//! Small scans the detectors share: the characters around a place, context words before it,
+//! substring search without set-up cost, the places where one of a set of literal prefixes
+//! stands, and the stretches of digits the number detectors look in.
 
 /// The first place of `needle` in `hay`: `str::find` for the short texts and words here,
 /// without its set-up cost.
@@ -55,6 +56,171 @@ impl Prefixes {
     pub fn first(&self, b: &[u8]) -> Option<usize> {
         (0..b.len()).find(|&i| self.at(b, i))
     }
+}
+
+/// The character before byte `i` (or `None` at the start).
+pub(crate) fn before(s: &str, i: usize) -> Option<char> {
+    s[..i].chars().next_back()
+}
+
+pub(crate) fn after(s: &str, i: usize) -> Option<char> {
+    s[i..].chars().next()
+}
+
+pub(crate) fn word_char(c: Option<char>) -> bool {
+    c.is_some_and(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// A char boundary at or before `i`.
+pub(crate) fn floor(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+pub(crate) fn ceil(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The `window` bytes before `start`, lower case (ASCII), cut at a line start.
+pub(crate) fn ctx_before(lower: &str, start: usize, window: usize) -> &str {
+    let from = floor(lower, start.saturating_sub(window));
+    &lower[from..start]
+}
+
+pub(crate) fn ctx_after(lower: &str, end: usize, window: usize) -> &str {
+    let to = ceil(lower, end + window);
+    &lower[end..to]
+}
+
+pub(crate) fn has_any(hay: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| contains_word(hay, w))
+}
+
+/// `w` in `hay`, not inside a longer word on its left (suffixes may follow: "phones").
+pub(crate) fn contains_word(hay: &str, w: &str) -> bool {
+    let mut from = 0;
+    while let Some(i) = find(&hay[from..], w) {
+        let at = from + i;
+        let first = w.chars().next().is_some_and(|c| c.is_alphanumeric());
+        if !first || !before(hay, at).is_some_and(|c| c.is_alphanumeric()) {
+            return true;
+        }
+        from = at + w.len();
+    }
+    false
+}
+
+/// A byte table: digits and the bytes of `extra`.
+pub(crate) const fn digits_and(extra: &[u8]) -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut d = b'0';
+    while d <= b'9' {
+        t[d as usize] = true;
+        d += 1;
+    }
+    let mut k = 0;
+    while k < extra.len() {
+        t[extra[k] as usize] = true;
+        k += 1;
+    }
+    t
+}
+
+/// Byte ranges of `text` made of digits and the separators `allowed` (from `digits_and`) with at
+/// least `min` digits: the only places worth running a number pattern on.
+pub(crate) fn regions(text: &str, within: &[(usize, usize)], min: usize, allowed: &[bool; 256]) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    for &(from, to) in within {
+        let mut i = from;
+        while i < to {
+            if !(b[i].is_ascii_digit() || b[i] == b'+' || b[i] == b'(') {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            let mut digits = 0;
+            while i < to && allowed[b[i] as usize] {
+                digits += b[i].is_ascii_digit() as usize;
+                i += 1;
+            }
+            if digits >= min {
+                out.push((start, i));
+            }
+            i = i.max(start + 1);
+        }
+    }
+    out
+}
+
+/// Every stretch of digits and number punctuation (`+()./- x` and spaces), in one pass: the
+/// only places the number detectors look.
+pub(crate) fn number_stretches(text: &str, out: &mut Vec<(usize, usize)>) {
+    static TABLE: [bool; 256] = digits_and(b" .-/()+x");
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i..].iter().position(|c| c.is_ascii_digit()) {
+            None => break,
+            Some(p) => i += p,
+        }
+        // Back over a leading "+" or "(" (and spaces between them).
+        let mut start = i;
+        while start > 0 && matches!(b[start - 1], b'+' | b'(' | b' ') && start + 3 > i {
+            start -= 1;
+        }
+        while start < i && b[start] == b' ' {
+            start += 1;
+        }
+        while i < b.len() && TABLE[b[i] as usize] {
+            i += 1;
+        }
+        out.push((start, i));
+    }
+}
+
+/// Ranges widened by `before`/`after` bytes (at character boundaries) and merged.
+pub(crate) fn pad(text: &str, ranges: impl Iterator<Item = (usize, usize)>, before: usize, after: usize) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (a, z) in ranges {
+        let (a, z) = (floor(text, a.saturating_sub(before)), ceil(text, z + after));
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(z),
+            _ => out.push((a, z)),
+        }
+    }
+    out
+}
+
+/// Matches of `re` inside `regions` (offsets in `text`).
+pub(crate) fn find_in(re: &regex::Regex, text: &str, regions: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for &(a, z) in regions {
+        for m in re.find_iter(&text[a..z]) {
+            out.push((a + m.start(), a + m.end()));
+        }
+    }
+    out
+}
+
+/// The digits of `s` into `buf` (at most its length).
+pub(crate) fn digits_into<'b>(s: &str, buf: &'b mut [u8]) -> &'b [u8] {
+    let mut n = 0;
+    for b in s.bytes().filter(u8::is_ascii_digit) {
+        if n == buf.len() {
+            break;
+        }
+        buf[n] = b - b'0';
+        n += 1;
+    }
+    &buf[..n]
 }
 
 #[cfg(test)]

@@ -1,0 +1,97 @@
+//! IP and MAC addresses.
+
+use super::{Detector, Found, Keywords};
+use crate::EntityType;
+use crate::scan::{after, before, ctx_before, digits_and, find_in, has_any, pad, regions, word_char};
+
+impl Detector {
+    #[inline(never)]
+    pub(super) fn network(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
+        let n = kw.bytes;
+        let ipv4 = if n.dots > 0 { find_in(&self.ipv4, text, &regions(text, &kw.digits, 4, &const { digits_and(b"./") })) } else { Vec::new() };
+        for (ms, me) in ipv4 {
+            let m = Found { start: ms, end: me };
+            let s = &text[m.start..m.end];
+            let addr = s.split('/').next().unwrap_or(s);
+            if before(text, m.start).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '-')
+                || after(text, m.end).is_some_and(|c| c.is_ascii_digit() || c.is_alphabetic())
+                || text[m.end..].starts_with('.') && text[m.end + 1..].starts_with(|c: char| c.is_ascii_digit())
+            {
+                continue;
+            }
+            if addr.parse::<std::net::Ipv4Addr>().is_err() {
+                continue;
+            }
+            let ctx = ctx_before(lower, m.start, 24);
+            if has_any(ctx, &["version", "ver.", "release", "build", "v.", "firmware", "oid"]) {
+                continue;
+            }
+            push(m.start, m.start + addr.len(), EntityType::IpAddress);
+        }
+        let macs = if n.colons >= 5 || n.dashes >= 5 || n.dots >= 2 { mac_shapes(text.as_bytes()) } else { Vec::new() };
+        for (ms, me) in macs {
+            let s = &text[ms..me];
+            let consistent = !s.contains(':') || !s.contains('-');
+            if consistent && !word_char(before(text, ms)) && !after(text, me).is_some_and(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-') {
+                push(ms, me, EntityType::MacAddress);
+            }
+        }
+        if n.colons < 2 {
+            return;
+        }
+        // Only around colons with hex digits or colons on both sides.
+        let b = text.as_bytes();
+        let hexish = |c: u8| c.is_ascii_hexdigit() || c == b':';
+        let colons = (1..b.len().saturating_sub(1)).filter(|&i| b[i] == b':' && hexish(b[i - 1]) && hexish(b[i + 1])).map(|i| (i, i + 1));
+        let near = pad(text, colons, 40, 45);
+        for (ms, me) in find_in(&self.ipv6, text, &near) {
+            let m = Found { start: ms, end: me };
+            let s = text[m.start..m.end].trim_end_matches('.');
+            let s = if s.ends_with(':') && !s.ends_with("::") { &s[..s.len() - 1] } else { s };
+            if s.len() < 6 || s.matches(':').count() < 2 || before(text, m.start).is_some_and(|c| c.is_alphanumeric() || c == ':') {
+                continue;
+            }
+            let end = m.start + s.len();
+            if after(text, end).is_some_and(|c| c.is_alphanumeric()) {
+                continue;
+            }
+            let groups = s.split(':').filter(|g| !g.is_empty()).count();
+            if groups < 3 && !s.starts_with("::") {
+                continue;
+            }
+            if s.parse::<std::net::Ipv6Addr>().is_ok() {
+                push(m.start, end, EntityType::IpAddress);
+            } else if let Some((addr, port)) = s.rsplit_once(':') {
+                // "…:443": an address with a port.
+                if port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit()) && addr.parse::<std::net::Ipv6Addr>().is_ok() {
+                    push(m.start, m.start + addr.len(), EntityType::IpAddress);
+                }
+            }
+        }
+    }
+}
+
+/// MAC address shapes, left to right and not overlapping: six hex pairs joined by `:` or `-`
+/// ("00:1A:2B:3C:4D:5E"), else three groups of four hex digits joined by dots ("001a.2b3c.4d5e").
+fn mac_shapes(b: &[u8]) -> Vec<(usize, usize)> {
+    let hex = |i: usize, n: usize| b[i..i + n].iter().all(u8::is_ascii_hexdigit);
+    // The separators first: they rule out almost every place.
+    let pairs = |i: usize| {
+        i + 17 <= b.len() && (0..5).all(|k| matches!(b[i + 2 + 3 * k], b':' | b'-')) && hex(i, 2) && (0..5).all(|k| hex(i + 3 + 3 * k, 2))
+    };
+    let quads = |i: usize| i + 14 <= b.len() && b[i + 4] == b'.' && b[i + 9] == b'.' && hex(i, 4) && hex(i + 5, 4) && hex(i + 10, 4);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 14 <= b.len() {
+        if pairs(i) {
+            out.push((i, i + 17));
+            i += 17;
+        } else if quads(i) {
+            out.push((i, i + 14));
+            i += 14;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}

@@ -1,0 +1,156 @@
+//! Secrets (keys, tokens, private keys, assigned passwords), credentials in URLs, e-mail addresses.
+
+use super::{Detector, Keywords};
+use crate::EntityType;
+use crate::scan::{after, before, find};
+
+impl Detector {
+    #[inline(never)]
+    pub(super) fn secrets(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
+        let pem = if kw.bytes.dashes >= 10 && find(text, "-----BEGIN").is_some() { self.pem.find_iter(text).collect() } else { Vec::new() };
+        for m in pem {
+            let end = match find(&text[m.end()..], "-----END ") {
+                Some(i) => {
+                    let close = m.end() + i + 9;
+                    find(&text[close..], "-----").map_or(text.len(), |j| close + j + 5)
+                }
+                None => text.len(),
+            };
+            push(m.start(), end, EntityType::Secret);
+        }
+        // The pattern runs from the first place a key's prefix stands, if any.
+        let from = self.token_prefixes.first(text.as_bytes()).unwrap_or(text.len());
+        for m in self.token.find_iter(&text[from..]) {
+            let (start, end) = (from + m.start(), from + m.end());
+            let s = m.as_str();
+            let boundary = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if boundary(before(text, start)) || (boundary(after(text, end)) && !s.starts_with("https://")) {
+                continue;
+            }
+            // Keys are random: mixed letters and digits (not "sk-my-project-name-here").
+            if s.starts_with("sk-") || s.starts_with("xox") {
+                let tail = s.rsplit('-').next().unwrap_or("");
+                let digits = s.bytes().filter(u8::is_ascii_digit).count();
+                if digits < 2 || tail.len() < 6 && !s.starts_with("xox") {
+                    continue;
+                }
+            }
+            push(start, end, EntityType::Secret);
+        }
+        let creds = if kw.bytes.colons > 0 && find(text, "://").is_some() { self.url_creds.captures_iter(text).collect() } else { Vec::new() };
+        for m in creds {
+            let (user, pass) = (m.get(1).unwrap(), m.get(2).unwrap());
+            let scheme = text[..m.get(0).unwrap().start()].bytes().rev().take_while(|b| b.is_ascii_alphanumeric() || b"+.-".contains(b)).count();
+            if placeholder(pass.as_str()) || scheme == 0 || scheme > 16 {
+                continue;
+            }
+            push(user.start(), pass.end(), EntityType::UrlCredentials);
+        }
+        for m in &kw.assign {
+            // `==` compares, `max_tokens: 100` counts, `password: str` annotates.
+            let Some(tail) = self.assign_tail.find(&text[m.end()..]) else { continue };
+            if tail.as_str().contains("==") || after(text, m.end()).is_some_and(|c| c.is_alphanumeric()) {
+                continue;
+            }
+            if let Some((s, e)) = assigned_value(text, m.end() + tail.end(), false) {
+                push(s, e, EntityType::Secret);
+            }
+        }
+        for m in &kw.said {
+            if let Some((s, e)) = assigned_value(text, m.end(), true) {
+                push(s, e, EntityType::Secret);
+            }
+        }
+        let _ = lower;
+    }
+
+    #[inline(never)]
+    pub(super) fn emails(&self, text: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+        for m in self.email.find_iter(text) {
+            let mut start = m.start();
+            while text.as_bytes()[start] == b'.' {
+                start += 1;
+            }
+            let local = &text[start..text[start..].find('@').map_or(start, |i| start + i)];
+            if local.is_empty() || local == "git" || after(text, m.end()).is_some_and(|c| c.is_alphanumeric()) {
+                continue;
+            }
+            push(start, m.end(), EntityType::Email);
+        }
+    }
+}
+
+/// A placeholder rather than a value: `<password>`, `${DB_PASS}`, `****`, `xxx`.
+fn placeholder(v: &str) -> bool {
+    let v = v.trim();
+    let lower = v.to_ascii_lowercase();
+    let env = v.strip_prefix('$').is_some_and(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
+    v.is_empty()
+        || env
+        || v.starts_with("${") || v.starts_with("$(") || v.starts_with("%(") || v.starts_with("{{")
+        || v.starts_with('{') && v.ends_with('}')
+        || v.starts_with('<') && v.ends_with('>')
+        || v.starts_with('[') && v.ends_with(']')
+        || v.chars().all(|c| c == v.chars().next().unwrap_or('x'))
+        || ["xxx", "...", "null", "none", "nil", "undefined", "true", "false", "redacted", "hidden", "changeme_in_prod", "your_password", "yourpassword", "your-password", "password_here", "placeholder", "example", "required", "optional", "string", "str", "int", "bool", "secretstr", "env", "os.environ", "process.env", "getenv"]
+            .iter()
+            .any(|p| lower == *p || lower.starts_with("os.") || lower.starts_with("process.") || lower.starts_with("env.") || lower.starts_with("settings.") || lower.starts_with("config."))
+}
+
+/// The value after `key =`: quoted, or up to the next space or delimiter. Code (calls, fields,
+/// type annotations), placeholders and short values are not secrets. `prose`: after "password
+/// is", where a plain word is more likely prose than a password.
+fn assigned_value(text: &str, from: usize, prose: bool) -> Option<(usize, usize)> {
+    let rest = &text[from..];
+    let first = rest.chars().next()?;
+    let (s, e) = if first == '"' || first == '\'' || first == '`' {
+        let close = rest[1..].find(first)?;
+        (from + 1, from + 1 + close)
+    } else {
+        let n = rest.find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '"' | '\'' | '<' | '>')).unwrap_or(rest.len());
+        let mut e = from + n;
+        loop {
+            let v = &text[from..e];
+            let unbalanced = |o: char, c: char| v.ends_with(c) && v.matches(o).count() < v.matches(c).count();
+            if e > from && (v.ends_with(['.', ':', '!', '?']) || unbalanced('(', ')') || unbalanced('[', ']') || unbalanced('{', '}')) {
+                e -= 1;
+            } else {
+                break;
+            }
+        }
+        // A call or an index is code: `get_token(user)`, `os.environ["X"]`.
+        let ident_len = text[from..].bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.').count();
+        let ident = &text[from..from + ident_len];
+        let random = ident.bytes().any(|b| b.is_ascii_digit()) && ident.bytes().any(|b| b.is_ascii_uppercase());
+        if ident_len > 0 && !random && text[from + ident_len..].starts_with(['(', '[']) {
+            return None;
+        }
+        (from, e)
+    };
+    let v = &text[s..e];
+    if v.chars().count() < 4 || v.chars().count() > 200 || placeholder(v) || v.contains('\n') {
+        return None;
+    }
+    if first != '"' && first != '\'' {
+        // Dotted identifiers (`self.password`, `config.token`) and bare type names are code.
+        let ident = |w: &str| w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && w.chars().all(|c| c.is_alphanumeric() || c == '_');
+        if v.contains('.') && v.split('.').all(ident) || ident(v) && v.contains('_') && v.chars().all(|c| !c.is_ascii_uppercase()) {
+            return None;
+        }
+        if v.starts_with('/') || v.starts_with("./") || v.starts_with('~') || v.starts_with("http") {
+            return None;
+        }
+        if v.chars().all(|c| c.is_ascii_digit()) && v.len() < 6 {
+            return None;
+        }
+    }
+    if prose {
+        let has_digit = v.chars().any(|c| c.is_ascii_digit());
+        let has_symbol = v.chars().any(|c| !c.is_alphanumeric());
+        let mixed = v.chars().any(char::is_uppercase) && v.chars().any(char::is_lowercase);
+        if !(has_digit || has_symbol || mixed) || v.len() < 5 && !has_digit {
+            return None;
+        }
+    }
+    Some((s, e))
+}
