@@ -172,7 +172,7 @@ impl Detector {
     }
 
     fn hits_in(&self, text: &str, scratch: &mut Scratch, lap: &mut impl FnMut(usize)) -> Vec<Hit> {
-        let Scratch { lower, keywords: kw, hits } = scratch;
+        let Scratch { lower, keywords: kw, hits, work } = scratch;
         lower.clear();
         lower.push_str(text);
         lower.make_ascii_lowercase();
@@ -194,19 +194,19 @@ impl Detector {
         if digits >= 9 {
             self.ibans(text, kw, &mut push);
             lap(3);
-            self.numbers(text, lower, kw, &mut push);
+            self.numbers(text, lower, kw, work, &mut push);
             lap(4);
         }
         if digits >= 6 {
-            self.ids(text, lower, kw, &mut push);
+            self.ids(text, lower, kw, work, &mut push);
         }
         lap(5);
         if n.dots + n.colons + n.dashes > 0 {
-            self.network(text, lower, kw, &mut push);
+            self.network(text, lower, kw, work, &mut push);
         }
         lap(6);
         if digits >= 7 {
-            self.phones(text, lower, kw, &mut push);
+            self.phones(text, lower, kw, work, &mut push);
         }
         lap(7);
         if digits >= 4 {
@@ -305,6 +305,23 @@ struct Scratch {
     lower: String,
     keywords: Keywords,
     hits: Vec<Hit>,
+    work: Work,
+}
+
+/// Buffers the detectors fill and read.
+#[derive(Default)]
+struct Work {
+    /// Stretches of digits worth a pattern (`regions`), windows around places (`pad`), and
+    /// what was found in them.
+    regions: Vec<(usize, usize)>,
+    near: Vec<(usize, usize)>,
+    found: Vec<(usize, usize)>,
+    /// A digit run's groups, the separators between them, the windows of groups tried, and
+    /// the windows taken.
+    groups: Vec<(usize, usize)>,
+    seps: Vec<(usize, usize)>,
+    windows: Vec<(usize, usize)>,
+    taken: Vec<(usize, usize)>,
 }
 
 #[derive(Default)]

@@ -135,9 +135,9 @@ pub(crate) const fn digits_and(extra: &[u8]) -> [bool; 256] {
 
 /// Byte ranges of `text` made of digits and the separators `allowed` (from `digits_and`) with at
 /// least `min` digits: the only places worth running a number pattern on.
-pub(crate) fn regions(text: &str, within: &[(usize, usize)], min: usize, allowed: &[bool; 256]) -> Vec<(usize, usize)> {
+pub(crate) fn regions(text: &str, within: &[(usize, usize)], min: usize, allowed: &[bool; 256], out: &mut Vec<(usize, usize)>) {
     let b = text.as_bytes();
-    let mut out = Vec::new();
+    out.clear();
     for &(from, to) in within {
         let mut i = from;
         while i < to {
@@ -157,7 +157,6 @@ pub(crate) fn regions(text: &str, within: &[(usize, usize)], min: usize, allowed
             i = i.max(start + 1);
         }
     }
-    out
 }
 
 /// Every stretch of digits and number punctuation (`+()./- x` and spaces), in one pass: the
@@ -187,8 +186,8 @@ pub(crate) fn number_stretches(text: &str, out: &mut Vec<(usize, usize)>) {
 }
 
 /// Ranges widened by `before`/`after` bytes (at character boundaries) and merged.
-pub(crate) fn pad(text: &str, ranges: impl Iterator<Item = (usize, usize)>, before: usize, after: usize) -> Vec<(usize, usize)> {
-    let mut out: Vec<(usize, usize)> = Vec::new();
+pub(crate) fn pad(text: &str, ranges: impl Iterator<Item = (usize, usize)>, before: usize, after: usize, out: &mut Vec<(usize, usize)>) {
+    out.clear();
     for (a, z) in ranges {
         let (a, z) = (floor(text, a.saturating_sub(before)), ceil(text, z + after));
         match out.last_mut() {
@@ -196,18 +195,16 @@ pub(crate) fn pad(text: &str, ranges: impl Iterator<Item = (usize, usize)>, befo
             _ => out.push((a, z)),
         }
     }
-    out
 }
 
 /// Matches of `re` inside `regions` (offsets in `text`).
-pub(crate) fn find_in(re: &regex::Regex, text: &str, regions: &[(usize, usize)]) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
+pub(crate) fn find_in(re: &regex::Regex, text: &str, regions: &[(usize, usize)], out: &mut Vec<(usize, usize)>) {
+    out.clear();
     for &(a, z) in regions {
         for m in re.find_iter(&text[a..z]) {
             out.push((a + m.start(), a + m.end()));
         }
     }
-    out
 }
 
 /// The digits of `s` into `buf` (at most its length).

@@ -1,15 +1,21 @@
 //! IP and MAC addresses.
 
-use super::{Detector, Found, Keywords};
+use super::{Detector, Found, Keywords, Work};
 use crate::EntityType;
 use crate::scan::{after, before, ctx_before, digits_and, find_in, has_any, pad, regions, word_char};
 
 impl Detector {
     #[inline(never)]
-    pub(super) fn network(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
+    pub(super) fn network(&self, text: &str, lower: &str, kw: &Keywords, work: &mut Work, push: &mut impl FnMut(usize, usize, EntityType)) {
         let n = kw.bytes;
-        let ipv4 = if n.dots > 0 { find_in(&self.ipv4, text, &regions(text, &kw.digits, 4, &const { digits_and(b"./") })) } else { Vec::new() };
-        for (ms, me) in ipv4 {
+        work.found.clear();
+        if n.dots >= 3 {
+            regions(text, &kw.digits, 4, &const { digits_and(b"./") }, &mut work.regions);
+            // An address has three dots.
+            work.regions.retain(|&(a, z)| text.as_bytes()[a..z].iter().filter(|&&b| b == b'.').count() >= 3);
+            find_in(&self.ipv4, text, &work.regions, &mut work.found);
+        }
+        for &(ms, me) in &work.found {
             let m = Found { start: ms, end: me };
             let s = &text[m.start..m.end];
             let addr = s.split('/').next().unwrap_or(s);
@@ -28,8 +34,11 @@ impl Detector {
             }
             push(m.start, m.start + addr.len(), EntityType::IpAddress);
         }
-        let macs = if n.colons >= 5 || n.dashes >= 5 || n.dots >= 2 { mac_shapes(text.as_bytes()) } else { Vec::new() };
-        for (ms, me) in macs {
+        work.found.clear();
+        if n.colons >= 5 || n.dashes >= 5 || n.dots >= 2 {
+            mac_shapes(text.as_bytes(), &mut work.found);
+        }
+        for &(ms, me) in &work.found {
             let s = &text[ms..me];
             let consistent = !s.contains(':') || !s.contains('-');
             if consistent && !word_char(before(text, ms)) && !after(text, me).is_some_and(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-') {
@@ -43,8 +52,9 @@ impl Detector {
         let b = text.as_bytes();
         let hexish = |c: u8| c.is_ascii_hexdigit() || c == b':';
         let colons = (1..b.len().saturating_sub(1)).filter(|&i| b[i] == b':' && hexish(b[i - 1]) && hexish(b[i + 1])).map(|i| (i, i + 1));
-        let near = pad(text, colons, 40, 45);
-        for (ms, me) in find_in(&self.ipv6, text, &near) {
+        pad(text, colons, 40, 45, &mut work.near);
+        find_in(&self.ipv6, text, &work.near, &mut work.found);
+        for &(ms, me) in &work.found {
             let m = Found { start: ms, end: me };
             let s = text[m.start..m.end].trim_end_matches('.');
             let s = if s.ends_with(':') && !s.ends_with("::") { &s[..s.len() - 1] } else { s };
@@ -73,14 +83,14 @@ impl Detector {
 
 /// MAC address shapes, left to right and not overlapping: six hex pairs joined by `:` or `-`
 /// ("00:1A:2B:3C:4D:5E"), else three groups of four hex digits joined by dots ("001a.2b3c.4d5e").
-fn mac_shapes(b: &[u8]) -> Vec<(usize, usize)> {
+fn mac_shapes(b: &[u8], out: &mut Vec<(usize, usize)>) {
     let hex = |i: usize, n: usize| b[i..i + n].iter().all(u8::is_ascii_hexdigit);
     // The separators first: they rule out almost every place.
     let pairs = |i: usize| {
         i + 17 <= b.len() && (0..5).all(|k| matches!(b[i + 2 + 3 * k], b':' | b'-')) && hex(i, 2) && (0..5).all(|k| hex(i + 3 + 3 * k, 2))
     };
     let quads = |i: usize| i + 14 <= b.len() && b[i + 4] == b'.' && b[i + 9] == b'.' && hex(i, 4) && hex(i + 5, 4) && hex(i + 10, 4);
-    let mut out = Vec::new();
+    out.clear();
     let mut i = 0;
     while i + 14 <= b.len() {
         if pairs(i) {
@@ -93,5 +103,4 @@ fn mac_shapes(b: &[u8]) -> Vec<(usize, usize)> {
             i += 1;
         }
     }
-    out
 }

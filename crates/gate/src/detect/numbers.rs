@@ -1,6 +1,6 @@
 //! Numbers with checksums: IBANs, cards, SSNs and national ids.
 
-use super::{Detector, Found, Keywords};
+use super::{Detector, Found, Keywords, Work};
 use crate::EntityType;
 use crate::checks;
 use crate::scan::{after, before, ctx_before, digits_and, digits_into, find_in, has_any, pad, regions, word_char};
@@ -47,57 +47,57 @@ impl Detector {
 
     /// Digit runs: cards, SSNs, and the national numbers that are only digits.
     #[inline(never)]
-    pub(super) fn numbers(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
-        for (ms, me) in digit_runs(text, &regions(text, &kw.digits, 9, &const { digits_and(b" .-") })) {
+    pub(super) fn numbers(&self, text: &str, lower: &str, kw: &Keywords, work: &mut Work, push: &mut impl FnMut(usize, usize, EntityType)) {
+        let Work { regions: spaced, found: runs, groups, seps, windows, taken, .. } = work;
+        regions(text, &kw.digits, 9, &const { digits_and(b" .-") }, spaced);
+        digit_runs(text, spaced, runs);
+        for &(ms, me) in runs.iter() {
             let m = Found { start: ms, end: me };
             if before(text, m.start).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '_') {
                 continue;
             }
-            // Groups of the run: (start, end) byte ranges of digits.
-            let run = &text[m.start..m.end];
-            let mut groups: Vec<(usize, usize)> = Vec::new();
-            let mut seps: Vec<&str> = Vec::new();
-            let mut i = 0;
-            let b = run.as_bytes();
-            while i < b.len() {
+            // Groups of the run, and the separators between them: byte ranges.
+            groups.clear();
+            seps.clear();
+            let b = text.as_bytes();
+            let mut i = m.start;
+            while i < m.end {
                 let s = i;
-                while i < b.len() && b[i].is_ascii_digit() {
+                while i < m.end && b[i].is_ascii_digit() {
                     i += 1;
                 }
-                groups.push((m.start + s, m.start + i));
+                groups.push((s, i));
                 let t = i;
-                while i < b.len() && !b[i].is_ascii_digit() {
+                while i < m.end && !b[i].is_ascii_digit() {
                     i += 1;
                 }
                 if i > t {
-                    seps.push(&run[t..i]);
+                    seps.push((t, i));
                 }
             }
+            let sep = |k: usize| &text[seps[k].0..seps[k].1];
             let ctx_of = || ctx_before(lower, m.start, 48);
-            let mut taken: Vec<(usize, usize)> = Vec::new();
-            let free = |taken: &Vec<(usize, usize)>, a: usize, z: usize| taken.iter().all(|&(x, y)| z <= x || a >= y);
+            taken.clear();
             // Windows of consecutive groups, longest first.
             let n = groups.len();
             let len = |i: usize, j: usize| groups[i..=j].iter().map(|g| g.1 - g.0).sum::<usize>();
-            let mut windows: Vec<(usize, usize)> = (0..n)
-                .flat_map(|i| (i..n.min(i + 8)).map(move |j| (i, j)))
-                .filter(|&(i, j)| (9..=19).contains(&len(i, j)))
-                .collect();
+            windows.clear();
+            windows.extend((0..n).flat_map(|i| (i..n.min(i + 8)).map(move |j| (i, j))).filter(|&(i, j)| (9..=19).contains(&len(i, j))));
             windows.sort_by_key(|&(i, j)| std::cmp::Reverse(groups[j].1 - groups[i].0));
-            for (i, j) in windows {
+            for &(i, j) in windows.iter() {
                 let (start, end) = (groups[i].0, groups[j].1);
-                if !free(&taken, start, end) {
+                if !taken.iter().all(|&(x, y)| end <= x || start >= y) {
                     continue;
                 }
                 // Separators inside the window: spaces and dashes only (dots make versions/dates).
-                let inner = &seps[i..j];
-                if inner.iter().any(|s| s.contains('.')) && j > i {
+                let inner = i..j;
+                if inner.clone().any(|k| sep(k).contains('.')) && j > i {
                     continue;
                 }
                 if j + 1 < n && after(text, end).is_some_and(|c| c.is_ascii_digit()) {
                     continue;
                 }
-                if i > 0 && seps[i - 1] == "-" || j + 1 < n && seps[j] == "-" {
+                if i > 0 && sep(i - 1) == "-" || j + 1 < n && sep(j) == "-" {
                     // Part of a longer dashed number.
                     continue;
                 }
@@ -117,7 +117,7 @@ impl Detector {
                     Some(EntityType::Card)
                 } else if !whole {
                     None
-                } else if d.len() == 9 && checks::ssn(d) && (sizes == [3, 2, 4] && inner.iter().all(|s| *s == "-" || *s == " ")
+                } else if d.len() == 9 && checks::ssn(d) && (sizes == [3, 2, 4] && inner.clone().all(|k| sep(k) == "-" || sep(k) == " ")
                     || has_any(ctx_of(), &["ssn", "social security", "soc sec", "ss#", "ss #"]))
                 {
                     Some(EntityType::Ssn)
@@ -141,18 +141,26 @@ impl Detector {
 
     /// National ids with letters: UK NINO, Italian codice fiscale, Spanish DNI/NIE.
     #[inline(never)]
-    pub(super) fn ids(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
+    pub(super) fn ids(&self, text: &str, lower: &str, kw: &Keywords, work: &mut Work, push: &mut impl FnMut(usize, usize, EntityType)) {
         let _ = lower;
         let bounded = |s: usize, e: usize| !word_char(before(text, s)) && !word_char(after(text, e));
         // Only near digits: every id shape has some.
-        let near = pad(text, kw.digits.iter().copied(), 16, 16);
-        for (ms, me) in find_in(&self.ids, text, &near) {
+        pad(text, kw.digits.iter().copied(), 16, 16, &mut work.near);
+        find_in(&self.ids, text, &work.near, &mut work.found);
+        for &(ms, me) in &work.found {
             let m = Found { start: ms, end: me };
             if !bounded(m.start, m.end) {
                 continue;
             }
-            let compact: Vec<u8> = text[m.start..m.end].bytes().filter(|b| *b != b' ' && *b != b'-').collect();
-            if checks::nino(&compact) || checks::codice_fiscale(&compact) || checks::dni_nie(&compact) || checks::nir(&compact) {
+            // The id without its spaces and dashes (the longest shape has 25 bytes).
+            let mut buf = [0u8; 32];
+            let mut n = 0;
+            for b in text[m.start..m.end].bytes().filter(|b| *b != b' ' && *b != b'-').take(buf.len()) {
+                buf[n] = b;
+                n += 1;
+            }
+            let compact = &buf[..n];
+            if checks::nino(compact) || checks::codice_fiscale(compact) || checks::dni_nie(compact) || checks::nir(compact) {
                 push(m.start, m.end, EntityType::NationalId);
             }
         }
@@ -185,9 +193,9 @@ fn steuer_id(d: &[u8]) -> bool {
 }
 
 /// Digit runs inside regions: digit groups joined by one space, dash, dot, or ". ".
-fn digit_runs(text: &str, regions: &[(usize, usize)]) -> Vec<(usize, usize)> {
+fn digit_runs(text: &str, regions: &[(usize, usize)], out: &mut Vec<(usize, usize)>) {
     let b = text.as_bytes();
-    let mut out = Vec::new();
+    out.clear();
     for &(a, z) in regions {
         let mut i = a;
         while i < z {
@@ -213,5 +221,4 @@ fn digit_runs(text: &str, regions: &[(usize, usize)]) -> Vec<(usize, usize)> {
             out.push((start, end));
         }
     }
-    out
 }

@@ -1,13 +1,14 @@
 //! Phone numbers.
 
-use super::{Detector, Keywords, Pos};
+use super::{Detector, Keywords, Pos, Work};
 use crate::EntityType;
 use crate::scan::{after, before, ctx_before, digits_and, digits_into, regions};
 
 impl Detector {
     #[inline(never)]
-    pub(super) fn phones(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
-        for (ms, me) in phone_candidates(text, &regions(text, &kw.digits, 7, &const { digits_and(b" .-/()+x") })) {
+    pub(super) fn phones(&self, text: &str, lower: &str, kw: &Keywords, work: &mut Work, push: &mut impl FnMut(usize, usize, EntityType)) {
+        regions(text, &kw.digits, 7, &const { digits_and(b" .-/()+x") }, &mut work.regions);
+        for (ms, me) in work.regions.iter().filter_map(|&(a, z)| phone_candidate(text, a, z)) {
             let mut start = ms;
             let mut end = me;
             let s = &text[ms..me];
@@ -74,39 +75,33 @@ impl Detector {
     }
 }
 
-/// Phone candidates inside regions: the region without trailing separators, an unclosed
+/// The phone candidate in a region: the region without trailing separators, an unclosed
 /// leading parenthesis, or an "x" that no extension digits follow.
-fn phone_candidates(text: &str, regions: &[(usize, usize)]) -> Vec<(usize, usize)> {
+fn phone_candidate(text: &str, a: usize, z: usize) -> Option<(usize, usize)> {
     let b = text.as_bytes();
-    let mut out = Vec::new();
-    for &(a, z) in regions {
-        let mut start = a;
-        let mut end = z;
-        // "x" only as an extension: digits (maybe after spaces) must follow; else cut there.
-        if let Some(x) = b[start..end].iter().position(|&c| c == b'x') {
-            let after = &b[start + x + 1..end];
-            let ext = after.iter().skip_while(|&&c| c == b' ').take_while(|c| c.is_ascii_digit()).count();
-            if ext == 0 {
-                end = start + x;
-            } else {
-                end = start + x + 1 + after.iter().take_while(|&&c| c == b' ').count() + ext;
-            }
-        }
-        while end > start && matches!(b[end - 1], b' ' | b'.' | b'-' | b'/' | b'(' | b'+') {
-            end -= 1;
-        }
-        while start < end && matches!(b[start], b')' | b' ' | b'.' | b'-' | b'/') {
-            start += 1;
-        }
-        let s = &text[start..end];
-        if s.starts_with('(') && !s[1..].contains(')') {
-            start += 1;
-        }
-        if end > start && b[start..end].iter().any(u8::is_ascii_digit) {
-            out.push((start, end));
+    let mut start = a;
+    let mut end = z;
+    // "x" only as an extension: digits (maybe after spaces) must follow; else cut there.
+    if let Some(x) = b[start..end].iter().position(|&c| c == b'x') {
+        let after = &b[start + x + 1..end];
+        let ext = after.iter().skip_while(|&&c| c == b' ').take_while(|c| c.is_ascii_digit()).count();
+        if ext == 0 {
+            end = start + x;
+        } else {
+            end = start + x + 1 + after.iter().take_while(|&&c| c == b' ').count() + ext;
         }
     }
-    out
+    while end > start && matches!(b[end - 1], b' ' | b'.' | b'-' | b'/' | b'(' | b'+') {
+        end -= 1;
+    }
+    while start < end && matches!(b[start], b')' | b' ' | b'.' | b'-' | b'/') {
+        start += 1;
+    }
+    let s = &text[start..end];
+    if s.starts_with('(') && !s[1..].contains(')') {
+        start += 1;
+    }
+    (end > start && b[start..end].iter().any(u8::is_ascii_digit)).then_some((start, end))
 }
 
 /// Phone-like grouping without a context word: NANP 3-3-4 or (3) 3-4, national numbers that
@@ -128,10 +123,15 @@ fn looks_like_date(s: &str) -> bool {
     if !matches!(sep, b'-' | b'/' | b'.') {
         return false;
     }
-    let groups: Vec<&str> = s.split(sep as char).collect();
-    if groups.len() != 3 || groups.iter().any(|g| g.is_empty() || !g.bytes().all(|b| b.is_ascii_digit())) {
+    let mut l = [0usize; 3];
+    for (k, g) in s.split(sep as char).enumerate() {
+        if k == 3 || g.is_empty() || !g.bytes().all(|b| b.is_ascii_digit()) {
+            return false;
+        }
+        l[k] = g.len();
+    }
+    if l[2] == 0 {
         return false;
     }
-    let l: Vec<usize> = groups.iter().map(|g| g.len()).collect();
     l[0] == 4 && l[1] <= 2 && l[2] <= 2 || l[0] <= 2 && l[1] <= 2 && (l[2] == 2 || l[2] == 4)
 }
