@@ -55,8 +55,8 @@ pub struct Gpu {
     pub name: String,
     /// Launch kernels with programmatic dependent launch (PDL): a kernel may be scheduled while
     /// the one before it drains, and waits for it with `griddepcontrol.wait` (`pdl_wait()` in
-    /// common.cuh) before it reads anything that kernel wrote. On by default; `SOLO_PDL=0` turns
-    /// it off (to measure what it brings).
+    /// common.cuh) before it reads anything that kernel wrote. Off by default — on the H200 the
+    /// decode step measured 1–15 % slower with it (bench/NOTES.md); `SOLO_PDL=1` turns it on.
     pub pdl: bool,
     /// While `Some`, every launch records a CUDA event after itself, tagged with the kernel's
     /// name (`profile::profile_launches`).
@@ -104,7 +104,7 @@ impl Gpu {
             }
         }
         let blas = CudaBlas::new(stream.clone()).map_err(|e| anyhow!("cannot start cuBLAS: {e:?}"))?;
-        let pdl = std::env::var("SOLO_PDL").map_or(true, |v| v != "0");
+        let pdl = std::env::var("SOLO_PDL").is_ok_and(|v| v == "1");
         Ok(Gpu { ctx, stream, functions, shared_limits: Default::default(), blas, name, pdl, recorder: Default::default() })
     }
 
