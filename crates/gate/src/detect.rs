@@ -22,7 +22,7 @@ mod persons;
 mod phones;
 mod secrets;
 
-pub use persons::{names, Fnv, Names, WordSet};
+pub use persons::{names, Fnv, Names, WordSet, COMMON, FIRST, LAST};
 
 use crate::keywords::{KeywordTable, Kw};
 use crate::normalize::{char_slice, Normalized};

@@ -3,7 +3,8 @@
 use super::{Detector, Keywords};
 use crate::EntityType;
 use crate::scan::{ctx_before, has_any};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::sync::OnceLock;
 
 impl Detector {
@@ -29,43 +30,44 @@ impl Detector {
             let (rs, re_) = (words[i].0, words[j].1);
             i = j + 1;
             // Most capitalised words are no names: nothing to do unless the run has a known one.
-            if !(run_i..=run_j).any(|k| names.first.contains(word(k)) || names.last.contains(word(k))) {
+            if !(run_i..=run_j).any(|k| names.kind(word(k)) & (FIRST | LAST) != 0) {
                 continue;
             }
-            let run: Vec<&str> = (run_i..=run_j).map(word).collect();
+            // The run's words, and what each is: a first name, a last name, a common word.
+            let mut run_words = [""; 5];
+            let (mut first, mut last, mut common) = ([false; 5], [false; 5], [false; 5]);
+            for (k, w) in (run_i..=run_j).enumerate() {
+                let w = word(w);
+                let kind = names.kind(w);
+                run_words[k] = w;
+                first[k] = kind & FIRST != 0;
+                last[k] = kind & LAST != 0 || w.contains('-') && w.split('-').all(|p| capitalized(p, |p| names.kind(p) & LAST != 0));
+                common[k] = lowered(w, |w| names.kind(w) & COMMON != 0);
+            }
+            let n = run_j - run_i + 1;
+            let run = &run_words[..n];
             let run_at_sentence_start = {
                 let b = text[..rs].trim_end_matches([' ', '"', '\'', '(', '*']);
                 b.is_empty() || b.ends_with(['.', '!', '?', '\n', ':'])
             };
             // Titles, greetings and ordinary words open the run: "Dear Dr. Jane Doe".
-            let is_first = |w: &str| names.first.contains(w);
-            let is_last = |w: &str| names.last.contains(w) || w.contains('-') && w.split('-').all(|p| names.last.contains(capitalize(p).as_str()));
-            let is_common = |w: &str| {
-                let mut buf = [0u8; 64];
-                if w.is_ascii() && w.len() <= 64 {
-                    buf[..w.len()].copy_from_slice(w.as_bytes());
-                    buf[..w.len()].make_ascii_lowercase();
-                    names.common.contains(std::str::from_utf8(&buf[..w.len()]).unwrap_or(""))
-                } else {
-                    names.common.contains(w.to_lowercase().as_str())
-                }
-            };
             let mut k = 0;
             let mut title_in_run = false;
             let mut greeting = false;
-            while k < run.len() {
+            while k < n {
                 let w = run[k];
                 if titles().contains(w) {
                     title_in_run = true;
-                } else if name_cues().contains(w.to_lowercase().as_str()) {
+                } else if lowered(w, |w| name_cues().contains(w)) {
                     greeting = true;
-                } else if !(is_common(w) && (!is_first(w) && !is_last(w) || k == 0 && run_at_sentence_start)) {
+                } else if !(common[k] && (!first[k] && !last[k] || k == 0 && run_at_sentence_start)) {
                     break;
                 }
                 k += 1;
             }
-            let body = &run[k..];
-            if body.is_empty() || !body.iter().any(|w| is_first(w) || is_last(w)) {
+            // The name itself: words `k..n` of the run.
+            let body = k..n;
+            if body.is_empty() || !body.clone().any(|x| first[x] || last[x]) {
                 continue;
             }
             let titled = title_in_run || {
@@ -80,21 +82,20 @@ impl Detector {
             }
             let ctx = ctx_before(lower, start, 24);
             let context = greeting || ends_with_context(ctx);
-            let first = body[0];
-            let lastw = body[body.len() - 1];
+            let (b0, bl) = (k, n - 1);
             let sentence_start = {
                 let b = text[..start].trim_end_matches([' ', '"', '\'', '(', '*']);
                 !greeting && (b.is_empty() || b.ends_with(['.', '!', '?', '\n', ':']))
             };
             let accept = if titled {
-                body.iter().all(|w| !is_common(w) || is_first(w) || is_last(w))
-            } else if body.len() >= 2 {
-                let strong = is_first(first) && (is_last(lastw) || !is_common(lastw)) && (!is_common(first) || !is_common(lastw));
-                let medium = !is_common(first) && !is_common(lastw) && (is_first(first) || is_last(lastw)) && body.iter().all(|w| !is_common(w));
+                body.clone().all(|x| !common[x] || first[x] || last[x])
+            } else if n - k >= 2 {
+                let strong = first[b0] && (last[bl] || !common[bl]) && (!common[b0] || !common[bl]);
+                let medium = !common[b0] && !common[bl] && (first[b0] || last[bl]) && body.clone().all(|x| !common[x]);
                 strong || medium && (context || !sentence_start)
             } else {
-                context && !sentence_start && (is_first(first) || is_last(first)) && !is_common(first)
-                    || context && (is_first(first) || is_last(first)) && !is_common(first) && has_any(ctx, &["my name is", "name is", "name:", "i am", "i'm", "dear", "signed", "regards", "sincerely"])
+                context && !sentence_start && (first[b0] || last[b0]) && !common[b0]
+                    || context && (first[b0] || last[b0]) && !common[b0] && has_any(ctx, &["my name is", "name is", "name:", "i am", "i'm", "dear", "signed", "regards", "sincerely"])
             };
             if accept {
                 push(start, end, EntityType::Person);
@@ -108,11 +109,12 @@ impl Detector {
                 let mut count = 0;
                 for w in lower[s..].split(' ').take(3) {
                     let w2 = w.trim_end_matches([',', '.', '!', '?', ';']);
-                    let cap = capitalize(w2);
-                    if w2.is_empty() || !(names.first.contains(cap.as_str()) || names.last.contains(cap.as_str())) || names.common.contains(w2) && count > 0 {
+                    let known = capitalized(w2, |cap| names.kind(cap) & (FIRST | LAST) != 0);
+                    let is_common = names.kind(w2) & COMMON != 0;
+                    if w2.is_empty() || !known || is_common && count > 0 {
                         break;
                     }
-                    if count == 0 && names.common.contains(w2) {
+                    if count == 0 && is_common {
                         break;
                     }
                     e = s + lower[s..].find(w).unwrap_or(0) + w2.len();
@@ -129,12 +131,22 @@ impl Detector {
     }
 }
 
-/// The name lists (from the `names-dataset` package, see scripts/gate/make_name_lists.py).
+/// The name lists (from the `names-dataset` package, see scripts/gate/make_name_lists.py) and
+/// frequent words of several languages (lower case: a capitalised one is weak evidence), in one
+/// table: each word with what it is (`FIRST`, `LAST`, `COMMON`).
 pub struct Names {
-    pub first: WordSet,
-    pub last: WordSet,
-    /// Frequent words of several languages, lower case: a capitalised one is weak evidence.
-    pub common: WordSet,
+    kinds: HashMap<&'static str, u8, BuildHasherDefault<Fnv>>,
+}
+
+pub const FIRST: u8 = 1;
+pub const LAST: u8 = 2;
+pub const COMMON: u8 = 4;
+
+impl Names {
+    /// What `word` is (written exactly so): `FIRST`, `LAST`, `COMMON` or'ed; 0 for none.
+    pub fn kind(&self, word: &str) -> u8 {
+        self.kinds.get(word).copied().unwrap_or(0)
+    }
 }
 
 /// FNV-1a: the sets hold short words, looked up many times per text.
@@ -154,14 +166,22 @@ impl std::hash::Hasher for Fnv {
     }
 }
 
-pub type WordSet = HashSet<&'static str, std::hash::BuildHasherDefault<Fnv>>;
+pub type WordSet = HashSet<&'static str, BuildHasherDefault<Fnv>>;
 
 pub fn names() -> &'static Names {
     static NAMES: OnceLock<Names> = OnceLock::new();
-    NAMES.get_or_init(|| Names {
-        first: include_str!("../../data/first_names.txt").lines().collect(),
-        last: include_str!("../../data/last_names.txt").lines().collect(),
-        common: include_str!("../../data/common_words.txt").lines().collect(),
+    NAMES.get_or_init(|| {
+        let mut kinds: HashMap<&'static str, u8, BuildHasherDefault<Fnv>> = HashMap::default();
+        for (kind, list) in [
+            (FIRST, include_str!("../../data/first_names.txt")),
+            (LAST, include_str!("../../data/last_names.txt")),
+            (COMMON, include_str!("../../data/common_words.txt")),
+        ] {
+            for word in list.lines() {
+                *kinds.entry(word).or_default() |= kind;
+            }
+        }
+        Names { kinds }
     })
 }
 
@@ -271,27 +291,62 @@ pub(super) fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
 
 /// The last one to three words of `ctx` are a name cue ("my name is", "dear", "thanks").
 fn ends_with_context(ctx: &str) -> bool {
-    static CUES: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    static CUES: OnceLock<WordSet> = OnceLock::new();
     let cues = CUES.get_or_init(|| NAME_CONTEXT.iter().map(|c| c.trim_end_matches([',', ':', '.'])).collect());
-    let words: Vec<&str> = ctx.split_whitespace().map(|w| w.trim_end_matches([',', ':', '.'])).collect();
-    let n = words.len();
-    (1..=3.min(n)).any(|k| {
-        if k == 1 {
-            cues.contains(words[n - 1])
-        } else {
-            cues.contains(words[n - k..].join(" ").as_str())
+    // The last words joined by single spaces, one more each time: "is", "name is", "my name is".
+    let mut buf = [0u8; 64];
+    let mut at = buf.len();
+    for (k, w) in ctx.split_whitespace().rev().take(3).enumerate() {
+        let w = w.trim_end_matches([',', ':', '.']).as_bytes();
+        let need = w.len() + (k > 0) as usize;
+        if need > at {
+            return false; // longer than any cue
         }
-    })
+        if k > 0 {
+            at -= 1;
+            buf[at] = b' ';
+        }
+        at -= w.len();
+        buf[at..at + w.len()].copy_from_slice(w);
+        if std::str::from_utf8(&buf[at..]).is_ok_and(|words| cues.contains(words)) {
+            return true;
+        }
+    }
+    false
 }
 
 fn rs_index(words: &[(usize, usize)], start: usize) -> usize {
     words.iter().position(|w| w.0 == start).unwrap_or(0)
 }
 
-fn capitalize(w: &str) -> String {
-    let mut c = w.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().chain(c.flat_map(|x| x.to_lowercase())).collect(),
-        None => String::new(),
+/// `f` of `w` with its first letter upper case and the rest lower case.
+fn capitalized<T>(w: &str, f: impl FnOnce(&str) -> T) -> T {
+    let mut buf = [0u8; 64];
+    if w.is_ascii() && w.len() <= buf.len() {
+        let b = &mut buf[..w.len()];
+        b.copy_from_slice(w.as_bytes());
+        b.make_ascii_lowercase();
+        if let Some(first) = b.first_mut() {
+            first.make_ascii_uppercase();
+        }
+        return f(std::str::from_utf8(b).unwrap_or_default());
     }
+    let mut c = w.chars();
+    let word: String = match c.next() {
+        Some(first) => first.to_uppercase().chain(c.flat_map(|x| x.to_lowercase())).collect(),
+        None => String::new(),
+    };
+    f(&word)
+}
+
+/// `f` of `w` in lower case.
+fn lowered<T>(w: &str, f: impl FnOnce(&str) -> T) -> T {
+    let mut buf = [0u8; 64];
+    if w.is_ascii() && w.len() <= buf.len() {
+        let b = &mut buf[..w.len()];
+        b.copy_from_slice(w.as_bytes());
+        b.make_ascii_lowercase();
+        return f(std::str::from_utf8(b).unwrap_or_default());
+    }
+    f(&w.to_lowercase())
 }
