@@ -48,11 +48,11 @@ impl Detector {
         }
         for m in &kw.assign {
             // `==` compares, `max_tokens: 100` counts, `password: str` annotates.
-            let Some(tail) = self.assign_tail.find(&text[m.end()..]) else { continue };
-            if tail.as_str().contains("==") || after(text, m.end()).is_some_and(|c| c.is_alphanumeric()) {
+            let Some(tail) = assignment(&text.as_bytes()[m.end()..]) else { continue };
+            if text[m.end()..m.end() + tail].contains("==") || after(text, m.end()).is_some_and(|c| c.is_alphanumeric()) {
                 continue;
             }
-            if let Some((s, e)) = assigned_value(text, m.end() + tail.end(), false) {
+            if let Some((s, e)) = assigned_value(text, m.end() + tail, false) {
                 push(s, e, EntityType::Secret);
             }
         }
@@ -78,6 +78,24 @@ impl Detector {
             push(start, m.end(), EntityType::Email);
         }
     }
+}
+
+/// The assignment after a key, as the pattern `^["']?[ \t]*(?::=|=>|==?|:)[ \t]*` would match
+/// it: its length, or `None`.
+fn assignment(b: &[u8]) -> Option<usize> {
+    let blanks = |mut i: usize| {
+        while matches!(b.get(i), Some(b' ' | b'\t')) {
+            i += 1;
+        }
+        i
+    };
+    let i = blanks(matches!(b.first(), Some(b'"' | b'\'')) as usize);
+    let op = match (b.get(i), b.get(i + 1)) {
+        (Some(b':'), Some(b'=')) | (Some(b'='), Some(b'>' | b'=')) => 2,
+        (Some(b':' | b'='), _) => 1,
+        _ => return None,
+    };
+    Some(blanks(i + op))
 }
 
 /// A placeholder rather than a value: `<password>`, `${DB_PASS}`, `****`, `xxx`.
@@ -153,4 +171,26 @@ fn assigned_value(text: &str, from: usize, prose: bool) -> Option<(usize, usize)
         }
     }
     Some((s, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assignment_matches_as_the_pattern_would() {
+        let pattern = regex::Regex::new(r#"^["']?[ \t]*(?::=|=>|==?|:)[ \t]*"#).unwrap();
+        let alphabet = b"\"' \t:=>x";
+        // Every string of up to five of these bytes.
+        let mut cases: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut last = cases.clone();
+        for _ in 0..5 {
+            last = last.iter().flat_map(|c| alphabet.iter().map(move |&b| [c.as_slice(), &[b]].concat())).collect();
+            cases.extend(last.iter().cloned());
+        }
+        for case in cases {
+            let text = String::from_utf8(case).unwrap();
+            assert_eq!(assignment(text.as_bytes()), pattern.find(&text).map(|m| m.end()), "{text:?}");
+        }
+    }
 }
