@@ -166,9 +166,9 @@ pub(crate) fn number_stretches(text: &str, out: &mut Vec<(usize, usize)>) {
     let b = text.as_bytes();
     let mut i = 0;
     while i < b.len() {
-        match b[i..].iter().position(|c| c.is_ascii_digit()) {
-            None => break,
-            Some(p) => i += p,
+        i = next_byte_in(b, i, b'0', b'9', false);
+        if i == b.len() {
+            break;
         }
         // Back over a leading "+" or "(" (and spaces between them).
         let mut start = i;
@@ -220,6 +220,35 @@ pub(crate) fn digits_into<'b>(s: &str, buf: &'b mut [u8]) -> &'b [u8] {
     &buf[..n]
 }
 
+/// The first place at or after `from` where `b` has a byte in `lo..=hi` (ASCII), or with
+/// `non_ascii` also any byte of a non-ASCII character; `b.len()` if none. Eight bytes at a time.
+pub fn next_byte_in(b: &[u8], from: usize, lo: u8, hi: u8, non_ascii: bool) -> usize {
+    debug_assert!(lo <= hi && hi < 0x80);
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let each = |x: u8| u64::from_ne_bytes([x; 8]);
+    // A byte's high bit, after adding 0x80 - n to its low seven bits, says whether they are ≥ n
+    // (no carry reaches the next byte).
+    let (at_least_lo, above_hi) = (each(0x80 - lo), each(0x80 - hi - 1));
+    let mut i = from;
+    while i + 8 <= b.len() {
+        let x = u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        let low = x & LOW7;
+        let mut hits = (low + at_least_lo) & !(low + above_hi) & !x & HIGH;
+        if non_ascii {
+            hits |= x & HIGH;
+        }
+        if hits != 0 {
+            return i + hits.trailing_zeros() as usize / 8;
+        }
+        i += 8;
+    }
+    while i < b.len() && !((lo..=hi).contains(&b[i]) || non_ascii && b[i] >= 0x80) {
+        i += 1;
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +262,18 @@ mod tests {
         assert_eq!(p.first(b"ask-me eyJhb"), Some(1));
         assert_eq!(p.first(b"sk_ eyj"), None);
         assert!(p.at(b"x eyJ", 2));
+    }
+
+    #[test]
+    fn next_byte_in_finds_as_a_byte_loop_would() {
+        let text = "a long line of words, 42 of them\u{e9}; Then MORE: x9 \u{2014} z".as_bytes();
+        for (lo, hi) in [(b'0', b'9'), (b'A', b'Z'), (b'a', b'a'), (0, 0x7f)] {
+            for non_ascii in [false, true] {
+                for from in 0..=text.len() {
+                    let want = (from..text.len()).find(|&i| (lo..=hi).contains(&text[i]) || non_ascii && text[i] >= 0x80).unwrap_or(text.len());
+                    assert_eq!(next_byte_in(text, from, lo, hi, non_ascii), want, "{lo} {hi} {non_ascii} {from}");
+                }
+            }
+        }
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{Detector, Keywords};
 use crate::EntityType;
-use crate::scan::{ctx_before, has_any};
+use crate::scan::{ctx_before, has_any, next_byte_in};
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::sync::OnceLock;
@@ -237,13 +237,13 @@ pub(super) fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
     };
     while i < b.len() {
         // Skip to the next upper-case ASCII letter or non-ASCII character.
-        match b[i..].iter().position(|&c| c.is_ascii_uppercase() || c >= 0x80) {
-            None => break,
-            Some(0) => {}
-            Some(p) => {
-                i += p;
-                prev_alnum = b[i - 1].is_ascii_alphanumeric();
-            }
+        let next = next_byte_in(b, i, b'A', b'Z', true);
+        if next == b.len() {
+            break;
+        }
+        if next > i {
+            i = next;
+            prev_alnum = b[i - 1].is_ascii_alphanumeric();
         }
         let (c, len) = at(i);
         if prev_alnum || !c.is_uppercase() {
