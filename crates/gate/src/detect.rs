@@ -29,7 +29,7 @@ use crate::normalize::{char_slice, Normalized};
 use crate::scan::*;
 use crate::{EntityType, Span};
 use addresses::STREET_SUFFIXES;
-use dates::{DOB_CONTEXT, MONTHS};
+use dates::{date_words_pattern, DOB_CONTEXT};
 use persons::capitalised_words;
 use regex::Regex;
 
@@ -126,9 +126,7 @@ impl Detector {
             ipv4: re(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?:/[0-9]{1,2})?"),
             ipv6: re(r"[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:]*:[0-9A-Fa-f.:]*"),
             date_numeric: re(r"[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}|[0-9]{1,2}[-/.][0-9]{1,2}[-/.](?:[0-9]{4}|[0-9]{2})"),
-            date_words: re(&format!(
-                r"(?i)(?:([0-9]{{1,2}})(?:st|nd|rd|th|er|º)?\.?\s+(?:of\s+|de\s+)?({MONTHS})\.?,?\s+(?:de\s+)?([0-9]{{4}})|({MONTHS})\.?\s+([0-9]{{1,2}})(?:st|nd|rd|th)?,?\s+([0-9]{{4}}))"
-            )),
+            date_words: re(&date_words_pattern()),
             street_en: re(&format!(
                 r"^(?:(?:Flat|Studio|Apartment|Unit) [0-9]+[A-Z]?[\s,|]+|[0-9]{{1,6}}[A-Za-z]?,?\s+)(?:[NSEW]\.?\s+)?(?:\p{{Lu}}[\p{{L}}'’-]*\.?\s+){{1,4}}(?:{STREET_SUFFIXES})(?-u:\b)\.?"
             )),

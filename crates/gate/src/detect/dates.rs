@@ -33,8 +33,15 @@ impl Detector {
             {
                 continue;
             }
-            let parts: Vec<u32> = m.as_str().split(['-', '/', '.']).filter_map(|p| p.parse().ok()).collect();
-            if parts.len() != 3 {
+            let mut parts = [0u32; 3];
+            let mut n = 0;
+            for p in m.as_str().split(['-', '/', '.']).filter_map(|p| p.parse().ok()) {
+                if n < 3 {
+                    parts[n] = p;
+                }
+                n += 1;
+            }
+            if n != 3 {
                 continue;
             }
             let year2 = |y: u32| if y < 100 { if y > 30 { 1900 + y } else { 2000 + y } } else { y };
@@ -48,12 +55,8 @@ impl Detector {
                 push(m.start(), m.end(), EntityType::DateOfBirth);
             }
         }
-        for c in self.date_words.captures_iter(text) {
-            let m = c.get(0).unwrap();
-            let (day, month, year) = match (c.get(1), c.get(2), c.get(3)) {
-                (Some(d), Some(mo), Some(y)) => (d.as_str(), mo.as_str(), y.as_str()),
-                _ => (c.get(5).map_or("", |x| x.as_str()), c.get(4).map_or("", |x| x.as_str()), c.get(6).map_or("", |x| x.as_str())),
-            };
+        for m in self.date_words.find_iter(text) {
+            let (day, month, year) = written_date_parts(m.as_str());
             if word_char(before(text, m.start())) || after(text, m.end()).is_some_and(|c| c.is_ascii_digit()) {
                 continue;
             }
@@ -62,6 +65,43 @@ impl Detector {
                 push(m.start(), m.end(), EntityType::DateOfBirth);
             }
         }
+    }
+}
+
+/// Written dates: "17 March 1985", "17th of March, 1985", "17 de marzo de 1985", "March 17, 1985".
+pub(super) fn date_words_pattern() -> String {
+    format!(
+        r"(?i)(?:([0-9]{{1,2}})(?:st|nd|rd|th|er|º)?\.?\s+(?:of\s+|de\s+)?({MONTHS})\.?,?\s+(?:de\s+)?([0-9]{{4}})|({MONTHS})\.?\s+([0-9]{{1,2}})(?:st|nd|rd|th)?,?\s+([0-9]{{4}}))"
+    )
+}
+
+/// The day, the month word and the year of a date that `date_words_pattern` matched (what its
+/// groups hold, less a dot after the month), read without running the pattern again: the year
+/// ends it; a date that starts with its day has the month in the first word after it that is
+/// not its ordinal ending ("th", joined to it), "of" or "de"; else the month starts it and the
+/// day is its first number.
+fn written_date_parts(s: &str) -> (&str, &str, &str) {
+    let year = &s[s.len().saturating_sub(4)..];
+    let digits = |t: &str| t.bytes().take_while(u8::is_ascii_digit).count();
+    let word = |t: &str| t.char_indices().find(|(_, c)| !c.is_alphabetic()).map_or(t.len(), |(i, _)| i);
+    if s.starts_with(|c: char| c.is_ascii_digit()) {
+        let day = &s[..digits(s)];
+        let mut at = day.len();
+        let mut month = "";
+        while let Some(i) = s[at..].find(char::is_alphabetic) {
+            let w = &s[at + i..at + i + word(&s[at + i..])];
+            let ending = i == 0 && at == day.len();
+            at += i + w.len();
+            if !ending && !w.eq_ignore_ascii_case("of") && !w.eq_ignore_ascii_case("de") {
+                month = w;
+                break;
+            }
+        }
+        (day, month, year)
+    } else {
+        let month = &s[..word(s)];
+        let day = s.find(|c: char| c.is_ascii_digit()).map_or("", |i| &s[i..i + digits(&s[i..])]);
+        (day, month, year)
     }
 }
 
@@ -101,3 +141,51 @@ pub(super) const DOB_CONTEXT: &[&str] = &[
     "geburtsdatum", "geburtstag", "nacimiento", "nacido", "nacida", "nato il", "nata il", "nascita", "geboortedatum",
     "aged", "age:",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_date_parts_are_the_patterns_groups() {
+        let pattern = regex::Regex::new(&date_words_pattern()).unwrap();
+        let seeds = [
+            "17 March 1985", "17th of March, 1985", "March 17, 1985", "17 de marzo de 1985", "1er janvier 1990", "1º de mayo de 1980",
+            "3. Mai 1970", "Sept. 3rd, 1999", "12 févr. 2001", "2 gen. 1999", "DEC 25TH, 1980", "5 OF JUNE 1977", "21 de DE de 1980",
+        ];
+        let alphabet = "0123456789 .,ofdestndrhºéaJjMm".chars().collect::<Vec<_>>();
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as usize
+        };
+        let mut matched = 0;
+        for k in 0..60_000 {
+            let mut s: Vec<char> = seeds[k % seeds.len()].chars().collect();
+            for _ in 0..next() % 4 {
+                let at = next() % (s.len() + 1);
+                let c = alphabet[next() % alphabet.len()];
+                match next() % 3 {
+                    0 if at < s.len() => s[at] = c,
+                    1 if at < s.len() => {
+                        s.remove(at);
+                    }
+                    _ => s.insert(at, c),
+                }
+            }
+            let text: String = s.into_iter().collect();
+            for c in pattern.captures_iter(&text) {
+                let (day, month, year) = match (c.get(1), c.get(2), c.get(3)) {
+                    (Some(d), Some(mo), Some(y)) => (d.as_str(), mo.as_str(), y.as_str()),
+                    _ => (c.get(5).map_or("", |x| x.as_str()), c.get(4).map_or("", |x| x.as_str()), c.get(6).map_or("", |x| x.as_str())),
+                };
+                let got = written_date_parts(c.get(0).unwrap().as_str());
+                assert_eq!((got.0, got.1, got.2), (day, month.trim_end_matches('.'), year), "{text:?}");
+                matched += 1;
+            }
+        }
+        assert!(matched > 10_000, "only {matched} dates");
+    }
+}
