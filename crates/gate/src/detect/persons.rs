@@ -256,6 +256,17 @@ pub(super) fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
         let mut lower = 0;
         let mut j = end;
         while j < b.len() {
+            // ASCII first: lower-case letters and apostrophes go on, other bytes but `-` stop.
+            let c = b[j];
+            if c.is_ascii_lowercase() || c == b'\'' {
+                lower += (c != b'\'') as usize;
+                j += 1;
+                end = j;
+                continue;
+            }
+            if c < 0x80 && c != b'-' {
+                break;
+            }
             let (d, dl) = at(j);
             if d.is_lowercase() || d == '\'' || d == '’' {
                 lower += d.is_lowercase() as usize;
@@ -273,7 +284,7 @@ pub(super) fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
         let next = (j < b.len()).then(|| at(j).0);
         if next.is_some_and(|d| d.is_alphanumeric()) || lower == 0 {
             // Part of a longer token ("McDonald", "NASA", "Abc123"): skip the rest of it.
-            while j < b.len() && at(j).0.is_alphanumeric() {
+            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] >= 0x80 && at(j).0.is_alphanumeric()) {
                 j += at(j).1;
             }
             i = j;
