@@ -91,6 +91,22 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+// Waits until at most `pending` (0..8) of this thread's groups are in flight; `pending` must be a
+// constant once the caller's loop is unrolled (the switch then folds away). Lets a GEMV consume
+// its weights piece by piece as they land instead of after the last one.
+__device__ __forceinline__ void cp_async_wait_pending(int pending) {
+    switch (pending) {
+        case 8: cp_async_wait<8>(); break;
+        case 7: cp_async_wait<7>(); break;
+        case 6: cp_async_wait<6>(); break;
+        case 5: cp_async_wait<5>(); break;
+        case 4: cp_async_wait<4>(); break;
+        case 3: cp_async_wait<3>(); break;
+        case 2: cp_async_wait<2>(); break;
+        case 1: cp_async_wait<1>(); break;
+        default: cp_async_wait<0>(); break;
+    }
+}
 
 // Tensor-core fragments for mma.sync m16n8k16 (bf16 in, f32 accumulate).
 // d += a * b for a 16x16 (row-major) by 16x8 (column-major) bf16 tile, f32 accumulators.

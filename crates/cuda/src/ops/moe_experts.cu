@@ -59,13 +59,13 @@ extern "C" __global__ void __launch_bounds__(256)
         const int col = j * 256 + lane * 8;
         cp_async16(&w_s[warp][0][col], wg + col, true);
         cp_async16(&w_s[warp][1][col], wu + col, true);
+        cp_async_commit();  // one group per piece pair, consumed as it lands
     }
-    cp_async_commit();
     stage_bf16<HIDDEN>(x + (size_t)t * HIDDEN, xs);
-    cp_async_wait<0>();
     float g = 0.f, u = 0.f;
 #pragma unroll
     for (int j = 0; j < HIDDEN / 256; j++) {
+        cp_async_wait_pending(HIDDEN / 256 - 1 - j);  // each lane reads back only what it copied
         const int col = j * 256 + lane * 8;
         const float4 a = *reinterpret_cast<const float4*>(xs + col), b = *reinterpret_cast<const float4*>(xs + col + 4);
         const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
@@ -99,14 +99,15 @@ extern "C" __global__ void __launch_bounds__(128)
             const int col = j * 256 + lane * 8;
             cp_async16(&w_s[warp][slot][col], row + col, true);
         }
+        cp_async_commit();  // one group per slot, consumed as it lands
     }
-    cp_async_commit();
     pdl_wait();
     pdl_trigger();
-    cp_async_wait<0>();
+    const float old = lane == 0 ? out[(size_t)t * HIDDEN + c] : 0.f;  // fetched while the weights stream in
     float acc = 0.f;
 #pragma unroll
     for (int slot = 0; slot < SLOTS; slot++) {
+        cp_async_wait_pending(SLOTS - 1 - slot);  // each lane reads back only what it copied
         const float* a = act + ((size_t)t * SLOTS + slot) * EXPERT_DIM + lane * 8;
         float part = 0.f;
 #pragma unroll
@@ -121,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(128)
         acc += weights[t * SLOTS + slot] * part;
     }
     acc = warp_sum(acc);
-    if (lane == 0) out[(size_t)t * HIDDEN + c] += acc;
+    if (lane == 0) out[(size_t)t * HIDDEN + c] = old + acc;
 }
 
 // ---------------------------------------------------------------------------------------------
