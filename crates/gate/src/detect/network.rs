@@ -2,7 +2,7 @@
 
 use super::{Detector, Found, Keywords, Work};
 use crate::EntityType;
-use crate::scan::{after, before, ctx_before, digits_and, find_in, has_any, pad, regions, word_char};
+use crate::scan::{after, before, ctx_before, digits_and, find_in, has_any, next_byte_in, pad, regions, word_char};
 
 impl Detector {
     #[inline(never)]
@@ -36,7 +36,7 @@ impl Detector {
         }
         work.found.clear();
         if n.colons >= 5 || n.dashes >= 5 || n.dots >= 2 {
-            mac_shapes(text.as_bytes(), &mut work.found);
+            mac_shapes(text.as_bytes(), n.colons + n.dashes >= 5, &mut work.found);
         }
         for &(ms, me) in &work.found {
             let s = &text[ms..me];
@@ -83,7 +83,8 @@ impl Detector {
 
 /// MAC address shapes, left to right and not overlapping: six hex pairs joined by `:` or `-`
 /// ("00:1A:2B:3C:4D:5E"), else three groups of four hex digits joined by dots ("001a.2b3c.4d5e").
-fn mac_shapes(b: &[u8], out: &mut Vec<(usize, usize)>) {
+/// `can_pair`: the text has five colons and dashes, which the first shape needs.
+fn mac_shapes(b: &[u8], can_pair: bool, out: &mut Vec<(usize, usize)>) {
     let hex = |i: usize, n: usize| b[i..i + n].iter().all(u8::is_ascii_hexdigit);
     // The separators first: they rule out almost every place.
     let pairs = |i: usize| {
@@ -91,6 +92,19 @@ fn mac_shapes(b: &[u8], out: &mut Vec<(usize, usize)>) {
     };
     let quads = |i: usize| i + 14 <= b.len() && b[i + 4] == b'.' && b[i + 9] == b'.' && hex(i, 4) && hex(i + 5, 4) && hex(i + 10, 4);
     out.clear();
+    if !can_pair {
+        // Fewer than five colons and dashes: only dotted shapes, each with a dot four bytes in.
+        let mut i = 0;
+        let mut dot = next_byte_in(b, 4, b'.', b'.', false);
+        while dot < b.len() {
+            if dot - 4 >= i && quads(dot - 4) {
+                out.push((dot - 4, dot + 10));
+                i = dot + 10;
+            }
+            dot = next_byte_in(b, dot + 1, b'.', b'.', false);
+        }
+        return;
+    }
     let mut i = 0;
     while i + 14 <= b.len() {
         if pairs(i) {
@@ -102,5 +116,40 @@ fn mac_shapes(b: &[u8], out: &mut Vec<(usize, usize)>) {
         } else {
             i += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotted_shapes_alone_when_no_pair_can_stand() {
+        let alphabet = b"0aF9.:- x";
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as usize
+        };
+        let mut found = 0;
+        for k in 0..50_000 {
+            let seed: &[u8] = if k % 2 == 0 { b"a 001a.2b3c.4d5e." } else { b"12ab.cdef.0123.4567.89ab x" };
+            let mut s = seed.to_vec();
+            for _ in 0..next() % 5 {
+                let at = next() % (s.len() + 1);
+                s.insert(at.min(s.len()), alphabet[next() % alphabet.len()]);
+            }
+            if s.iter().filter(|&&c| c == b':' || c == b'-').count() >= 5 {
+                continue;
+            }
+            let (mut all, mut dotted) = (Vec::new(), Vec::new());
+            mac_shapes(&s, true, &mut all);
+            mac_shapes(&s, false, &mut dotted);
+            assert_eq!(all, dotted, "{:?}", String::from_utf8_lossy(&s));
+            found += all.len();
+        }
+        assert!(found > 10_000);
     }
 }

@@ -284,8 +284,14 @@ pub(super) fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
         let next = (j < b.len()).then(|| at(j).0);
         if next.is_some_and(|d| d.is_alphanumeric()) || lower == 0 {
             // Part of a longer token ("McDonald", "NASA", "Abc123"): skip the rest of it.
-            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] >= 0x80 && at(j).0.is_alphanumeric()) {
-                j += at(j).1;
+            while j < b.len() {
+                if b[j].is_ascii_alphanumeric() {
+                    j += 1;
+                } else if b[j] >= 0x80 && at(j).0.is_alphanumeric() {
+                    j += at(j).1;
+                } else {
+                    break;
+                }
             }
             i = j;
             prev_alnum = true;
