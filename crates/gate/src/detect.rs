@@ -425,14 +425,16 @@ fn resolve_from(hits: &mut Vec<Hit>) -> Vec<Hit> {
 
 /// Hits in the normalised text → spans in the input's characters.
 pub fn to_spans(text: &str, norm: &Normalized, hits: &[Hit]) -> Vec<Span> {
+    let ascii = norm.input_is_ascii();
     // Byte offset of every character (once, not per span).
     let offsets: Option<Vec<usize>> =
-        (!text.is_ascii() && hits.len() > 1).then(|| text.char_indices().map(|(b, _)| b).chain(std::iter::once(text.len())).collect());
+        (!ascii && hits.len() > 1).then(|| text.char_indices().map(|(b, _)| b).chain(std::iter::once(text.len())).collect());
     hits.iter()
         .map(|h| {
             let (start, end) = norm.chars_of(h.start, h.end);
             let value = match &offsets {
                 Some(o) => &text[o[start.min(o.len() - 1)]..o[end.min(o.len() - 1)]],
+                None if ascii => &text[start.min(text.len())..end.min(text.len())],
                 None => char_slice(text, start, end),
             };
             Span { start, end, kind: h.kind, text: value.to_string() }

@@ -67,6 +67,11 @@ impl<'a> Normalized<'a> {
         Normalized { text: Cow::Owned(text), map: Some(map), chars: i }
     }
 
+    /// Was the input ASCII (so that its byte offsets are its character offsets)?
+    pub fn input_is_ascii(&self) -> bool {
+        self.map.is_none()
+    }
+
     /// The input character range of the normalised byte range `start..end` (end exclusive).
     pub fn chars_of(&self, start: usize, end: usize) -> (usize, usize) {
         match &self.map {
