@@ -53,6 +53,8 @@ pub struct Gpu {
     /// cuBLAS on the model's stream (prefill matrix products).
     pub blas: CudaBlas,
     pub name: String,
+    /// Streaming multiprocessors (the grid of the streaming decode GEMVs: one block each).
+    pub sms: u32,
     /// Launch kernels with programmatic dependent launch (PDL): a kernel may be scheduled while
     /// the one before it drains, and waits for it with `griddepcontrol.wait` (`pdl_wait()` in
     /// common.cuh) before it reads anything that kernel wrote. Off by default — on the H200 the
@@ -105,7 +107,10 @@ impl Gpu {
         }
         let blas = CudaBlas::new(stream.clone()).map_err(|e| anyhow!("cannot start cuBLAS: {e:?}"))?;
         let pdl = std::env::var("SOLO_PDL").is_ok_and(|v| v == "1");
-        Ok(Gpu { ctx, stream, functions, shared_limits: Default::default(), blas, name, pdl, recorder: Default::default() })
+        let sms = ctx
+            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(|e| anyhow!("{e:?}"))? as u32;
+        Ok(Gpu { ctx, stream, functions, shared_limits: Default::default(), blas, name, sms, pdl, recorder: Default::default() })
     }
 
     /// A zeroed device allocation of `bytes` bytes.

@@ -1,39 +1,103 @@
-// Decode projections, one token: y[out] = W[out, in] · x[in], W bf16 row-major, f32 accumulation
-// (GemvTile in common.cuh: 256 threads, the block's weight rows requested into registers before
-// pdl_wait(), so they stream in while the previous kernel finishes).
+// Decode projections, one token: y[out] = W[out, in] · x[in], W bf16 row-major, f32 accumulation.
 //
 // gemv_bf16:       y = W · x            (x bf16 [in], in = 2048 or 4096); with accumulate,
 //                  y += W · x           (the residual add of out_proj / o_proj folded in)
 // gemv_norm_bf16:  y = W · RMSNorm(h)   (h f32 [2048], the residual stream: the sub-layer's input
 //                  norm folded into its first projection; each block normalises h itself)
-// Grid: ceil(out / GemvTile<in>::ROWS) blocks (16 rows per block for in 2048, 8 for 4096); at
-// most 80 registers (__launch_bounds__(256, 3)), so 3 blocks share an SM: 196 KB of weights in
-// flight per SM (with 2, the 2048-wide GEMVs ran in 3 waves).
-// Dynamic shared memory: in × 4 bytes (x staged as f32).
+//
+// Streaming geometry: one block of 8 warps per SM (grid = the SM count), the grid's warps take
+// the rows round-robin (warp g of G: rows g, g + G, ...). Each warp keeps DEPTH rows in flight
+// in its own shared-memory ring (cp.async, 16 KB per warp), takes the dot of the oldest while
+// the others land, and refills its slot with the row DEPTH further on. However many rows there
+// are, there is one ramp (the first DEPTH rows) and a tail of at most one row per warp; a block
+// grid of fixed-size tiles paid a ramp and a tail per wave. The first rows are requested before
+// pdl_wait(). Each lane reads back only the pieces it copied itself (no warp barrier).
+// Dynamic shared memory: 8 × DEPTH × in × 2 bytes (the rings) + in × 4 (x as f32) = 136 KB (in
+// 2048) or 144 KB (in 4096).
+
+#define GEMV_WARPS 8
+
+template <int IN>
+struct GemvStream {
+    static constexpr int DEPTH = 8192 / IN;    // rows in flight per warp: 4 (in 2048) or 2 (4096)
+    static constexpr int PIECES = IN / 256;    // 16-byte pieces per lane and row
+    bf16* ring;                                // this warp's [DEPTH][IN]
+    int first, stride, rows;                   // rows first, first + stride, ... < rows
+
+    __device__ __forceinline__ GemvStream(unsigned char* smem, int rows_) : rows(rows_) {
+        const int warp = threadIdx.x >> 5;
+        ring = reinterpret_cast<bf16*>(smem) + (size_t)warp * DEPTH * IN;
+        first = blockIdx.x * GEMV_WARPS + warp;
+        stride = gridDim.x * GEMV_WARPS;
+    }
+
+    // Requests row r (if it exists) into ring slot d, as one commit group (empty past the end,
+    // so the group count stays uniform).
+    __device__ __forceinline__ void request(const bf16* __restrict__ W, int r, int d) const {
+        const int lane = threadIdx.x & 31;
+        if (r < rows) {
+#pragma unroll
+            for (int j = 0; j < PIECES; j++)
+                cp_async16(ring + d * IN + j * 256 + lane * 8, W + (size_t)r * IN + j * 256 + lane * 8, true);
+        }
+        cp_async_commit();
+    }
+
+    __device__ __forceinline__ void prologue(const bf16* __restrict__ W) const {
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++) request(W, first + d * stride, d);
+    }
+
+    // For every row of this warp, in order: store(row, k, dot of the row with xs), k = its index
+    // among this warp's rows. Call after prologue() and after xs is staged; before_refill(rn, d)
+    // runs when slot d is about to receive row rn (to fetch per-row data ahead, e.g. an old y).
+    template <class Store, class Ahead>
+    __device__ __forceinline__ void run(const bf16* __restrict__ W, const float* xs, Store store, Ahead before_refill) const {
+        const int lane = threadIdx.x & 31;
+        for (int k0 = 0; first + k0 * stride < rows; k0 += DEPTH) {
+#pragma unroll
+            for (int d = 0; d < DEPTH; d++) {
+                const int r = first + (k0 + d) * stride;
+                if (r >= rows) break;
+                cp_async_wait<DEPTH - 1>();  // the oldest of the DEPTH groups in flight has landed
+                float acc = 0.f;
+#pragma unroll
+                for (int j = 0; j < PIECES; j++) acc += dot_piece(
+                    *reinterpret_cast<const uint4*>(ring + d * IN + j * 256 + lane * 8), xs + j * 256 + lane * 8);
+                acc = warp_sum(acc);  // its shuffles also finish this lane's reads of slot d
+                store(r, d, acc);
+                const int rn = r + DEPTH * stride;
+                before_refill(rn, d);
+                request(W, rn, d);
+            }
+        }
+    }
+};
 
 template <int IN>
 __device__ __forceinline__ void gemv_x(const bf16* __restrict__ w, const bf16* __restrict__ x,
                                        float* __restrict__ y, int out_dim, bool accumulate) {
-    extern __shared__ __align__(16) float xs[];
-    GemvTile<IN> tile;
-    tile.load(w, out_dim);
+    extern __shared__ __align__(16) unsigned char smem[];
+    float* xs = reinterpret_cast<float*>(smem + GEMV_WARPS * GemvStream<IN>::DEPTH * IN * sizeof(bf16));
+    const GemvStream<IN> s(smem, out_dim);
+    s.prologue(w);
     pdl_wait();
-    // With accumulate, the old y is fetched now, while the weights stream in, not after the dots.
-    float old[GemvTile<IN>::ROWS_PER_WARP];
-#pragma unroll
-    for (int r = 0; r < GemvTile<IN>::ROWS_PER_WARP; r++)
-        old[r] = accumulate && (threadIdx.x & 31) == 0 && tile.row(r) < out_dim ? y[tile.row(r)] : 0.f;
-    stage_bf16<IN>(x, xs);
     pdl_trigger();
+    // With accumulate, each row's old y is fetched when the row is requested, not after its dot.
+    const bool lead = (threadIdx.x & 31) == 0;
+    float old[GemvStream<IN>::DEPTH];
 #pragma unroll
-    for (int r = 0; r < GemvTile<IN>::ROWS_PER_WARP; r++) {
-        const float v = tile.dot(r, xs);
-        const int row = tile.row(r);
-        if ((threadIdx.x & 31) == 0 && row < out_dim) y[row] = accumulate ? old[r] + v : v;
+    for (int d = 0; d < GemvStream<IN>::DEPTH; d++) {
+        const int r = s.first + d * s.stride;
+        old[d] = accumulate && lead && r < out_dim ? y[r] : 0.f;
     }
+    stage_bf16<IN>(x, xs);
+    s.run(
+        w, xs, [&](int r, int d, float v) { if (lead) y[r] = accumulate ? old[d] + v : v; },
+        [&](int rn, int d) { old[d] = accumulate && lead && rn < out_dim ? y[rn] : 0.f; });
 }
 
-extern "C" __global__ void __launch_bounds__(256, 3)
+extern "C" __global__ void __launch_bounds__(256)
     gemv_bf16(const bf16* __restrict__ w, const bf16* __restrict__ x, float* __restrict__ y, int out_dim,
               int in_dim, int accumulate) {
     if (in_dim == 2048)
@@ -42,20 +106,17 @@ extern "C" __global__ void __launch_bounds__(256, 3)
         gemv_x<4096>(w, x, y, out_dim, accumulate);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 3)
+extern "C" __global__ void __launch_bounds__(256)
     gemv_norm_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
                    float* __restrict__ y, int out_dim, float eps) {
-    extern __shared__ __align__(16) float xs[];
+    extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
-    GemvTile<HIDDEN> tile;
-    tile.load(w, out_dim);
+    float* xs = reinterpret_cast<float*>(smem + GEMV_WARPS * GemvStream<HIDDEN>::DEPTH * HIDDEN * sizeof(bf16));
+    const GemvStream<HIDDEN> s(smem, out_dim);
+    s.prologue(w);
     pdl_wait();
-    stage_rms_norm(h, w1p, eps, xs, red);
     pdl_trigger();
-#pragma unroll
-    for (int r = 0; r < GemvTile<HIDDEN>::ROWS_PER_WARP; r++) {
-        const float v = tile.dot(r, xs);
-        const int row = tile.row(r);
-        if ((threadIdx.x & 31) == 0 && row < out_dim) y[row] = v;
-    }
+    stage_rms_norm(h, w1p, eps, xs, red);
+    const bool lead = (threadIdx.x & 31) == 0;
+    s.run(w, xs, [&](int r, int, float v) { if (lead) y[r] = v; }, [](int, int) {});
 }
