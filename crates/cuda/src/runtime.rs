@@ -53,7 +53,7 @@ pub struct Gpu {
     /// cuBLAS on the model's stream (prefill matrix products).
     pub blas: CudaBlas,
     pub name: String,
-    /// Streaming multiprocessors (the grid of the streaming decode GEMVs: one block each).
+    /// Streaming multiprocessors (the streaming decode GEMVs run two blocks on each).
     pub sms: u32,
     /// Launch kernels with programmatic dependent launch (PDL): a kernel may be scheduled while
     /// the one before it drains, and waits for it with `griddepcontrol.wait` (`pdl_wait()` in

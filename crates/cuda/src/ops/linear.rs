@@ -22,9 +22,14 @@ pub fn linear(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<(
 }
 
 /// Dynamic shared memory of the streaming GEMVs for an input width: 8 warps' rings of
-/// 8192 / cols rows, and x as f32 (`GemvStream` in gemv.cu).
+/// 4096 / cols rows, and x as f32 (`GemvStream` in gemv.cu).
 fn gemv_shared_bytes(cols: usize) -> u32 {
-    (8 * (8192 / cols) * cols * 2 + cols * 4) as u32
+    (8 * (4096 / cols) * cols * 2 + cols * 4) as u32
+}
+
+/// Blocks of the streaming GEMVs: two per SM.
+fn gemv_blocks(gpu: &Gpu) -> (u32, u32, u32) {
+    (2 * gpu.sms, 1, 1)
 }
 
 /// One token: y (f32 [w.rows]) = w · x (bf16 [w.cols], 2048 or 4096 wide), or with
@@ -33,7 +38,7 @@ pub fn gemv(gpu: &Gpu, x: DevPtr, w: &Matrix, y: DevPtr, accumulate: bool) -> Re
     ensure!(w.cols == 2048 || w.cols == 4096, "gemv: input width {} (the kernel takes 2048 or 4096)", w.cols);
     gpu.launch(
         "gemv_bf16",
-        (gpu.sms, 1, 1),
+        gemv_blocks(gpu),
         256,
         gemv_shared_bytes(w.cols),
         &[Arg::Ptr(w.ptr), Arg::Ptr(x), Arg::Ptr(y), Arg::I32(w.rows as i32), Arg::I32(w.cols as i32), Arg::I32(accumulate as i32)],
@@ -46,7 +51,7 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
     ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm: width {} / norm {} (the kernel's is 2048)", w.cols, norm.len);
     gpu.launch(
         "gemv_norm_bf16",
-        (gpu.sms, 1, 1),
+        gemv_blocks(gpu),
         256,
         gemv_shared_bytes(w.cols),
         &[Arg::Ptr(w.ptr), Arg::Ptr(h), Arg::Ptr(norm.ptr), Arg::Ptr(y), Arg::I32(w.rows as i32), Arg::F32(eps)],
