@@ -150,12 +150,10 @@ __device__ __forceinline__ uint4 load_weights16(const bf16* p) {
 // dots) is scheduled between the loads, so they are all in flight at once.
 __device__ __forceinline__ void weights_requested() { asm volatile("" ::: "memory"); }
 
-// w (8 bf16) · x[0..8] (f32, shared memory, 16-byte aligned). Every decode GEMV sums its pieces
-// with this one expression, in column order, so they all give the same bits for the same row.
-__device__ __forceinline__ float dot_piece(uint4 w, const float* x) {
+// w (8 bf16) · (a, b) (8 f32). Every decode GEMV sums its pieces with this one expression, in
+// column order, so they all give the same bits for the same row.
+__device__ __forceinline__ float dot_piece(uint4 w, float4 a, float4 b) {
     const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&w);
-    const float4 a = *reinterpret_cast<const float4*>(x);
-    const float4 b = *reinterpret_cast<const float4*>(x + 4);
     const float2 w0 = __bfloat1622float2(h[0]), w1 = __bfloat1622float2(h[1]);
     const float2 w2 = __bfloat1622float2(h[2]), w3 = __bfloat1622float2(h[3]);
     return (w0.x * a.x + w0.y * a.y + w1.x * a.z + w1.y * a.w) + (w2.x * b.x + w2.y * b.y + w3.x * b.z + w3.y * b.w);
@@ -190,7 +188,10 @@ struct GemvTile {
         const int lane = threadIdx.x & 31;
         float acc = 0.f;
 #pragma unroll
-        for (int j = 0; j < PIECES; j++) acc += dot_piece(w[r][j], xs + j * 256 + lane * 8);
+        for (int j = 0; j < PIECES; j++) {
+            const float* x = xs + j * 256 + lane * 8;
+            acc += dot_piece(w[r][j], *reinterpret_cast<const float4*>(x), *reinterpret_cast<const float4*>(x + 4));
+        }
         return warp_sum(acc);
     }
 };

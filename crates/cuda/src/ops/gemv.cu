@@ -55,6 +55,18 @@ struct GemvStream {
     template <class Store, class Ahead>
     __device__ __forceinline__ void run(const bf16* __restrict__ W, const float* xs, Store store, Ahead before_refill) const {
         const int lane = threadIdx.x & 31;
+        // This lane always multiplies the same columns (j·256 + lane·8 ..+8): their x values are
+        // read from shared memory once, into registers (2 × 4 × PIECES floats; for in 4096 that
+        // is too many and they are read per row).
+        constexpr bool X_IN_REGISTERS = IN == 2048;
+        float4 xa[X_IN_REGISTERS ? PIECES : 1], xb[X_IN_REGISTERS ? PIECES : 1];
+        if (X_IN_REGISTERS) {
+#pragma unroll
+            for (int j = 0; j < (X_IN_REGISTERS ? PIECES : 1); j++) {
+                xa[j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8);
+                xb[j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8 + 4);
+            }
+        }
         for (int k0 = 0; first + k0 * stride < rows; k0 += DEPTH) {
 #pragma unroll
             for (int d = 0; d < DEPTH; d++) {
@@ -63,8 +75,15 @@ struct GemvStream {
                 cp_async_wait<DEPTH - 1>();  // the oldest of the DEPTH groups in flight has landed
                 float acc = 0.f;
 #pragma unroll
-                for (int j = 0; j < PIECES; j++) acc += dot_piece(
-                    *reinterpret_cast<const uint4*>(ring + d * IN + j * 256 + lane * 8), xs + j * 256 + lane * 8);
+                for (int j = 0; j < PIECES; j++) {
+                    const uint4 w = *reinterpret_cast<const uint4*>(ring + d * IN + j * 256 + lane * 8);
+                    if (X_IN_REGISTERS) {
+                        acc += dot_piece(w, xa[X_IN_REGISTERS ? j : 0], xb[X_IN_REGISTERS ? j : 0]);
+                    } else {
+                        const float* x = xs + j * 256 + lane * 8;
+                        acc += dot_piece(w, *reinterpret_cast<const float4*>(x), *reinterpret_cast<const float4*>(x + 4));
+                    }
+                }
                 acc = warp_sum(acc);  // its shuffles also finish this lane's reads of slot d
                 store(r, d, acc);
                 const int rn = r + DEPTH * stride;
