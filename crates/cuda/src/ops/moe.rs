@@ -42,9 +42,11 @@ const SLOTS: usize = TOP_K + 1;
 const EXPERT_DIM: usize = 512;
 /// Token counts up to this use the GEMV kernels (each token streams its 9 experts' weights).
 pub const GEMV_MAX_T: usize = 4;
-/// Warps per block of the expert GEMV kernels (one output row each).
+/// Warps per block of `moe_gate_up_gemv` (one intermediate row each).
 const GATE_UP_WARPS: usize = 8;
-const DOWN_WARPS: usize = 4;
+/// `moe_down_gemv`: output columns per block, and warps per column (each takes 3 of the 9 slots).
+const DOWN_COLUMNS: usize = 4;
+const DOWN_GROUPS: usize = 3;
 /// Shared memory of `moe_gate_up_gemv`: each warp's gate and up rows (bf16), then x (f32).
 const GATE_UP_GEMV_SHARED: usize = GATE_UP_WARPS * 2 * HIDDEN * 2 + HIDDEN * 4;
 /// Rows per grouped-GEMM tile (`GEMM_BM` in the .cu files).
@@ -217,8 +219,8 @@ fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: Dev
     )?;
     gpu.launch(
         "moe_down_gemv",
-        ((HIDDEN / DOWN_WARPS) as u32, 1, t as u32),
-        (32 * DOWN_WARPS) as u32,
+        ((HIDDEN / DOWN_COLUMNS) as u32, 1, t as u32),
+        (32 * DOWN_COLUMNS * DOWN_GROUPS) as u32,
         0,
         &[Arg::Ptr(l.act), Arg::Ptr(w.down), Arg::Ptr(l.ids), Arg::Ptr(l.weights), Arg::Ptr(out)],
     )

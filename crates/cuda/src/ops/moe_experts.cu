@@ -79,50 +79,67 @@ extern "C" __global__ void __launch_bounds__(256)
 
 // out[t, c] += Σ_slot weights[t, slot] · (down_e[c] · act[t, slot]). f32 [T, 2048]: in decode the
 // residual stream itself (the residual add folded in).
-// Grid (2048/4, 1, T), 128 threads: one warp per output column c, its 9 rows of 1 KB copied to
-// shared memory with cp.async (all 18 pieces per lane in flight; measured faster here than
-// holding them in registers with 8 warps per block and act staged per block: 11.3 against 16.5 µs).
-extern "C" __global__ void __launch_bounds__(128)
+// Grid (2048/4, 1, T), 384 threads = 12 warps: warp w takes column c = 4·blockIdx.x + w % 4 and
+// the 3 slots 3·(w / 4) .. +3 of it (3 rows of 1 KB, copied to shared memory with cp.async, one
+// group per slot consumed as it lands); a column's three partial sums meet in shared memory.
+// (One warp per column over all 9 slots: 11.3 µs; with the slots spread over 3 warps the
+// column's rows are fetched and summed three times as parallel.)
+#define DOWN_COLUMNS 4
+#define DOWN_GROUPS 3
+#define DOWN_SLOTS_PER_WARP (SLOTS / DOWN_GROUPS)
+extern "C" __global__ void __launch_bounds__(DOWN_COLUMNS * DOWN_GROUPS * 32)
     moe_down_gemv(const float* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ ids,
                   const float* __restrict__ weights, float* __restrict__ out) {
-    __shared__ __align__(16) bf16 w_s[4][SLOTS][EXPERT_DIM];
+    __shared__ __align__(16) bf16 w_s[DOWN_COLUMNS * DOWN_GROUPS][DOWN_SLOTS_PER_WARP][EXPERT_DIM];
+    __shared__ float partial[DOWN_GROUPS][DOWN_COLUMNS];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int c = blockIdx.x * 4 + warp, t = blockIdx.z;
+    const int column = warp % DOWN_COLUMNS, group = warp / DOWN_COLUMNS;
+    const int c = blockIdx.x * DOWN_COLUMNS + column, t = blockIdx.z;
     // The weights are requested before pdl_wait(), overlapping moe_gate_up_gemv. The expert ids
     // come from the routing kernel before it, already complete: moe_gate_up_gemv lets this
     // kernel start only after its own pdl_wait(). Read them from L2 (__ldcg), not a stale L1.
 #pragma unroll
-    for (int slot = 0; slot < SLOTS; slot++) {
+    for (int s = 0; s < DOWN_SLOTS_PER_WARP; s++) {
+        const int slot = group * DOWN_SLOTS_PER_WARP + s;
         const bf16* row = down + ((size_t)__ldcg(ids + t * SLOTS + slot) * HIDDEN + c) * EXPERT_DIM;
 #pragma unroll
         for (int j = 0; j < EXPERT_DIM / 256; j++) {
             const int col = j * 256 + lane * 8;
-            cp_async16(&w_s[warp][slot][col], row + col, true);
+            cp_async16(&w_s[warp][s][col], row + col, true);
         }
-        cp_async_commit();  // one group per slot, consumed as it lands
+        cp_async_commit();
     }
     pdl_wait();
     pdl_trigger();
-    const float old = lane == 0 ? out[(size_t)t * HIDDEN + c] : 0.f;  // fetched while the weights stream in
+    // fetched while the weights stream in
+    const float old = group == 0 && lane == 0 ? out[(size_t)t * HIDDEN + c] : 0.f;
     float acc = 0.f;
 #pragma unroll
-    for (int slot = 0; slot < SLOTS; slot++) {
-        cp_async_wait_pending(SLOTS - 1 - slot);  // each lane reads back only what it copied
+    for (int s = 0; s < DOWN_SLOTS_PER_WARP; s++) {
+        const int slot = group * DOWN_SLOTS_PER_WARP + s;
+        cp_async_wait_pending(DOWN_SLOTS_PER_WARP - 1 - s);  // each lane reads back only what it copied
         const float* a = act + ((size_t)t * SLOTS + slot) * EXPERT_DIM + lane * 8;
         float part = 0.f;
 #pragma unroll
         for (int j = 0; j < EXPERT_DIM / 256; j++) {
-            // act_t is read by all 4 warps of a block and 4 blocks per SM: through L1 (__ldg), not
-            // from L2 each time (that doubled this kernel's time).
+            // act_t is read by every warp of the SM: through L1 (__ldg), not from L2 each time
+            // (that doubled this kernel's time).
             const float4 a0 = __ldg(reinterpret_cast<const float4*>(a + j * 256));
             const float4 a1 = __ldg(reinterpret_cast<const float4*>(a + j * 256 + 4));
             const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-            part += dot8(*reinterpret_cast<const uint4*>(&w_s[warp][slot][j * 256 + lane * 8]), av);
+            part += dot8(*reinterpret_cast<const uint4*>(&w_s[warp][s][j * 256 + lane * 8]), av);
         }
         acc += weights[t * SLOTS + slot] * part;
     }
     acc = warp_sum(acc);
-    if (lane == 0) out[(size_t)t * HIDDEN + c] = old + acc;
+    if (lane == 0) partial[group][column] = acc;
+    __syncthreads();
+    if (group == 0 && lane == 0) {
+        float sum = 0.f;
+#pragma unroll
+        for (int g = 0; g < DOWN_GROUPS; g++) sum += partial[g][column];
+        out[(size_t)t * HIDDEN + c] = old + sum;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
