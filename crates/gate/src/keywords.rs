@@ -4,6 +4,8 @@
 //! as a regular expression made of the keywords (longest first) would match them. A bit per
 //! code of three bytes rules out most places at once.
 
+use crate::scan::{code, code3, Prefixes};
+
 /// Which detector a keyword serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kw {
@@ -53,7 +55,7 @@ pub const KEYWORDS: &[(Kw, &[&str])] = &[
 pub struct KeywordTable {
     /// Keywords of three bytes or more with the detectors they serve, ordered by their first
     /// three bytes and, within those, longest first.
-    long: Vec<(&'static str, Vec<Kw>)>,
+    long: Vec<Word>,
     /// For each three leading bytes that some keyword has: the range of `long` they lead, in an
     /// open-addressed table (`slot`); an empty slot holds head 0.
     heads: Vec<(u32, u16, u16)>,
@@ -62,17 +64,43 @@ pub struct KeywordTable {
     /// like a short keyword.
     maybe: Box<[u64; 512]>,
     /// Keywords of one or two bytes ("#", "bd"), longest first.
-    short: Vec<(&'static str, Vec<Kw>)>,
+    short: Vec<Word>,
+    /// Literal prefixes looked for in the same pass, in the text as written (the keys of
+    /// `secrets`: "AKIA", "ghp_", "eyJ"…); their codes are in `maybe` too.
+    prefixes: Prefixes,
+}
+
+/// A keyword with the detectors it serves, and its first eight bytes as a number: most places
+/// are told apart with one load and one comparison.
+struct Word {
+    text: &'static str,
+    kinds: Vec<Kw>,
+    head: u64,
+    mask: u64,
+}
+
+impl Word {
+    fn new(text: &'static str, kinds: Vec<Kw>) -> Word {
+        let mut first = [0u8; 8];
+        let n = text.len().min(8);
+        first[..n].copy_from_slice(&text.as_bytes()[..n]);
+        Word { text, kinds, head: u64::from_le_bytes(first), mask: u64::MAX >> (64 - 8 * n) }
+    }
+
+    /// Does `rest` start with this word?
+    #[inline]
+    fn starts(&self, rest: &[u8]) -> bool {
+        let w = self.text.as_bytes();
+        match rest.first_chunk::<8>() {
+            Some(eight) => u64::from_le_bytes(*eight) & self.mask == self.head && (w.len() <= 8 || rest.get(8..w.len()) == Some(&w[8..])),
+            None => rest.starts_with(w),
+        }
+    }
 }
 
 /// The first three bytes as a number.
 fn head(b: &[u8]) -> u32 {
     (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32
-}
-
-/// The low five bits of a byte: letters keep their identity, so few places pass.
-fn code(b: u8) -> usize {
-    (b & 31) as usize
 }
 
 /// Slots of the table of heads: four times the heads there are, or more.
@@ -83,7 +111,7 @@ fn slot(head: u32) -> usize {
 }
 
 impl KeywordTable {
-    pub fn new() -> KeywordTable {
+    pub fn new(prefixes: &[&'static str]) -> KeywordTable {
         let mut all: Vec<(&'static str, Vec<Kw>)> = Vec::new();
         for (kind, words) in KEYWORDS {
             for w in *words {
@@ -102,7 +130,7 @@ impl KeywordTable {
         let mut groups: Vec<(u32, u16, u16)> = Vec::new();
         for (i, (w, _)) in long.iter().enumerate() {
             let b = w.as_bytes();
-            set(code(b[0]) << 10 | code(b[1]) << 5 | code(b[2]));
+            set(code3(b));
             let h = head(b);
             match groups.last_mut() {
                 Some(last) if last.0 == h => last.2 = i as u16 + 1,
@@ -116,6 +144,9 @@ impl KeywordTable {
                 set(known << (5 * (3 - b.len())) | rest);
             }
         }
+        for p in prefixes {
+            set(code3(p.as_bytes()));
+        }
         assert!(groups.len() * 4 <= SLOTS);
         let mut heads = vec![(0, 0, 0); SLOTS];
         for g in groups {
@@ -125,36 +156,44 @@ impl KeywordTable {
             }
             heads[k] = g;
         }
-        KeywordTable { long, heads, maybe, short }
+        let word = |(text, kinds): (&'static str, Vec<Kw>)| Word::new(text, kinds);
+        KeywordTable { long: long.into_iter().map(word).collect(), heads, maybe, short: short.into_iter().map(word).collect(), prefixes: Prefixes::new(prefixes) }
     }
 
-    /// Each keyword found in `lower`: its byte range and the detectors it serves, left to right.
-    pub fn find_all(&self, lower: &str, mut found: impl FnMut(usize, usize, &[Kw])) {
-        let b = lower.as_bytes();
+    /// Each keyword found in `lower` (the text in lower case): its byte range and the detectors
+    /// it serves, left to right. Returns the first place where one of the prefixes starts in
+    /// `text` (the same text as written).
+    pub fn find_all(&self, text: &str, lower: &str, mut found: impl FnMut(usize, usize, &[Kw])) -> Option<usize> {
+        let (b, written) = (lower.as_bytes(), text.as_bytes());
+        let mut first_prefix = None;
         let mut i = 0;
         while i < b.len() {
-            // Most places start no keyword: the code of three bytes, rolled along, tells.
+            // Most places start no keyword and no prefix: the code of three bytes, rolled
+            // along, tells.
             if i + 2 < b.len() {
                 let mut c = code(b[i]) << 5 | code(b[i + 1]);
-                loop {
-                    c = (c << 5 | code(b[i + 2])) & 0x7fff;
-                    if self.maybe[c / 64] & 1 << (c % 64) != 0 {
-                        break;
-                    }
-                    i += 1;
-                    if i + 2 == b.len() {
-                        break;
-                    }
-                }
+                let skip = b[i + 2..].iter().position(|&x| {
+                    c = (c << 5 | code(x)) & 0x7fff;
+                    self.maybe[c / 64] & 1 << (c % 64) != 0
+                });
+                i += skip.unwrap_or(b.len() - i - 2);
+            }
+            if first_prefix.is_none() && self.prefixes.could_start(&written[i..]) && self.prefixes.starts(&written[i..]) {
+                first_prefix = Some(i);
             }
             match self.longest_at(&b[i..]) {
                 Some((len, kinds)) => {
                     found(i, i + len, kinds);
+                    // A prefix may start inside the keyword.
+                    if first_prefix.is_none() {
+                        first_prefix = (i + 1..i + len).find(|&k| self.prefixes.could_start(&written[k..]) && self.prefixes.starts(&written[k..]));
+                    }
                     i += len;
                 }
                 None => i += 1,
             }
         }
+        first_prefix
     }
 
     fn longest_at(&self, rest: &[u8]) -> Option<(usize, &[Kw])> {
@@ -164,23 +203,18 @@ impl KeywordTable {
             while self.heads[k].0 != 0 {
                 if self.heads[k].0 == h {
                     let (_, from, to) = self.heads[k];
-                    if let Some((w, kinds)) = self.long[from as usize..to as usize].iter().find(|(w, _)| rest.starts_with(w.as_bytes())) {
-                        return Some((w.len(), kinds));
+                    if let Some(w) = self.long[from as usize..to as usize].iter().find(|w| w.starts(rest)) {
+                        return Some((w.text.len(), &w.kinds));
                     }
                     break;
                 }
                 k = (k + 1) % SLOTS;
             }
         }
-        self.short.iter().find(|(w, _)| rest.starts_with(w.as_bytes())).map(|(w, kinds)| (w.len(), kinds.as_slice()))
+        self.short.iter().find(|w| w.starts(rest)).map(|w| (w.text.len(), w.kinds.as_slice()))
     }
 }
 
-impl Default for KeywordTable {
-    fn default() -> Self {
-        Self::new()
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -188,7 +222,7 @@ mod tests {
 
     fn found(text: &str) -> Vec<(String, Vec<Kw>)> {
         let mut out = Vec::new();
-        KeywordTable::new().find_all(text, |s, e, k| out.push((text[s..e].to_string(), k.to_vec())));
+        KeywordTable::new(&[]).find_all(text, text, |s, e, k| out.push((text[s..e].to_string(), k.to_vec())));
         out
     }
 
@@ -200,5 +234,26 @@ mod tests {
         assert_eq!(found("née le"), vec![("née".to_string(), vec![Kw::Dob])]);
         assert_eq!(found("hauptstraße 5"), vec![("straße".to_string(), vec![Kw::StreetDe])]);
         assert!(found("nothing here").is_empty());
+    }
+
+    #[test]
+    fn first_prefix_as_a_scan_of_its_own_would_find_it() {
+        let prefixes = ["AKIA", "ghp_", "sk-", "eyJ", "hf_", "SG.", "xoxb-"];
+        let table = KeywordTable::new(&prefixes);
+        let alone = Prefixes::new(&prefixes);
+        // Some start inside a keyword: "birth" + "f_" holds "hf_", "phone" + "yJ" holds "eyJ".
+        let pieces = ["AKIA", "ghp_", "sk-", "eyJ", "hf_", "SG.", "xoxb-", "passwordsk-", "birth", "f_", "phone", "yJ", "#", " ", "akia", "SSN"];
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..1 + x % 6 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                text.push_str(pieces[x as usize % pieces.len()]);
+            }
+            let lower = text.to_ascii_lowercase();
+            assert_eq!(table.find_all(&text, &lower, |_, _, _| {}), alone.first(text.as_bytes()), "{text:?}");
+        }
     }
 }

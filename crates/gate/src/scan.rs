@@ -13,48 +13,64 @@ pub fn find(hay: &str, needle: &str) -> Option<usize> {
     (0..=h.len() - n.len()).find(|&i| h[i] == first && &h[i + 1..i + n.len()] == rest)
 }
 
-/// A set of literal prefixes (three bytes or more). A bit per pair of bytes, for the first and
-/// second and for the second and third, rules out almost every place before any comparison.
+/// A set of literal prefixes (three bytes or more). A bit per `code3` of three bytes rules out
+/// almost every place before any comparison.
 pub struct Prefixes {
     words: Vec<&'static [u8]>,
-    first_pairs: Box<[u64; 1024]>,
-    second_pairs: Box<[u64; 1024]>,
+    maybe: Box<[u64; 512]>,
 }
 
-fn pair(a: u8, b: u8) -> usize {
-    (a as usize) << 8 | b as usize
+/// The low five bits of a byte: a letter's, whatever its case.
+#[inline]
+pub fn code(b: u8) -> usize {
+    (b & 31) as usize
 }
 
-fn has(bits: &[u64; 1024], p: usize) -> bool {
-    bits[p / 64] & 1 << (p % 64) != 0
+/// The codes of three bytes, as one number below 2^15.
+pub fn code3(b: &[u8]) -> usize {
+    code(b[0]) << 10 | code(b[1]) << 5 | code(b[2])
 }
 
 impl Prefixes {
     pub fn new(words: &[&'static str]) -> Prefixes {
-        let mut first_pairs = Box::new([0u64; 1024]);
-        let mut second_pairs = Box::new([0u64; 1024]);
+        let mut maybe = Box::new([0u64; 512]);
         for w in words {
-            let b = w.as_bytes();
-            assert!(b.len() >= 3, "prefix {w:?} is shorter than three bytes");
-            let (p, q) = (pair(b[0], b[1]), pair(b[1], b[2]));
-            first_pairs[p / 64] |= 1 << (p % 64);
-            second_pairs[q / 64] |= 1 << (q % 64);
+            assert!(w.len() >= 3, "prefix {w:?} is shorter than three bytes");
+            let c = code3(w.as_bytes());
+            maybe[c / 64] |= 1 << (c % 64);
         }
-        Prefixes { words: words.iter().map(|w| w.as_bytes()).collect(), first_pairs, second_pairs }
-    }
-
-    /// Does one of the prefixes start at byte `i` of `b`?
-    #[inline]
-    pub fn at(&self, b: &[u8], i: usize) -> bool {
-        i + 2 < b.len()
-            && has(&self.first_pairs, pair(b[i], b[i + 1]))
-            && has(&self.second_pairs, pair(b[i + 1], b[i + 2]))
-            && self.words.iter().any(|w| b[i..].starts_with(w))
+        Prefixes { words: words.iter().map(|w| w.as_bytes()).collect(), maybe }
     }
 
     /// The first place where one of the prefixes starts.
     pub fn first(&self, b: &[u8]) -> Option<usize> {
-        (0..b.len()).find(|&i| self.at(b, i))
+        if b.len() < 3 {
+            return None;
+        }
+        // The code of the three bytes at each place, rolled along.
+        let maybe = &*self.maybe;
+        let mut c = code(b[0]) << 5 | code(b[1]);
+        for (i, &x) in b[2..].iter().enumerate() {
+            c = (c << 5 | code(x)) & 0x7fff;
+            if maybe[c / 64] & 1 << (c % 64) != 0 && self.starts(&b[i..]) {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Could one of the prefixes start `here`, by the code of its first three bytes?
+    pub fn could_start(&self, here: &[u8]) -> bool {
+        here.len() >= 3 && {
+            let c = code3(here);
+            self.maybe[c / 64] & 1 << (c % 64) != 0
+        }
+    }
+
+    /// Does one of the prefixes start `here`? (Out of line: the scans stay small.)
+    #[inline(never)]
+    pub fn starts(&self, here: &[u8]) -> bool {
+        self.words.iter().any(|w| here.starts_with(w))
     }
 }
 
@@ -261,7 +277,9 @@ mod tests {
         let p = Prefixes::new(&["sk-", "eyJ"]);
         assert_eq!(p.first(b"ask-me eyJhb"), Some(1));
         assert_eq!(p.first(b"sk_ eyj"), None);
-        assert!(p.at(b"x eyJ", 2));
+        assert_eq!(p.first(b"x eyJ"), Some(2));
+        assert_eq!(p.first(b"eyJ"), Some(0));
+        assert_eq!(p.first(b"ey"), None);
     }
 
     #[test]

@@ -4,6 +4,13 @@ use super::{Detector, Keywords};
 use crate::EntityType;
 use crate::scan::{after, before, find};
 
+/// The literal prefixes of the keys that `token` finds (found with the keywords, in one pass).
+pub(super) const KEY_PREFIXES: &[&str] = &[
+    "AKIA", "ASIA", "ABIA", "ACCA", "AIDA", "AROA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "xoxa-",
+    "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xapp-", "https://hooks.slack.com/services/", "sk_live_", "sk_test_", "rk_live_",
+    "rk_test_", "whsec_", "AIza", "npm_", "hf_", "SG.", "eyJ",
+];
+
 impl Detector {
     #[inline(never)]
     pub(super) fn secrets(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
@@ -19,7 +26,7 @@ impl Detector {
             push(m.start(), end, EntityType::Secret);
         }
         // The pattern runs from the first place a key's prefix stands, if any.
-        let from = self.token_prefixes.first(text.as_bytes()).unwrap_or(text.len());
+        let from = kw.key_start.unwrap_or(text.len());
         for m in self.token.find_iter(&text[from..]) {
             let (start, end) = (from + m.start(), from + m.end());
             let s = m.as_str();
