@@ -36,7 +36,11 @@ impl Detector {
         }
         work.found.clear();
         if n.colons >= 5 || n.dashes >= 5 || n.dots >= 2 {
-            mac_shapes(text.as_bytes(), n.colons + n.dashes >= 5, &mut work.found);
+            if n.colons + n.dashes >= 5 {
+                work.found.extend(self.mac.find_iter(text).map(|m| (m.start(), m.end())));
+            } else {
+                dotted_macs(text.as_bytes(), &mut work.found);
+            }
         }
         for &(ms, me) in &work.found {
             let s = &text[ms..me];
@@ -81,41 +85,20 @@ impl Detector {
     }
 }
 
-/// MAC address shapes, left to right and not overlapping: six hex pairs joined by `:` or `-`
-/// ("00:1A:2B:3C:4D:5E"), else three groups of four hex digits joined by dots ("001a.2b3c.4d5e").
-/// `can_pair`: the text has five colons and dashes, which the first shape needs.
-fn mac_shapes(b: &[u8], can_pair: bool, out: &mut Vec<(usize, usize)>) {
+/// MAC addresses written with dots ("001a.2b3c.4d5e"), left to right and not overlapping: what
+/// `mac` finds in a text with fewer than five colons and dashes (its other shape needs five).
+fn dotted_macs(b: &[u8], out: &mut Vec<(usize, usize)>) {
     let hex = |i: usize, n: usize| b[i..i + n].iter().all(u8::is_ascii_hexdigit);
-    // The separators first: they rule out almost every place.
-    let pairs = |i: usize| {
-        i + 17 <= b.len() && (0..5).all(|k| matches!(b[i + 2 + 3 * k], b':' | b'-')) && hex(i, 2) && (0..5).all(|k| hex(i + 3 + 3 * k, 2))
-    };
     let quads = |i: usize| i + 14 <= b.len() && b[i + 4] == b'.' && b[i + 9] == b'.' && hex(i, 4) && hex(i + 5, 4) && hex(i + 10, 4);
-    out.clear();
-    if !can_pair {
-        // Fewer than five colons and dashes: only dotted shapes, each with a dot four bytes in.
-        let mut i = 0;
-        let mut dot = next_byte_in(b, 4, b'.', b'.', false);
-        while dot < b.len() {
-            if dot - 4 >= i && quads(dot - 4) {
-                out.push((dot - 4, dot + 10));
-                i = dot + 10;
-            }
-            dot = next_byte_in(b, dot + 1, b'.', b'.', false);
+    // Each has a dot four bytes in.
+    let mut from = 0;
+    let mut dot = next_byte_in(b, 4, b'.', b'.', false);
+    while dot < b.len() {
+        if dot - 4 >= from && quads(dot - 4) {
+            out.push((dot - 4, dot + 10));
+            from = dot + 10;
         }
-        return;
-    }
-    let mut i = 0;
-    while i + 14 <= b.len() {
-        if pairs(i) {
-            out.push((i, i + 17));
-            i += 17;
-        } else if quads(i) {
-            out.push((i, i + 14));
-            i += 14;
-        } else {
-            i += 1;
-        }
+        dot = next_byte_in(b, dot + 1, b'.', b'.', false);
     }
 }
 
@@ -124,7 +107,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dotted_shapes_alone_when_no_pair_can_stand() {
+    fn dotted_macs_as_the_pattern_finds_them() {
+        let mac = Detector::new().mac;
         let alphabet = b"0aF9.:- x";
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut next = move || {
@@ -144,11 +128,12 @@ mod tests {
             if s.iter().filter(|&&c| c == b':' || c == b'-').count() >= 5 {
                 continue;
             }
-            let (mut all, mut dotted) = (Vec::new(), Vec::new());
-            mac_shapes(&s, true, &mut all);
-            mac_shapes(&s, false, &mut dotted);
-            assert_eq!(all, dotted, "{:?}", String::from_utf8_lossy(&s));
-            found += all.len();
+            let text = String::from_utf8(s).unwrap();
+            let want: Vec<(usize, usize)> = mac.find_iter(&text).map(|m| (m.start(), m.end())).collect();
+            let mut got = Vec::new();
+            dotted_macs(text.as_bytes(), &mut got);
+            assert_eq!(got, want, "{text:?}");
+            found += want.len();
         }
         assert!(found > 10_000);
     }

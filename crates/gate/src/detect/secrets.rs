@@ -14,7 +14,7 @@ pub(super) const KEY_PREFIXES: &[&str] = &[
 impl Detector {
     #[inline(never)]
     pub(super) fn secrets(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
-        let pem = if kw.bytes.dashes >= 10 && find(text, "-----BEGIN").is_some() { self.pem.find_iter(text).collect() } else { Vec::new() };
+        let pem = if kw.bytes.dashes >= 10 && text.contains("-----BEGIN") { self.pem.find_iter(text).collect() } else { Vec::new() };
         for m in pem {
             let end = match find(&text[m.end()..], "-----END ") {
                 Some(i) => {
@@ -44,7 +44,7 @@ impl Detector {
             }
             push(start, end, EntityType::Secret);
         }
-        let creds = if kw.bytes.colons > 0 && find(text, "://").is_some() { self.url_creds.captures_iter(text).collect() } else { Vec::new() };
+        let creds = if kw.bytes.colons > 0 && text.contains("://") { self.url_creds.captures_iter(text).collect() } else { Vec::new() };
         for m in creds {
             let (user, pass) = (m.get(1).unwrap(), m.get(2).unwrap());
             let scheme = text[..m.get(0).unwrap().start()].bytes().rev().take_while(|b| b.is_ascii_alphanumeric() || b"+.-".contains(b)).count();
