@@ -26,6 +26,15 @@ impl Detector {
                 }
             }
             let word = |k: usize| text[words[k].0..words[k].1].trim_end_matches('.');
+            // The word in lower case: from `lower` when it is ASCII (no copy).
+            let lowered = |k: usize, f: &dyn Fn(&str) -> bool| {
+                let w = word(k);
+                if w.is_ascii() {
+                    f(&lower[words[k].0..words[k].0 + w.len()])
+                } else {
+                    f(&w.to_lowercase())
+                }
+            };
             let (run_i, run_j) = (i, j);
             let (rs, re_) = (words[i].0, words[j].1);
             i = j + 1;
@@ -35,14 +44,15 @@ impl Detector {
             }
             // The run's words, and what each is: a first name, a last name, a common word.
             let mut run_words = [""; 5];
-            let (mut first, mut last, mut common) = ([false; 5], [false; 5], [false; 5]);
-            for (k, w) in (run_i..=run_j).enumerate() {
-                let w = word(w);
+            let (mut first, mut last, mut common, mut cue) = ([false; 5], [false; 5], [false; 5], [false; 5]);
+            for (k, x) in (run_i..=run_j).enumerate() {
+                let w = word(x);
                 let kind = names.kind(w);
                 run_words[k] = w;
                 first[k] = kind & FIRST != 0;
                 last[k] = kind & LAST != 0 || w.contains('-') && w.split('-').all(|p| capitalized(p, |p| names.kind(p) & LAST != 0));
-                common[k] = lowered(w, |w| names.kind(w) & COMMON != 0);
+                common[k] = lowered(x, &|w| names.kind(w) & COMMON != 0);
+                cue[k] = lowered(x, &|w| name_cues().contains(w));
             }
             let n = run_j - run_i + 1;
             let run = &run_words[..n];
@@ -58,7 +68,7 @@ impl Detector {
                 let w = run[k];
                 if titles().contains(w) {
                     title_in_run = true;
-                } else if lowered(w, |w| name_cues().contains(w)) {
+                } else if cue[k] {
                     greeting = true;
                 } else if !(common[k] && (!first[k] && !last[k] || k == 0 && run_at_sentence_start)) {
                     break;
@@ -356,14 +366,3 @@ fn capitalized<T>(w: &str, f: impl FnOnce(&str) -> T) -> T {
     f(&word)
 }
 
-/// `f` of `w` in lower case.
-fn lowered<T>(w: &str, f: impl FnOnce(&str) -> T) -> T {
-    let mut buf = [0u8; 64];
-    if w.is_ascii() && w.len() <= buf.len() {
-        let b = &mut buf[..w.len()];
-        b.copy_from_slice(w.as_bytes());
-        b.make_ascii_lowercase();
-        return f(std::str::from_utf8(b).unwrap_or_default());
-    }
-    f(&w.to_lowercase())
-}
