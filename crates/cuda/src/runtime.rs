@@ -227,7 +227,10 @@ impl Gpu {
         let mut recorder = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(events) = recorder.as_mut() {
             let event = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| anyhow!("CUDA event: {e:?}"))?;
-            events.push((format!("{name} <<<{}×{}×{}, {block}>>>", grid.0, grid.1, grid.2), event));
+            // The integer arguments (row counts, widths) tell apart launches of one kernel on
+            // different matrices.
+            let ints: Vec<String> = args.iter().filter_map(|a| if let Arg::I32(v) = a { Some(v.to_string()) } else { None }).collect();
+            events.push((format!("{name} <<<{}×{}×{}, {block}>>> ({})", grid.0, grid.1, grid.2, ints.join(", ")), event));
         }
         Ok(())
     }
