@@ -283,6 +283,27 @@ mod tests {
     }
 
     #[test]
+    fn stretches_are_the_phone_regions() {
+        let alphabet = b"0123456789 .-/()+xa";
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..x % 30 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                text.push(alphabet[x as usize % alphabet.len()] as char);
+            }
+            let mut stretches = Vec::new();
+            number_stretches(&text, &mut stretches);
+            let mut want = Vec::new();
+            regions(&text, &stretches, 7, &digits_and(b" .-/()+x"), &mut want);
+            let seven: Vec<_> = stretches.iter().copied().filter(|&(a, z)| text.as_bytes()[a..z].iter().filter(|c| c.is_ascii_digit()).count() >= 7).collect();
+            assert_eq!(seven, want, "{text:?}");
+        }
+    }
+
+    #[test]
     fn next_byte_in_finds_as_a_byte_loop_would() {
         let text = "a long line of words, 42 of them\u{e9}; Then MORE: x9 \u{2014} z".as_bytes();
         for (lo, hi) in [(b'0', b'9'), (b'A', b'Z'), (b'a', b'a'), (0, 0x7f)] {
