@@ -108,7 +108,7 @@ fn assignment(b: &[u8]) -> Option<usize> {
 /// A placeholder rather than a value: `<password>`, `${DB_PASS}`, `****`, `xxx`.
 fn placeholder(v: &str) -> bool {
     let v = v.trim();
-    let lower = v.to_ascii_lowercase();
+    let starts = |p: &str| v.len() >= p.len() && v.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes());
     let env = v.strip_prefix('$').is_some_and(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
     v.is_empty()
         || env
@@ -119,7 +119,8 @@ fn placeholder(v: &str) -> bool {
         || v.chars().all(|c| c == v.chars().next().unwrap_or('x'))
         || ["xxx", "...", "null", "none", "nil", "undefined", "true", "false", "redacted", "hidden", "changeme_in_prod", "your_password", "yourpassword", "your-password", "password_here", "placeholder", "example", "required", "optional", "string", "str", "int", "bool", "secretstr", "env", "os.environ", "process.env", "getenv"]
             .iter()
-            .any(|p| lower == *p || lower.starts_with("os.") || lower.starts_with("process.") || lower.starts_with("env.") || lower.starts_with("settings.") || lower.starts_with("config."))
+            .any(|p| v.eq_ignore_ascii_case(p))
+        || ["os.", "process.", "env.", "settings.", "config."].iter().any(|p| starts(p))
 }
 
 /// The value after `key =`: quoted, or up to the next space or delimiter. Code (calls, fields,
