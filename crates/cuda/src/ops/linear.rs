@@ -21,8 +21,8 @@ pub fn linear(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<(
     }
 }
 
-/// Dynamic shared memory of the streaming GEMVs for an input width: 8 warps' rings of
-/// 4096 / cols rows, and x as f32 (`GemvStream` in gemv.cu).
+/// Dynamic shared memory of the streaming GEMVs (in 2048): 8 warps' rings of 4096 / cols rows,
+/// and x as f32 (`GemvStream` in gemv.cu).
 fn gemv_shared_bytes(cols: usize) -> u32 {
     (8 * (4096 / cols) * cols * 2 + cols * 4) as u32
 }
@@ -36,11 +36,13 @@ fn gemv_blocks(gpu: &Gpu) -> (u32, u32, u32) {
 /// `accumulate`, y += w · x (a residual add folded in).
 pub fn gemv(gpu: &Gpu, x: DevPtr, w: &Matrix, y: DevPtr, accumulate: bool) -> Result<()> {
     ensure!(w.cols == 2048 || w.cols == 4096, "gemv: input width {} (the kernel takes 2048 or 4096)", w.cols);
+    // in 4096: plain tiles of 8 rows (see gemv.cu); in 2048: the streaming grid
+    let (grid, shared) = if w.cols == 4096 { ((w.rows.div_ceil(8) as u32, 1, 1), 4096 * 4) } else { (gemv_blocks(gpu), gemv_shared_bytes(w.cols)) };
     gpu.launch(
         "gemv_bf16",
-        gemv_blocks(gpu),
+        grid,
         256,
-        gemv_shared_bytes(w.cols),
+        shared,
         &[Arg::Ptr(w.ptr), Arg::Ptr(x), Arg::Ptr(y), Arg::I32(w.rows as i32), Arg::I32(w.cols as i32), Arg::I32(accumulate as i32)],
     )
 }
