@@ -2,7 +2,6 @@
 //! from regular expressions, and a match is kept only when its checksum or validity rule holds
 //! and, for shapes that ordinary numbers also take, when a context word stands nearby.
 //! Overlaps go to the more specific type (a card number is not also a phone number).
-
 //!
 //! ```text
 //! secrets.rs    keys and tokens, assigned passwords, credentials in URLs, e-mail addresses
@@ -69,7 +68,7 @@ pub struct Detector {
     url_creds: Regex,
     email: Regex,
     ids: Regex,
-    /// Every keyword of every detector, in one pass over the lower-case text.
+    /// Every keyword of every detector and the keys' literal prefixes, in one pass.
     keywords: KeywordTable,
     said_tail: Regex,
     street_de_tail: Regex,
@@ -158,7 +157,14 @@ impl Detector {
             static SCRATCH: std::cell::RefCell<Scratch> = Default::default();
         }
         SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-            Ok(mut scratch) => self.hits_in(text, &mut scratch, lap),
+            Ok(mut scratch) => {
+                let hits = self.hits_in(text, &mut scratch, lap);
+                // A rare long text does not keep its buffers' memory on the thread.
+                if scratch.lower.capacity() > 1 << 20 {
+                    *scratch = Scratch::default();
+                }
+                hits
+            }
             Err(_) => self.hits_in(text, &mut Scratch::default(), lap),
         })
     }
@@ -274,7 +280,6 @@ impl Detector {
             }
         });
     }
-
 }
 
 /// A keyword's place: (start, end) in bytes.
@@ -409,17 +414,26 @@ fn resolve_from(hits: &mut Vec<Hit>) -> Vec<Hit> {
         return hits.clone();
     }
     hits.sort_by_key(|h| (std::cmp::Reverse(priority(h.kind)), std::cmp::Reverse(h.end - h.start), h.start));
-    // Kept hits by start; they do not overlap, so only the neighbours of a new one can.
-    let mut kept: Vec<Hit> = Vec::with_capacity(hits.len());
+    // Kept hits by start; they do not overlap, so only the neighbours of a new one can. A
+    // sorted vector for the usual few, a tree for many (insertion in a vector moves the rest).
+    let fits = |left: Option<&Hit>, right: Option<&Hit>, h: &Hit| left.is_none_or(|k| k.end <= h.start) && right.is_none_or(|k| k.start >= h.end);
+    if hits.len() <= 64 {
+        let mut kept: Vec<Hit> = Vec::with_capacity(hits.len());
+        for h in hits.iter() {
+            let at = kept.partition_point(|k| k.start < h.start);
+            if fits(at.checked_sub(1).map(|i| &kept[i]), kept.get(at), h) {
+                kept.insert(at, *h);
+            }
+        }
+        return kept;
+    }
+    let mut kept: std::collections::BTreeMap<usize, Hit> = std::collections::BTreeMap::new();
     for h in hits.iter() {
-        let at = kept.partition_point(|k| k.start < h.start);
-        let left_ok = at == 0 || kept[at - 1].end <= h.start;
-        let right_ok = at == kept.len() || kept[at].start >= h.end;
-        if left_ok && right_ok {
-            kept.insert(at, *h);
+        if fits(kept.range(..h.start).next_back().map(|(_, k)| k), kept.range(h.start..).next().map(|(_, k)| k), h) {
+            kept.insert(h.start, *h);
         }
     }
-    kept
+    kept.into_values().collect()
 }
 
 /// Hits in the normalised text → spans in the input's characters.
@@ -511,6 +525,40 @@ mod tests {
         one("Dear Dr. Hopkins, thanks", "Hopkins", "PERSON");
         one("I live at 1600 Pennsylvania Avenue, Washington, DC 20500", "1600 Pennsylvania Avenue, Washington, DC 20500", "ADDRESS");
         one("Adresse: Hauptstraße 5, 10115 Berlin", "Hauptstraße 5, 10115 Berlin", "ADDRESS");
+    }
+
+    #[test]
+    fn resolve_keeps_the_stronger_of_overlapping_hits() {
+        let kinds = EntityType::ALL;
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n) as usize
+        };
+        for n in [0, 1, 2, 5, 30, 64, 65, 200] {
+            for _ in 0..50 {
+                let hits: Vec<Hit> = (0..n)
+                    .map(|_| {
+                        let start = next(1000);
+                        Hit { start, end: start + next(40), kind: kinds[next(kinds.len() as u64)] }
+                    })
+                    .collect();
+                // Each hit in order of strength, kept when it overlaps none kept before.
+                let mut order: Vec<Hit> = hits.iter().copied().filter(|h| h.end > h.start).collect();
+                order.sort_by_key(|h| (std::cmp::Reverse(priority(h.kind)), std::cmp::Reverse(h.end - h.start), h.start));
+                let mut want: Vec<Hit> = Vec::new();
+                for h in order {
+                    if want.iter().all(|k| k.end <= h.start || h.end <= k.start) {
+                        want.push(h);
+                    }
+                }
+                want.sort_by_key(|h| h.start);
+                let got = resolve(hits);
+                assert_eq!(got.iter().map(|h| (h.start, h.end, h.kind)).collect::<Vec<_>>(), want.iter().map(|h| (h.start, h.end, h.kind)).collect::<Vec<_>>());
+            }
+        }
     }
 
     #[test]
