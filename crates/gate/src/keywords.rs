@@ -178,7 +178,7 @@ impl KeywordTable {
                 });
                 i += skip.unwrap_or(b.len() - i - 2);
             }
-            if first_prefix.is_none() && self.prefixes.could_start(&written[i..]) && self.prefixes.starts(&written[i..]) {
+            if first_prefix.is_none() && self.prefixes.at(&written[i..]) {
                 first_prefix = Some(i);
             }
             match self.longest_at(&b[i..]) {
@@ -186,7 +186,7 @@ impl KeywordTable {
                     found(i, i + len, kinds);
                     // A prefix may start inside the keyword.
                     if first_prefix.is_none() {
-                        first_prefix = (i + 1..i + len).find(|&k| self.prefixes.could_start(&written[k..]) && self.prefixes.starts(&written[k..]));
+                        first_prefix = (i + 1..i + len).find(|&k| self.prefixes.at(&written[k..]));
                     }
                     i += len;
                 }

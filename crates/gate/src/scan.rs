@@ -59,17 +59,17 @@ impl Prefixes {
         None
     }
 
-    /// Could one of the prefixes start `here`, by the code of its first three bytes?
-    pub fn could_start(&self, here: &[u8]) -> bool {
+    /// Does one of the prefixes start `here`? The code of three bytes first.
+    pub fn at(&self, here: &[u8]) -> bool {
         here.len() >= 3 && {
             let c = code3(here);
             self.maybe[c / 64] & 1 << (c % 64) != 0
-        }
+        } && self.starts(here)
     }
 
     /// Does one of the prefixes start `here`? (Out of line: the scans stay small.)
     #[inline(never)]
-    pub fn starts(&self, here: &[u8]) -> bool {
+    fn starts(&self, here: &[u8]) -> bool {
         self.words.iter().any(|w| here.starts_with(w))
     }
 }
