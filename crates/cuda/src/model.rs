@@ -12,8 +12,9 @@
 //! and residual adds folded into the projections around them: each sub-layer's first GEMV
 //! normalises h itself, its last GEMV adds into h — the same arithmetic, in fewer kernels. The
 //! token id and the position live on the device, the argmax of the logits is written back as
-//! the next step's token id, so a greedy decode loop never needs the host between steps. A second graph ends with the GPU
-//! sampler instead (`decode_sampled`: temperature, top-k ≤ 64, top-p, seeded on the device).
+//! the next step's token id, so a greedy decode loop never needs the host between steps. A
+//! second graph ends with the GPU sampler instead (`decode_sampled`: temperature, top-k ≤ 64,
+//! top-p, seeded on the device).
 
 use crate::ops::attention::{attention_decode, attention_mixer, KvCacheGpu};
 use crate::ops::gdn::{gdn_decode, gdn_mixer, GdnStateGpu};
