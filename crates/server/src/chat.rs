@@ -1,9 +1,9 @@
 //! `POST /v1/chat/completions`: messages → prompt → engine → reasoning / content / tool calls,
 //! as one JSON response or as OpenAI's stream of `chat.completion.chunk` events.
 
-use crate::engine::{Event, Finish, Forced, Job};
+use crate::engine::{Event, Finish, Forced, Job, TokenLogprob};
 use crate::error::ApiError;
-use crate::handlers::{self, sse_data, sse_done, token_entry, App, Started};
+use crate::handlers::{self, sse_data, token_entry, App, Started};
 use crate::parser::{Channel, Delta, OutputParser};
 use crate::prompt;
 use crate::request::{self, Fields, ToolChoice};
@@ -173,29 +173,13 @@ async fn collect(mut reply: Reply, mut started: Started) -> Result<Response, Api
 /// The SSE side: engine events in, `chat.completion.chunk` events out.
 struct ChunkStream {
     reply: Reply,
-    started: Started,
     include_usage: bool,
-    out: VecDeque<Bytes>,
-    done: bool,
 }
 
 fn stream(reply: Reply, started: Started, include_usage: bool) -> Response {
-    let mut s = ChunkStream { reply, started, include_usage, out: VecDeque::new(), done: false };
+    let s = ChunkStream { reply, include_usage };
     let first = s.chunk(json!({"role": "assistant", "content": ""}), Value::Null, None);
-    s.out.push_back(first);
-    let events = futures_util::stream::unfold(s, |mut s| async move {
-        loop {
-            if let Some(bytes) = s.out.pop_front() {
-                return Some((Ok(bytes), s));
-            }
-            if s.done {
-                return None;
-            }
-            let event = s.started.events.recv().await;
-            s.on_event(event);
-        }
-    });
-    handlers::sse_response(events)
+    handlers::stream_events(s, started, vec![first], include_usage)
 }
 
 impl ChunkStream {
@@ -219,7 +203,7 @@ impl ChunkStream {
         }
     }
 
-    fn send(&mut self, deltas: Vec<Delta>) {
+    fn send(&mut self, deltas: Vec<Delta>, out: &mut VecDeque<Bytes>) {
         for d in deltas {
             let delta = match d {
                 Delta::Reasoning(t) => json!({"reasoning_content": t}),
@@ -231,48 +215,32 @@ impl ChunkStream {
                 }
             };
             let logprobs = self.take_logprobs();
-            let chunk = self.chunk(delta, logprobs, None);
-            self.out.push_back(chunk);
+            out.push_back(self.chunk(delta, logprobs, None));
         }
     }
+}
 
-    fn on_event(&mut self, event: Option<Event>) {
-        match event {
-            Some(Event::Text { text, logprob }) => {
-                if let Some(lp) = logprob {
-                    self.reply.add_logprob(&lp);
-                }
-                let deltas = self.reply.parser.push(&text);
-                self.send(deltas);
-            }
-            Some(Event::Done { finish, completion_tokens }) => {
-                let deltas = self.reply.parser.finish();
-                self.send(deltas);
-                let logprobs = self.take_logprobs();
-                let last = self.chunk(json!({}), logprobs, Some(self.reply.finish_reason(finish)));
-                self.out.push_back(last);
-                if self.include_usage {
-                    let r = &self.reply;
-                    let usage = json!({
-                        "id": r.id, "object": "chat.completion.chunk", "created": r.created, "model": r.app.model_name,
-                        "choices": [],
-                        "usage": handlers::usage(self.started.prompt_tokens, completion_tokens, self.started.cached_tokens),
-                    });
-                    self.out.push_back(sse_data(&usage));
-                }
-                self.out.push_back(sse_done());
-                self.done = true;
-            }
-            Some(Event::Started { .. }) => {}
-            Some(Event::Error(e)) => self.fail(e),
-            None => self.fail(ApiError::internal(&"the engine dropped the request")),
+impl handlers::Chunks for ChunkStream {
+    fn text(&mut self, text: String, logprob: Option<TokenLogprob>, out: &mut VecDeque<Bytes>) {
+        if let Some(lp) = logprob {
+            self.reply.add_logprob(&lp);
         }
+        let deltas = self.reply.parser.push(&text);
+        self.send(deltas, out);
     }
 
-    /// Headers are gone already: the error travels as an event, then the stream ends.
-    fn fail(&mut self, e: ApiError) {
-        self.out.push_back(sse_data(&e.body()));
-        self.out.push_back(sse_done());
-        self.done = true;
+    fn finish(&mut self, finish: Finish, out: &mut VecDeque<Bytes>) {
+        let deltas = self.reply.parser.finish();
+        self.send(deltas, out);
+        let logprobs = self.take_logprobs();
+        out.push_back(self.chunk(json!({}), logprobs, Some(self.reply.finish_reason(finish))));
+    }
+
+    fn usage_chunk(&self, usage: Value) -> Value {
+        let r = &self.reply;
+        json!({
+            "id": r.id, "object": "chat.completion.chunk", "created": r.created, "model": r.app.model_name,
+            "choices": [], "usage": usage,
+        })
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::engine::{Event, Finish, Job, TokenLogprob};
 use crate::error::ApiError;
-use crate::handlers::{self, sse_data, sse_done, App, Started};
+use crate::handlers::{self, sse_data, App, Started};
 use crate::prompt;
 use crate::request::{self, Fields};
 use axum::body::Bytes;
@@ -133,29 +133,14 @@ async fn collect(mut reply: Reply, mut started: Started) -> Result<Response, Api
     Ok(axum::Json(body).into_response())
 }
 
+/// The SSE side: engine events in, `text_completion` chunks out.
 struct ChunkStream {
     reply: Reply,
-    started: Started,
     include_usage: bool,
-    out: VecDeque<Bytes>,
-    done: bool,
 }
 
 fn stream(reply: Reply, started: Started, include_usage: bool) -> Response {
-    let s = ChunkStream { reply, started, include_usage, out: VecDeque::new(), done: false };
-    let events = futures_util::stream::unfold(s, |mut s| async move {
-        loop {
-            if let Some(bytes) = s.out.pop_front() {
-                return Some((Ok(bytes), s));
-            }
-            if s.done {
-                return None;
-            }
-            let event = s.started.events.recv().await;
-            s.on_event(event);
-        }
-    });
-    handlers::sse_response(events)
+    handlers::stream_events(ChunkStream { reply, include_usage }, started, Vec::new(), include_usage)
 }
 
 impl ChunkStream {
@@ -170,46 +155,29 @@ impl ChunkStream {
         }
         sse_data(&v)
     }
+}
 
-    fn on_event(&mut self, event: Option<Event>) {
-        match event {
-            Some(Event::Text { text, logprob }) => {
-                if let Some(lp) = logprob {
-                    self.reply.logprobs.add(&self.reply.app, &lp);
-                }
-                if !text.is_empty() {
-                    let logprobs = self.reply.logprobs.take();
-                    let chunk = self.chunk(&text, logprobs, None);
-                    self.out.push_back(chunk);
-                }
-            }
-            Some(Event::Done { finish, completion_tokens }) => {
-                let logprobs = self.reply.logprobs.take();
-                let last = self.chunk("", logprobs, Some(finish_reason(finish)));
-                self.out.push_back(last);
-                if self.include_usage {
-                    let r = &self.reply;
-                    let usage = json!({
-                        "id": r.id, "object": "text_completion", "created": r.created, "model": r.app.model_name,
-                        "choices": [],
-                        "usage": handlers::usage(self.started.prompt_tokens, completion_tokens, self.started.cached_tokens),
-                    });
-                    self.out.push_back(sse_data(&usage));
-                }
-                self.out.push_back(sse_done());
-                self.done = true;
-            }
-            Some(Event::Started { .. }) => {}
-            Some(Event::Error(e)) => {
-                self.out.push_back(sse_data(&e.body()));
-                self.out.push_back(sse_done());
-                self.done = true;
-            }
-            None => {
-                self.out.push_back(sse_data(&ApiError::internal(&"the engine dropped the request").body()));
-                self.out.push_back(sse_done());
-                self.done = true;
-            }
+impl handlers::Chunks for ChunkStream {
+    fn text(&mut self, text: String, logprob: Option<TokenLogprob>, out: &mut VecDeque<Bytes>) {
+        if let Some(lp) = logprob {
+            self.reply.logprobs.add(&self.reply.app, &lp);
         }
+        if !text.is_empty() {
+            let logprobs = self.reply.logprobs.take();
+            out.push_back(self.chunk(&text, logprobs, None));
+        }
+    }
+
+    fn finish(&mut self, finish: Finish, out: &mut VecDeque<Bytes>) {
+        let logprobs = self.reply.logprobs.take();
+        out.push_back(self.chunk("", logprobs, Some(finish_reason(finish))));
+    }
+
+    fn usage_chunk(&self, usage: Value) -> Value {
+        let r = &self.reply;
+        json!({
+            "id": r.id, "object": "text_completion", "created": r.created, "model": r.app.model_name,
+            "choices": [], "usage": usage,
+        })
     }
 }

@@ -1,7 +1,7 @@
 //! What the generation endpoints share: the app state, reading the body, the context-length
 //! check, handing a job to the engine and waiting for it to start, usage, and SSE responses.
 
-use crate::engine::{EngineHandle, Event, Job};
+use crate::engine::{EngineHandle, Event, Finish, Job, TokenLogprob};
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::prompt::TextAssets;
@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use serde_json::{json, Value};
 use solo_model::sampler::SplitMix;
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -136,6 +137,64 @@ pub fn sse_response(events: impl Stream<Item = Result<Bytes, Infallible>> + Send
         Body::from_stream(events),
     )
         .into_response()
+}
+
+/// How one endpoint's stream turns engine events into SSE chunks (`chat.completion.chunk`,
+/// `text_completion`); `stream_events` does the rest: the queue, the usage chunk, `[DONE]`, and an
+/// error that arrives after the headers went out.
+pub trait Chunks: Send + 'static {
+    /// The chunks of a piece of output text (and the logprob of its token).
+    fn text(&mut self, text: String, logprob: Option<TokenLogprob>, out: &mut VecDeque<Bytes>);
+    /// The last chunks, ending with the one that carries the finish reason.
+    fn finish(&mut self, finish: Finish, out: &mut VecDeque<Bytes>);
+    /// The usage-only chunk (`"choices": []`) of `stream_options.include_usage`.
+    fn usage_chunk(&self, usage: Value) -> Value;
+}
+
+/// An SSE response: `first` (chunks sent before any event), then `chunks` of the engine's events.
+pub fn stream_events<C: Chunks>(chunks: C, started: Started, first: Vec<Bytes>, include_usage: bool) -> Response {
+    struct State<C> {
+        chunks: C,
+        started: Started,
+        include_usage: bool,
+        out: VecDeque<Bytes>,
+        done: bool,
+    }
+    impl<C: Chunks> State<C> {
+        /// Headers are gone already: the error travels as an event, then the stream ends.
+        fn fail(&mut self, e: ApiError) {
+            self.out.push_back(sse_data(&e.body()));
+            self.out.push_back(sse_done());
+            self.done = true;
+        }
+    }
+    let s = State { chunks, started, include_usage, out: first.into(), done: false };
+    let events = futures_util::stream::unfold(s, |mut s| async move {
+        loop {
+            if let Some(bytes) = s.out.pop_front() {
+                return Some((Ok(bytes), s));
+            }
+            if s.done {
+                return None;
+            }
+            match s.started.events.recv().await {
+                Some(Event::Text { text, logprob }) => s.chunks.text(text, logprob, &mut s.out),
+                Some(Event::Done { finish, completion_tokens }) => {
+                    s.chunks.finish(finish, &mut s.out);
+                    if s.include_usage {
+                        let u = usage(s.started.prompt_tokens, completion_tokens, s.started.cached_tokens);
+                        s.out.push_back(sse_data(&s.chunks.usage_chunk(u)));
+                    }
+                    s.out.push_back(sse_done());
+                    s.done = true;
+                }
+                Some(Event::Started { .. }) => {}
+                Some(Event::Error(e)) => s.fail(e),
+                None => s.fail(ApiError::internal(&"the engine dropped the request")),
+            }
+        }
+    });
+    sse_response(events)
 }
 
 /// A logprob entry of the chat format: `{token, logprob, bytes}` of token `id`.
