@@ -104,13 +104,14 @@ impl Results {
         }
         row("(structured)", &self.structured());
         out += &format!(
-            "benign flagged: {}/{} = {:.2} %\nlatency µs/KB: p50 {:.1}, p99 {:.1}, mean {:.1} (one core)\nrepeats caught: {}/{}\ndocuments: {}\n",
+            "benign flagged: {}/{} = {:.2} %\nlatency µs/KB: p50 {:.1}, p99 {:.1}, mean {:.1} (one core; each document's median of {} timed passes)\nrepeats caught: {}/{}\ndocuments: {}\n",
             self.benign_flagged,
             self.benign_documents,
             100.0 * ratio(self.benign_flagged, self.benign_documents.max(1)),
             self.latency_us_per_kb_p50,
             self.latency_us_per_kb_p99,
             self.latency_us_per_kb_mean,
+            TIMED_PASSES,
             self.repeats_caught,
             self.repeats,
             self.documents
@@ -170,6 +171,9 @@ pub fn join(docs: Vec<Doc>, bytes: usize) -> Vec<Doc> {
     out
 }
 
+/// Timed passes over the corpus (see `evaluate`).
+pub const TIMED_PASSES: usize = 5;
+
 pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
     let mut r = Results { documents: docs.len(), ..Default::default() };
     // Warm up first (the regexes' lazy DFAs build their states on first use), as a running
@@ -177,19 +181,31 @@ pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
     for doc in docs {
         std::hint::black_box(detector.detect(&doc.text));
     }
+    // The timed passes: the gate alone, document after document, TIMED_PASSES times over the
+    // corpus; a document's time is the median of its passes. One pass over the held-out corpus
+    // is ~10 ms of gating, short enough that a busy neighbour on a shared machine moved its p50
+    // by half (41 → 67 µs/KB on an idle 2-core VM); the median of passes spread over ~50 ms does not.
+    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(TIMED_PASSES); docs.len()];
+    let mut all_spans = Vec::with_capacity(docs.len());
+    for pass in 0..TIMED_PASSES {
+        for (doc, t_doc) in docs.iter().zip(&mut times) {
+            let t = Instant::now();
+            let spans = detector.detect(&doc.text);
+            t_doc.push(t.elapsed().as_secs_f64() * 1e6);
+            if pass == 0 {
+                all_spans.push(spans);
+            }
+        }
+    }
     let mut per_kb: Vec<f64> = Vec::with_capacity(docs.len());
     let (mut total_us, mut total_kb) = (0.0, 0.0);
-    // The timed pass: the gate alone, document after document.
-    let mut all_spans = Vec::with_capacity(docs.len());
-    for doc in docs {
-        let t = Instant::now();
-        let spans = detector.detect(&doc.text);
-        let us = t.elapsed().as_secs_f64() * 1e6;
+    for (doc, t_doc) in docs.iter().zip(&mut times) {
+        t_doc.sort_by(f64::total_cmp);
+        let us = t_doc[t_doc.len() / 2];
         let kb = doc.text.len() as f64 / 1024.0;
         per_kb.push(us / kb.max(1e-9));
         total_us += us;
         total_kb += kb;
-        all_spans.push(spans);
     }
     for (n, (doc, spans)) in docs.iter().zip(all_spans).enumerate() {
         if doc.spans.is_empty() {
