@@ -2,7 +2,8 @@
 //! q/k l2-norm, the delta rule with an fp32 state, gated RMSNorm, out_proj.
 //!
 //! Kernels (`gdn_conv.cu`, `gdn_delta.cu`; launch geometry in each kernel's comment):
-//! - `gdn_conv_silu`: the conv over T tokens with the window state, SiLU, and the window update.
+//! - `gdn_conv_silu`: the conv over T tokens with the window state, SiLU, and the window update
+//!   (prefill; the decode step folds the conv into its in-projection GEMV, `gemv_norm_conv_bf16`).
 //! - `gdn_decode_step` (T = 1): gates + l2norm + recurrence + gated norm in one kernel, 32 heads ×
 //!   4 column groups (clusters of 4 blocks share the norm's Σo²); S is read and written once.
 //! - prefill (any T): `gdn_prep` (l2norm in place, gates, k·q) → `gdn_prefill_scan` (the state
@@ -12,7 +13,7 @@
 //! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
 
 use crate::kernels::Source;
-use crate::ops::linear::{gemv, gemv_norm, linear};
+use crate::ops::linear::{gemv, gemv_norm_conv, linear};
 use crate::ops::Scratch;
 use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
 use crate::weights::{GdnGpu, Vector};
@@ -145,18 +146,18 @@ pub fn gdn_mixer(gpu: &Gpu, w: &GdnGpu, x: DevPtr, t: usize, state: &GdnStateGpu
 }
 
 /// The decode step's GDN sub-layer for one token on the residual stream h (f32 [2048]):
-/// h += GDN(RMSNorm(h; norm)), advancing `state` by one token. The input norm is folded into one
-/// GEMV over the stacked input projections, the residual add into out_proj's GEMV. Fixed launch
+/// h += GDN(RMSNorm(h; norm)), advancing `state` by one token. The input norm and the causal conv
+/// are folded into one GEMV over the stacked input projections, the residual add into out_proj's
+/// GEMV. Fixed launch
 /// shapes, no host sync (graph-capturable). Scratch buffers 0, 1, 3.
 #[allow(clippy::too_many_arguments)]
 pub fn gdn_decode(gpu: &Gpu, w: &GdnGpu, h: DevPtr, norm: &Vector, eps: f32, state: &GdnStateGpu, scratch: &Scratch) -> Result<()> {
     let buf = GdnBuffers::new(scratch, 1)?;
-    // proj f32 [12352] = [qkv 8192 | z 4096 | b 32 | a 32]
+    // proj f32 [12352] = [qkv 8192 (not written: the conv consumes it) | z 4096 | b 32 | a 32]
     let proj = scratch.ptr(0);
     let f32_at = |i: usize| proj + (i * 4) as DevPtr;
     let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
-    gemv_norm(gpu, h, norm, eps, &w.in_proj, proj)?;
-    conv_silu(gpu, proj, state.conv.ptr(), w.conv1d.ptr, 1, buf.mixed)?;
+    gemv_norm_conv(gpu, h, norm, eps, &w.in_proj, proj, state.conv.ptr(), w.conv1d.ptr, buf.mixed)?;
     decode_step(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, state.recurrent.ptr(), buf.y)?;
     gemv(gpu, buf.y, &w.out_proj, h, true)
 }

@@ -9,7 +9,7 @@ use crate::weights::{Matrix, Vector};
 use anyhow::{anyhow, ensure, Result};
 use cudarc::cublas::sys as blas;
 
-pub const SOURCE: Source = Source { file: "gemv.cu", text: include_str!("gemv.cu"), functions: &["gemv_bf16", "gemv_norm_bf16"] };
+pub const SOURCE: Source = Source { file: "gemv.cu", text: include_str!("gemv.cu"), functions: &["gemv_bf16", "gemv_norm_bf16", "gemv_norm_conv_bf16"] };
 pub const SOURCE_CAST: Source = Source { file: "cast.cu", text: include_str!("cast.cu"), functions: &["cast_f32_to_bf16"] };
 
 /// y (f32 [t, w.rows]) = x (bf16 [t, w.cols]) · wᵀ.
@@ -57,6 +57,32 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
         256,
         gemv_shared_bytes(w.cols),
         &[Arg::Ptr(w.ptr), Arg::Ptr(h), Arg::Ptr(norm.ptr), Arg::Ptr(y), Arg::I32(w.rows as i32), Arg::F32(eps)],
+    )
+}
+
+/// `gemv_norm` for the GDN decode step's in-projection w (12352 rows: qkv | z | b | a) with the
+/// causal conv + SiLU folded in: mixed (f32 [8192]) = silu(conv(qkv)) and the window conv_state
+/// (f32 [3, 8192]) shifted by the new qkv row (taps f32 [8192, 4]); y (f32 [12352]) gets z, b, a
+/// at rows 8192.. (its first 8192 entries are not written).
+#[allow(clippy::too_many_arguments)]
+pub fn gemv_norm_conv(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr) -> Result<()> {
+    ensure!(w.cols == 2048 && norm.len == 2048 && w.rows > 8192, "gemv_norm_conv: {}x{} / norm {}", w.rows, w.cols, norm.len);
+    gpu.launch(
+        "gemv_norm_conv_bf16",
+        gemv_blocks(gpu),
+        256,
+        gemv_shared_bytes(w.cols),
+        &[
+            Arg::Ptr(w.ptr),
+            Arg::Ptr(h),
+            Arg::Ptr(norm.ptr),
+            Arg::Ptr(y),
+            Arg::I32(w.rows as i32),
+            Arg::F32(eps),
+            Arg::Ptr(conv_state),
+            Arg::Ptr(taps),
+            Arg::Ptr(mixed),
+        ],
     )
 }
 
