@@ -78,9 +78,6 @@ __device__ __forceinline__ void unpack8(uint4 raw, float out[8]) {
     }
 }
 
-// 8 bf16 from one 16-byte load, widened to f32.
-__device__ __forceinline__ void load8(const bf16* p, float out[8]) { unpack8(*reinterpret_cast<const uint4*>(p), out); }
-
 // Asynchronous global → shared copies (sm_80+), completed by commit/wait groups. A 16-byte copy
 // with valid = false writes 16 zero bytes instead (out-of-range rows of a tile).
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {

@@ -49,7 +49,7 @@ pub struct Gpu {
     pub stream: Arc<CudaStream>,
     functions: HashMap<&'static str, CudaFunction>,
     /// Kernels whose dynamic shared-memory limit was already raised past 48 KB, and to what.
-    shared_limits: std::sync::Mutex<HashMap<String, u32>>,
+    shared_limits: std::sync::Mutex<HashMap<&'static str, u32>>,
     /// cuBLAS on the model's stream (prefill matrix products).
     pub blas: CudaBlas,
     pub name: String,
@@ -187,7 +187,7 @@ impl Gpu {
                     shared_bytes as i32,
                 )
                 .map_err(|e| anyhow!("{name}: cannot raise shared memory to {shared_bytes}: {e:?}"))?;
-                limits.insert(name.to_string(), shared_bytes);
+                limits.insert(name, shared_bytes);
             }
         }
         use cudarc::driver::sys;

@@ -150,7 +150,6 @@ pub fn gdn_mixer(gpu: &Gpu, w: &GdnGpu, x: DevPtr, t: usize, state: &GdnStateGpu
 /// are folded into one GEMV over the stacked input projections, the residual add into out_proj's
 /// GEMV. Fixed launch
 /// shapes, no host sync (graph-capturable). Scratch buffers 0, 1, 3.
-#[allow(clippy::too_many_arguments)]
 pub fn gdn_decode(gpu: &Gpu, w: &GdnGpu, h: DevPtr, norm: &Vector, eps: f32, state: &GdnStateGpu, scratch: &Scratch) -> Result<()> {
     let buf = GdnBuffers::new(scratch, 1)?;
     // proj f32 [12352] = [qkv 8192 (not written: the conv consumes it) | z 4096 | b 32 | a 32]

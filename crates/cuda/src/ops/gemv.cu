@@ -26,6 +26,11 @@ struct GemvStream {
     bf16* ring;                                // this warp's [DEPTH][IN]
     int first, stride, rows;                   // rows first, first + stride, ... < rows
 
+    // Where x is staged (f32 [IN]): after the 8 warps' rings in the dynamic shared memory.
+    static __device__ __forceinline__ float* staging(unsigned char* smem) {
+        return reinterpret_cast<float*>(smem + GEMV_WARPS * DEPTH * IN * sizeof(bf16));
+    }
+
     __device__ __forceinline__ GemvStream(unsigned char* smem, int rows_) : rows(rows_) {
         const int warp = threadIdx.x >> 5;
         ring = reinterpret_cast<bf16*>(smem) + (size_t)warp * DEPTH * IN;
@@ -50,8 +55,8 @@ struct GemvStream {
         for (int d = 0; d < DEPTH; d++) request(W, first + d * stride, d);
     }
 
-    // For every row of this warp, in order: store(row, k, dot of the row with xs), k = its index
-    // among this warp's rows. Call after prologue() and after xs is staged; before_refill(rn, d)
+    // For every row of this warp, in order: store(row, d, dot of the row with xs), d = the ring
+    // slot the row came through. Call after prologue() and after xs is staged; before_refill(rn, d)
     // runs when slot d is about to receive row rn (to fetch per-row data ahead, e.g. an old y).
     template <class Store, class Ahead>
     __device__ __forceinline__ void run(const bf16* __restrict__ W, const float* xs, Store store, Ahead before_refill) const {
@@ -88,7 +93,7 @@ template <int IN>
 __device__ __forceinline__ void gemv_x(const bf16* __restrict__ w, const bf16* __restrict__ x,
                                        float* __restrict__ y, int out_dim, bool accumulate) {
     extern __shared__ __align__(16) unsigned char smem[];
-    float* xs = reinterpret_cast<float*>(smem + GEMV_WARPS * GemvStream<IN>::DEPTH * IN * sizeof(bf16));
+    float* xs = GemvStream<IN>::staging(smem);
     const GemvStream<IN> s(smem, out_dim);
     s.prologue(w);
     pdl_wait();
@@ -109,7 +114,7 @@ __device__ __forceinline__ void gemv_x(const bf16* __restrict__ w, const bf16* _
 
 // in 4096 (out_proj, o_proj: 2048 rows, ~2 per warp of a streaming grid) runs faster as plain
 // tiles: GemvTile<4096>, 8 rows per block, every block's weights requested at once
-// (9.9 against 11.5 µs). Grid ceil(out / 8) blocks; dynamic shared memory 16 KB.
+// (11.1 against 11.5 µs, H200, bench/NOTES.md v2.9). Grid ceil(out / 8) blocks; dynamic shared memory 16 KB.
 __device__ __forceinline__ void gemv_tiles_4096(const bf16* __restrict__ w, const bf16* __restrict__ x,
                                                 float* __restrict__ y, int out_dim, bool accumulate) {
     extern __shared__ __align__(16) float xs[];
@@ -139,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(256)
                    float* __restrict__ y, int out_dim, float eps) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
-    float* xs = reinterpret_cast<float*>(smem + GEMV_WARPS * GemvStream<HIDDEN>::DEPTH * HIDDEN * sizeof(bf16));
+    float* xs = GemvStream<HIDDEN>::staging(smem);
     const GemvStream<HIDDEN> s(smem, out_dim);
     s.prologue(w);
     pdl_wait();
@@ -163,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(256)
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
     constexpr int DEPTH = GemvStream<HIDDEN>::DEPTH;
-    float* xs = reinterpret_cast<float*>(smem + GEMV_WARPS * DEPTH * HIDDEN * sizeof(bf16));
+    float* xs = GemvStream<HIDDEN>::staging(smem);
     const GemvStream<HIDDEN> s(smem, out_dim);
     s.prologue(w);
     pdl_wait();

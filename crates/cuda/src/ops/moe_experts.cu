@@ -33,8 +33,8 @@ __device__ __forceinline__ float dot8(uint4 w, const float x[8]) {
     return acc;
 }
 
-// Decode GEMVs: every 16-byte piece of a warp's weight rows is requested before the first is
-// used (registers via load_weights16, or shared memory via cp.async).
+// Decode GEMVs: every 16-byte piece of a warp's weight rows is requested (cp.async into shared
+// memory) before the first is used, and consumed group by group as it lands.
 
 // act[t, slot, i] = silu(gate_e[i]·x_t) * (up_e[i]·x_t), e = ids[t, slot]. f32 [T, 9, 512].
 // Grid (512/8, 9, T), 256 threads: one warp per intermediate row i, its gate and up rows (2 × 4 KB)
