@@ -242,3 +242,103 @@ __device__ __forceinline__ void stage_bf16(const bf16* __restrict__ x, float* xs
     }
     __syncthreads();
 }
+
+// ---------------------------------------------------------------------------------------------
+// MoE (moe_router.cu, moe_experts.cu, moe_decode.cu): every token has SLOTS = 9 (expert, weight)
+// pairs, 8 routed, then the shared expert (index 256 in the fused expert tensors) with weight
+// sigmoid(x . w_sg), w_sg being row 256 of the router.
+
+#define SLOTS (TOP_K + 1)
+#define SHARED_EXPERT EXPERTS
+// Rows of the router matrix: the experts, then the shared expert's gate.
+#define ROUTER_ROWS (EXPERTS + 1)
+
+// Routing of one token by one warp, from its ROUTER_ROWS logits (256 experts, then the shared
+// expert's gate): ids [9], weights [9]; counts [257] or null: per-expert token counts are added
+// to it (prefill grouping; the caller zeroes it). Lane l holds experts l + 32i, i < 8. The softmax
+// sums like a 256-thread block_sum (each i over the lanes, then the 8 partials), so it keeps the
+// bits of the block-wide version it replaces. Top-8 over the probabilities, ties to the lower
+// expert index, the kept probabilities summed in selection order: exactly solo_cpu::moe::route.
+// Each round takes the warp's best with two redux instructions (the value's bits, then the
+// lowest index holding it).
+__device__ __forceinline__ void route_token(const float* __restrict__ logits, int* __restrict__ ids,
+                                            float* __restrict__ weights, int* __restrict__ counts) {
+    const unsigned FULL = 0xffffffffu;
+    const int lane = threadIdx.x & 31;
+    constexpr int PER_LANE = EXPERTS / 32;
+    float v[PER_LANE];
+#pragma unroll
+    for (int i = 0; i < PER_LANE; i++) v[i] = __ldcg(logits + lane + 32 * i);  // L2: other blocks wrote them
+    const float gate_logit = __ldcg(logits + EXPERTS);
+    float mx = v[0];
+#pragma unroll
+    for (int i = 1; i < PER_LANE; i++) mx = fmaxf(mx, v[i]);
+    mx = warp_max(mx);
+    float partial = 0.f;  // lane i < 8: Σ over the lanes of exp(v[i] − mx)
+#pragma unroll
+    for (int i = 0; i < PER_LANE; i++) {
+        v[i] = expf(v[i] - mx);
+        const float s = warp_sum(v[i]);
+        if (lane == i) partial = s;
+    }
+    const float sum = warp_sum(partial);
+#pragma unroll
+    for (int i = 0; i < PER_LANE; i++) v[i] /= sum;
+
+    // Probabilities are >= 0, so their bits order like them; key 0 marks a taken one.
+    auto key = [](float p) { return p >= 0.f ? __float_as_uint(p) + 1u : 0u; };
+    float bv = -1.f;  // this lane's best not yet taken, ascending index: ties keep the lower one
+    int bi = 0;
+    auto local_best = [&]() {
+        bv = -1.f;
+#pragma unroll
+        for (int i = 0; i < PER_LANE; i++)
+            if (v[i] > bv) {
+                bv = v[i];
+                bi = lane + 32 * i;
+            }
+    };
+    local_best();
+    float sel_w[TOP_K];
+    int sel_e[TOP_K];
+#pragma unroll
+    for (int k = 0; k < TOP_K; k++) {
+        const unsigned best = __reduce_max_sync(FULL, key(bv));
+        const int e = (int)__reduce_min_sync(FULL, key(bv) == best ? (unsigned)bi : 0xffffffffu);
+        sel_w[k] = __uint_as_float(best - 1u);
+        sel_e[k] = e;
+        if (bi == e) {
+#pragma unroll
+            for (int i = 0; i < PER_LANE; i++)
+                if (lane + 32 * i == e) v[i] = -1.f;
+            local_best();
+        }
+    }
+    float total = 0.f;
+#pragma unroll
+    for (int k = 0; k < TOP_K; k++) total += sel_w[k];
+#pragma unroll
+    for (int k = 0; k < TOP_K; k++) {
+        if (lane == k) {
+            ids[k] = sel_e[k];
+            weights[k] = sel_w[k] / total;
+            if (counts) atomicAdd(&counts[sel_e[k]], 1);
+        }
+    }
+    if (lane == 0) {
+        ids[TOP_K] = SHARED_EXPERT;
+        weights[TOP_K] = 1.f / (1.f + expf(-gate_logit));
+    }
+}
+
+// Σ_i w[i] * x[i] for 8 bf16 weights packed in a uint4.
+__device__ __forceinline__ float dot8(uint4 w, const float x[8]) {
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&w);
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 f = __bfloat1622float2(h[i]);
+        acc += f.x * x[2 * i] + f.y * x[2 * i + 1];
+    }
+    return acc;
+}

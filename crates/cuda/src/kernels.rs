@@ -38,6 +38,7 @@ pub const SOURCES: &[Source] = &[
     crate::ops::attention::SOURCE_ATTEND,
     crate::ops::moe::SOURCE_ROUTER,
     crate::ops::moe::SOURCE_EXPERTS,
+    crate::ops::moe::SOURCE_DECODE,
     crate::synthetic::SOURCE,
     crate::profile::SOURCE,
 ];

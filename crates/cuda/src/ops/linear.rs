@@ -29,7 +29,8 @@ fn gemv_shared_bytes(cols: usize) -> u32 {
 
 /// Blocks of the streaming GEMVs: two per SM.
 fn gemv_blocks(gpu: &Gpu) -> (u32, u32, u32) {
-    (2 * gpu.sms, 1, 1)
+    let per_sm = std::env::var("SOLO_GEMV_BLOCKS").ok().and_then(|v| v.parse::<u32>().ok()).unwrap_or(2);
+    (per_sm * gpu.sms, 1, 1)
 }
 
 /// One token: y (f32 [w.rows]) = w · x (bf16 [w.cols], 2048 or 4096 wide), or with
@@ -188,6 +189,53 @@ mod tests {
             gemv(gpu, xb.ptr(), &w, y.ptr(), false).unwrap();
             let unfused = gpu.download_f32(y.ptr(), rows).unwrap();
             assert!(got.iter().zip(&unfused).all(|(a, b)| a.to_bits() == b.to_bits()), "{rows} rows: folded norm ≠ unfused bits");
+        }
+    }
+
+    /// What a decode GEMV costs inside a graph, its weights hot in L2 (the same matrix every
+    /// call) against cold (16 matrices in turn, far more than L2 holds), next to an empty
+    /// kernel's cost. Prints only; run with --nocapture.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn decode_gemv_costs() {
+        let gpu = gpu();
+        let (none, blocks) = (&[Arg::Ptr(0), Arg::Ptr(0), Arg::I32(0)], gemv_blocks(gpu));
+        let empty = graph_time_us(256, &mut |_| gpu.launch("cast_f32_to_bf16", (1, 1, 1), 32, 0, none).unwrap());
+        let empty_wide = graph_time_us(256, &mut |_| gpu.launch("cast_f32_to_bf16", blocks, 256, 0, none).unwrap());
+        eprintln!("empty kernel in a graph: {empty:.2} µs (1 block), {empty_wide:.2} µs ({} blocks of 256)", blocks.0);
+        let h = gpu.upload_f32(&random(4, 2048, 3.0)).unwrap();
+        let nb = gpu.upload_f32(&vec![1.0; 2048]).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: 2048 };
+        let x = gpu.upload(&bf16_bytes(&round_bf16(&random(2, 4096, 1.0)))).unwrap();
+        let y = gpu.alloc(12352 * 4).unwrap();
+        for &(rows, cols) in &[(2048usize, 4096usize), (4096, 2048), (12352, 2048)] {
+            let bufs: Vec<_> = (0..16).map(|_| gpu.alloc(rows * cols * 2).unwrap()).collect();
+            let m = |i: usize| Matrix { ptr: bufs[i % 16].ptr(), rows, cols };
+            let call = |i: usize| {
+                if cols == 4096 {
+                    gemv(gpu, x.ptr(), &m(i), y.ptr(), true).unwrap()
+                } else {
+                    gemv_norm(gpu, h.ptr(), &norm, 1e-6, &m(i), y.ptr()).unwrap()
+                }
+            };
+            if cols == 2048 {
+                // the decode step's pattern: GEMVs one after the other on different matrices
+                let other: Vec<_> = (0..16).map(|_| gpu.alloc(4096 * 2048 * 2).unwrap()).collect();
+                let chain = graph_time_us(64, &mut |i| {
+                    call(i);
+                    let o = Matrix { ptr: other[i % 16].ptr(), rows: 4096, cols: 2048 };
+                    gemv_norm(gpu, h.ptr(), &norm, 1e-6, &o, y.ptr()).unwrap();
+                });
+                eprintln!("{rows}x2048 then 4096x2048, cold: {chain:.2} µs a pair");
+            }
+            let hot = graph_time_us(64, &mut |_| call(0));
+            let cold = graph_time_us(64, &mut |i| call(i));
+            let mb = (rows * cols * 2) as f32 / 1e6;
+            eprintln!(
+                "{rows}x{cols} ({mb:.1} MB): hot {hot:.2} µs ({:.2} TB/s), cold {cold:.2} µs ({:.2} TB/s)",
+                mb / hot,
+                mb / cold
+            );
         }
     }
 

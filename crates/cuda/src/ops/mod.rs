@@ -18,8 +18,9 @@ pub mod testutil;
 pub struct Scratch {
     pub max_tokens: usize,
     pub bufs: Vec<crate::runtime::DevBuf>,
-    /// i32 [1]: the counter with which a kernel's last block finds out it is last (see
-    /// `moe_route_decode`); zero between launches (that last block sets it back).
+    /// i32 [4]: [0] the counter with which a kernel's last block finds out it is last (see
+    /// `moe_route_decode`), zero between launches (that last block sets it back); [2..4] a grid
+    /// barrier's arrival count, u64, only growing (`moe_decode_block`).
     tickets: crate::runtime::DevBuf,
 }
 
@@ -31,12 +32,17 @@ impl Scratch {
         let bufs = (0..SCRATCH_BUFS)
             .map(|_| gpu.alloc(max_tokens * SCRATCH_WIDTH * 4))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(Scratch { max_tokens, bufs, tickets: gpu.alloc(4)? })
+        Ok(Scratch { max_tokens, bufs, tickets: gpu.alloc(16)? })
     }
 
     /// Device address of the ticket counter.
     pub fn ticket(&self) -> crate::runtime::DevPtr {
         self.tickets.ptr()
+    }
+
+    /// Device address of a grid barrier's arrival count (u64).
+    pub fn grid_barrier(&self) -> crate::runtime::DevPtr {
+        self.tickets.ptr() + 8
     }
 
     /// Device address of scratch buffer `i`.

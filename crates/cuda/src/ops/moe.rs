@@ -26,6 +26,8 @@ pub const SOURCE_ROUTER: Source = Source {
     text: include_str!("moe_router.cu"),
     functions: &["moe_route", "moe_route_decode", "moe_plan", "moe_permute"],
 };
+pub const SOURCE_DECODE: Source =
+    Source { file: "moe_decode.cu", text: include_str!("moe_decode.cu"), functions: &["moe_decode_block"] };
 pub const SOURCE_EXPERTS: Source = Source {
     file: "moe_experts.cu",
     text: include_str!("moe_experts.cu"),
@@ -49,6 +51,9 @@ const DOWN_COLUMNS: usize = 4;
 const DOWN_GROUPS: usize = 3;
 /// Shared memory of `moe_gate_up_gemv`: each warp's gate and up rows (bf16), then x (f32).
 const GATE_UP_GEMV_SHARED: usize = GATE_UP_WARPS * 2 * HIDDEN * 2 + HIDDEN * 4;
+/// Shared memory of `moe_decode_block` (`MoeDecodeShared`): 8 warps' 2-row rings and shared-expert
+/// down rows (bf16), x and the activations (f32), the routing.
+const MOE_DECODE_SHARED: usize = 8 * 2 * HIDDEN * 2 + 8 * EXPERT_DIM * 2 + HIDDEN * 4 + SLOTS * EXPERT_DIM * 4 + 32 * 4 + SLOTS * 8;
 /// Rows per grouped-GEMM tile (`GEMM_BM` in the .cu files).
 const TILE_ROWS: usize = 64;
 /// Output columns per grouped-GEMM tile (`GEMM_BN`).
@@ -136,9 +141,44 @@ fn moe_block_path(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, scratch: &Scratch,
 }
 
 /// The decode step's MoE block for one token, on the residual stream h (f32 `[2048]`):
-/// h += MoE(RMSNorm(h; norm)). Fixed launch shapes, no host sync (graph-capturable).
-/// Scratch buffers 0 and 1, and the scratch's ticket counter.
+/// h += MoE(RMSNorm(h; norm)), in one persistent kernel (`moe_decode_block`). Fixed launch
+/// shapes, no host sync (graph-capturable). Scratch buffers 0 and 1, and the scratch's grid
+/// barrier. `SOLO_MOE_FUSED=0` runs the three-kernel form instead (`moe_decode_kernels`; the same
+/// bits; also on GPUs with fewer than 129 SMs).
 pub fn moe_decode(gpu: &Gpu, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch) -> Result<()> {
+    // the fused kernel wants a block per router row (2 per SM): ≥ 129 SMs (H100 SXM, H200)
+    if 2 * gpu.sms < ROUTER_ROWS as u32 || std::env::var("SOLO_MOE_FUSED").is_ok_and(|v| v == "0") {
+        return moe_decode_kernels(gpu, w, h, norm, eps, scratch);
+    }
+    moe_decode_stamped(gpu, w, h, norm, eps, scratch, 0)
+}
+
+fn moe_decode_stamped(gpu: &Gpu, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch, stamps: DevPtr) -> Result<()> {
+    ensure!(w.router.rows == ROUTER_ROWS && norm.len == HIDDEN, "moe_decode: router {} rows, norm {}", w.router.rows, norm.len);
+    let l = Layout::new(scratch, 1)?;
+    gpu.launch(
+        "moe_decode_block",
+        (2 * gpu.sms, 1, 1), // 2 blocks on every SM, all resident: the phases meet at grid barriers
+        256,
+        MOE_DECODE_SHARED as u32,
+        &[
+            Arg::Ptr(w.router.ptr),
+            Arg::Ptr(w.gate_up),
+            Arg::Ptr(w.down),
+            Arg::Ptr(h),
+            Arg::Ptr(norm.ptr),
+            Arg::F32(eps),
+            Arg::Ptr(l.logits),
+            Arg::Ptr(l.act),
+            Arg::Ptr(scratch.grid_barrier()),
+            Arg::Ptr(stamps),
+        ],
+    )
+}
+
+/// `moe_decode` as three kernels: `moe_route_decode` (norm, router, routing), then the expert
+/// GEMVs. Scratch buffers 0 and 1, and the scratch's ticket counter.
+pub fn moe_decode_kernels(gpu: &Gpu, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch) -> Result<()> {
     ensure!(w.router.rows == ROUTER_ROWS && norm.len == HIDDEN, "moe_decode: router {} rows, norm {}", w.router.rows, norm.len);
     let l = Layout::new(scratch, 1)?;
     gpu.launch(
@@ -171,7 +211,7 @@ fn route(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, count: bool) ->
     gpu.launch(
         "moe_route",
         (t as u32, 1, 1),
-        EXPERTS as u32,
+        32, // one warp per token
         0,
         &[
             Arg::Ptr(l.logits),
@@ -455,9 +495,10 @@ mod tests {
         check_block(t, false, &want, &x, 1e-4);
     }
 
-    /// The decode step's MoE (input norm, router product and routing in one kernel; the residual
-    /// add in the down GEMV) against the CPU: h + MoE(RMSNorm(h)). Twice, since its ticket
-    /// counter must be back at zero after each launch.
+    /// The decode step's MoE, fused (one persistent kernel) and as three kernels (input norm,
+    /// router product and routing in one; the residual add in the down GEMV), against the CPU:
+    /// h + MoE(RMSNorm(h)), and against each other bit for bit. Three rounds: the ticket and
+    /// the grid barrier's arrival counter must be back at zero after each launch.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn moe_decode_matches_cpu() {
@@ -473,10 +514,41 @@ mod tests {
         let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
         let scratch = Scratch::new(gpu, 1).unwrap();
         poison_scratch(&scratch);
-        for round in 0..2 {
+        for round in 0..3 {
             let hb = gpu.upload_f32(&h).unwrap();
             moe_decode(gpu, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
-            assert_close(&format!("moe_decode, launch {round}"), &gpu.download_f32(hb.ptr(), HIDDEN).unwrap(), &want, 1e-4);
+            let fused = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
+            assert_close(&format!("moe_decode, launch {round}"), &fused, &want, 1e-4);
+            let hb = gpu.upload_f32(&h).unwrap();
+            moe_decode_kernels(gpu, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+            let kernels = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
+            assert_close(&format!("moe_decode_kernels, launch {round}"), &kernels, &want, 1e-4);
+            let same = fused.iter().zip(&kernels).filter(|(a, b)| a.to_bits() == b.to_bits()).count();
+            assert_eq!(same, HIDDEN, "launch {round}: the fused kernel and the three kernels differ in {} of {HIDDEN} bits", HIDDEN - same);
+        }
+    }
+
+    /// Where moe_decode_block's time goes: block 0's clock at its phase marks. Prints only.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn moe_decode_phases() {
+        let gpu = gpu();
+        let f = fixture();
+        let h = gpu.upload_f32(&random(21, HIDDEN, 2.0)).unwrap();
+        let nb = gpu.upload_f32(&vec![1.0; HIDDEN]).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
+        let scratch = Scratch::new(gpu, 1).unwrap();
+        let stamps = gpu.alloc(16 * 8).unwrap();
+        let names = ["issue", "norm", "rows landed", "router+shared dots", "barrier 1", "routing", "gate/up", "barrier 2", "act staged", "down"];
+        for round in 0..4 {
+            // a cold L2 between rounds: stream 200 MB through it
+            let junk = gpu.alloc(200 << 20).unwrap();
+            gpu.zero(junk.ptr(), 200 << 20).unwrap();
+            moe_decode_stamped(gpu, &f.gpu, h.ptr(), &norm, 1e-6, &scratch, stamps.ptr()).unwrap();
+            let b = gpu.download(stamps.ptr(), 11 * 8).unwrap();
+            let t: Vec<i64> = b.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+            let line: Vec<String> = names.iter().enumerate().map(|(i, n)| format!("{n} {:.2}", (t[i + 1] - t[i]) as f64 / 1980.0)).collect();
+            eprintln!("round {round} (µs at 1.98 GHz): {} | total {:.2}", line.join(", "), (t[10] - t[0]) as f64 / 1980.0);
         }
     }
 

@@ -10,7 +10,6 @@
 // (mma.sync bf16, f32 accumulate) over (expert tile of 64 rows) x (column tile); tiles past the
 // device-side tile count exit.
 
-#define SLOTS (TOP_K + 1)
 #define GEMM_BM 64      // rows per tile: equals GEMM_BM in moe_router.cu and TILE_ROWS in moe.rs
 #define GEMM_BN 64      // output columns per tile
 #define GEMM_BK 64      // k per pipeline stage
@@ -18,20 +17,7 @@
 #define AS_STRIDE (GEMM_BK + 8)  // shared row stride in bf16 (144 bytes): conflict-free fragments
 
 // ---------------------------------------------------------------------------------------------
-// Decode
-
-
-// Σ_i w[i] * x[i] for 8 bf16 weights packed in a uint4.
-__device__ __forceinline__ float dot8(uint4 w, const float x[8]) {
-    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&w);
-    float acc = 0.f;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const float2 f = __bfloat1622float2(h[i]);
-        acc += f.x * x[2 * i] + f.y * x[2 * i + 1];
-    }
-    return acc;
-}
+// Decode (`dot8`: common.cuh)
 
 // Decode GEMVs: every 16-byte piece of a warp's weight rows is requested (cp.async into shared
 // memory) before the first is used, and consumed group by group as it lands.

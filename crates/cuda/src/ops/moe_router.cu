@@ -1,94 +1,14 @@
 // MoE routing (model-spec §3.3): softmax over 256 experts, top-8, renormalise; the shared
 // expert's sigmoid gate; and, for prefill, grouping the (token, expert) pairs by expert on the
 // device (counting sort) so the grouped GEMMs in moe_experts.cu can run without a host readback.
-//
-// Every token gets SLOTS = 9 (expert, weight) pairs: 8 routed, then the shared expert (index 256
-// in the fused expert tensors) with weight sigmoid(x . w_sg), w_sg being row 256 of the router.
+// The slots and `route_token` (one token's routing) are in common.cuh: moe_decode.cu routes too.
 
-#define SLOTS (TOP_K + 1)
-#define SHARED_EXPERT EXPERTS
-// Rows of the router matrix: the experts, then the shared expert's gate.
-#define ROUTER_ROWS (EXPERTS + 1)
 // Rows per grouped-GEMM tile: must equal GEMM_BM in moe_experts.cu and TILE_ROWS in moe.rs.
 #define GEMM_BM 64
 
-// Routing of one token by a block of 256 threads (one per expert), from its ROUTER_ROWS logits
-// (256 experts, then the shared expert's gate): ids [9], weights [9]; counts [257] or null:
-// per-expert token counts are added to it (prefill grouping; the caller zeroes it).
-// Top-8 is taken over the softmax probabilities, ties to the lower expert index, and the kept
-// probabilities are summed in selection order: exactly solo_cpu::moe::route.
-__device__ __forceinline__ void route_token(const float* __restrict__ logits, int* __restrict__ ids,
-                                            float* __restrict__ weights, int* __restrict__ counts) {
-    __shared__ float red[32];
-    __shared__ float p[EXPERTS];
-    const int e = threadIdx.x, lane = e & 31, warp = e >> 5;
-
-    const float lg = __ldcg(logits + e);  // L2: in decode, other blocks wrote the logits
-    float mx = warp_max(lg);
-    if (lane == 0) red[warp] = mx;
-    __syncthreads();
-    mx = red[0];
-#pragma unroll
-    for (int i = 1; i < EXPERTS / 32; i++) mx = fmaxf(mx, red[i]);
-    const float ex = expf(lg - mx);
-    const float sum = block_sum(ex, red);  // starts with a barrier: red[] reads above are done
-    p[e] = ex / sum;
-    __syncthreads();
-
-    if (warp == 0) {
-        float v[EXPERTS / 32];
-#pragma unroll
-        for (int i = 0; i < EXPERTS / 32; i++) v[i] = p[lane + 32 * i];
-        float sel_w[TOP_K];
-        int sel_e[TOP_K];
-#pragma unroll
-        for (int k = 0; k < TOP_K; k++) {
-            float bv = -1.f;  // below every probability; taken entries are set to it
-            int bi = 0x7fffffff;
-#pragma unroll
-            for (int i = 0; i < EXPERTS / 32; i++) {
-                if (v[i] > bv) {  // ascending index within the lane: ties keep the lower one
-                    bv = v[i];
-                    bi = lane + 32 * i;
-                }
-            }
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) {
-                const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-                const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-                if (ov > bv || (ov == bv && oi < bi)) {
-                    bv = ov;
-                    bi = oi;
-                }
-            }
-#pragma unroll
-            for (int i = 0; i < EXPERTS / 32; i++)
-                if (bi == lane + 32 * i) v[i] = -1.f;
-            sel_w[k] = bv;
-            sel_e[k] = bi;
-        }
-        float total = 0.f;
-#pragma unroll
-        for (int k = 0; k < TOP_K; k++) total += sel_w[k];
-#pragma unroll
-        for (int k = 0; k < TOP_K; k++) {
-            if (lane == k) {
-                ids[k] = sel_e[k];
-                weights[k] = sel_w[k] / total;
-                if (counts) atomicAdd(&counts[sel_e[k]], 1);
-            }
-        }
-        if (lane == 0) {
-            ids[TOP_K] = SHARED_EXPERT;
-            weights[TOP_K] = 1.f / (1.f + expf(-__ldcg(logits + EXPERTS)));
-        }
-    }
-}
-
-
-// Prefill: one block per token, one thread per expert. logits [T, ROUTER_ROWS] f32 (the router
-// product), ids [T, 9] i32, weights [T, 9] f32, counts as in route_token.
-extern "C" __global__ void __launch_bounds__(EXPERTS)
+// Prefill: one warp (block) per token. logits [T, ROUTER_ROWS] f32 (the router product), ids
+// [T, 9] i32, weights [T, 9] f32, counts as in route_token.
+extern "C" __global__ void __launch_bounds__(32)
     moe_route(const float* __restrict__ logits, int T, int* __restrict__ ids, float* __restrict__ weights,
               int* __restrict__ counts) {
     pdl_wait();
@@ -129,7 +49,7 @@ extern "C" __global__ void __launch_bounds__(256)
     if (!last) return;
     __threadfence();
     pdl_trigger();
-    route_token(logits, ids, weights, nullptr);
+    if (threadIdx.x < 32) route_token(logits, ids, weights, nullptr);
     if (threadIdx.x == 0) *ticket = 0;
 }
 
