@@ -66,18 +66,30 @@ __device__ __forceinline__ void request_row(bf16* dst, const bf16* __restrict__ 
     cp_async_commit();
 }
 
-// A gate or up row (shared, as request_row left it) · xs, summed like moe_gate_up_gemv: each
-// lane its pieces in order with dot8, then the warp. Each lane reads only what it copied.
-__device__ __forceinline__ float expert_row_dot(const bf16* row, const float* xs) {
+// This lane's x values (f32, from shared memory): the 8 pieces j·256 + 8·lane .. +8 it multiplies
+// in every gate/up row. Held in registers: re-read from shared memory for every row, x would
+// cost twice the weights' shared-memory traffic.
+struct LaneX {
+    float v[HIDDEN / 256][8];
+    __device__ __forceinline__ void load(const float* xs) {
+        const int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int j = 0; j < HIDDEN / 256; j++) {
+            const float4 a = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8);
+            const float4 b = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8 + 4);
+            v[j][0] = a.x, v[j][1] = a.y, v[j][2] = a.z, v[j][3] = a.w;
+            v[j][4] = b.x, v[j][5] = b.y, v[j][6] = b.z, v[j][7] = b.w;
+        }
+    }
+};
+
+// A gate or up row (shared, as request_row left it) · x, summed like moe_gate_up_gemv: each lane
+// its pieces in order with dot8, then the warp. Each lane reads only what it copied.
+__device__ __forceinline__ float expert_row_dot(const bf16* row, const LaneX& x) {
     const int lane = threadIdx.x & 31;
     float acc = 0.f;
 #pragma unroll
-    for (int j = 0; j < HIDDEN / 256; j++) {
-        const int col = j * 256 + lane * 8;
-        const float4 a = *reinterpret_cast<const float4*>(xs + col), b = *reinterpret_cast<const float4*>(xs + col + 4);
-        const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-        acc += dot8(*reinterpret_cast<const uint4*>(row + col), xv);
-    }
+    for (int j = 0; j < HIDDEN / 256; j++) acc += dot8(*reinterpret_cast<const uint4*>(row + j * 256 + lane * 8), x.v[j]);
     return warp_sum(acc);
 }
 
@@ -164,11 +176,13 @@ extern "C" __global__ void __launch_bounds__(256, 2)
             request_row(ring, row(0));
             request_row(ring1, row(1));  // n >= 2: every warp has a pair (W < TOTAL_PAIRS)
         }
+        LaneX x;
+        x.load(s.xs);
         float g = 0.f;
         for (int k = 0; k < n; k++) {
             cp_async_wait<1>();  // row k has landed (row k + 1 may still be in flight)
             bf16* slot_k = (k & 1) ? ring1 : ring;
-            const float v = expert_row_dot(slot_k, s.xs);
+            const float v = expert_row_dot(slot_k, x);
             if (k + 2 < n) request_row(slot_k, row(k + 2));  // each lane overwrites only its own pieces
             else cp_async_commit();
             if (k & 1) {
