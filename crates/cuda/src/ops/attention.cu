@@ -242,22 +242,31 @@ extern "C" __global__ void __launch_bounds__(32)
 }
 
 // Merges the split-K partials of one row (token t, query head h), normalises, multiplies by
-// sigmoid(gate) and writes bf16 for o_proj. Grid T*16, 256 threads: thread s first takes chunk
-// s's (max, sum) (splits <= 256), then the 8 warps share out the chunks (warp w: chunks w, w+8,
-// ...; lane: 8 of the 256 dims, so a warp reads a chunk's whole row at once) and meet in shared
-// memory: no serial walk over the chunks.
+// sigmoid(gate) and writes bf16 for o_proj. 256 threads: thread s first takes chunk s's (max,
+// sum) (splits <= 256), then warp w the chunks w, w + 8, ... and the 8 warps meet in shared
+// memory: no serial walk over the chunks. Every dim sums its chunks in the same order in both
+// forms, so they give the same bits:
+//   attn_combine: grid T*16, a block per row, each lane 8 of its 256 dims (a warp reads a
+//     chunk's whole row at once) — prefill, whose many rows fill the GPU;
+//   attn_combine_sliced: grid (T*16, 8), a block per 32 dims of a row, a lane per dim, every
+//     chunk's value requested at once — decode, whose 16 rows would occupy 16 SMs (one block
+//     per row: 14 µs at 131K context, each walking 200 KB of partials; sliced: 5 µs).
 //   qg [T, 16, 512] f32 (the gate is dims 256..511 of each head); align = the key tile of the
 //   attend kernel that wrote the partials; out [T, 16*256] bf16.
 #define COMBINE_MAX_SPLITS 256
-extern "C" __global__ void __launch_bounds__(HEAD_DIM)
-    attn_combine(const float* __restrict__ part_o, const float* __restrict__ part_ml, const float* __restrict__ qg,
-                 const int* __restrict__ pos_ptr, int T, int splits, int align, bf16* __restrict__ out) {
+#define COMBINE_SLICE 32
+template <int SLICE>  // dims per block: HEAD_DIM or COMBINE_SLICE (blockIdx.y picks which)
+__device__ __forceinline__ void combine(const float* __restrict__ part_o, const float* __restrict__ part_ml,
+                                        const float* __restrict__ qg, const int* __restrict__ pos_ptr, int T,
+                                        int splits, int align, bf16* __restrict__ out) {
+    constexpr int PER_LANE = SLICE / 32;  // consecutive dims per lane
     __shared__ float weight[COMBINE_MAX_SPLITS];  // e^(m_s - m) of each chunk
     __shared__ float red[32];
-    __shared__ __align__(16) float partial[HEAD_DIM / 32][HEAD_DIM];
+    __shared__ __align__(16) float partial[8][SLICE];
     pdl_wait();
     const int row = blockIdx.x, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int t = row / ATTN_HEADS, h = row % ATTN_HEADS;
+    const int d0 = blockIdx.y * SLICE + lane * PER_LANE;  // this lane's first dim
     if (t >= T) return;
     const int pos = *pos_ptr;
     const int chunk = split_chunk(pos + T, splits, align);
@@ -265,6 +274,7 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
     // later ones were never written for it.
     const int used = min(splits, (pos + t) / chunk + 1);
     const size_t rows_total = (size_t)T * ATTN_HEADS;
+    auto part = [&](int c) { return part_o + ((size_t)c * rows_total + row) * HEAD_DIM + d0; };
 
     float m_s = NEG_INF, l_s = 0.f;
     if (tid < used) {
@@ -272,30 +282,54 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
         m_s = __ldcg(part_ml + r * 2);
         l_s = __ldcg(part_ml + r * 2 + 1);
     }
+    float x[SLICE == COMBINE_SLICE ? COMBINE_MAX_SPLITS / 8 : 1];  // sliced: all chunks' values at once
+    if constexpr (SLICE == COMBINE_SLICE) {
+#pragma unroll
+        for (int i = 0; i < COMBINE_MAX_SPLITS / 8; i++) x[i] = warp + 8 * i < used ? __ldcg(part(warp + 8 * i)) : 0.f;
+    }
     float m = warp_max(m_s);
     if (lane == 0) red[warp] = m;
     __syncthreads();
 #pragma unroll
-    for (int w = 0; w < HEAD_DIM / 32; w++) m = fmaxf(m, red[w]);
+    for (int w = 0; w < 8; w++) m = fmaxf(m, red[w]);
     const float w_s = tid < used ? exp2f(m_s - m) : 0.f;
     weight[tid] = w_s;
     const float den = block_sum(w_s * l_s, red);  // its barriers also publish weight[]
 
-    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    float acc[PER_LANE] = {};
+    if constexpr (SLICE == COMBINE_SLICE) {
+#pragma unroll
+        for (int i = 0; i < COMBINE_MAX_SPLITS / 8; i++)
+            if (warp + 8 * i < used) acc[0] += weight[warp + 8 * i] * x[i];
+    } else {
 #pragma unroll 4
-    for (int c = warp; c < used; c += HEAD_DIM / 32) {
-        const float4* po = reinterpret_cast<const float4*>(part_o + ((size_t)c * rows_total + row) * HEAD_DIM + lane * 8);
-        const float4 x0 = __ldcg(po), x1 = __ldcg(po + 1);
-        const float wc = weight[c];
-        acc[0] += wc * x0.x; acc[1] += wc * x0.y; acc[2] += wc * x0.z; acc[3] += wc * x0.w;
-        acc[4] += wc * x1.x; acc[5] += wc * x1.y; acc[6] += wc * x1.z; acc[7] += wc * x1.w;
+        for (int c = warp; c < used; c += 8) {
+            const float4 x0 = __ldcg(reinterpret_cast<const float4*>(part(c))), x1 = __ldcg(reinterpret_cast<const float4*>(part(c)) + 1);
+            const float wc = weight[c];
+            acc[0] += wc * x0.x; acc[1] += wc * x0.y; acc[2] += wc * x0.z; acc[3] += wc * x0.w;
+            acc[4] += wc * x1.x; acc[5] += wc * x1.y; acc[6] += wc * x1.z; acc[7] += wc * x1.w;
+        }
     }
 #pragma unroll
-    for (int i = 0; i < 8; i++) partial[warp][lane * 8 + i] = acc[i];
+    for (int i = 0; i < PER_LANE; i++) partial[warp][lane * PER_LANE + i] = acc[i];
     __syncthreads();
+    if (tid >= SLICE) return;
     float o = 0.f;
 #pragma unroll
-    for (int w = 0; w < HEAD_DIM / 32; w++) o += partial[w][tid];
-    const float gate = qg[(size_t)t * (ATTN_HEADS * 2 * HEAD_DIM) + h * 2 * HEAD_DIM + HEAD_DIM + tid];
-    out[(size_t)t * (ATTN_HEADS * HEAD_DIM) + h * HEAD_DIM + tid] = __float2bfloat16(o / den / (1.f + expf(-gate)));
+    for (int w = 0; w < 8; w++) o += partial[w][tid];
+    const int d = blockIdx.y * SLICE + tid;
+    const float gate = qg[(size_t)t * (ATTN_HEADS * 2 * HEAD_DIM) + h * 2 * HEAD_DIM + HEAD_DIM + d];
+    out[(size_t)t * (ATTN_HEADS * HEAD_DIM) + h * HEAD_DIM + d] = __float2bfloat16(o / den / (1.f + expf(-gate)));
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    attn_combine(const float* __restrict__ part_o, const float* __restrict__ part_ml, const float* __restrict__ qg,
+                 const int* __restrict__ pos_ptr, int T, int splits, int align, bf16* __restrict__ out) {
+    combine<HEAD_DIM>(part_o, part_ml, qg, pos_ptr, T, splits, align, out);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    attn_combine_sliced(const float* __restrict__ part_o, const float* __restrict__ part_ml, const float* __restrict__ qg,
+                        const int* __restrict__ pos_ptr, int T, int splits, int align, bf16* __restrict__ out) {
+    combine<COMBINE_SLICE>(part_o, part_ml, qg, pos_ptr, T, splits, align, out);
 }

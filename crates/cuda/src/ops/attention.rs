@@ -20,7 +20,7 @@ pub const SOURCE_ROPE: Source =
 pub const SOURCE_ATTEND: Source = Source {
     file: "attention.cu",
     text: include_str!("attention.cu"),
-    functions: &["attn_prefill", "attn_decode", "attn_combine"],
+    functions: &["attn_prefill", "attn_decode", "attn_combine", "attn_combine_sliced"],
 };
 
 const HEADS: usize = 16;
@@ -32,6 +32,8 @@ const HIDDEN: usize = 2048;
 const SMS: usize = 132;
 /// Most split-K chunks per call (`COMBINE_MAX_SPLITS` in attention.cu: one combine thread each).
 const MAX_SPLITS: usize = 256;
+/// Dims per `attn_combine_sliced` block (`COMBINE_SLICE`).
+const COMBINE_SLICE: usize = 32;
 /// Chunks shorter than this many tokens use the decode kernel (2 tokens per block), longer ones
 /// the prefill kernel (16 tokens per block).
 const DECODE_KERNEL_MAX_T: usize = 15;
@@ -227,10 +229,12 @@ pub(crate) fn attend(
             Arg::Ptr(part_ml),
         ],
     )?;
+    // few rows (decode): a block per 32 dims of a row, so they fill the GPU
+    let sliced = t * HEADS < SMS;
     gpu.launch(
-        "attn_combine",
-        ((t * HEADS) as u32, 1, 1),
-        HEAD_DIM as u32,
+        if sliced { "attn_combine_sliced" } else { "attn_combine" },
+        ((t * HEADS) as u32, if sliced { (HEAD_DIM / COMBINE_SLICE) as u32 } else { 1 }, 1),
+        256,
         0,
         &[
             Arg::Ptr(part_o),

@@ -207,18 +207,30 @@ extern "C" __global__ void __launch_bounds__(256, 2)
         }
     }
     cp_async_commit();
+    const float old = c < HIDDEN && lane == 0 ? h[c] : 0.f;  // only this warp writes h[c], in phase 3
     STAMP(7)
     grid_barrier(arrivals, base + 2 * G);
     STAMP(8)
 
     // ---- 3. down, weighted over the slots, added to h
     pdl_trigger();
-    for (int i = threadIdx.x; i < SLOTS * EXPERT_DIM / 4; i += blockDim.x)
-        reinterpret_cast<float4*>(&s.act[0][0])[i] = __ldcg(reinterpret_cast<const float4*>(act) + i);
+    {  // act → shared memory: every load in flight at once (a rolled loop pays an L2 trip a step)
+        constexpr int N = SLOTS * EXPERT_DIM / 4, PER = (N + 255) / 256;
+        float4 v[PER];
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int i = threadIdx.x + k * 256;
+            if (i < N) v[k] = __ldcg(reinterpret_cast<const float4*>(act) + i);
+        }
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int i = threadIdx.x + k * 256;
+            if (i < N) reinterpret_cast<float4*>(&s.act[0][0])[i] = v[k];
+        }
+    }
     __syncthreads();
     STAMP(9)
     if (c < HIDDEN) {
-        const float old = lane == 0 ? h[c] : 0.f;
         cp_async_wait<0>();
         float sum = 0.f;
 #pragma unroll
