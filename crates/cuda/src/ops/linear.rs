@@ -29,8 +29,7 @@ fn gemv_shared_bytes(cols: usize) -> u32 {
 
 /// Blocks of the streaming GEMVs: two per SM.
 fn gemv_blocks(gpu: &Gpu) -> (u32, u32, u32) {
-    let per_sm = std::env::var("SOLO_GEMV_BLOCKS").ok().and_then(|v| v.parse::<u32>().ok()).unwrap_or(2);
-    (per_sm * gpu.sms, 1, 1)
+    (2 * gpu.sms, 1, 1)
 }
 
 /// One token: y (f32 [w.rows]) = w · x (bf16 [w.cols], 2048 or 4096 wide), or with
@@ -218,16 +217,6 @@ mod tests {
                     gemv_norm(gpu, h.ptr(), &norm, 1e-6, &m(i), y.ptr()).unwrap()
                 }
             };
-            if cols == 2048 {
-                // the decode step's pattern: GEMVs one after the other on different matrices
-                let other: Vec<_> = (0..16).map(|_| gpu.alloc(4096 * 2048 * 2).unwrap()).collect();
-                let chain = graph_time_us(64, &mut |i| {
-                    call(i);
-                    let o = Matrix { ptr: other[i % 16].ptr(), rows: 4096, cols: 2048 };
-                    gemv_norm(gpu, h.ptr(), &norm, 1e-6, &o, y.ptr()).unwrap();
-                });
-                eprintln!("{rows}x2048 then 4096x2048, cold: {chain:.2} µs a pair");
-            }
             let hot = graph_time_us(64, &mut |_| call(0));
             let cold = graph_time_us(64, &mut |i| call(i));
             let mb = (rows * cols * 2) as f32 / 1e6;

@@ -4,10 +4,12 @@
 //! expert's gate as row 256) → `moe_route` (softmax, top-8, renormalise, shared-expert gate;
 //! ids/weights `[T, 9]`, slot 8 = the shared expert, index 256).
 //!
-//! - Decode step (`moe_decode`): `moe_route_decode` (the post-attention RMSNorm, the router
-//!   product and the routing in one kernel) → `moe_gate_up_gemv` (the 9 experts' gate/up rows,
-//!   SwiGLU fused) → `moe_down_gemv` (down rows, weighted sum over the 9 slots fused, added to
-//!   the residual stream).
+//! - Decode step (`moe_decode`): one persistent kernel, `moe_decode_block` (moe_decode.cu): the
+//!   post-attention RMSNorm, the router product, the routing, the 9 experts' gate/up rows
+//!   (SwiGLU) and down rows (weighted sum over the slots, added to the residual stream), its
+//!   phases meeting at grid barriers. Its three-kernel form (`moe_decode_kernels`, the same bits;
+//!   GPUs with fewer than 129 SMs): `moe_route_decode` (norm, router, routing) →
+//!   `moe_gate_up_gemv` → `moe_down_gemv`.
 //! - Few tokens (`t <= GEMV_MAX_T`): the same two expert GEMVs after `moe_route`.
 //! - Prefill: `moe_plan` + `moe_permute` group the (token, slot) pairs by expert (counting sort on
 //!   the device), then the grouped tensor-core GEMMs `moe_gate_up_grouped` (SwiGLU fused, bf16
