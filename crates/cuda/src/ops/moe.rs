@@ -155,6 +155,7 @@ pub fn moe_decode(gpu: &Gpu, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scr
     moe_decode_stamped(gpu, w, h, norm, eps, scratch, 0)
 }
 
+/// `moe_decode_block`; with `stamps` (not 0), block 0 writes its clock at each phase mark there (i64 [11]).
 fn moe_decode_stamped(gpu: &Gpu, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch, stamps: DevPtr) -> Result<()> {
     ensure!(w.router.rows == ROUTER_ROWS && norm.len == HIDDEN, "moe_decode: router {} rows, norm {}", w.router.rows, norm.len);
     let l = Layout::new(scratch, 1)?;
@@ -499,8 +500,8 @@ mod tests {
 
     /// The decode step's MoE, fused (one persistent kernel) and as three kernels (input norm,
     /// router product and routing in one; the residual add in the down GEMV), against the CPU:
-    /// h + MoE(RMSNorm(h)), and against each other bit for bit. Three rounds: the ticket and
-    /// the grid barrier's arrival counter must be back at zero after each launch.
+    /// h + MoE(RMSNorm(h)), and against each other bit for bit. Three rounds: every launch must
+    /// leave the ticket at zero and the barrier's count a multiple of the grid.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn moe_decode_matches_cpu() {
@@ -541,7 +542,7 @@ mod tests {
         let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
         let scratch = Scratch::new(gpu, 1).unwrap();
         let stamps = gpu.alloc(16 * 8).unwrap();
-        let names = ["issue", "norm", "rows landed", "router+shared dots", "barrier 1", "routing", "gate/up", "barrier 2", "act staged", "down"];
+        let names = ["issue", "norm", "rows landed", "router dot", "barrier 1", "routing", "gate/up", "barrier 2", "act staged", "down"];
         for round in 0..4 {
             // a cold L2 between rounds: stream 200 MB through it
             let junk = gpu.alloc(200 << 20).unwrap();

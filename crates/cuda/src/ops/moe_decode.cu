@@ -128,12 +128,12 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     // shared expert's row pair p, pair 512 + q the routed one q = slot·512 + i; warp gw takes
     // pairs gw, gw + W, ... The shared ones need no routing: requested before the barrier.
     const bf16* shared_down = down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM;
+    pdl_wait();
     // The barrier count at this launch's start: the last launch is done, so a multiple of G (a
     // block that starts late may already see some of this launch's arrivals: rounded down).
     unsigned long long base;
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(base) : "l"(arrivals) : "memory");
     base -= base % G;
-    pdl_wait();
     // In flight first: the router row and the down row this warp needs in phase 3 (h's loads in
     // stage_rms_norm follow them; the shared pairs, larger, only after the norm).
     bf16* router_row = reinterpret_cast<bf16*>(&s.act[0][0]);  // act is staged only in phase 3
