@@ -530,13 +530,8 @@ mod tests {
     #[test]
     fn resolve_keeps_the_stronger_of_overlapping_hits() {
         let kinds = EntityType::ALL;
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % n) as usize
-        };
+        let mut rng = crate::test_rng::TestRng(0x9E37_79B9_7F4A_7C15);
+        let mut next = move |n: u64| rng.below(n as usize);
         for n in [0, 1, 2, 5, 30, 64, 65, 200] {
             for _ in 0..50 {
                 let hits: Vec<Hit> = (0..n)

@@ -243,14 +243,11 @@ mod tests {
         let alone = Prefixes::new(&prefixes);
         // Some start inside a keyword: "birth" + "f_" holds "hf_", "phone" + "yJ" holds "eyJ".
         let pieces = ["AKIA", "ghp_", "sk-", "eyJ", "hf_", "SG.", "xoxb-", "passwordsk-", "birth", "f_", "phone", "yJ", "#", " ", "akia", "SSN"];
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut rng = crate::test_rng::TestRng(0x2545_F491_4F6C_DD1D);
         for _ in 0..20_000 {
             let mut text = String::new();
-            for _ in 0..1 + x % 6 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                text.push_str(pieces[x as usize % pieces.len()]);
+            for _ in 0..1 + rng.0 % 6 {
+                text.push_str(pieces[rng.below(pieces.len())]);
             }
             let lower = text.to_ascii_lowercase();
             assert_eq!(table.find_all(&text, &lower, |_, _, _| {}), alone.first(text.as_bytes()), "{text:?}");

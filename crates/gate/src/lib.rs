@@ -23,6 +23,27 @@ pub mod normalize;
 pub mod policy;
 pub mod scan;
 
+#[cfg(test)]
+pub(crate) mod test_rng {
+    /// xorshift64: the random inputs of the scanners' tests (each test seeds its own).
+    pub struct TestRng(pub u64);
+
+    impl TestRng {
+        /// Steps the state and returns it.
+        pub fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        /// The next state modulo n.
+        pub fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+}
+
 pub use conversation::{Conversation, Restorer};
 pub use detect::Detector;
 pub use policy::{Decision, Destination, Outcome, Policy};

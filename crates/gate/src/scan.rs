@@ -285,14 +285,11 @@ mod tests {
     #[test]
     fn stretches_are_the_phone_regions() {
         let alphabet = b"0123456789 .-/()+xa";
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rng = crate::test_rng::TestRng(0x9E37_79B9_7F4A_7C15);
         for _ in 0..20_000 {
             let mut text = String::new();
-            for _ in 0..x % 30 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                text.push(alphabet[x as usize % alphabet.len()] as char);
+            for _ in 0..rng.0 % 30 {
+                text.push(alphabet[rng.below(alphabet.len())] as char);
             }
             let mut stretches = Vec::new();
             number_stretches(&text, &mut stretches);

@@ -154,13 +154,8 @@ mod tests {
             "3. Mai 1970", "Sept. 3rd, 1999", "12 févr. 2001", "2 gen. 1999", "DEC 25TH, 1980", "5 OF JUNE 1977", "21 de DE de 1980",
         ];
         let alphabet = "0123456789 .,ofdestndrhºéaJjMm".chars().collect::<Vec<_>>();
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as usize
-        };
+        let mut rng = crate::test_rng::TestRng(0x2545_F491_4F6C_DD1D);
+        let mut next = move || rng.next() as usize;
         let mut matched = 0;
         for k in 0..60_000 {
             let mut s: Vec<char> = seeds[k % seeds.len()].chars().collect();

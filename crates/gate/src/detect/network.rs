@@ -110,13 +110,8 @@ mod tests {
     fn dotted_macs_as_the_pattern_finds_them() {
         let mac = Detector::new().mac;
         let alphabet = b"0aF9.:- x";
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as usize
-        };
+        let mut rng = crate::test_rng::TestRng(0x9E37_79B9_7F4A_7C15);
+        let mut next = move || rng.next() as usize;
         let mut found = 0;
         for k in 0..50_000 {
             let seed: &[u8] = if k % 2 == 0 { b"a 001a.2b3c.4d5e." } else { b"12ab.cdef.0123.4567.89ab x" };
