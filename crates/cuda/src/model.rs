@@ -10,7 +10,8 @@
 //! ```
 //! Decode runs that for one token as a captured CUDA graph (`decode_forward`), with the norms
 //! and residual adds folded into the projections around them: each sub-layer's first GEMV
-//! normalises h itself, its last GEMV adds into h — the same arithmetic, in fewer kernels. The
+//! normalises h itself, its last GEMV adds into h — the same arithmetic, in fewer kernels (the
+//! mixer's out_proj / o_proj is the first phase of the MoE block's one kernel). The
 //! token id and the position live on the device, the argmax of the logits is written back as
 //! the next step's token id, so a greedy decode loop never needs the host between steps. A
 //! second graph ends with the GPU sampler instead (`decode_sampled`: temperature, top-k ≤ 64,
@@ -18,7 +19,7 @@
 
 use crate::ops::attention::{attention_decode, attention_mixer, KvCacheGpu};
 use crate::ops::gdn::{gdn_decode, gdn_mixer, GdnStateGpu};
-use crate::ops::moe::{moe_block, moe_decode};
+use crate::ops::moe::{moe_block, moe_decode, MixerOut};
 use crate::ops::linear::{gemv_norm, linear};
 use crate::ops::{embed::embed, norm, sample, Scratch};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
@@ -148,16 +149,18 @@ impl CudaModel {
         let h = io.h.ptr();
         embed(gpu, &w.embed_tokens, io.ids.ptr(), 1, h)?;
         for (i, (layer, layer_state)) in w.layers.iter().zip(&state.layers).enumerate() {
-            match (&layer.mixer, layer_state) {
+            let mixer_out = match (&layer.mixer, layer_state) {
                 (MixerGpu::GatedDeltaNet(m), LayerStateGpu::GatedDeltaNet(s)) => {
-                    gdn_decode(gpu, m, h, &layer.input_norm, eps, s, &self.scratch)?
+                    MixerOut { w: &m.out_proj, y: gdn_decode(gpu, m, h, &layer.input_norm, eps, s, &self.scratch)? }
                 }
-                (MixerGpu::FullAttention(m), LayerStateGpu::FullAttention(kv)) => {
-                    attention_decode(gpu, m, h, &layer.input_norm, eps, state.pos.ptr(), kv, &self.scratch)?
-                }
+                (MixerGpu::FullAttention(m), LayerStateGpu::FullAttention(kv)) => MixerOut {
+                    w: &m.o_proj,
+                    y: attention_decode(gpu, m, h, &layer.input_norm, eps, state.pos.ptr(), kv, &self.scratch)?,
+                },
                 _ => bail!("layer {i}: state and weights disagree on the layer kind"),
-            }
-            moe_decode(gpu, &layer.moe, h, &layer.post_attention_norm, eps, &self.scratch)?;
+            };
+            // out_proj / o_proj (and their residual add) run as the MoE kernel's first phase
+            moe_decode(gpu, mixer_out, &layer.moe, h, &layer.post_attention_norm, eps, &self.scratch)?;
         }
         gemv_norm(gpu, h, &w.final_norm, eps, &w.lm_head, io.logits.ptr())?;
         sample::advance_position(gpu, state.pos.ptr(), 1)

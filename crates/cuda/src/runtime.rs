@@ -60,6 +60,9 @@ pub struct Gpu {
     /// common.cuh) before it reads anything that kernel wrote. Off by default — on the H200 the
     /// decode step measured 1–15 % slower with it (bench/NOTES.md); `SOLO_PDL=1` turns it on.
     pub pdl: bool,
+    /// Kernels launched with PDL even without `SOLO_PDL=1` (`SOLO_PDL_KERNELS=name,name`: for
+    /// measuring which kernel boundaries gain from it).
+    pdl_kernels: Vec<String>,
     /// While `Some`, every launch records a CUDA event after itself, tagged with the kernel's
     /// name (`profile::profile_launches`).
     recorder: std::sync::Mutex<Option<Vec<(String, CudaEvent)>>>,
@@ -105,12 +108,23 @@ impl Gpu {
                 functions.insert(f, func);
             }
         }
+        // The kernels that run just before `moe_decode_block` keep their SM's shared memory at
+        // its largest, so that kernel's blocks (2 × 98 KB, launched with PDL) can start beside
+        // them: an SM changes its L1/shared split only when idle.
+        if std::env::var("SOLO_CARVEOUT").map_or(true, |v| v != "0") {
+            for name in ["gdn_decode_step", "attn_combine_sliced"] {
+                functions[name]
+                    .set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
+                    .map_err(|e| anyhow!("{name}: cannot set the shared-memory carveout: {e:?}"))?;
+            }
+        }
         let blas = CudaBlas::new(stream.clone()).map_err(|e| anyhow!("cannot start cuBLAS: {e:?}"))?;
         let pdl = std::env::var("SOLO_PDL").is_ok_and(|v| v == "1");
+        let pdl_kernels = std::env::var("SOLO_PDL_KERNELS").map(|v| v.split(',').map(str::to_string).collect()).unwrap_or_default();
         let sms = ctx
             .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(|e| anyhow!("{e:?}"))? as u32;
-        Ok(Gpu { ctx, stream, functions, shared_limits: Default::default(), blas, name, sms, pdl, recorder: Default::default() })
+        Ok(Gpu { ctx, stream, functions, shared_limits: Default::default(), blas, name, sms, pdl, pdl_kernels, recorder: Default::default() })
     }
 
     /// A zeroed device allocation of `bytes` bytes.
@@ -176,8 +190,19 @@ impl Gpu {
         self.stream.synchronize().map_err(|e| anyhow!("CUDA error: {e:?}"))
     }
 
-    /// Launches kernel `name` on the model's stream (with PDL when `self.pdl`).
+    /// Launches kernel `name` on the model's stream (with PDL when `self.pdl` or `name` is one of `pdl_kernels`).
     pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, shared_bytes: u32, args: &[Arg]) -> Result<()> {
+        let pdl = self.pdl || self.pdl_kernels.iter().any(|k| k == name);
+        self.launch_with(name, grid, block, shared_bytes, args, pdl)
+    }
+
+    /// `launch` with PDL whatever `SOLO_PDL` says: for a kernel whose blocks request their
+    /// weights before `pdl_wait()` and fit beside the kernel before it (`moe_decode_block`).
+    pub fn launch_early(&self, name: &str, grid: (u32, u32, u32), block: u32, shared_bytes: u32, args: &[Arg]) -> Result<()> {
+        self.launch_with(name, grid, block, shared_bytes, args, true)
+    }
+
+    fn launch_with(&self, name: &str, grid: (u32, u32, u32), block: u32, shared_bytes: u32, args: &[Arg], pdl_on: bool) -> Result<()> {
         let (&name, func) = self.functions.get_key_value(name).with_context(|| format!("no kernel named `{name}`"))?;
         if shared_bytes > 48 * 1024 {
             let mut limits = self.shared_limits.lock().unwrap_or_else(|e| e.into_inner());
@@ -217,7 +242,7 @@ impl Gpu {
             sharedMemBytes: shared_bytes,
             hStream: self.stream.cu_stream(),
             attrs: &mut pdl,
-            numAttrs: u32::from(self.pdl),
+            numAttrs: u32::from(pdl_on),
         };
         // SAFETY: `params` points at `args`' payloads, which outlive the call; the kernel's
         // signature is the caller's contract (each op's launch matches its .cu declaration).

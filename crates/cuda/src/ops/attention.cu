@@ -264,6 +264,7 @@ __device__ __forceinline__ void combine(const float* __restrict__ part_o, const 
     __shared__ float red[32];
     __shared__ __align__(16) float partial[8][SLICE];
     pdl_wait();
+    pdl_trigger();  // the decode step's MoE kernel requests its weights beside this one
     const int row = blockIdx.x, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int t = row / ATTN_HEADS, h = row % ATTN_HEADS;
     const int d0 = blockIdx.y * SLICE + lane * PER_LANE;  // this lane's first dim

@@ -9,7 +9,7 @@
 //! kernels; no launch shape depends on it, so a decode step can be captured in a CUDA graph.
 
 use crate::kernels::Source;
-use crate::ops::linear::{gemv, gemv_norm, linear};
+use crate::ops::linear::{gemv_norm, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
 use crate::weights::{AttentionGpu, Vector};
@@ -134,10 +134,11 @@ pub fn attention_mixer(
     linear(gpu, gated, &w.o_proj, t, out)
 }
 
-/// The decode step's attention sub-layer for one token on the residual stream h (f32 `[2048]`):
-/// h += Attention(RMSNorm(h; norm)). The input norm is folded into one GEMV over the stacked
-/// q/k/v projections, the residual add into o_proj's GEMV. Fixed launch shapes, no host sync
-/// (graph-capturable). Scratch buffers 0–4.
+/// The decode step's attention sub-layer for one token on the residual stream h (f32 `[2048]`),
+/// all but o_proj: returns the gated output (bf16 `[4096]`, scratch buffer 2) with
+/// Attention(RMSNorm(h; norm)) = o_proj · gated. The input norm is folded into one GEMV over the
+/// stacked q/k/v projections; o_proj and its residual add are the first phase of the MoE kernel
+/// (`moe::moe_decode`). Fixed launch shapes, no host sync (graph-capturable). Scratch buffers 0–4.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_decode(
     gpu: &Gpu,
@@ -148,7 +149,7 @@ pub fn attention_decode(
     pos: DevPtr,
     cache: &KvCacheGpu,
     scratch: &Scratch,
-) -> Result<()> {
+) -> Result<DevPtr> {
     // proj f32 [9216] = [q and gate 16·512 | k 512 | v 512]
     let proj = scratch.ptr(0);
     let f32_at = |i: usize| proj + (i * 4) as DevPtr;
@@ -157,7 +158,7 @@ pub fn attention_decode(
     gemv_norm(gpu, h, norm, eps, &w.qkv_proj, proj)?;
     qk_norm_rope(gpu, w, qg, k, v, 1, pos, cache, q)?;
     attend(gpu, q, qg, 1, pos, cache, scratch, gated)?;
-    gemv(gpu, gated, &w.o_proj, h, true)
+    Ok(gated)
 }
 
 /// q (bf16 `[t, 16, 256]`) = RoPE(RMSNorm(q part of qg)); cache rows `*pos..*pos+t` =

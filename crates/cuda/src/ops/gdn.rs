@@ -13,7 +13,7 @@
 //! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
 
 use crate::kernels::Source;
-use crate::ops::linear::{gemv, gemv_norm_conv, linear};
+use crate::ops::linear::{gemv_norm_conv, linear};
 use crate::ops::Scratch;
 use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
 use crate::weights::{GdnGpu, Vector};
@@ -145,12 +145,13 @@ pub fn gdn_mixer(gpu: &Gpu, w: &GdnGpu, x: DevPtr, t: usize, state: &GdnStateGpu
     linear(gpu, buf.y, &w.out_proj, t, out)
 }
 
-/// The decode step's GDN sub-layer for one token on the residual stream h (f32 [2048]):
-/// h += GDN(RMSNorm(h; norm)), advancing `state` by one token. The input norm and the causal conv
-/// are folded into one GEMV over the stacked input projections, the residual add into out_proj's
-/// GEMV. Fixed launch
-/// shapes, no host sync (graph-capturable). Scratch buffers 0, 1, 3.
-pub fn gdn_decode(gpu: &Gpu, w: &GdnGpu, h: DevPtr, norm: &Vector, eps: f32, state: &GdnStateGpu, scratch: &Scratch) -> Result<()> {
+/// The decode step's GDN sub-layer for one token on the residual stream h (f32 [2048]), all but
+/// out_proj: returns y (bf16 [4096], scratch buffer 3) with GDN(RMSNorm(h; norm)) = out_proj · y,
+/// advancing `state` by one token. The input norm and the causal conv are folded into one GEMV
+/// over the stacked input projections; out_proj and its residual add are the first phase of the
+/// MoE kernel (`moe::moe_decode`). Fixed launch shapes, no host sync (graph-capturable). Scratch
+/// buffers 0, 1, 3.
+pub fn gdn_decode(gpu: &Gpu, w: &GdnGpu, h: DevPtr, norm: &Vector, eps: f32, state: &GdnStateGpu, scratch: &Scratch) -> Result<DevPtr> {
     let buf = GdnBuffers::new(scratch, 1)?;
     // proj f32 [12352] = [qkv 8192 (not written: the conv consumes it) | z 4096 | b 32 | a 32]
     let proj = scratch.ptr(0);
@@ -158,7 +159,7 @@ pub fn gdn_decode(gpu: &Gpu, w: &GdnGpu, h: DevPtr, norm: &Vector, eps: f32, sta
     let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
     gemv_norm_conv(gpu, h, norm, eps, &w.in_proj, proj, state.conv.ptr(), w.conv1d.ptr, buf.mixed)?;
     decode_step(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, state.recurrent.ptr(), buf.y)?;
-    gemv(gpu, buf.y, &w.out_proj, h, true)
+    Ok(buf.y)
 }
 
 /// Everything after the conv for t ≥ 1 tokens: prep → scan → gated norm, reading `buf.mixed`
@@ -186,7 +187,7 @@ pub fn conv_silu(gpu: &Gpu, qkv: DevPtr, conv_state: DevPtr, taps: DevPtr, t: us
 #[allow(clippy::too_many_arguments)]
 pub fn decode_step(gpu: &Gpu, c: &GdnConsts, mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, recurrent: DevPtr, y: DevPtr) -> Result<()> {
     // 32 value heads × 4 column groups, clusters of 4 (compile-time `__cluster_dims__`).
-    gpu.launch(
+    gpu.launch_early(
         "gdn_decode_step",
         ((V_HEADS * 4) as u32, 1, 1),
         128,

@@ -5,11 +5,12 @@
 //! ids/weights `[T, 9]`, slot 8 = the shared expert, index 256).
 //!
 //! - Decode step (`moe_decode`): one persistent kernel, `moe_decode_block` (moe_decode.cu): the
-//!   post-attention RMSNorm, the router product, the routing, the 9 experts' gate/up rows
-//!   (SwiGLU) and down rows (weighted sum over the slots, added to the residual stream), its
-//!   phases meeting at grid barriers. Its three-kernel form (`moe_decode_kernels`, the same bits;
-//!   GPUs with fewer than 129 SMs): `moe_route_decode` (norm, router, routing) →
-//!   `moe_gate_up_gemv` → `moe_down_gemv`.
+//!   mixer's output projection (added to the residual stream), the post-attention RMSNorm, the
+//!   router product, the routing, the 9 experts' gate/up rows (SwiGLU) and down rows (weighted
+//!   sum over the slots, added to the residual stream), its phases meeting at grid barriers. Its
+//!   four-kernel form (`moe_decode_kernels`, the same bits; GPUs with fewer than 129 SMs):
+//!   `gemv_bf16` → `moe_route_decode` (norm, router, routing) → `moe_gate_up_gemv` →
+//!   `moe_down_gemv`.
 //! - Few tokens (`t <= GEMV_MAX_T`): the same two expert GEMVs after `moe_route`.
 //! - Prefill: `moe_plan` + `moe_permute` group the (token, slot) pairs by expert (counting sort on
 //!   the device), then the grouped tensor-core GEMMs `moe_gate_up_grouped` (SwiGLU fused, bf16
@@ -17,10 +18,10 @@
 //!   are sized for the worst case; tiles past the device-side tile count exit at once.
 
 use crate::kernels::Source;
-use crate::ops::linear::linear;
+use crate::ops::linear::{gemv, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{Arg, DevPtr, Gpu};
-use crate::weights::{MoeGpu, Vector};
+use crate::weights::{Matrix, MoeGpu, Vector};
 use anyhow::{ensure, Result};
 
 pub const SOURCE_ROUTER: Source = Source {
@@ -44,6 +45,8 @@ const TOP_K: usize = 8;
 /// Routed experts plus the shared one, per token.
 const SLOTS: usize = TOP_K + 1;
 const EXPERT_DIM: usize = 512;
+/// Width of the mixers' outputs (GDN 32 × 128, attention 16 × 256): out_proj / o_proj's input.
+const MIXER_OUT: usize = 4096;
 /// Token counts up to this use the GEMV kernels (each token streams its 9 experts' weights).
 pub const GEMV_MAX_T: usize = 4;
 /// Warps per block of `moe_gate_up_gemv` (one intermediate row each).
@@ -142,47 +145,77 @@ fn moe_block_path(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, scratch: &Scratch,
     }
 }
 
-/// The decode step's MoE block for one token, on the residual stream h (f32 `[2048]`):
-/// h += MoE(RMSNorm(h; norm)), in one persistent kernel (`moe_decode_block`). Fixed launch
-/// shapes, no host sync (graph-capturable). Scratch buffers 0 and 1, and the scratch's grid
-/// barrier. `SOLO_MOE_FUSED=0` runs the three-kernel form instead (`moe_decode_kernels`; the same
-/// bits; also on GPUs with fewer than 129 SMs).
-pub fn moe_decode(gpu: &Gpu, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch) -> Result<()> {
+/// The mixer's output projection, which the decode step's MoE kernel takes first: h += w · y,
+/// w bf16 `[2048, 4096]` (out_proj / o_proj), y bf16 `[4096]` (the mixer's gated output).
+pub struct MixerOut<'a> {
+    pub w: &'a Matrix,
+    pub y: DevPtr,
+}
+
+/// The end of a decode step's layer for one token, on the residual stream h (f32 `[2048]`):
+/// h += mixer.w · mixer.y, then h += MoE(RMSNorm(h; norm)), in one persistent kernel
+/// (`moe_decode_block`) launched with PDL, so that its weight requests overlap the kernel before.
+/// Fixed launch shapes, no host sync (graph-capturable). Scratch buffers 0 and 1, and the
+/// scratch's grid barrier. `SOLO_MOE_FUSED=0` runs the four-kernel form instead
+/// (`moe_decode_kernels`; the same bits; also on GPUs with fewer than 129 SMs); `SOLO_MOE_PDL=0`
+/// launches the fused kernel without PDL.
+pub fn moe_decode(gpu: &Gpu, mixer: MixerOut, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch) -> Result<()> {
     // the fused kernel wants a block per router row (2 per SM): ≥ 129 SMs (H100 SXM, H200)
     if 2 * gpu.sms < ROUTER_ROWS as u32 || std::env::var("SOLO_MOE_FUSED").is_ok_and(|v| v == "0") {
-        return moe_decode_kernels(gpu, w, h, norm, eps, scratch);
+        return moe_decode_kernels(gpu, mixer, w, h, norm, eps, scratch);
     }
-    moe_decode_stamped(gpu, w, h, norm, eps, scratch, 0)
+    moe_decode_stamped(gpu, mixer, w, h, norm, eps, scratch, 0)
 }
 
-/// `moe_decode_block`; with `stamps` (not 0), block 0 writes its clock at each phase mark there (i64 [11]).
-fn moe_decode_stamped(gpu: &Gpu, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch, stamps: DevPtr) -> Result<()> {
+/// `moe_decode_block`; with `stamps` (not 0), block 0 writes its clock at each phase mark there (i64 [12]).
+#[allow(clippy::too_many_arguments)]
+fn moe_decode_stamped(
+    gpu: &Gpu,
+    mixer: MixerOut,
+    w: &MoeGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    scratch: &Scratch,
+    stamps: DevPtr,
+) -> Result<()> {
     ensure!(w.router.rows == ROUTER_ROWS && norm.len == HIDDEN, "moe_decode: router {} rows, norm {}", w.router.rows, norm.len);
+    ensure!(
+        (mixer.w.rows, mixer.w.cols) == (HIDDEN, MIXER_OUT),
+        "moe_decode: the mixer's output projection is {}×{}, expected {HIDDEN}×{MIXER_OUT}",
+        mixer.w.rows,
+        mixer.w.cols
+    );
     let l = Layout::new(scratch, 1)?;
-    gpu.launch(
-        "moe_decode_block",
-        (2 * gpu.sms, 1, 1), // 2 blocks on every SM, all resident: the phases meet at grid barriers
-        256,
-        MOE_DECODE_SHARED as u32,
-        &[
-            Arg::Ptr(w.router.ptr),
-            Arg::Ptr(w.gate_up),
-            Arg::Ptr(w.down),
-            Arg::Ptr(h),
-            Arg::Ptr(norm.ptr),
-            Arg::F32(eps),
-            Arg::Ptr(l.logits),
-            Arg::Ptr(l.act),
-            Arg::Ptr(scratch.grid_barrier()),
-            Arg::Ptr(stamps),
-        ],
-    )
+    let args = [
+        Arg::Ptr(mixer.w.ptr),
+        Arg::Ptr(mixer.y),
+        Arg::Ptr(w.router.ptr),
+        Arg::Ptr(w.gate_up),
+        Arg::Ptr(w.down),
+        Arg::Ptr(h),
+        Arg::Ptr(norm.ptr),
+        Arg::F32(eps),
+        Arg::Ptr(l.logits),
+        Arg::Ptr(l.act),
+        Arg::Ptr(scratch.grid_barrier()),
+        Arg::Ptr(stamps),
+    ];
+    // 2 blocks on every SM, all resident: the phases meet at grid barriers
+    let (name, grid) = ("moe_decode_block", (2 * gpu.sms, 1, 1));
+    if std::env::var("SOLO_MOE_PDL").is_ok_and(|v| v == "0") {
+        gpu.launch(name, grid, 256, MOE_DECODE_SHARED as u32, &args)
+    } else {
+        gpu.launch_early(name, grid, 256, MOE_DECODE_SHARED as u32, &args)
+    }
 }
 
-/// `moe_decode` as three kernels: `moe_route_decode` (norm, router, routing), then the expert
-/// GEMVs. Scratch buffers 0 and 1, and the scratch's ticket counter.
-pub fn moe_decode_kernels(gpu: &Gpu, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch) -> Result<()> {
+/// `moe_decode` as four kernels: the output projection (`gemv_bf16`, accumulating into h),
+/// `moe_route_decode` (norm, router, routing), then the expert GEMVs. Scratch buffers 0 and 1,
+/// and the scratch's ticket counter.
+pub fn moe_decode_kernels(gpu: &Gpu, mixer: MixerOut, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch) -> Result<()> {
     ensure!(w.router.rows == ROUTER_ROWS && norm.len == HIDDEN, "moe_decode: router {} rows, norm {}", w.router.rows, norm.len);
+    gemv(gpu, mixer.y, mixer.w, h, true)?;
     let l = Layout::new(scratch, 1)?;
     gpu.launch(
         "moe_route_decode",
@@ -498,36 +531,68 @@ mod tests {
         check_block(t, false, &want, &x, 1e-4);
     }
 
-    /// The decode step's MoE, fused (one persistent kernel) and as three kernels (input norm,
-    /// router product and routing in one; the residual add in the down GEMV), against the CPU:
-    /// h + MoE(RMSNorm(h)), and against each other bit for bit. Three rounds: every launch must
-    /// leave the ticket at zero and the barrier's count a multiple of the grid.
+    /// The mixer's output projection the decode tests fold in: w bf16 [2048, 4096], y bf16
+    /// [4096], on the GPU, and h + w·y on the CPU for a given h.
+    struct MixerFixture {
+        w: crate::runtime::DevBuf,
+        y: crate::runtime::DevBuf,
+        w_f32: Vec<f32>,
+        y_f32: Vec<f32>,
+    }
+
+    impl MixerFixture {
+        fn new() -> Self {
+            let gpu = gpu();
+            let w_f32 = round_bf16(&random(23, HIDDEN * MIXER_OUT, (3.0 / MIXER_OUT as f32).sqrt()));
+            let y_f32 = round_bf16(&random(24, MIXER_OUT, 1.0));
+            let (w, y) = (gpu.upload(&bf16_bytes(&w_f32)).unwrap(), gpu.upload(&bf16_bytes(&y_f32)).unwrap());
+            MixerFixture { w, y, w_f32, y_f32 }
+        }
+
+        fn matrix(&self) -> Matrix {
+            Matrix { ptr: self.w.ptr(), rows: HIDDEN, cols: MIXER_OUT }
+        }
+
+        fn added_to(&self, h: &[f32]) -> Vec<f32> {
+            h.iter().zip(self.w_f32.chunks(MIXER_OUT)).map(|(hv, row)| hv + row.iter().zip(&self.y_f32).map(|(a, b)| a * b).sum::<f32>()).collect()
+        }
+    }
+
+    /// The end of a decode step's layer — out_proj added to h, then the MoE — fused (one
+    /// persistent kernel) and as four kernels (the output projection's GEMV accumulating into h;
+    /// input norm, router product and routing in one; the residual add in the down GEMV), against
+    /// the CPU: h1 = h + W_o·y, h1 + MoE(RMSNorm(h1)), and against each other bit for bit. Three
+    /// rounds: every launch must leave the ticket at zero and the barrier's count a multiple of
+    /// the grid.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn moe_decode_matches_cpu() {
         let gpu = gpu();
         let f = fixture();
+        let mixer = MixerFixture::new();
         let h = random(21, HIDDEN, 2.0);
+        let h1 = mixer.added_to(&h);
         let norm_w = random(22, HIDDEN, 0.3);
-        let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h, &norm_w, 1e-6));
+        let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
         assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
-        let mut want = h.clone();
+        let mut want = h1.clone();
         solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, &x));
         let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
         let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
         let scratch = Scratch::new(gpu, 1).unwrap();
         poison_scratch(&scratch);
+        let w_o = mixer.matrix();
         for round in 0..3 {
             let hb = gpu.upload_f32(&h).unwrap();
-            moe_decode(gpu, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+            moe_decode(gpu, MixerOut { w: &w_o, y: mixer.y.ptr() }, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
             let fused = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
             assert_close(&format!("moe_decode, launch {round}"), &fused, &want, 1e-4);
             let hb = gpu.upload_f32(&h).unwrap();
-            moe_decode_kernels(gpu, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+            moe_decode_kernels(gpu, MixerOut { w: &w_o, y: mixer.y.ptr() }, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
             let kernels = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
             assert_close(&format!("moe_decode_kernels, launch {round}"), &kernels, &want, 1e-4);
             let same = fused.iter().zip(&kernels).filter(|(a, b)| a.to_bits() == b.to_bits()).count();
-            assert_eq!(same, HIDDEN, "launch {round}: the fused kernel and the three kernels differ in {} of {HIDDEN} bits", HIDDEN - same);
+            assert_eq!(same, HIDDEN, "launch {round}: the fused kernel and the four kernels differ in {} of {HIDDEN} bits", HIDDEN - same);
         }
     }
 
@@ -537,21 +602,27 @@ mod tests {
     fn moe_decode_phases() {
         let gpu = gpu();
         let f = fixture();
+        let mixer = MixerFixture::new();
+        let w_o = mixer.matrix();
         let h = gpu.upload_f32(&random(21, HIDDEN, 2.0)).unwrap();
         let nb = gpu.upload_f32(&vec![1.0; HIDDEN]).unwrap();
         let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
         let scratch = Scratch::new(gpu, 1).unwrap();
         let stamps = gpu.alloc(16 * 8).unwrap();
-        let names = ["issue", "norm", "rows landed", "router dot", "barrier 1", "routing", "gate/up", "barrier 2", "act staged", "down"];
+        let names = [
+            "issue", "out_proj", "barrier 0", "norm", "router dot", "barrier 1 (shared pairs)", "routing", "gate/up", "barrier 2", "act staged",
+            "down",
+        ];
         for round in 0..4 {
             // a cold L2 between rounds: stream 200 MB through it
             let junk = gpu.alloc(200 << 20).unwrap();
             gpu.zero(junk.ptr(), 200 << 20).unwrap();
-            moe_decode_stamped(gpu, &f.gpu, h.ptr(), &norm, 1e-6, &scratch, stamps.ptr()).unwrap();
-            let b = gpu.download(stamps.ptr(), 11 * 8).unwrap();
+            let mixer_out = MixerOut { w: &w_o, y: mixer.y.ptr() };
+            moe_decode_stamped(gpu, mixer_out, &f.gpu, h.ptr(), &norm, 1e-6, &scratch, stamps.ptr()).unwrap();
+            let b = gpu.download(stamps.ptr(), 12 * 8).unwrap();
             let t: Vec<i64> = b.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
             let line: Vec<String> = names.iter().enumerate().map(|(i, n)| format!("{n} {:.2}", (t[i + 1] - t[i]) as f64 / 1980.0)).collect();
-            eprintln!("round {round} (µs at 1.98 GHz): {} | total {:.2}", line.join(", "), (t[10] - t[0]) as f64 / 1980.0);
+            eprintln!("round {round} (µs at 1.98 GHz): {} | total {:.2}", line.join(", "), (t[11] - t[0]) as f64 / 1980.0);
         }
     }
 

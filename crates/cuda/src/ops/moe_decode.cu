@@ -1,40 +1,49 @@
-// The decode step's whole MoE block (model-spec §3.3) for one token in one persistent kernel:
-//   h += Σ_slot w_slot · down_e(silu(gate_e·x) ∘ up_e·x),   x = RMSNorm(h)·w1p,
-// routing included. It gives the very bits of moe_route_decode → moe_gate_up_gemv →
-// moe_down_gemv (the same expressions in the same order), without their two kernel boundaries:
-// the phases meet at grid barriers, and what does not depend on the routing (the router rows,
-// the shared expert's rows) is requested before anything is waited for.
+// The decode step's end of a layer for one token in one persistent kernel: the mixer's output
+// projection (out_proj / o_proj) and the whole MoE block (model-spec §3.3),
+//   h += W_o · y;   h += Σ_slot w_slot · down_e(silu(gate_e·x) ∘ up_e·x),   x = RMSNorm(h)·w1p,
+// routing included. It gives the very bits of gemv_bf16 (accumulate) → moe_route_decode →
+// moe_gate_up_gemv → moe_down_gemv (the same expressions in the same order), without their
+// three kernel boundaries: the phases meet at grid barriers, and what does not depend on the
+// previous kernel or on the routing (W_o's rows, the router rows, the shared expert's rows) is
+// requested before anything is waited for. Launched with PDL (moe.rs), so those requests overlap
+// the kernel before it (the GDN step, the attention combine).
 //
 // Grid: 2 blocks of 256 threads on every SM, all resident at once (grid_barrier needs that), and
 // at least 257 blocks (one router row each; 2112 warps ≥ 2048 columns): GPUs with 129 SMs or more.
 // gw = blockIdx.x·8 + warp is a warp's index among W = 8·gridDim.x (2112 on the H200).
-//  1. Block b's warp 0 takes router row b; every warp fetches the shared expert's down row of its
-//     output column (phase 3) and, after x = RMSNorm(h) is staged (each block does it itself),
-//     requests its first (gate, up) row pair if that is the shared expert's. Writes logits [257].
+//  0. Warp gw < 2048 owns output column c = gw throughout. Before pdl_wait it requests W_o's row c
+//     (8 KB, into its ring), the shared expert's down row of c (phase 3) and, warp 0 of block
+//     b < 257, router row b. Then h[c] += W_o[c] · y, summed like gemv_tiles_4096; a warp whose
+//     first (gate, up) row pair is the shared expert's (gw < 512) requests it.
+//  barrier
+//  1. x = RMSNorm(h) is staged (each block does it itself); block b's warp 0 writes logits[b];
+//     the block arrives at the barrier, and while the others come, the shared pairs' warps
+//     write act[8][gw] = silu(gate · x) · (up · x).
 //  barrier
 //  2. Every block routes the token itself from the logits (route_token: the same bits in every
-//     block). Then the 4608 (gate, up) row pairs, shared expert first (pair p < 512: its pair p;
-//     pair 512 + q: the routed pair q = slot·512 + i): warp gw takes pairs gw, gw + W, ... and
-//     streams their rows through a 2-row cp.async ring. Writes act [9, 512].
+//     block). Then the routed (gate, up) row pairs (pair 512 + q is q = slot·512 + i; warp gw
+//     takes pairs gw, gw + W, ... past the shared ones) stream through each warp's 2-row
+//     cp.async ring. Writes act [8, 512].
 //  barrier
-//  3. Warp gw < 2048 takes output column c = gw: its 8 routed down rows (1 KB each, requested
-//     before the barrier) against act staged in shared memory; h[c] += Σ_slot w_slot (down_slot[c] · act_slot), summed like
-//     moe_down_gemv: slots in 3 groups of 3, each group over the warp, then the groups.
+//  3. Warp gw < 2048, column c: its 8 routed down rows (1 KB each, requested before the barrier)
+//     against act staged in shared memory; h[c] += Σ_slot w_slot (down_slot[c] · act_slot), summed
+//     like moe_down_gemv: slots in 3 groups of 3, each group over the warp, then the groups.
 //
-// Arguments: router bf16 [257, 2048]; gate_up bf16 [257, 1024, 2048]; down bf16 [257, 2048, 512];
-// h f32 [2048] (read, then added to); w1p f32 [2048] (the post-attention norm, 1 + w);
-// logits f32 [257], act f32 [9, 512] (scratch, written); arrivals u64 (grid_barrier's count,
-// a multiple of the grid between launches); stamps: null, or i64 [11] where block 0 notes its clock at
-// each phase mark (the moe_decode_phases test).
+// Arguments: w_o bf16 [2048, 4096], y bf16 [4096] (the mixer's gated output); router bf16
+// [257, 2048]; gate_up bf16 [257, 1024, 2048]; down bf16 [257, 2048, 512]; h f32 [2048] (read,
+// then added to); w1p f32 [2048] (the post-attention norm, 1 + w); logits f32 [257], act f32
+// [9, 512] (scratch, written); arrivals u64 (grid_barrier's count, a multiple of the grid between
+// launches); stamps: null, or i64 [12] where block 0 notes its clock at each phase mark (the
+// moe_decode_phases test).
 
 #define MOE_WARPS 8
 #define PAIRS (EXPERT_DIM)             // (gate, up) row pairs per expert
 #define TOTAL_PAIRS (SLOTS * PAIRS)  // 4608
 
 struct MoeDecodeShared {
-    bf16 ring[MOE_WARPS][2][HIDDEN];            // per warp 2 rows of 4 KB (phase 3: its 8 down rows)
+    bf16 ring[MOE_WARPS][2][HIDDEN];            // per warp 2 rows of 4 KB (phase 0: its W_o row; 3: its 8 down rows)
     bf16 shared_down[MOE_WARPS][EXPERT_DIM];    // the shared expert's down row of the warp's column
-    float xs[HIDDEN];                           // x = RMSNorm(h), bf16-rounded
+    float xs[HIDDEN];                           // x = RMSNorm(h), bf16-rounded (phase 0: y, bf16 [4096])
     float act[SLOTS][EXPERT_DIM];               // phase 3 (phase 1: warp 0's router row)
     float red[32];
     int ids[SLOTS];
@@ -42,20 +51,31 @@ struct MoeDecodeShared {
 };
 static_assert(sizeof(MoeDecodeShared) == 100552, "MOE_DECODE_SHARED in moe.rs");
 
-// All blocks of the grid (every one resident) meet here. Writes before it are visible to every
-// block after it (read them from L2: __ldcg). `arrivals` (u64) only ever grows: barrier k of a
-// launch waits until it reaches base + k·gridDim.x, base being its value when the launch began
-// (every launch has the same grid). One release-add per block, no reset, no read-back of the add.
-__device__ __forceinline__ void grid_barrier(unsigned long long* arrivals, unsigned long long target) {
+// grid_barrier in two halves, for work that needs no other block in between: grid_arrive
+// publishes this block's writes and counts it in; grid_wait returns once the count reaches
+// `target` (all blocks arrived).
+__device__ __forceinline__ void grid_arrive(unsigned long long* arrivals) {
     __syncthreads();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0)
         asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(arrivals) : "memory");
+}
+__device__ __forceinline__ void grid_wait(unsigned long long* arrivals, unsigned long long target) {
+    if (threadIdx.x == 0) {
         unsigned long long now;
         do {
             asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(arrivals) : "memory");
         } while (now < target);
     }
     __syncthreads();
+}
+
+// All blocks of the grid (every one resident) meet here. Writes before it are visible to every
+// block after it (read them from L2: __ldcg). `arrivals` (u64) only ever grows: barrier k of a
+// launch waits until it reaches base + k·gridDim.x, base being its value when the launch began
+// (every launch has the same grid). One release-add per block, no reset, no read-back of the add.
+__device__ __forceinline__ void grid_barrier(unsigned long long* arrivals, unsigned long long target) {
+    grid_arrive(arrivals);
+    grid_wait(arrivals, target);
 }
 
 // Row `src` (HIDDEN bf16) into `dst` (shared), one commit group: lane l copies pieces j·256 + 8l.
@@ -110,87 +130,139 @@ __device__ __forceinline__ const bf16* gate_row(const bf16* gate_up, int expert,
     return gate_up + ((size_t)expert * 2 * EXPERT_DIM + i) * HIDDEN;
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2)
-    moe_decode_block(const bf16* __restrict__ router, const bf16* __restrict__ gate_up, const bf16* __restrict__ down,
-                     float* __restrict__ h, const float* __restrict__ w1p, float eps, float* __restrict__ logits,
-                     float* __restrict__ act, unsigned long long* __restrict__ arrivals,
-                     long long* __restrict__ stamps) {
+// Width of the mixers' outputs, the input of W_o: GDN 32 heads × 128, attention 16 heads × 256.
+#define MIXER_OUT 4096
+
+// 96 registers (256 threads, 2 blocks per SM: 49,152 of the SM's 65,536) leave room for the block
+// of the kernel before (GDN step 128 × 80, attention combine 256 × 64) to finish beside them
+// while this kernel's weights stream in (PDL); at the default 110 they would wait for it.
+extern "C" __global__ void __maxnreg__(96)
+    moe_decode_block(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+                     const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
+                     const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+                     unsigned long long* __restrict__ arrivals, long long* __restrict__ stamps) {
 #define STAMP(i) if (stamps && blockIdx.x == 0 && threadIdx.x == 0) stamps[i] = clock64();
     STAMP(0)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     MoeDecodeShared& s = *reinterpret_cast<MoeDecodeShared*>(smem_raw);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int G = gridDim.x, W = G * MOE_WARPS, gw = blockIdx.x * MOE_WARPS + warp;
+    const int c = gw;  // this warp's output column (phases 0 and 3), if < HIDDEN
     bf16* ring = s.ring[warp][0];
     bf16* ring1 = s.ring[warp][1];
 
-    // ---- 1. routing. The (gate, up) pairs are numbered shared expert first: pair p < 512 is the
-    // shared expert's row pair p, pair 512 + q the routed one q = slot·512 + i; warp gw takes
-    // pairs gw, gw + W, ... The shared ones need no routing: requested before the barrier.
+    // ---- 0. weights first, three commit groups per thread: W_o's row c (8 KB, filling the
+    // warp's ring), the router row (warp 0 of a block b < 257: row b, into act, which is staged
+    // only in phase 3), the shared expert's down row of column c (phase 3). None depends on an
+    // earlier kernel: requested before pdl_wait, they stream while the kernel before runs.
+    if (c < HIDDEN) {
+#pragma unroll
+        for (int j = 0; j < MIXER_OUT / 256; j++)
+            cp_async16(ring + j * 256 + lane * 8, w_o + (size_t)c * MIXER_OUT + j * 256 + lane * 8, true);
+    }
+    cp_async_commit();
+    bf16* router_row = reinterpret_cast<bf16*>(&s.act[0][0]);
+    if (warp == 0 && blockIdx.x < ROUTER_ROWS) request_row(router_row, router + (size_t)blockIdx.x * HIDDEN);
+    else cp_async_commit();
     const bf16* shared_down = down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM;
+    if (c < HIDDEN) {
+#pragma unroll
+        for (int j = 0; j < EXPERT_DIM / 256; j++)
+            cp_async16(&s.shared_down[warp][j * 256 + lane * 8], shared_down + (size_t)c * EXPERT_DIM + j * 256 + lane * 8,
+                       true);
+    }
+    cp_async_commit();
     pdl_wait();
     // The barrier count at this launch's start: the last launch is done, so a multiple of G (a
     // block that starts late may already see some of this launch's arrivals: rounded down).
     unsigned long long base;
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(base) : "l"(arrivals) : "memory");
     base -= base % G;
-    // In flight first: the router row and the down row this warp needs in phase 3 (h's loads in
-    // stage_rms_norm follow them; the shared pairs, larger, only after the norm).
-    bf16* router_row = reinterpret_cast<bf16*>(&s.act[0][0]);  // act is staged only in phase 3
-    if (warp == 0 && blockIdx.x < ROUTER_ROWS) request_row(router_row, router + (size_t)blockIdx.x * HIDDEN);
-    else cp_async_commit();
-    if (gw < HIDDEN) {
-#pragma unroll
-        for (int j = 0; j < EXPERT_DIM / 256; j++)
-            cp_async16(&s.shared_down[warp][j * 256 + lane * 8], shared_down + (size_t)gw * EXPERT_DIM + j * 256 + lane * 8,
-                       true);
-    }
-    cp_async_commit();
     STAMP(1)
-    stage_rms_norm(h, w1p, eps, s.xs, s.red);
-    STAMP(2)
-    const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);  // this warp's rows: k = 2m + (0 gate, 1 up) of pair gw + m·W
+    // y → shared memory (bf16, in xs's 8 KB), then h[c] += W_o[c] · y: each lane its 16 pieces
+    // j·256 + 8·lane in order with dot_piece, then the warp (GemvTile<4096>::dot's order). hc
+    // keeps h[c] for phase 3 (only this warp writes it).
+    float hc = 0.f;
+    {
+        uint4* ys = reinterpret_cast<uint4*>(s.xs);
+        const uint4 y0 = __ldcg(reinterpret_cast<const uint4*>(y) + threadIdx.x);
+        const uint4 y1 = __ldcg(reinterpret_cast<const uint4*>(y) + threadIdx.x + 256);
+        const float old = c < HIDDEN && lane == 0 ? __ldcg(h + c) : 0.f;
+        ys[threadIdx.x] = y0;
+        ys[threadIdx.x + 256] = y1;
+        __syncthreads();
+        if (c < HIDDEN) {
+            cp_async_wait<2>();  // W_o's row (the router and shared down rows may still be in flight)
+            float acc = 0.f;
+#pragma unroll
+            for (int j = 0; j < MIXER_OUT / 256; j++) {
+                float yv[8];
+                unpack8(ys[j * 32 + lane], yv);
+                acc += dot_piece(*reinterpret_cast<const uint4*>(ring + j * 256 + lane * 8),
+                                 make_float4(yv[0], yv[1], yv[2], yv[3]), make_float4(yv[4], yv[5], yv[6], yv[7]));
+            }
+            hc = old + warp_sum(acc);
+            if (lane == 0) h[c] = hc;
+        }
+    }
+    // The ring is free again: a warp whose first (gate, up) pair is the shared expert's (pair gw <
+    // 512) requests it now; it needs no routing and is taken before the routing (phase 1).
     const bool shared_first = gw < PAIRS;
     if (shared_first) {
         request_row(ring, gate_row(gate_up, SHARED_EXPERT, gw));
         request_row(ring1, gate_row(gate_up, SHARED_EXPERT, gw) + (size_t)EXPERT_DIM * HIDDEN);
     }
+    STAMP(2)
+    grid_barrier(arrivals, base + G);
+    STAMP(3)
+
+    // ---- 1. router logits; the shared expert's (gate, up) pair while the barrier completes.
+    stage_rms_norm(h, w1p, eps, s.xs, s.red);  // h from L2 (other blocks wrote it)
+    STAMP(4)
     if (warp == 0 && blockIdx.x < ROUTER_ROWS) {
         cp_async_wait_pending(shared_first ? 2 : 0);  // the router row (and the shared down row)
-        STAMP(3)
         const float v = router_row_dot(router_row, s.xs);
         if (lane == 0) logits[blockIdx.x] = v;
     }
-    STAMP(4)
-    grid_barrier(arrivals, base + G);
     STAMP(5)
-
-    // ---- 2. the experts' gate/up
-    if (warp == 0) route_token(logits, s.ids, s.weights, nullptr);
-    __syncthreads();
-    STAMP(6)
-    {
-        auto row = [&](int k) {
-            const int p = gw + (k >> 1) * W;
-            const int expert = p < PAIRS ? SHARED_EXPERT : s.ids[(p - PAIRS) / PAIRS];
-            return gate_row(gate_up, expert, p % PAIRS) + (size_t)(k & 1) * EXPERT_DIM * HIDDEN;
-        };
-        if (!shared_first) {
-            request_row(ring, row(0));
-            request_row(ring1, row(1));  // n >= 2: every warp has a pair (W < TOTAL_PAIRS)
-        }
+    grid_arrive(arrivals);
+    // The (gate, up) pairs are numbered shared expert first: pair p < 512 is the shared expert's
+    // row pair p, pair 512 + q the routed one q = slot·512 + i; warp gw takes pairs gw, gw + W, ...
+    // (rows k = 2m + (0 gate, 1 up) of pair gw + m·W); a shared pair is always a warp's first.
+    const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
+    if (shared_first) {
         LaneX x;
         x.load(s.xs);
+        cp_async_wait<0>();
+        const float g = expert_row_dot(ring, x), u = expert_row_dot(ring1, x);
+        if (lane == 0) act[TOP_K * EXPERT_DIM + gw] = silu(g) * u;
+    }
+    grid_wait(arrivals, base + 2 * G);
+    STAMP(6)
+
+    // ---- 2. the routed experts' gate/up
+    if (warp == 0) route_token(logits, s.ids, s.weights, nullptr);
+    __syncthreads();
+    STAMP(7)
+    {
+        auto row = [&](int k) {
+            const int p = gw + (k >> 1) * W - PAIRS;  // k past the shared pair: a routed pair
+            return gate_row(gate_up, s.ids[p / PAIRS], p % PAIRS) + (size_t)(k & 1) * EXPERT_DIM * HIDDEN;
+        };
+        const int k0 = shared_first ? 2 : 0;  // every warp has at least 2 routed rows (W < 4096)
+        request_row(ring, row(k0));
+        request_row(ring1, row(k0 + 1));
+        LaneX x;  // (not kept across the routing: registers)
+        x.load(s.xs);
         float g = 0.f;
-        for (int k = 0; k < n; k++) {
+        for (int k = k0; k < n; k++) {
             cp_async_wait<1>();  // row k has landed (row k + 1 may still be in flight)
             bf16* slot_k = (k & 1) ? ring1 : ring;
             const float v = expert_row_dot(slot_k, x);
             if (k + 2 < n) request_row(slot_k, row(k + 2));  // each lane overwrites only its own pieces
             else cp_async_commit();
             if (k & 1) {
-                const int p = gw + (k >> 1) * W;
-                if (lane == 0) act[p < PAIRS ? TOP_K * EXPERT_DIM + p : p - PAIRS] = silu(g) * v;
+                if (lane == 0) act[gw + (k >> 1) * W - PAIRS] = silu(g) * v;
             } else {
                 g = v;
             }
@@ -199,7 +271,6 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     // Phase 3's routed down rows (the routing is known, the ring is free): in flight through the
     // barrier.
     bf16(*rows)[EXPERT_DIM] = reinterpret_cast<bf16(*)[EXPERT_DIM]>(ring);  // [8][512]
-    const int c = gw;  // this warp's output column
     if (c < HIDDEN) {
 #pragma unroll
         for (int slot = 0; slot < TOP_K; slot++) {
@@ -210,10 +281,9 @@ extern "C" __global__ void __launch_bounds__(256, 2)
         }
     }
     cp_async_commit();
-    const float old = c < HIDDEN && lane == 0 ? h[c] : 0.f;  // only this warp writes h[c], in phase 3
-    STAMP(7)
-    grid_barrier(arrivals, base + 2 * G);
     STAMP(8)
+    grid_barrier(arrivals, base + 3 * G);
+    STAMP(9)
 
     // ---- 3. down, weighted over the slots, added to h
     pdl_trigger();
@@ -232,7 +302,7 @@ extern "C" __global__ void __launch_bounds__(256, 2)
         }
     }
     __syncthreads();
-    STAMP(9)
+    STAMP(10)
     if (c < HIDDEN) {
         cp_async_wait<0>();
         float sum = 0.f;
@@ -254,7 +324,7 @@ extern "C" __global__ void __launch_bounds__(256, 2)
             }
             sum += warp_sum(acc);
         }
-        if (lane == 0) h[c] = old + sum;
+        if (lane == 0) h[c] = hc + sum;
     }
-    STAMP(10)
+    STAMP(11)
 }
