@@ -108,16 +108,6 @@ impl Gpu {
                 functions.insert(f, func);
             }
         }
-        // The kernels that run just before `moe_decode_block` keep their SM's shared memory at
-        // its largest, so that kernel's blocks (2 × 98 KB, launched with PDL) can start beside
-        // them: an SM changes its L1/shared split only when idle.
-        if std::env::var("SOLO_CARVEOUT").map_or(true, |v| v != "0") {
-            for name in ["gdn_decode_step", "attn_combine_sliced"] {
-                functions[name]
-                    .set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
-                    .map_err(|e| anyhow!("{name}: cannot set the shared-memory carveout: {e:?}"))?;
-            }
-        }
         let blas = CudaBlas::new(stream.clone()).map_err(|e| anyhow!("cannot start cuBLAS: {e:?}"))?;
         let pdl = std::env::var("SOLO_PDL").is_ok_and(|v| v == "1");
         let pdl_kernels = std::env::var("SOLO_PDL_KERNELS").map(|v| v.split(',').map(str::to_string).collect()).unwrap_or_default();
