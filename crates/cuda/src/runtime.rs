@@ -58,11 +58,15 @@ pub struct Gpu {
     /// Launch kernels with programmatic dependent launch (PDL): a kernel may be scheduled while
     /// the one before it drains, and waits for it with `griddepcontrol.wait` (`pdl_wait()` in
     /// common.cuh) before it reads anything that kernel wrote. Off by default — on the H200 the
-    /// decode step measured 1–15 % slower with it (bench/NOTES.md); `SOLO_PDL=1` turns it on.
+    /// decode step measured 1–15 % slower with it for every kernel (bench/NOTES.md);
+    /// `SOLO_PDL=1` turns it on. Two kernels always use it (`launch_early`): the GDN step and
+    /// the decode step's MoE kernel.
     pub pdl: bool,
     /// Kernels launched with PDL even without `SOLO_PDL=1` (`SOLO_PDL_KERNELS=name,name`: for
     /// measuring which kernel boundaries gain from it).
     pdl_kernels: Vec<String>,
+    /// The kernels launched with PDL so far (for `solo bench`'s header).
+    pdl_launched: std::sync::Mutex<std::collections::BTreeSet<&'static str>>,
     /// While `Some`, every launch records a CUDA event after itself, tagged with the kernel's
     /// name (`profile::profile_launches`).
     recorder: std::sync::Mutex<Option<Vec<(String, CudaEvent)>>>,
@@ -114,7 +118,19 @@ impl Gpu {
         let sms = ctx
             .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(|e| anyhow!("{e:?}"))? as u32;
-        Ok(Gpu { ctx, stream, functions, shared_limits: Default::default(), blas, name, sms, pdl, pdl_kernels, recorder: Default::default() })
+        Ok(Gpu {
+            ctx,
+            stream,
+            functions,
+            shared_limits: Default::default(),
+            blas,
+            name,
+            sms,
+            pdl,
+            pdl_kernels,
+            pdl_launched: Default::default(),
+            recorder: Default::default(),
+        })
     }
 
     /// A zeroed device allocation of `bytes` bytes.
@@ -205,6 +221,9 @@ impl Gpu {
                 limits.insert(name, shared_bytes);
             }
         }
+        if pdl_on {
+            self.pdl_launched.lock().unwrap_or_else(|e| e.into_inner()).insert(name);
+        }
         use cudarc::driver::sys;
         // Each kernel parameter is passed as a pointer to its value.
         let mut params: Vec<*mut std::ffi::c_void> = args
@@ -248,6 +267,11 @@ impl Gpu {
             events.push((format!("{name} <<<{}×{}×{}, {block}>>> ({})", grid.0, grid.1, grid.2, ints.join(", ")), event));
         }
         Ok(())
+    }
+
+    /// The kernels launched with PDL so far, by name.
+    pub fn pdl_launched(&self) -> Vec<&'static str> {
+        self.pdl_launched.lock().unwrap_or_else(|e| e.into_inner()).iter().copied().collect()
     }
 
     /// Starts (`true`) or stops recording an event after every launch; stopping returns what

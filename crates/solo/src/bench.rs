@@ -98,7 +98,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (used, total) = model.memory_used()?;
     let commit = env!("SOLO_COMMIT");
     println!("solo bench — {} — bf16 weights, f32 state — commit {commit}", model.gpu.name);
-    println!("kernels launched with programmatic dependent launch: {}", if model.gpu.pdl { "yes (SOLO_PDL=1)" } else { "no" });
+    let pdl = model.gpu.pdl_launched();
+    println!("kernels launched with programmatic dependent launch: {}", if pdl.is_empty() { "none".to_string() } else { pdl.join(", ") });
     println!("model: {source}; batch 1; {} decode steps; median of {} rounds after 1 warm-up", args.decode_steps, args.rounds);
     println!("{:>9} | {:>13} | {:>10} | {:>12} | {:>10}", "context", "prefill tok/s", "TTFT ms", "decode tok/s", "ms/token");
     for r in &rows {
