@@ -59,8 +59,8 @@ pub struct Gpu {
     /// the one before it drains, and waits for it with `griddepcontrol.wait` (`pdl_wait()` in
     /// common.cuh) before it reads anything that kernel wrote. Off by default — on the H200 the
     /// decode step measured 1–15 % slower with it for every kernel (bench/NOTES.md);
-    /// `SOLO_PDL=1` turns it on. Two kernels always use it (`launch_early`): the GDN step and
-    /// the decode step's MoE kernel.
+    /// `SOLO_PDL=1` turns it on. Three kernels always use it (`launch_early`): the GDN step,
+    /// the decode attention and the decode step's MoE kernel.
     pub pdl: bool,
     /// Kernels launched with PDL even without `SOLO_PDL=1` (`SOLO_PDL_KERNELS=name,name`: for
     /// measuring which kernel boundaries gain from it).
@@ -202,8 +202,9 @@ impl Gpu {
         self.launch_with(name, grid, block, shared_bytes, args, pdl)
     }
 
-    /// `launch` with PDL whatever `SOLO_PDL` says: for a kernel whose blocks request their
-    /// weights before `pdl_wait()` and fit beside the kernel before it (`moe_decode_block`).
+    /// `launch` with PDL whatever `SOLO_PDL` says: for a kernel whose blocks request what the
+    /// kernel before does not write (weights, state, old cache rows) before `pdl_wait()` and fit
+    /// beside that kernel (`moe_decode_block`, `gdn_decode_step`, `attn_decode`).
     pub fn launch_early(&self, name: &str, grid: (u32, u32, u32), block: u32, shared_bytes: u32, args: &[Arg]) -> Result<()> {
         self.launch_with(name, grid, block, shared_bytes, args, true)
     }

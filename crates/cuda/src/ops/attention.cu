@@ -49,7 +49,12 @@ __device__ __forceinline__ int split_chunk(int visible, int splits, int align) {
 //   part_o [splits, T*16, 256] f32: unnormalised output; part_ml [splits, T*16, 2] f32: (max in
 //   log2 units, sum of exponentials). Row index = t*16 + query head.
 // Shared memory: (16*WARPS + 4*BC) * KV_STRIDE * 2 bytes.
-template <int WARPS, int BC>
+//
+// EARLY (the decode kernel, launched with PDL right behind qk_norm_rope): the kernel calls
+// pdl_wait() itself, after requesting its first key tile if the tile lies wholly before pos —
+// rows earlier steps wrote, so it streams while qk_norm_rope runs. (pos itself was written by
+// the previous step's advance_position.)
+template <int WARPS, int BC, bool EARLY = false>
 __device__ __forceinline__ void attend(const bf16* __restrict__ q, const bf16* __restrict__ kc,
                                        const bf16* __restrict__ vc, const int* __restrict__ pos_ptr, int T,
                                        int splits, float* __restrict__ part_o, float* __restrict__ part_ml) {
@@ -75,12 +80,6 @@ __device__ __forceinline__ void attend(const bf16* __restrict__ q, const bf16* _
     const int hi = min(min(lo + chunk, visible), pos + min(t0 + TOK, T));
     if (lo >= hi) return;
 
-    for (int c = tid; c < ROWS * CHUNKS; c += THREADS) {
-        const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-        const int t = t0 + r / GROUP;
-        const bf16* src = q + ((size_t)min(t, T - 1) * ATTN_HEADS + kh * GROUP + r % GROUP) * HEAD_DIM + col;
-        cp_async16(Qs + r * KV_STRIDE + col, src, t < T);
-    }
     auto load_kv = [&](int p0, int buf) {
         bf16* kd = Ks + buf * BC * KV_STRIDE;
         bf16* vd = Vs + buf * BC * KV_STRIDE;
@@ -93,6 +92,15 @@ __device__ __forceinline__ void attend(const bf16* __restrict__ q, const bf16* _
             cp_async16(vd + r * KV_STRIDE + col, vc + off, ok);
         }
     };
+    const bool early_tile = EARLY && lo + BC <= pos;
+    if (early_tile) load_kv(lo, 0);
+    if constexpr (EARLY) pdl_wait();
+    for (int c = tid; c < ROWS * CHUNKS; c += THREADS) {
+        const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+        const int t = t0 + r / GROUP;
+        const bf16* src = q + ((size_t)min(t, T - 1) * ATTN_HEADS + kh * GROUP + r % GROUP) * HEAD_DIM + col;
+        cp_async16(Qs + r * KV_STRIDE + col, src, t < T);
+    }
 
     // This thread's two rows: g (token ta) and g + 8 (token tb), query head kh*8 + g.
     const int ta = t0 + 2 * warp, tb = ta + 1;
@@ -106,7 +114,7 @@ __device__ __forceinline__ void attend(const bf16* __restrict__ q, const bf16* _
     float m_a = NEG_INF, m_b = NEG_INF, l_a = 0.f, l_b = 0.f;
 
     const int ntiles = (hi - lo + BC - 1) / BC;
-    load_kv(lo, 0);
+    if (!early_tile) load_kv(lo, 0);
     cp_async_commit();
     for (int j = 0; j < ntiles; j++) {
         const int buf = j & 1;
@@ -237,8 +245,7 @@ extern "C" __global__ void __launch_bounds__(32)
     attn_decode(const bf16* __restrict__ q, const bf16* __restrict__ kc, const bf16* __restrict__ vc,
                 const int* __restrict__ pos, int T, int splits, float* __restrict__ part_o,
                 float* __restrict__ part_ml) {
-    pdl_wait();
-    attend<1, 32>(q, kc, vc, pos, T, splits, part_o, part_ml);
+    attend<1, 32, true>(q, kc, vc, pos, T, splits, part_o, part_ml);  // pdl_wait() inside
 }
 
 // Merges the split-K partials of one row (token t, query head h), normalises, multiplies by

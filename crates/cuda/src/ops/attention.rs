@@ -214,7 +214,10 @@ pub(crate) fn attend(
     let splits = split_count(kernel, t, scratch.max_tokens);
     let row_tiles = t.div_ceil(kernel.tokens_per_block());
     let (part_o, part_ml) = (scratch.ptr(3), scratch.ptr(4));
-    gpu.launch(
+    // the decode kernel requests its first key tile before pdl_wait (attention.cu): launched with PDL
+    let launch = if kernel.name == DECODE.name { Gpu::launch_early } else { Gpu::launch };
+    launch(
+        gpu,
         kernel.name,
         (row_tiles as u32, KV_HEADS as u32, splits as u32),
         (32 * kernel.warps) as u32,
