@@ -48,10 +48,12 @@ struct AttendKernel {
     key_tile: usize,
     /// Blocks to aim for when choosing the split count.
     target_blocks: usize,
+    /// Launched with PDL: requests its first key tile before `pdl_wait()` (attention.cu, EARLY).
+    early: bool,
 }
 
-const PREFILL: AttendKernel = AttendKernel { name: "attn_prefill", warps: 8, key_tile: 64, target_blocks: SMS };
-const DECODE: AttendKernel = AttendKernel { name: "attn_decode", warps: 1, key_tile: 32, target_blocks: 3 * SMS };
+const PREFILL: AttendKernel = AttendKernel { name: "attn_prefill", warps: 8, key_tile: 64, target_blocks: SMS, early: false };
+const DECODE: AttendKernel = AttendKernel { name: "attn_decode", warps: 1, key_tile: 32, target_blocks: 3 * SMS, early: true };
 
 impl AttendKernel {
     fn tokens_per_block(&self) -> usize {
@@ -214,8 +216,7 @@ pub(crate) fn attend(
     let splits = split_count(kernel, t, scratch.max_tokens);
     let row_tiles = t.div_ceil(kernel.tokens_per_block());
     let (part_o, part_ml) = (scratch.ptr(3), scratch.ptr(4));
-    // the decode kernel requests its first key tile before pdl_wait (attention.cu): launched with PDL
-    let launch = if kernel.name == DECODE.name { Gpu::launch_early } else { Gpu::launch };
+    let launch = if kernel.early { Gpu::launch_early } else { Gpu::launch };
     launch(
         gpu,
         kernel.name,

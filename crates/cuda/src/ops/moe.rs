@@ -179,13 +179,7 @@ fn moe_decode_stamped(
     scratch: &Scratch,
     stamps: DevPtr,
 ) -> Result<()> {
-    ensure!(w.router.rows == ROUTER_ROWS && norm.len == HIDDEN, "moe_decode: router {} rows, norm {}", w.router.rows, norm.len);
-    ensure!(
-        (mixer.w.rows, mixer.w.cols) == (HIDDEN, MIXER_OUT),
-        "moe_decode: the mixer's output projection is {}×{}, expected {HIDDEN}×{MIXER_OUT}",
-        mixer.w.rows,
-        mixer.w.cols
-    );
+    check_decode_shapes(&mixer, w, norm)?;
     let l = Layout::new(scratch, 1)?;
     let args = [
         Arg::Ptr(mixer.w.ptr),
@@ -214,7 +208,7 @@ fn moe_decode_stamped(
 /// `moe_route_decode` (norm, router, routing), then the expert GEMVs. Scratch buffers 0 and 1,
 /// and the scratch's ticket counter.
 pub fn moe_decode_kernels(gpu: &Gpu, mixer: MixerOut, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch) -> Result<()> {
-    ensure!(w.router.rows == ROUTER_ROWS && norm.len == HIDDEN, "moe_decode: router {} rows, norm {}", w.router.rows, norm.len);
+    check_decode_shapes(&mixer, w, norm)?;
     gemv(gpu, mixer.y, mixer.w, h, true)?;
     let l = Layout::new(scratch, 1)?;
     gpu.launch(
@@ -235,6 +229,18 @@ pub fn moe_decode_kernels(gpu: &Gpu, mixer: MixerOut, w: &MoeGpu, h: DevPtr, nor
         ],
     )?;
     experts_gemv(gpu, w, l.x, 1, &l, h)
+}
+
+/// What both forms of `moe_decode` assume of their matrices (h is `[2048]`).
+fn check_decode_shapes(mixer: &MixerOut, w: &MoeGpu, norm: &Vector) -> Result<()> {
+    ensure!(w.router.rows == ROUTER_ROWS && norm.len == HIDDEN, "moe_decode: router {} rows, norm {}", w.router.rows, norm.len);
+    ensure!(
+        (mixer.w.rows, mixer.w.cols) == (HIDDEN, MIXER_OUT),
+        "moe_decode: the mixer's output projection is {}×{}, expected {HIDDEN}×{MIXER_OUT}",
+        mixer.w.rows,
+        mixer.w.cols
+    );
+    Ok(())
 }
 
 /// Router logits, then ids/weights `[t, 9]`; with `count`, also the per-expert token counts.
@@ -534,7 +540,8 @@ mod tests {
     /// The mixer's output projection the decode tests fold in: w bf16 [2048, 4096], y bf16
     /// [4096], on the GPU, and h + w·y on the CPU for a given h.
     struct MixerFixture {
-        w: crate::runtime::DevBuf,
+        _w: crate::runtime::DevBuf, // the memory behind w_o
+        w_o: Matrix,
         y: crate::runtime::DevBuf,
         w_f32: Vec<f32>,
         y_f32: Vec<f32>,
@@ -546,11 +553,12 @@ mod tests {
             let w_f32 = round_bf16(&random(23, HIDDEN * MIXER_OUT, (3.0 / MIXER_OUT as f32).sqrt()));
             let y_f32 = round_bf16(&random(24, MIXER_OUT, 1.0));
             let (w, y) = (gpu.upload(&bf16_bytes(&w_f32)).unwrap(), gpu.upload(&bf16_bytes(&y_f32)).unwrap());
-            MixerFixture { w, y, w_f32, y_f32 }
+            let w_o = Matrix { ptr: w.ptr(), rows: HIDDEN, cols: MIXER_OUT };
+            MixerFixture { _w: w, w_o, y, w_f32, y_f32 }
         }
 
-        fn matrix(&self) -> Matrix {
-            Matrix { ptr: self.w.ptr(), rows: HIDDEN, cols: MIXER_OUT }
+        fn out(&self) -> MixerOut<'_> {
+            MixerOut { w: &self.w_o, y: self.y.ptr() }
         }
 
         fn added_to(&self, h: &[f32]) -> Vec<f32> {
@@ -581,14 +589,13 @@ mod tests {
         let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
         let scratch = Scratch::new(gpu, 1).unwrap();
         poison_scratch(&scratch);
-        let w_o = mixer.matrix();
         for round in 0..3 {
             let hb = gpu.upload_f32(&h).unwrap();
-            moe_decode(gpu, MixerOut { w: &w_o, y: mixer.y.ptr() }, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+            moe_decode(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
             let fused = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
             assert_close(&format!("moe_decode, launch {round}"), &fused, &want, 1e-4);
             let hb = gpu.upload_f32(&h).unwrap();
-            moe_decode_kernels(gpu, MixerOut { w: &w_o, y: mixer.y.ptr() }, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+            moe_decode_kernels(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
             let kernels = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
             assert_close(&format!("moe_decode_kernels, launch {round}"), &kernels, &want, 1e-4);
             let same = fused.iter().zip(&kernels).filter(|(a, b)| a.to_bits() == b.to_bits()).count();
@@ -603,7 +610,6 @@ mod tests {
         let gpu = gpu();
         let f = fixture();
         let mixer = MixerFixture::new();
-        let w_o = mixer.matrix();
         let h = gpu.upload_f32(&random(21, HIDDEN, 2.0)).unwrap();
         let nb = gpu.upload_f32(&vec![1.0; HIDDEN]).unwrap();
         let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
@@ -617,8 +623,7 @@ mod tests {
             // a cold L2 between rounds: stream 200 MB through it
             let junk = gpu.alloc(200 << 20).unwrap();
             gpu.zero(junk.ptr(), 200 << 20).unwrap();
-            let mixer_out = MixerOut { w: &w_o, y: mixer.y.ptr() };
-            moe_decode_stamped(gpu, mixer_out, &f.gpu, h.ptr(), &norm, 1e-6, &scratch, stamps.ptr()).unwrap();
+            moe_decode_stamped(gpu, mixer.out(), &f.gpu, h.ptr(), &norm, 1e-6, &scratch, stamps.ptr()).unwrap();
             let b = gpu.download(stamps.ptr(), 12 * 8).unwrap();
             let t: Vec<i64> = b.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
             let line: Vec<String> = names.iter().enumerate().map(|(i, n)| format!("{n} {:.2}", (t[i + 1] - t[i]) as f64 / 1980.0)).collect();
