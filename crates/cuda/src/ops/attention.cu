@@ -80,16 +80,22 @@ __device__ __forceinline__ void attend(const bf16* __restrict__ q, const bf16* _
     const int hi = min(min(lo + chunk, visible), pos + min(t0 + TOK, T));
     if (lo >= hi) return;
 
+    // Thread tid copies the 16-byte column `col` of rows r0, r0 + RSTEP, ... of each tile: the
+    // addresses advance by constants, so a row costs its two copies and a bounds test.
+    constexpr int RSTEP = THREADS / CHUNKS;
+    const int r0 = tid / CHUNKS, col = (tid % CHUNKS) * 8;
+    const bf16* k_col = kc + kh * HEAD_DIM + col;
+    const bf16* v_col = vc + kh * HEAD_DIM + col;
     auto load_kv = [&](int p0, int buf) {
-        bf16* kd = Ks + buf * BC * KV_STRIDE;
-        bf16* vd = Vs + buf * BC * KV_STRIDE;
-        for (int c = tid; c < BC * CHUNKS; c += THREADS) {
-            const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-            const int p = p0 + r;
-            const bool ok = p < hi;  // beyond: zeros (never NaN garbage: P = 0 times V must stay 0)
-            const size_t off = ((size_t)(ok ? p : lo) * KV_HEADS + kh) * HEAD_DIM + col;
-            cp_async16(kd + r * KV_STRIDE + col, kc + off, ok);
-            cp_async16(vd + r * KV_STRIDE + col, vc + off, ok);
+        bf16* kd = Ks + (buf * BC + r0) * KV_STRIDE + col;
+        bf16* vd = Vs + (buf * BC + r0) * KV_STRIDE + col;
+        const size_t first = (size_t)(p0 + r0) * KV_HEADS * HEAD_DIM;
+#pragma unroll
+        for (int i = 0; i < BC / RSTEP; i++) {
+            const bool ok = p0 + r0 + i * RSTEP < hi;  // beyond: zeros (never NaN garbage: P = 0 times V must stay 0)
+            const size_t off = ok ? first + (size_t)i * RSTEP * KV_HEADS * HEAD_DIM : 0;
+            cp_async16(kd + i * RSTEP * KV_STRIDE, k_col + off, ok);
+            cp_async16(vd + i * RSTEP * KV_STRIDE, v_col + off, ok);
         }
     };
     const bool early_tile = EARLY && lo + BC <= pos;
@@ -166,18 +172,22 @@ __device__ __forceinline__ void attend(const bf16* __restrict__ q, const bf16* _
             const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
             // A row with nothing visible yet keeps max -inf; subtract 0 then (exp2(-inf) = 0).
             const float use_a = mn_a == NEG_INF ? 0.f : mn_a, use_b = mn_b == NEG_INF ? 0.f : mn_b;
-            const float al_a = exp2f(m_a - use_a), al_b = exp2f(m_b - use_b);
+            // Rescale only when a row's max grew (after the first tiles, rarely): otherwise the
+            // factors are exactly 1 (or 0 on rows that are still all zeros), so skipping keeps the bits.
+            if (__any_sync(0xffffffffu, mn_a > m_a || mn_b > m_b)) {
+                const float al_a = exp2f(m_a - use_a), al_b = exp2f(m_b - use_b);
+                l_a *= al_a;
+                l_b *= al_b;
+#pragma unroll
+                for (int n = 0; n < HEAD_DIM / 8; n++) {
+                    o[n][0] *= al_a;
+                    o[n][1] *= al_a;
+                    o[n][2] *= al_b;
+                    o[n][3] *= al_b;
+                }
+            }
             m_a = mn_a;
             m_b = mn_b;
-            l_a *= al_a;
-            l_b *= al_b;
-#pragma unroll
-            for (int n = 0; n < HEAD_DIM / 8; n++) {
-                o[n][0] *= al_a;
-                o[n][1] *= al_a;
-                o[n][2] *= al_b;
-                o[n][3] *= al_b;
-            }
 #pragma unroll
             for (int n = 0; n < NT; n++) {
                 s[n][0] = exp2f(s[n][0] - use_a);
