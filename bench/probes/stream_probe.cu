@@ -1,0 +1,261 @@
+// stream_probe: how fast short weight streams run on this GPU, by size, access pattern and
+// L2 prefetching (bench/NOTES.md, issue 5 session 6). Not part of solo: a standalone program
+// for the GPU machine, which has nvcc (this machine and CI do not):
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/stream_probe bench/probes/stream_probe.cu
+//   /tmp/stream_probe
+// Every figure is one kernel (or a pair) captured 120 times into a CUDA graph over distinct
+// regions of a 16 GB buffer (so L2 is cold unless a case says otherwise); the best of 5 graph
+// launches, divided by 120. Reads are 4 KB rows (2048 bf16, a weight row of the model) copied with
+// cp.async through shared memory and reduced, as solo's decode GEMVs do.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+typedef __nv_bfloat16 bf16;
+
+#define CK(x)                                                                               \
+    do {                                                                                    \
+        cudaError_t e = (x);                                                                \
+        if (e != cudaSuccess) {                                                             \
+            printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));                 \
+            exit(1);                                                                        \
+        }                                                                                   \
+    } while (0)
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait_groups() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ float sum8(uint4 w) {
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&w);
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 f = __bfloat1622float2(h[i]);
+        s += f.x * 0.5f + f.y * 0.25f;
+    }
+    return s;
+}
+
+// Rows of 4 KB through a DEPTH-row ring per warp (solo's GemvStream). Warp gw of W takes
+//   experts == nullptr: rows gw, gw + W, ... of a contiguous matrix of `rows` rows;
+//   experts != nullptr: the routed (gate, up) row pairs of 8 experts [1024 rows each], pair
+//     p = gw, gw + W, ... (slot p / 512, row p % 512 and 512 + p % 512), as moe_decode_block.
+template <int DEPTH>
+__global__ void __launch_bounds__(256) ring_read(const bf16* __restrict__ base, int rows, const int* __restrict__ experts,
+                                                 float* out) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int W = gridDim.x * 8, gw = blockIdx.x * 8 + warp;
+    bf16* ring = reinterpret_cast<bf16*>(smem) + warp * DEPTH * 2048;
+    auto row = [&](int k) -> long long {
+        if (!experts) return gw + k * W < rows ? gw + k * W : -1;
+        const int p = gw + (k >> 1) * W;
+        if (2 * p >= rows) return -1;
+        return (long long)experts[p / 512] * 1024 + p % 512 + (k & 1) * 512;
+    };
+    auto request = [&](int k, int d) {
+        const long long r = row(k);
+        if (r >= 0) {
+#pragma unroll
+            for (int j = 0; j < 8; j++) cp_async16(ring + d * 2048 + j * 256 + lane * 8, base + r * 2048 + j * 256 + lane * 8);
+        }
+        commit();
+    };
+    int n = 0;
+    while (row(n) >= 0) n++;
+#pragma unroll
+    for (int d = 0; d < DEPTH; d++) request(d, d);
+    float acc = 0.f;
+    for (int k = 0; k < n; k++) {
+        wait_groups<DEPTH - 1>();
+        const int d = k % DEPTH;
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc += sum8(*reinterpret_cast<const uint4*>(ring + d * 2048 + j * 256 + lane * 8));
+        request(k + DEPTH, d);
+    }
+    if (lane == 0) out[gw] = acc;
+}
+
+// Decode attention's reads: one-warp blocks, block (split, head) streams `npos` positions of one KV
+// head in tiles of 32 through a 2-stage ring, then spins `work` cycles per tile (the tile's math).
+// layout 0: keys and values in separate buffers [pos][2 heads][512 B] (solo's cache);
+// layout 1: one buffer [pos][2 heads][keys 512 B | values 512 B]; layout 2: head-major [2][pos][K | V].
+__global__ void __launch_bounds__(32) kv_read(const char* __restrict__ kbuf, const char* __restrict__ vbuf, int npos,
+                                              int layout, long long work, float* out) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int lane = threadIdx.x, head = blockIdx.y;
+    const long long first = (long long)blockIdx.x * npos, total = (long long)gridDim.x * npos;
+    const int n = npos / 32;
+    auto addr = [&](long long p, int kv) -> const char* {
+        if (layout == 0) return (kv ? vbuf : kbuf) + (p * 2 + head) * 512;
+        if (layout == 1) return kbuf + (p * 2 + head) * 1024 + kv * 512;
+        return kbuf + (head * total + p) * 1024 + kv * 512;
+    };
+    auto request = [&](int t) {
+        if (t < n) {
+#pragma unroll 4
+            for (int r = 0; r < 32; r++) {
+                const long long p = first + (long long)t * 32 + r;
+                cp_async16(smem + (t & 1) * 32768 + r * 512 + lane * 16, addr(p, 0) + lane * 16);
+                cp_async16(smem + (t & 1) * 32768 + 16384 + r * 512 + lane * 16, addr(p, 1) + lane * 16);
+            }
+        }
+        commit();
+    };
+    request(0);
+    float acc = 0.f;
+    for (int t = 0; t < n; t++) {
+        request(t + 1);
+        wait_groups<1>();
+        __syncwarp();
+        acc += *reinterpret_cast<const float*>(smem + (t & 1) * 32768 + lane * 16);
+        const long long t0 = clock64();
+        while (clock64() - t0 < work) {
+        }
+        __syncwarp();
+    }
+    if (lane == 0) out[blockIdx.x] = acc;
+}
+
+// A latency chain with HBM idle: every block spins `cycles`, after asking for the first pf_rows
+// rows of `next` (in ring_read's row order: block b's warps take rows 8b.., 8b + W..) to be pulled
+// into L2 — by the copy engine (bulk = 1) or one prefetch per 128-byte line (bulk = 0).
+__global__ void spin_prefetch(const bf16* next, int pf_rows, long long cycles, int bulk) {
+    const long long t0 = clock64();
+    const int W = gridDim.x * 8;
+    if (threadIdx.x < 32) {
+        for (int k = threadIdx.x;; k += 32) {
+            const int r = 8 * blockIdx.x + k * W;
+            if (r >= pf_rows) break;
+            const char* a = reinterpret_cast<const char*>(next + (long long)r * 2048);
+            const int bytes = min(8, pf_rows - r) * 4096;
+            if (bulk)
+                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a), "r"(bytes) : "memory");
+            else
+                for (int o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(a + o));
+        }
+    }
+    while (clock64() - t0 < cycles) {
+    }
+}
+
+__global__ void empty_kernel() {}
+
+int main() {
+    int sms;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const size_t pool = 16ull << 30;  // 4096 "experts" of 4 MB
+    bf16* buf;
+    CK(cudaMalloc(&buf, pool));
+    CK(cudaMemset(buf, 0x3c, pool));
+    float* out;
+    CK(cudaMalloc(&out, 1 << 20));
+    const int L = 120;  // launches per graph, each on its own region
+    int* experts;
+    CK(cudaMalloc(&experts, L * 8 * sizeof(int)));
+    std::vector<int> chosen(L * 8);
+    srand(1);
+    for (int& e : chosen) e = rand() % (int)(pool / (4 << 20));
+    CK(cudaMemcpy(experts, chosen.data(), chosen.size() * sizeof(int), cudaMemcpyHostToDevice));
+    CK(cudaFuncSetAttribute(ring_read<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, 8 * 2 * 4096));
+    CK(cudaFuncSetAttribute(ring_read<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, 8 * 3 * 4096));
+    CK(cudaFuncSetAttribute(kv_read, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+
+    auto timeit = [&](const char* name, double mb, auto launch) {
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+        for (int i = 0; i < L; i++) launch(i);
+        CK(cudaStreamEndCapture(st, &g));
+        CK(cudaGraphInstantiate(&ge, g, 0));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaStreamSynchronize(st));
+        cudaEvent_t a, b;
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+        float best = 1e9f;
+        for (int rep = 0; rep < 5; rep++) {
+            CK(cudaEventRecord(a, st));
+            CK(cudaGraphLaunch(ge, st));
+            CK(cudaEventRecord(b, st));
+            CK(cudaEventSynchronize(b));
+            float ms;
+            CK(cudaEventElapsedTime(&ms, a, b));
+            best = ms < best ? ms : best;
+        }
+        const double us = best * 1000.0 / L;
+        if (mb > 0) printf("%-52s %8.2f us  %5.2f TB/s\n", name, us, mb / us);  // MB per µs = TB/s
+        else printf("%-52s %8.2f us\n", name, us);
+        CK(cudaGraphExecDestroy(ge));
+        CK(cudaGraphDestroy(g));
+    };
+    // region i: distinct for every launch of a graph, far apart
+    auto region = [&](int i, size_t bytes) {
+        const size_t stride = ((pool - bytes) / L) & ~4095ull;
+        return buf + i * stride / sizeof(bf16);
+    };
+    char name[128];
+
+    timeit("empty kernel, 264 blocks of 256", 0, [&](int) { empty_kernel<<<2 * sms, 256, 0, st>>>(); });
+
+    printf("-- a cold matrix of 4 KB rows, one kernel (solo's streaming GEMV)\n");
+    for (int rows : {4224, 8192, 12352, 24704, 65536}) {
+        const double mb = rows * 4096.0 / 1e6;
+        snprintf(name, sizeof name, "%.1f MB, 2 rows in flight per warp", mb);
+        timeit(name, mb, [&](int i) { ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(region(i, rows * 4096ull), rows, nullptr, out); });
+        snprintf(name, sizeof name, "%.1f MB, 3 rows in flight per warp", mb);
+        timeit(name, mb, [&](int i) { ring_read<3><<<2 * sms, 256, 8 * 3 * 4096, st>>>(region(i, rows * 4096ull), rows, nullptr, out); });
+    }
+
+    printf("-- 8 random experts' (gate, up) rows, 33.5 MB (moe_decode_block's routed phase)\n");
+    timeit("experts, 2 rows in flight per warp", 33.55, [&](int i) {
+        ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(buf, 8192, experts + 8 * i, out);
+    });
+
+    printf("-- decode attention's reads at 131K: 396 one-warp blocks, 32-position tiles, 2 stages\n");
+    for (long long work : {0LL, 1500LL, 3000LL, 5000LL})
+        for (int layout : {0, 1, 2}) {
+            const int npos = 672;  // 198 splits x 2 KV heads
+            const double mb = 198.0 * npos * 2 * 1024 / 1e6;
+            snprintf(name, sizeof name, "layout %d, %lld cycles of math a tile", layout, work);
+            timeit(name, mb, [&](int i) {
+                const char* k = reinterpret_cast<const char*>(region(i, 2 * 198ull * npos * 2048));
+                kv_read<<<dim3(198, 2), 32, 65536, st>>>(k, k + 198ull * npos * 1024, npos, layout, work, out);
+            });
+        }
+
+    printf("-- a 10 us latency chain, then a cold 50.6 MB matrix; the chain pulls the matrix's first rows into L2\n");
+    const int in_proj = 12352;  // rows of the GDN in-projection
+    timeit("chain alone", 0, [&](int) { spin_prefetch<<<2 * sms, 256, 0, st>>>(buf, 0, 19800, 1); });
+    for (int pf : {0, 4224, 8448})
+        for (int bulk : {1, 0}) {
+            if (pf == 0 && !bulk) continue;
+            snprintf(name, sizeof name, "chain + 50.6 MB, %.1f MB prefetched (%s)", pf * 4096.0 / 1e6, bulk ? "bulk" : "lines");
+            timeit(name, 0, [&](int i) {
+                const bf16* m = region(i, in_proj * 4096ull);
+                spin_prefetch<<<2 * sms, 256, 0, st>>>(m, pf, 19800, bulk);
+                ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(m, in_proj, nullptr, out);
+            });
+        }
+    for (int pf : {0, 4224}) {
+        snprintf(name, sizeof name, "chain + the prefetched 17.3 MB only (%.1f MB prefetched)", pf * 4096.0 / 1e6);
+        timeit(name, 0, [&](int i) {
+            const bf16* m = region(i, in_proj * 4096ull);
+            spin_prefetch<<<2 * sms, 256, 0, st>>>(m, pf, 19800, 1);
+            ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(m, 4224, nullptr, out);
+        });
+    }
+    timeit("17.3 MB hot in L2 (the same rows every launch)", 17.3,
+           [&](int) { ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(buf, 4224, nullptr, out); });
+    CK(cudaDeviceSynchronize());
+    return 0;
+}
