@@ -287,6 +287,31 @@ int main() {
         spin_warm<<<2 * sms, 256, 0, st>>>(m, 4224, 19800);
         ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(m, 4224, nullptr, out);
     });
+    // the warming kernel with the reader's footprint (64 KB of shared memory a block), so that block
+    // b lands where the reader's block b will
+    CK(cudaFuncSetAttribute(spin_warm, cudaFuncAttributeMaxDynamicSharedMemorySize, 8 * 2 * 4096));
+    timeit("chain (reader's footprint) + the 17.3 MB it warmed", 0, [&](int i) {
+        const bf16* m = region(i, in_proj * 4096ull);
+        spin_warm<<<2 * sms, 256, 8 * 2 * 4096, st>>>(m, 4224, 19800);
+        ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(m, 4224, nullptr, out);
+    });
+    timeit("chain (reader's footprint) + 50.6 MB, 17.3 MB warmed", 0, [&](int i) {
+        const bf16* m = region(i, in_proj * 4096ull);
+        spin_warm<<<2 * sms, 256, 8 * 2 * 4096, st>>>(m, 4224, 19800);
+        ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(m, in_proj, nullptr, out);
+    });
+    // the reader itself as the warmer: a cold read of 17.3 MB, then the same rows again
+    timeit("17.3 MB cold, then the same rows again (the pair)", 0, [&](int i) {
+        const bf16* m = region(i, in_proj * 4096ull);
+        ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(m, 4224, nullptr, out);
+        ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(m, 4224, nullptr, out);
+    });
+    timeit("17.3 MB cold, the chain, the same rows again", 0, [&](int i) {
+        const bf16* m = region(i, in_proj * 4096ull);
+        ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(m, 4224, nullptr, out);
+        spin_prefetch<<<2 * sms, 256, 0, st>>>(m, 0, 19800, 1);
+        ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(m, 4224, nullptr, out);
+    });
     timeit("chain warming 17.3 MB by copies, alone", 0, [&](int i) {
         spin_warm<<<2 * sms, 256, 0, st>>>(region(i, in_proj * 4096ull), 4224, 19800);
     });
