@@ -17,34 +17,13 @@
 //           at its 64 columns to a partial, and at the end each block adds its partial to the
 //           output with global float atomics (fused_cluster: first summed over a cluster).
 // The results and what they say: bench/NOTES.md, "Issue 5, session 7".
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
-typedef __nv_bfloat16 bf16;
 
-#define CK(x)                                                                   \
-    do {                                                                        \
-        cudaError_t e = (x);                                                    \
-        if (e != cudaSuccess) {                                                 \
-            printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));     \
-            exit(1);                                                            \
-        }                                                                       \
-    } while (0)
+#include "probe.cuh"
 
 #define EXPERT_ELEMS (3ll << 20)  // 6 MB of bf16
 #define DOWN_OFFSET (2ll << 20)   // down after the 1024 (gate, up) rows
 #define PAIRS 4096                // 8 experts × 512
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wait_groups() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -62,6 +41,16 @@ __device__ __forceinline__ float dot8(uint4 w, const float* x) {
         s += f.x * x[2 * i] + f.y * x[2 * i + 1];
     }
     return s;
+}
+
+// 8 bf16 → f32.
+__device__ __forceinline__ void unpack8(uint4 w, float out[8]) {
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&w);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 f = __bfloat1622float2(h[i]);
+        out[2 * i] = f.x, out[2 * i + 1] = f.y;
+    }
 }
 
 // A 4 KB row into a warp's slot: lane l copies pieces j·256 + 8l; one commit group.
@@ -270,15 +259,25 @@ __global__ void __maxnreg__(96) routed(const bf16* __restrict__ pool, const int*
     }
 }
 
+// Row k of warp gw's stream of 3-row groups (gate row i, up row i, downᵀ row i of pair
+// p = gw + (k / 3)·W); null past the last pair. ADJACENT: the expert laid out as 512 groups of
+// 12 KB (a load-time relayout), so a pair's 3 rows are one contiguous run.
+template <bool ADJACENT = false>
+__device__ __forceinline__ const bf16* group_row(const bf16* pool, const int* experts, int gw, int W, int k) {
+    const int p = gw + (k / 3) * W;
+    if (p >= PAIRS) return nullptr;
+    const bf16* e = pool + experts[p / 512] * EXPERT_ELEMS;
+    const int part = k % 3, i = p % 512;
+    if (ADJACENT) return e + (long long)(3 * i + part) * 2048;
+    return part == 2 ? e + DOWN_OFFSET + (long long)i * 2048 : e + (long long)(i + part * 512) * 2048;
+}
+
 // The routed phase as one stream of 3-row groups (gate, up, downᵀ row), no grid barrier.
 // PARTIAL: 0 = the downᵀ row only dotted with x like the others (wrong, timing only: the bytes
 // without the adds); 1 = added to the block's partial in shared memory (atomics, at
-// (8j + t)·32 + lane for column j·256 + 8·lane + t, so a warp's adds hit 32 banks); 2 = added
-// to each lane's 64-column partial in registers (x then packed as bf16 pairs, which x = RMSNorm
-// rounded to bf16 is exactly), the block's 8 partials summed through the ring at the end.
-// ADJACENT: the expert laid out as 512 groups of 12 KB (gate row i, up row i, downᵀ row i), so a
-// warp's 3 rows of a pair are one contiguous 12 KB run (a load-time relayout).
-// PARTIAL 3: as 0, and no partial added to the output at the end either (each warp stores its a).
+// (8j + t)·32 + lane for column j·256 + 8·lane + t, so a warp's adds hit 32 banks); 3 = as 0,
+// and no partial added to the output at the end either (each warp stores its a). (Partials in
+// registers: fused_cluster below, with clusters of 1.)
 template <int PARTIAL, bool ADJACENT = false>
 __global__ void __launch_bounds__(256, 2) fused(const bf16* __restrict__ pool, const int* __restrict__ experts,
                                                 const float* __restrict__ xg, float* __restrict__ out) {
@@ -288,115 +287,37 @@ __global__ void __launch_bounds__(256, 2) fused(const bf16* __restrict__ pool, c
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int W = gridDim.x * 8, gw = blockIdx.x * 8 + warp;
     bf16* ring = reinterpret_cast<bf16*>(smem) + warp * 2 * 2048;
-    auto row = [&](int k) -> const bf16* {  // row k of this warp's stream: pair k / 3, part k % 3
-        const int p = gw + (k / 3) * W;
-        if (p >= PAIRS) return nullptr;
-        const bf16* e = pool + experts[p / 512] * EXPERT_ELEMS;
-        const int part = k % 3, i = p % 512;
-        if (ADJACENT) return e + (long long)(3 * i + part) * 2048;
-        return part == 2 ? e + DOWN_OFFSET + (long long)i * 2048 : e + (long long)(i + part * 512) * 2048;
-    };
+    auto row = [&](int k) { return group_row<ADJACENT>(pool, experts, gw, W, k); };
     const int n = 3 * ((PAIRS - 1 - gw) / W + 1);
     request_row(ring, row(0));
     request_row(ring + 2048, row(1));
     for (int i = threadIdx.x; i < 2048; i += 256) partial[i] = 0.f;
     stage_x(xg, xs);
     float g = 0.f, a = 0.f;
-    if (PARTIAL == 2) {
-        __nv_bfloat162 xp[8][4];  // this lane's 64 x values, packed
+    float x[8][8];
+    lane_x(xs, x);
+    for (int k = 0; k < n; k++) {
+        wait_groups<1>();
+        bf16* slot = ring + (k & 1) * 2048;
+        if (PARTIAL == 1 && k % 3 == 2) {  // (PARTIAL 0 and 3: every row dotted)
 #pragma unroll
-        for (int j = 0; j < 8; j++)
+            for (int j = 0; j < 8; j++) {
+                float w[8];
+                unpack8(*reinterpret_cast<const uint4*>(slot + j * 256 + lane * 8), w);
 #pragma unroll
-            for (int t = 0; t < 4; t++)
-                xp[j][t] = __floats2bfloat162_rn(xs[j * 256 + lane * 8 + 2 * t], xs[j * 256 + lane * 8 + 2 * t + 1]);
-        float part[8][8];
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int t = 0; t < 8; t++) part[j][t] = 0.f;
-        for (int k = 0; k < n; k++) {
-            wait_groups<1>();
-            bf16* slot = ring + (k & 1) * 2048;
-            if (k % 3 == 2) {
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    const uint4 raw = *reinterpret_cast<const uint4*>(slot + j * 256 + lane * 8);
-                    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-                    for (int t = 0; t < 4; t++) {
-                        const float2 f = __bfloat1622float2(h[t]);
-                        part[j][2 * t] += a * f.x;
-                        part[j][2 * t + 1] += a * f.y;
-                    }
-                }
-            } else {
-                float acc = 0.f;
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    const uint4 raw = *reinterpret_cast<const uint4*>(slot + j * 256 + lane * 8);
-                    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-                    for (int t = 0; t < 4; t++) {
-                        const float2 f = __bfloat1622float2(h[t]), xf = __bfloat1622float2(xp[j][t]);
-                        acc += f.x * xf.x + f.y * xf.y;
-                    }
-                }
-                const float v = warp_sum(acc);
-                if (k % 3 == 0) g = v;
-                else a = silu(g) * v;
+                for (int t = 0; t < 8; t++) atomicAdd(&partial[(j * 8 + t) * 32 + lane], a * w[t]);
             }
-            request_row(slot, k + 2 < n ? row(k + 2) : nullptr);
+        } else {
+            const float v = row_dot(slot, x);
+            if (k % 3 == 0) g = v;
+            else a = silu(g) * v + (PARTIAL != 1 ? a : 0.f);
         }
-        // the 8 warps' partials through the ring (free now), then summed per column
-        wait_groups<0>();
-        __syncthreads();
-        float* mine = reinterpret_cast<float*>(smem) + warp * 2048;
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int t = 0; t < 8; t += 4)
-                *reinterpret_cast<float4*>(mine + j * 256 + lane * 8 + t) =
-                    make_float4(part[j][t], part[j][t + 1], part[j][t + 2], part[j][t + 3]);
-        __syncthreads();
-        for (int i = threadIdx.x * 4; i < 2048; i += 1024) {
-            float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-            for (int w = 0; w < 8; w++) {
-                const float4 v = *reinterpret_cast<const float4*>(reinterpret_cast<float*>(smem) + w * 2048 + i);
-                sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-            }
-            *reinterpret_cast<float4*>(partial + i) = sum;
-        }
-    } else {
-        float x[8][8];
-        lane_x(xs, x);
-        for (int k = 0; k < n; k++) {
-            wait_groups<1>();
-            bf16* slot = ring + (k & 1) * 2048;
-            if (PARTIAL == 1 && k % 3 == 2) {  // (PARTIAL 0 and 3: every row dotted)
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    const uint4 raw = *reinterpret_cast<const uint4*>(slot + j * 256 + lane * 8);
-                    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-                    for (int t = 0; t < 4; t++) {
-                        const float2 f = __bfloat1622float2(h[t]);
-                        atomicAdd(&partial[(j * 8 + 2 * t) * 32 + lane], a * f.x);
-                        atomicAdd(&partial[(j * 8 + 2 * t + 1) * 32 + lane], a * f.y);
-                    }
-                }
-            } else {
-                const float v = row_dot(slot, x);
-                if (k % 3 == 0) g = v;
-                else a = silu(g) * v + (PARTIAL != 1 ? a : 0.f);
-            }
-            request_row(slot, k + 2 < n ? row(k + 2) : nullptr);
-        }
-        if (PARTIAL == 0 && lane == 0) partial[gw % 2048] += a;
-        if (PARTIAL == 3) {
-            if (lane == 0) out[gw % 2048] = a;
-            return;
-        }
+        request_row(slot, k + 2 < n ? row(k + 2) : nullptr);
+    }
+    if (PARTIAL == 0 && lane == 0) partial[gw % 2048] += a;
+    if (PARTIAL == 3) {
+        if (lane == 0) out[gw % 2048] = a;
+        return;
     }
     __syncthreads();
     for (int i = threadIdx.x * 4; i < 2048; i += 1024) {
@@ -407,7 +328,7 @@ __global__ void __launch_bounds__(256, 2) fused(const bf16* __restrict__ pool, c
 }
 
 // The routed phase as one stream of 3-row groups, reduced through thread-block clusters of CL
-// blocks instead of same-address atomics: each lane keeps its 64 columns' partial in registers (x
+// blocks (CL = 1: each block alone) before the output atomics: each lane keeps its 64 columns' partial in registers (x
 // read from shared memory for every row, to leave room), the block's 8 warps meet in the ring,
 // then cluster rank r sums columns [r·2048/CL, +2048/CL) of the CL blocks' partials through
 // distributed shared memory and (DETERMINISTIC = false) adds them to the output with float
@@ -438,13 +359,7 @@ __global__ void __launch_bounds__(256, 2) fused_cluster(const bf16* __restrict__
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(base) : "l"(arrivals) : "memory");
     base -= base % G;
     bf16* ring = reinterpret_cast<bf16*>(smem) + warp * 2 * 2048;
-    auto row = [&](int k) -> const bf16* {
-        const int p = gw + (k / 3) * W;
-        if (p >= PAIRS) return nullptr;
-        const bf16* e = pool + experts[p / 512] * EXPERT_ELEMS;
-        const int part = k % 3, i = p % 512;
-        return part == 2 ? e + DOWN_OFFSET + (long long)i * 2048 : e + (long long)(i + part * 512) * 2048;
-    };
+    auto row = [&](int k) { return group_row(pool, experts, gw, W, k); };
     const int n = 3 * ((PAIRS - 1 - gw) / W + 1);
     request_row(ring, row(0));
     request_row(ring + 2048, row(1));
@@ -461,14 +376,10 @@ __global__ void __launch_bounds__(256, 2) fused_cluster(const bf16* __restrict__
         if (k % 3 == 2) {
 #pragma unroll
             for (int j = 0; j < 8; j++) {
-                const uint4 raw = *reinterpret_cast<const uint4*>(slot + j * 256 + lane * 8);
-                const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+                float w[8];
+                unpack8(*reinterpret_cast<const uint4*>(slot + j * 256 + lane * 8), w);
 #pragma unroll
-                for (int t = 0; t < 4; t++) {
-                    const float2 f = __bfloat1622float2(h[t]);
-                    part[j][2 * t] += a * f.x;
-                    part[j][2 * t + 1] += a * f.y;
-                }
+                for (int t = 0; t < 8; t++) part[j][t] += a * w[t];
             }
         } else {
             float acc = 0.f;
@@ -551,7 +462,7 @@ int main() {
     unsigned long long* arrivals;
     CK(cudaMalloc(&arrivals, 8));
     CK(cudaMemset(arrivals, 0, 8));
-    const int L = 120;
+    const int L = PROBE_LAUNCHES;
     int* experts;
     CK(cudaMalloc(&experts, L * 8 * sizeof(int)));
     std::vector<int> chosen(L * 8);
@@ -559,118 +470,76 @@ int main() {
     for (int& e : chosen) e = rand() % n_experts;
     CK(cudaMemcpy(experts, chosen.data(), chosen.size() * sizeof(int), cudaMemcpyHostToDevice));
     const int ring_bytes = 8 * 2 * 4096;
-    CK(cudaFuncSetAttribute(plain, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(pairs<false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(pairs<true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(pairs<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(routed<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(routed<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(fused<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(fused<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(fused<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(fused<0, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(fused<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(fused<1, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(routed<false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
+    auto ring_smem = [&](auto kernel) { CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes)); };
+    ring_smem(plain);
+    ring_smem(pairs<false, false>), ring_smem(pairs<true, false>), ring_smem(pairs<true, true>);
+    ring_smem(routed<false>), ring_smem(routed<true>), ring_smem(routed<false, true>);
+    ring_smem(fused<0>), ring_smem(fused<1>), ring_smem(fused<3>), ring_smem(fused<0, true>), ring_smem(fused<1, true>);
+    ring_smem(fused_cluster<1, false>), ring_smem(fused_cluster<8, false>), ring_smem(fused_cluster<8, true>);
+    ring_smem(fused_cluster<4, false>), ring_smem(fused_cluster<4, true>);
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-    float* slots;
+    float* slots;  // fused_cluster's deterministic form: a slot of 2048 per cluster
     CK(cudaMalloc(&slots, 2048 * 4 * 300));
-    CK(cudaFuncSetAttribute(fused_cluster<8, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(fused_cluster<8, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(fused_cluster<4, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    CK(cudaFuncSetAttribute(fused_cluster<4, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-    auto launch_cluster = [&](auto kernel, int cl, int i) {
+    const int G = 2 * sms;
+    // A launch of G blocks of 256 in clusters of cl (attr: where the cluster attribute is kept).
+    auto cluster_config = [&](int cl, cudaLaunchAttribute* attr) {
         cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(2 * sms);
+        cfg.gridDim = dim3(G);
         cfg.blockDim = dim3(256);
         cfg.dynamicSmemBytes = ring_bytes;
         cfg.stream = st;
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = cl;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
+        attr->id = cudaLaunchAttributeClusterDimension;
+        attr->val.clusterDim.x = cl;
+        attr->val.clusterDim.y = 1;
+        attr->val.clusterDim.z = 1;
         cfg.attrs = attr;
         cfg.numAttrs = 1;
+        return cfg;
+    };
+    auto launch_cluster = [&](auto kernel, int cl, int i) {
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t cfg = cluster_config(cl, &attr);
         CK(cudaLaunchKernelEx(&cfg, kernel, (const bf16*)pool, (const int*)(experts + 8 * i), (const float*)x, slots, out, arrivals));
     };
-
-    auto timeit = [&](const char* name, double mb, auto launch) {
-        cudaGraph_t g;
-        cudaGraphExec_t ge;
-        CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-        for (int i = 0; i < L; i++) launch(i);
-        CK(cudaStreamEndCapture(st, &g));
-        CK(cudaGraphInstantiate(&ge, g, 0));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaStreamSynchronize(st));
-        cudaEvent_t a, b;
-        CK(cudaEventCreate(&a));
-        CK(cudaEventCreate(&b));
-        float best = 1e9f;
-        for (int rep = 0; rep < 5; rep++) {
-            CK(cudaEventRecord(a, st));
-            CK(cudaGraphLaunch(ge, st));
-            CK(cudaEventRecord(b, st));
-            CK(cudaEventSynchronize(b));
-            float ms;
-            CK(cudaEventElapsedTime(&ms, a, b));
-            best = ms < best ? ms : best;
-        }
-        const double us = best * 1000.0 / L;
-        printf("%-58s %8.2f us  %5.2f TB/s\n", name, us, mb / us);  // MB per µs = TB/s
-        CK(cudaGraphExecDestroy(ge));
-        CK(cudaGraphDestroy(g));
+    // The deterministic form's grid barrier needs every cluster resident at once.
+    auto all_resident = [&](auto kernel, int cl) {
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t cfg = cluster_config(cl, &attr);
+        int clusters = 0;
+        CK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+        printf("  clusters of %d: %d resident at once, %d needed\n", cl, clusters, G / cl);
+        return clusters * cl >= G;
     };
+    auto timeit = [&](const char* name, double mb, auto launch) { time_graph(st, name, mb, launch); };
     const double mb = 8 * 6.29, gate_up_mb = 8 * 4.19;
-    const int G = 2 * sms;
     const int* ex = experts;
-    for (int rep = 0; rep < 1; rep++) {
-        timeit("plain: contiguous 50.3 MB", mb, [&](int i) {
-            plain<<<G, 256, ring_bytes, st>>>(pool + (long long)i * (pool_bytes / 2 / L / 4096) * 2048, 12288, out);
-        });
-        timeit("pairs: constant weights", gate_up_mb, [&](int i) { pairs<false, false><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
-        timeit("pairs: real x", gate_up_mb, [&](int i) { pairs<true, false><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
-        timeit("pairs: real x, early refill", gate_up_mb, [&](int i) { pairs<true, true><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
-        timeit("routed: (gate, up) + barrier", gate_up_mb, [&](int i) {
-            routed<true><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, act, out, arrivals);
-        });
-        timeit("routed: as in solo", mb, [&](int i) { routed<false><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, act, out, arrivals); });
-        timeit("fused: down^T dotted, not added (timing only)", mb, [&](int i) { fused<0><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
-        timeit("fused: shared-memory atomics", mb, [&](int i) { fused<1><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
-        timeit("fused: partials in registers", mb, [&](int i) { fused<2><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
-        timeit("fused: not added, no output atomics (timing only)", mb, [&](int i) { fused<3><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
-        // the deterministic form's grid barrier needs every cluster resident at once
-        auto resident = [&](auto kernel, int cl) {
-            cudaLaunchConfig_t cfg = {};
-            cfg.gridDim = dim3(2 * sms);
-            cfg.blockDim = dim3(256);
-            cfg.dynamicSmemBytes = ring_bytes;
-            cudaLaunchAttribute attr[1];
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = cl;
-            attr[0].val.clusterDim.y = 1;
-            attr[0].val.clusterDim.z = 1;
-            cfg.attrs = attr;
-            cfg.numAttrs = 1;
-            int clusters = 0;
-            CK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
-            printf("  clusters of %d: %d resident at once, %d needed\n", cl, clusters, 2 * sms / cl);
-            return clusters * cl >= 2 * sms;
-        };
-        timeit("fused, clusters of 8, atomics", mb, [&](int i) { launch_cluster(fused_cluster<8, false>, 8, i); });
-        if (resident(fused_cluster<8, true>, 8))
-            timeit("fused, clusters of 8, deterministic", mb, [&](int i) { launch_cluster(fused_cluster<8, true>, 8, i); });
-        timeit("fused, clusters of 4, atomics", mb, [&](int i) { launch_cluster(fused_cluster<4, false>, 4, i); });
-        if (resident(fused_cluster<4, true>, 4))
-            timeit("fused, clusters of 4, deterministic", mb, [&](int i) { launch_cluster(fused_cluster<4, true>, 4, i); });
-        timeit("fused, adjacent rows: not added (timing only)", mb, [&](int i) { fused<0, true><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
-        timeit("fused, adjacent rows: shared-memory atomics", mb, [&](int i) { fused<1, true><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
-        timeit("routed: down rows from one contiguous region", mb, [&](int i) {
-            routed<false, true><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, act, out, arrivals);
-        });
-    }
+
+    timeit("plain: contiguous 50.3 MB", mb, [&](int i) {
+        plain<<<G, 256, ring_bytes, st>>>(pool + (long long)i * (pool_bytes / 2 / L / 4096) * 2048, 12288, out);
+    });
+    timeit("pairs: constant weights", gate_up_mb, [&](int i) { pairs<false, false><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
+    timeit("pairs: real x", gate_up_mb, [&](int i) { pairs<true, false><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
+    timeit("pairs: real x, early refill", gate_up_mb, [&](int i) { pairs<true, true><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
+    timeit("routed: (gate, up) + barrier", gate_up_mb, [&](int i) {
+        routed<true><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, act, out, arrivals);
+    });
+    timeit("routed: as in solo", mb, [&](int i) { routed<false><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, act, out, arrivals); });
+    timeit("routed: down rows from one contiguous region", mb, [&](int i) {
+        routed<false, true><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, act, out, arrivals);
+    });
+    timeit("fused: down^T dotted, not added (timing only)", mb, [&](int i) { fused<0><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
+    timeit("fused: not added, no output atomics (timing only)", mb, [&](int i) { fused<3><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
+    timeit("fused, adjacent rows: not added (timing only)", mb, [&](int i) { fused<0, true><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
+    timeit("fused: shared-memory atomics", mb, [&](int i) { fused<1><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
+    timeit("fused, adjacent rows: shared-memory atomics", mb, [&](int i) { fused<1, true><<<G, 256, ring_bytes, st>>>(pool, ex + 8 * i, x, out); });
+    timeit("fused: partials in registers, atomics", mb, [&](int i) { launch_cluster(fused_cluster<1, false>, 1, i); });
+    timeit("fused: partials in registers, clusters of 8, atomics", mb, [&](int i) { launch_cluster(fused_cluster<8, false>, 8, i); });
+    if (all_resident(fused_cluster<8, true>, 8))
+        timeit("fused: partials in registers, clusters of 8, deterministic", mb, [&](int i) { launch_cluster(fused_cluster<8, true>, 8, i); });
+    timeit("fused: partials in registers, clusters of 4, atomics", mb, [&](int i) { launch_cluster(fused_cluster<4, false>, 4, i); });
+    if (all_resident(fused_cluster<4, true>, 4))
+        timeit("fused: partials in registers, clusters of 4, deterministic", mb, [&](int i) { launch_cluster(fused_cluster<4, true>, 4, i); });
     CK(cudaDeviceSynchronize());
     return 0;
 }

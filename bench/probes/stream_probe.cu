@@ -7,30 +7,9 @@
 // regions of a 16 GB buffer (so L2 is cold unless a case says otherwise); the best of 5 graph
 // launches, divided by 120. Reads are 4 KB rows (2048 bf16, a weight row of the model) copied with
 // cp.async through shared memory and reduced, as solo's decode GEMVs do.
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
-typedef __nv_bfloat16 bf16;
 
-#define CK(x)                                                                               \
-    do {                                                                                    \
-        cudaError_t e = (x);                                                                \
-        if (e != cudaSuccess) {                                                             \
-            printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));                 \
-            exit(1);                                                                        \
-        }                                                                                   \
-    } while (0)
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wait_groups() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+#include "probe.cuh"
 
 __device__ __forceinline__ float sum8(uint4 w) {
     const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&w);
@@ -177,7 +156,7 @@ int main() {
     CK(cudaMemset(buf, 0x3c, pool));
     float* out;
     CK(cudaMalloc(&out, 1 << 20));
-    const int L = 120;  // launches per graph, each on its own region
+    const int L = PROBE_LAUNCHES;
     int* experts;
     CK(cudaMalloc(&experts, L * 8 * sizeof(int)));
     std::vector<int> chosen(L * 8);
@@ -190,34 +169,7 @@ int main() {
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
 
-    auto timeit = [&](const char* name, double mb, auto launch) {
-        cudaGraph_t g;
-        cudaGraphExec_t ge;
-        CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-        for (int i = 0; i < L; i++) launch(i);
-        CK(cudaStreamEndCapture(st, &g));
-        CK(cudaGraphInstantiate(&ge, g, 0));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaStreamSynchronize(st));
-        cudaEvent_t a, b;
-        CK(cudaEventCreate(&a));
-        CK(cudaEventCreate(&b));
-        float best = 1e9f;
-        for (int rep = 0; rep < 5; rep++) {
-            CK(cudaEventRecord(a, st));
-            CK(cudaGraphLaunch(ge, st));
-            CK(cudaEventRecord(b, st));
-            CK(cudaEventSynchronize(b));
-            float ms;
-            CK(cudaEventElapsedTime(&ms, a, b));
-            best = ms < best ? ms : best;
-        }
-        const double us = best * 1000.0 / L;
-        if (mb > 0) printf("%-52s %8.2f us  %5.2f TB/s\n", name, us, mb / us);  // MB per µs = TB/s
-        else printf("%-52s %8.2f us\n", name, us);
-        CK(cudaGraphExecDestroy(ge));
-        CK(cudaGraphDestroy(g));
-    };
+    auto timeit = [&](const char* name, double mb, auto launch) { time_graph(st, name, mb, launch); };
     // region i: distinct for every launch of a graph, far apart
     auto region = [&](int i, size_t bytes) {
         const size_t stride = ((pool - bytes) / L) & ~4095ull;
