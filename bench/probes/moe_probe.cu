@@ -103,7 +103,6 @@ __device__ __forceinline__ void lane_x(const float* xs, float (&x)[8][8]) {
         for (int t = 0; t < 8; t++) x[j][t] = xs[j * 256 + lane * 8 + t];
 }
 
-
 // A contiguous stream of the same bytes (50.3 MB) through the same ring, for scale.
 __global__ void __launch_bounds__(256) plain(const bf16* __restrict__ m, int rows, float* __restrict__ out) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -328,12 +327,12 @@ __global__ void __launch_bounds__(256, 2) fused(const bf16* __restrict__ pool, c
 }
 
 // The routed phase as one stream of 3-row groups, reduced through thread-block clusters of CL
-// blocks (CL = 1: each block alone) before the output atomics: each lane keeps its 64 columns' partial in registers (x
-// read from shared memory for every row, to leave room), the block's 8 warps meet in the ring,
-// then cluster rank r sums columns [r·2048/CL, +2048/CL) of the CL blocks' partials through
-// distributed shared memory and (DETERMINISTIC = false) adds them to the output with float
-// atomics (2048 · 264 / CL adds), or (true) stores them to its cluster's slot, and after a grid
-// barrier column owner c sums the 264 / CL slots in order.
+// blocks (CL = 1: each block alone) before the output atomics. Each lane keeps its 64 columns'
+// partial in registers (x read from shared memory for every row, to leave room); the block's 8
+// warps meet in the ring; then cluster rank r sums columns [r·2048/CL, +2048/CL) of the CL
+// blocks' partials through distributed shared memory and either (DETERMINISTIC = false) adds
+// them to the output with float atomics (2048 · 264 / CL adds), or (true) stores them to its
+// cluster's slot, and after a grid barrier column owner c sums the 264 / CL slots in order.
 __device__ __forceinline__ void cluster_sync_all() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
