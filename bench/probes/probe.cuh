@@ -1,5 +1,5 @@
-// What the standalone probes in this folder share (stream_probe.cu, moe_probe.cu): error checks,
-// cp.async, and the graph timer. Not part of solo.
+// What the standalone probes in this folder share (stream_probe.cu, moe_probe.cu,
+// step_probe.cu): error checks, cp.async, and the graph timer. Not part of solo.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -26,7 +26,9 @@ template <int N>
 __device__ __forceinline__ void wait_groups() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
 // Launches per graph: launch(i) for i < PROBE_LAUNCHES each works on its own region (cold L2).
+#ifndef PROBE_LAUNCHES
 #define PROBE_LAUNCHES 120
+#endif
 
 // Captures launch(0 .. PROBE_LAUNCHES - 1) into one CUDA graph, runs it once to warm up, then
 // prints the best of 5 runs divided by PROBE_LAUNCHES (and mb / µs = TB/s when mb > 0).
