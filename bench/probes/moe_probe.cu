@@ -25,11 +25,6 @@
 #define DOWN_OFFSET (2ll << 20)   // down after the 1024 (gate, up) rows
 #define PAIRS 4096                // 8 experts × 512
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
 
 // w (8 bf16) · x (8 f32)
 __device__ __forceinline__ float dot8(uint4 w, const float* x) {
@@ -73,17 +68,6 @@ __device__ __forceinline__ float row_dot(const bf16* row, const float (&x)[8][8]
 
 __device__ __forceinline__ float silu(float x) { return x / (1.f + __expf(-x)); }
 
-__device__ __forceinline__ void grid_barrier(unsigned long long* arrivals, unsigned long long target) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(arrivals) : "memory");
-        unsigned long long now;
-        do {
-            asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(arrivals) : "memory");
-        } while (now < target);
-    }
-    __syncthreads();
-}
 
 // x (f32 [2048], from global) into shared memory, every load in flight at once.
 __device__ __forceinline__ void stage_x(const float* __restrict__ xg, float* xs) {

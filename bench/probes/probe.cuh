@@ -1,5 +1,6 @@
 // What the standalone probes in this folder share (stream_probe.cu, moe_probe.cu,
-// step_probe.cu): error checks, cp.async, and the graph timer. Not part of solo.
+// step_probe.cu): error checks, cp.async, a warp sum, a grid barrier and the graph timer. Not
+// part of solo.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -24,6 +25,26 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wait_groups() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Every block of the grid (all resident) waits here until `target` blocks have arrived in all;
+// `arrivals` only grows (a launch's k-th barrier waits for base + k · gridDim.x).
+__device__ __forceinline__ void grid_barrier(unsigned long long* arrivals, unsigned long long target) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(arrivals) : "memory");
+        unsigned long long now;
+        do {
+            asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(arrivals) : "memory");
+        } while (now < target);
+    }
+    __syncthreads();
+}
 
 // Launches per graph: launch(i) for i < PROBE_LAUNCHES each works on its own region (cold L2).
 #ifndef PROBE_LAUNCHES

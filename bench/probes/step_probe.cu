@@ -72,23 +72,7 @@ __device__ __forceinline__ void wait_dyn(int n) {  // cp.async.wait_group n, n c
     }
 }
 
-__device__ __forceinline__ void grid_barrier(unsigned* arrivals, unsigned target) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(arrivals) : "memory");
-        unsigned now;
-        do {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(arrivals) : "memory");
-        } while (now < target);
-    }
-    __syncthreads();
-}
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
 
 // A warp's place in its stream of rows: the link and the row (static) or routed index p.
 struct Cursor {
@@ -172,7 +156,7 @@ __device__ __forceinline__ float slot_dot(const bf16* slot, const float (&x)[64]
 // 0's cycles waiting for rows and its row count.
 template <int NW, int S, int R>
 __global__ void __launch_bounds__(NW * 32, 1)
-    step_kernel(int first, int last, int mode, unsigned* arrivals, float* ys, unsigned long long* marks) {
+    step_kernel(int first, int last, int mode, unsigned long long* arrivals, float* ys, unsigned long long* marks) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int seq_all[NW][S + R];
     __shared__ int experts_all[NW][8];
@@ -193,7 +177,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
     w.r_next = {first, w.gw};
     w.settle_routed(w.r_next);
     const int lane = w.lane;
-    unsigned barriers = 0;
+    unsigned long long barriers = 0;
     float x[64];
     long long waited = 0, rows_done = 0;  // block 0 warp 0: cycles waiting for rows to land
 
@@ -321,11 +305,11 @@ int main() {
     fill<<<4 * sms, 1024>>>(pool, pool_rows * ROW);
     CK(cudaGetLastError());
     float *ys, *logits;
-    unsigned* arrivals;
+    unsigned long long* arrivals;
     CK(cudaMalloc(&ys, 2 * YMAX * sizeof(float)));
     CK(cudaMemset(ys, 0, 2 * YMAX * sizeof(float)));
     CK(cudaMalloc(&logits, LAYERS * 256 * sizeof(float)));
-    CK(cudaMalloc(&arrivals, sizeof(unsigned)));
+    CK(cudaMalloc(&arrivals, sizeof(unsigned long long)));
     unsigned long long* marks;
     CK(cudaMalloc(&marks, (NLINKS * 4 + 2) * sizeof(unsigned long long)));
 
@@ -371,7 +355,7 @@ int main() {
             if (per_link) {
                 for (int l = 0; l < NLINKS; l++) kernel<<<sms, nw * 32, smem, st>>>(l, l + 1, 0, arrivals, ys, marks);
             } else {
-                CK(cudaMemsetAsync(arrivals, 0, sizeof(unsigned), st));
+                CK(cudaMemsetAsync(arrivals, 0, sizeof(unsigned long long), st));
                 kernel<<<sms, nw * 32, smem, st>>>(0, NLINKS, mode, arrivals, ys, marks);
             }
         });
