@@ -152,7 +152,8 @@ __device__ __forceinline__ float slot_dot(const bf16* slot, const float (&x)[64]
 // arrivals: the grid barrier's count, zero at launch. mode & 3, the lookahead: 0, a link's rows
 // are requested after its barrier; 1, before it (as solo's kernels do before pdl_wait); 2, across
 // links, the static ring always full. mode & 4: no exchange (x kept from the first link), mode & 8:
-// no barriers; both for timing only. marks: block 0's clock at 4 points of every link, then warp
+// no barriers; mode & 16: no dot products (each row's slot read once, not multiplied); all three
+// for timing only. marks: block 0's clock at 4 points of every link, then warp
 // 0's cycles waiting for rows and its row count.
 template <int NW, int S, int R>
 __global__ void __launch_bounds__(NW * 32, 1)
@@ -248,7 +249,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
             wait_dyn(w.committed - 1 - w.seq[slot]);
             waited += clock64() - t0;
             rows_done++;
-            const float acc = slot_dot(w.sring + slot * ROW, x, lane);
+            const float acc = (mode & 16) ? __bfloat162float(w.sring[slot * ROW + lane * 8]) : slot_dot(w.sring + slot * ROW, x, lane);
             if (lane == 0) {
                 y[row] = acc;
                 if (L.logits && !L.routed && row < 256) L.logits[row] = acc;
@@ -269,7 +270,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
             wait_dyn(w.committed - 1 - w.seq[S + slot]);
             waited += clock64() - t0;
             rows_done++;
-            const float acc = slot_dot(w.rring + slot * ROW, x, lane);
+            const float acc = (mode & 16) ? __bfloat162float(w.rring[slot * ROW + lane * 8]) : slot_dot(w.rring + slot * ROW, x, lane);
             if (lane == 0) y[L.rows + p] = acc;
             w.r_used++;
             w.top_up_routed(limit);
@@ -412,6 +413,12 @@ int main() {
         run("(timing only) lookahead, no barriers", mb, step_kernel<8, 2, 2>, 8, 2, 2, false, 2 | 8);
         run("(timing only) lookahead, neither", mb, step_kernel<8, 2, 2>, 8, 2, 2, false, 2 | 4 | 8);
         run("(timing only) lookahead, neither", mb, step_kernel<8, 3, 3>, 8, 3, 3, false, 2 | 4 | 8);
+        run("(timing only) no dots, lookahead", mb, step_kernel<8, 2, 2>, 8, 2, 2, false, 2 | 16);
+        run("(timing only) no dots, lookahead", mb, step_kernel<8, 3, 3>, 8, 3, 3, false, 2 | 16);
+        run("(timing only) no dots, lookahead", mb, step_kernel<8, 4, 2>, 8, 4, 2, false, 2 | 16);
+        run("(timing only) no dots, rows requested before the barrier", mb, step_kernel<8, 4, 2>, 8, 4, 2, false, 1 | 16);
+        run("(timing only) no dots, lookahead, neither", mb, step_kernel<8, 2, 2>, 8, 2, 2, false, 2 | 4 | 8 | 16);
+        run("(timing only) no dots, lookahead, neither", mb, step_kernel<8, 4, 2>, 8, 4, 2, false, 2 | 4 | 8 | 16);
     }
     links_for(true, 0);
     ref.clear();
