@@ -28,7 +28,8 @@
 // block stages x (8 KB, the link before's outputs) from L2 into shared memory: the exchange.
 // Cases: a kernel per link (241 launches in a graph); one kernel, rows requested after / before
 // the barrier / with lookahead, in several ring shapes; timing-only runs that skip the barriers,
-// the exchange or both (their results are wrong, and the check says so); the barriers alone.
+// the exchange, both, or the dot products (their results are wrong, and the check says so); the
+// barriers alone.
 // Every correct case's logits must equal the first case's bit for bit (checked). Block 0's
 // breakdown of its time (barrier, exchange and routing, rows) and warp 0's time waiting for rows
 // to land follow each case. The results and what they say: bench/NOTES.md, "Issue 5, session 8".
