@@ -25,7 +25,6 @@
 #define DOWN_OFFSET (2ll << 20)   // down after the 1024 (gate, up) rows
 #define PAIRS 4096                // 8 experts × 512
 
-
 // w (8 bf16) · x (8 f32)
 __device__ __forceinline__ float dot8(uint4 w, const float* x) {
     const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&w);
@@ -67,7 +66,6 @@ __device__ __forceinline__ float row_dot(const bf16* row, const float (&x)[8][8]
 }
 
 __device__ __forceinline__ float silu(float x) { return x / (1.f + __expf(-x)); }
-
 
 // x (f32 [2048], from global) into shared memory, every load in flight at once.
 __device__ __forceinline__ void stage_x(const float* __restrict__ xg, float* xs) {
