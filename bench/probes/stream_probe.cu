@@ -1,12 +1,14 @@
 // stream_probe: how fast short weight streams run on this GPU, by size, access pattern and
-// L2 prefetching (bench/NOTES.md, issue 5 session 6). Not part of solo: a standalone program
-// for the GPU machine, which has nvcc (this machine and CI do not):
+// L2 prefetching (bench/NOTES.md, issue 5 sessions 6 and 9; the "placed" cases of session 9
+// give every kernel's blocks their rows by the SM they run on). Not part of solo: a standalone
+// program for the GPU machine (the test command only compiles it):
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/stream_probe bench/probes/stream_probe.cu
 //   /tmp/stream_probe
 // Every figure is one kernel (or a pair) captured 120 times into a CUDA graph over distinct
 // regions of a 16 GB buffer (so L2 is cold unless a case says otherwise); the best of 5 graph
 // launches, divided by 120. Reads are 4 KB rows (2048 bf16, a weight row of the model) copied with
 // cp.async through shared memory and reduced, as solo's decode GEMVs do.
+#include <algorithm>
 #include <vector>
 
 #include "probe.cuh"
@@ -26,12 +28,40 @@ __device__ __forceinline__ float sum8(uint4 w) {
 //   experts == nullptr: rows gw, gw + W, ... of a contiguous matrix of `rows` rows;
 //   experts != nullptr: the routed (gate, up) row pairs of 8 experts [1024 rows each], pair
 //     p = gw, gw + W, ... (slot p / 512, row p % 512 and 512 + p % 512), as moe_decode_block.
+// Where a block works: blockIdx.x, or (place != nullptr) by the SM it landed on, so that two
+// kernels' blocks on one SM take the same rows (see `block_place`).
+struct Place {
+    const int* sm_index;  // %smid -> 0 .. SMs - 1
+    int* counters;        // per launch, per %smid: blocks seen so far
+    int shift;            // work as if on SM (index + shift) % SMs
+};
+__device__ __forceinline__ int block_place(const Place* place) {
+    if (!place) return blockIdx.x;
+    __shared__ int b;
+    if (threadIdx.x == 0) {
+        unsigned id;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+        const int sms = gridDim.x / 2;
+        const int slot = atomicAdd(&place->counters[id], 1) & 1;
+        b = 2 * ((place->sm_index[id] + place->shift) % sms) + slot;
+    }
+    __syncthreads();
+    return b;
+}
+
+// Records each block's %smid (to build Place::sm_index on the host).
+__global__ void record_smid(int* ids) {
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    if (threadIdx.x == 0) ids[blockIdx.x] = id;
+}
+
 template <int DEPTH>
 __global__ void __launch_bounds__(256) ring_read(const bf16* __restrict__ base, int rows, const int* __restrict__ experts,
-                                                 float* out) {
+                                                 float* out, const Place* place = nullptr) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int W = gridDim.x * 8, gw = blockIdx.x * 8 + warp;
+    const int W = gridDim.x * 8, gw = block_place(place) * 8 + warp;
     bf16* ring = reinterpret_cast<bf16*>(smem) + warp * DEPTH * 2048;
     auto row = [&](int k) -> long long {
         if (!experts) return gw + k * W < rows ? gw + k * W : -1;
@@ -140,6 +170,34 @@ __global__ void spin_warm(const bf16* next, int pf_rows, long long cycles) {
         for (int o = threadIdx.x * 16; o < bytes; o += 256 * 16) cp_async16(slot + threadIdx.x * 16, a + o);
     }
     commit();
+    while (clock64() - t0 < cycles) {
+    }
+    wait_groups<0>();
+}
+
+// The chain warming the first pf_rows rows in the reader's order, block by block as `place` says:
+// how = 0: copies into one 16-byte slot per thread; 1: copies into a per-warp 2-row ring like the
+// reader's (each warp its own rows); 2: one prefetch.global.L2::evict_last per 128-byte line.
+__global__ void __launch_bounds__(256) spin_warm_placed(const bf16* next, int pf_rows, long long cycles, int how,
+                                                        const Place* place) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const long long t0 = clock64();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int W = gridDim.x * 8, gw = block_place(place) * 8 + warp;
+    bf16* ring = reinterpret_cast<bf16*>(smem) + warp * 2 * 2048;
+    for (int k = 0; gw + k * W < pf_rows; k++) {
+        const bf16* r = next + (long long)(gw + k * W) * 2048;
+        if (how == 2) {  // lane l: the row's l-th 128-byte line
+            asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(r + lane * 64));
+            continue;
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            void* dst = how == 0 ? (void*)(smem + threadIdx.x * 16) : (void*)(ring + (k & 1) * 2048 + j * 256 + lane * 8);
+            cp_async16(dst, r + j * 256 + lane * 8);
+        }
+        commit();
+    }
     while (clock64() - t0 < cycles) {
     }
     wait_groups<0>();
@@ -267,6 +325,95 @@ int main() {
     timeit("chain warming 17.3 MB by copies, alone", 0, [&](int i) {
         spin_warm<<<2 * sms, 256, 0, st>>>(region(i, in_proj * 4096ull), 4224, 19800);
     });
+
+    printf("-- L2 staging with the reader's blocks placed by SM (block b of every kernel on the same SM)\n");
+    {
+        int* ids;
+        const int grid = 2 * sms;
+        CK(cudaMalloc(&ids, grid * sizeof(int)));
+        // 100 KB of shared memory a block in every placed kernel: at most 2 blocks on an SM
+        const int fat = 100 * 1024;
+        CK(cudaFuncSetAttribute(spin_warm_placed, cudaFuncAttributeMaxDynamicSharedMemorySize, fat));
+        CK(cudaFuncSetAttribute(ring_read<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, fat));
+        CK(cudaFuncSetAttribute(record_smid, cudaFuncAttributeMaxDynamicSharedMemorySize, fat));
+        record_smid<<<grid, 256, fat, st>>>(ids);
+        CK(cudaGetLastError());
+        CK(cudaStreamSynchronize(st));
+        std::vector<int> h(grid);
+        CK(cudaMemcpy(h.data(), ids, grid * sizeof(int), cudaMemcpyDeviceToHost));
+        std::vector<int> index(1024, 0);
+        std::vector<int> seen;
+        for (int id : h) {
+            bool dup = false;
+            for (int x : seen) dup |= x == id;
+            if (!dup) seen.push_back(id);
+        }
+        std::sort(seen.begin(), seen.end());
+        for (size_t j = 0; j < seen.size(); j++) index[seen[j]] = (int)j;
+        printf("distinct SMs %zu (of %d), smid %d .. %d\n", seen.size(), sms, seen.front(), seen.back());
+        int* sm_index;
+        int* counters;
+        CK(cudaMalloc(&sm_index, 1024 * sizeof(int)));
+        CK(cudaMemcpy(sm_index, index.data(), 1024 * sizeof(int), cudaMemcpyHostToDevice));
+        CK(cudaMalloc(&counters, 4 * L * 1024 * sizeof(int)));
+        CK(cudaMemset(counters, 0, 4 * L * 1024 * sizeof(int)));
+        // places[(kernel k of a launch) * L + i]: its own counters, shift 0 (or `shift` for the second reader)
+        Place* places;
+        CK(cudaMalloc(&places, 4 * L * sizeof(Place)));
+        auto make_places = [&](int shift2) {
+            std::vector<Place> hp(4 * L);
+            for (int k = 0; k < 4; k++)
+                for (int i = 0; i < L; i++) hp[k * L + i] = {sm_index, counters + (k * L + i) * 1024, k == 1 ? shift2 : 0};
+            CK(cudaMemcpy(places, hp.data(), hp.size() * sizeof(Place), cudaMemcpyHostToDevice));
+        };
+        make_places(0);
+        auto P = [&](int k, int i) -> const Place* { return places + k * L + i; };
+        const int hot = 4224;  // 17.3 MB
+        timeit("placed: 17.3 MB cold", 17.3, [&](int i) {
+            ring_read<2><<<grid, 256, fat, st>>>(region(i, in_proj * 4096ull), hot, nullptr, out, P(0, i));
+        });
+        timeit("placed: 17.3 MB hot (the same rows every launch)", 17.3, [&](int i) {
+            ring_read<2><<<grid, 256, fat, st>>>(buf, hot, nullptr, out, P(0, i));
+        });
+        timeit("placed: chain alone", 0, [&](int i) {
+            spin_warm_placed<<<grid, 256, fat, st>>>(region(i, in_proj * 4096ull), 0, 19800, 1, P(2, i));
+        });
+        for (int shift : {0, 1, 33, 66}) {
+            make_places(shift);
+            snprintf(name, sizeof name, "placed: 17.3 MB cold, the same rows again, shifted %d SMs", shift);
+            timeit(name, 0, [&](int i) {
+                const bf16* m = region(i, in_proj * 4096ull);
+                ring_read<2><<<grid, 256, fat, st>>>(m, hot, nullptr, out, P(0, i));
+                ring_read<2><<<grid, 256, fat, st>>>(m, hot, nullptr, out, P(1, i));
+            });
+        }
+        make_places(0);
+        const char* hows[3] = {"one slot", "a ring", "prefetch lines"};
+        for (int how : {0, 1, 2})
+            for (int placed : {0, 1}) {
+                snprintf(name, sizeof name, "chain warming by %s (%s) + the 17.3 MB", hows[how], placed ? "placed" : "blockIdx");
+                timeit(name, 0, [&](int i) {
+                    const bf16* m = region(i, in_proj * 4096ull);
+                    spin_warm_placed<<<grid, 256, fat, st>>>(m, hot, 19800, how, placed ? P(2, i) : nullptr);
+                    ring_read<2><<<grid, 256, fat, st>>>(m, hot, nullptr, out, placed ? P(0, i) : nullptr);
+                });
+            }
+        for (int pf : {0, 4224, 8448}) {
+            snprintf(name, sizeof name, "placed: chain + 50.6 MB, %.1f MB warmed by a ring", pf * 4096.0 / 1e6);
+            timeit(name, 0, [&](int i) {
+                const bf16* m = region(i, in_proj * 4096ull);
+                spin_warm_placed<<<grid, 256, fat, st>>>(m, pf, 19800, 1, P(2, i));
+                ring_read<2><<<grid, 256, fat, st>>>(m, in_proj, nullptr, out, P(0, i));
+            });
+        }
+        // every SM must have had exactly 2 blocks of every placed launch: the counts stay even
+        CK(cudaDeviceSynchronize());
+        std::vector<int> hc(4 * L * 1024);
+        CK(cudaMemcpy(hc.data(), counters, hc.size() * sizeof(int), cudaMemcpyDeviceToHost));
+        int odd = 0;
+        for (int c : hc) odd += c & 1;
+        printf("placed launches with an odd block count on some SM: %d\n", odd);
+    }
     timeit("17.3 MB hot in L2 (the same rows every launch)", 17.3,
            [&](int) { ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(buf, 4224, nullptr, out); });
     CK(cudaDeviceSynchronize());
