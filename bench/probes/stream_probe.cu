@@ -34,7 +34,7 @@ struct Place {
     const int* sm_index;  // %smid -> 0 .. SMs - 1
     int* counters;        // per launch, per %smid: blocks seen so far
     int shift;            // work as if on SM (index + shift) % SMs
-};
+};  // placed kernels run 2 blocks per SM: a grid of 2 × SMs
 __device__ __forceinline__ int block_place(const Place* place) {
     if (!place) return blockIdx.x;
     __shared__ int b;
@@ -339,30 +339,27 @@ int main() {
         record_smid<<<grid, 256, fat, st>>>(ids);
         CK(cudaGetLastError());
         CK(cudaStreamSynchronize(st));
-        std::vector<int> h(grid);
-        CK(cudaMemcpy(h.data(), ids, grid * sizeof(int), cudaMemcpyDeviceToHost));
-        std::vector<int> index(1024, 0);
-        std::vector<int> seen;
-        for (int id : h) {
-            bool dup = false;
-            for (int x : seen) dup |= x == id;
-            if (!dup) seen.push_back(id);
-        }
+        std::vector<int> seen(grid);
+        CK(cudaMemcpy(seen.data(), ids, grid * sizeof(int), cudaMemcpyDeviceToHost));
         std::sort(seen.begin(), seen.end());
+        seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+        std::vector<int> index(1024, 0);
         for (size_t j = 0; j < seen.size(); j++) index[seen[j]] = (int)j;
         printf("distinct SMs %zu (of %d), smid %d .. %d\n", seen.size(), sms, seen.front(), seen.back());
         int* sm_index;
         int* counters;
         CK(cudaMalloc(&sm_index, 1024 * sizeof(int)));
         CK(cudaMemcpy(sm_index, index.data(), 1024 * sizeof(int), cudaMemcpyHostToDevice));
-        CK(cudaMalloc(&counters, 4 * L * 1024 * sizeof(int)));
-        CK(cudaMemset(counters, 0, 4 * L * 1024 * sizeof(int)));
-        // places[(kernel k of a launch) * L + i]: its own counters, shift 0 (or `shift` for the second reader)
+        // places[k * L + i], kernel k of launch i (0: the reader, 1: the second reader, 2: the
+        // warmer): its own counters; shift 0, or `shift2` for the second reader
+        const int kinds = 3;
+        CK(cudaMalloc(&counters, kinds * L * 1024 * sizeof(int)));
+        CK(cudaMemset(counters, 0, kinds * L * 1024 * sizeof(int)));
         Place* places;
-        CK(cudaMalloc(&places, 4 * L * sizeof(Place)));
+        CK(cudaMalloc(&places, kinds * L * sizeof(Place)));
         auto make_places = [&](int shift2) {
-            std::vector<Place> hp(4 * L);
-            for (int k = 0; k < 4; k++)
+            std::vector<Place> hp(kinds * L);
+            for (int k = 0; k < kinds; k++)
                 for (int i = 0; i < L; i++) hp[k * L + i] = {sm_index, counters + (k * L + i) * 1024, k == 1 ? shift2 : 0};
             CK(cudaMemcpy(places, hp.data(), hp.size() * sizeof(Place), cudaMemcpyHostToDevice));
         };
@@ -408,11 +405,11 @@ int main() {
         }
         // every SM must have had exactly 2 blocks of every placed launch: the counts stay even
         CK(cudaDeviceSynchronize());
-        std::vector<int> hc(4 * L * 1024);
+        std::vector<int> hc(kinds * L * 1024);
         CK(cudaMemcpy(hc.data(), counters, hc.size() * sizeof(int), cudaMemcpyDeviceToHost));
         int odd = 0;
         for (int c : hc) odd += c & 1;
-        printf("placed launches with an odd block count on some SM: %d\n", odd);
+        printf("placed counters left odd (an SM with other than 2 blocks of a launch): %d\n", odd);
     }
     timeit("17.3 MB hot in L2 (the same rows every launch)", 17.3,
            [&](int) { ring_read<2><<<2 * sms, 256, 8 * 2 * 4096, st>>>(buf, 4224, nullptr, out); });
