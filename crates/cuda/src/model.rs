@@ -13,14 +13,18 @@
 //! normalises h itself, its last GEMV adds into h — the same arithmetic, in fewer kernels (the
 //! mixer's out_proj / o_proj is the first phase of the MoE block's one kernel). The
 //! token id and the position live on the device, the argmax of the logits is written back as
-//! the next step's token id, so a greedy decode loop never needs the host between steps. A
-//! second graph ends with the GPU sampler instead (`decode_sampled`: temperature, top-k ≤ 64,
-//! top-p, seeded on the device).
+//! the next step's token id, so a greedy decode loop never needs the host between steps. The
+//! step ends in one of three ways (`StepEnd`), each its own graph: the full lm_head and its
+//! argmax (`decode`, which returns the logits); the screened lm_head, which finds the same
+//! argmax from an int8 copy without forming the logits (`decode_greedy`, `ops::lm_head`); or the
+//! full lm_head and the GPU sampler (`decode_sampled`: temperature, top-k ≤ 64, top-p, seeded on
+//! the device).
 
 use crate::ops::attention::{attention_decode, attention_mixer, KvCacheGpu};
 use crate::ops::gdn::{gdn_decode, gdn_mixer, GdnStateGpu};
 use crate::ops::moe::{moe_block, moe_decode, MixerOut};
 use crate::ops::linear::{gemv_norm, linear};
+use crate::ops::lm_head::LmHeadScreen;
 use crate::ops::{embed::embed, norm, sample, Scratch};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{MixerGpu, ModelGpu};
@@ -40,10 +44,25 @@ pub struct CudaModel {
     pub max_seq: usize,
     scratch: Scratch,
     io: Io,
-    /// The decode step's graph and the id of the state it was captured for (its buffers are baked in).
-    graph: RefCell<Option<(u64, cudarc::driver::CudaGraph)>>,
-    /// The same for the sampled decode step (`decode_sampled`).
-    sampled_graph: RefCell<Option<(u64, cudarc::driver::CudaGraph)>>,
+    /// The int8 copy of the lm_head that greedy decoding screens with (`ops::lm_head`).
+    screen: LmHeadScreen,
+    /// Whether `decode_greedy` uses the screened lm_head (default) or the full one and the
+    /// argmax kernels (`solo bench --full-lm-head`); both choose the same tokens.
+    pub greedy_screen: bool,
+    /// Per `StepEnd`, the decode step's graph and the id of the state it was captured for (its
+    /// buffers are baked in).
+    graphs: [RefCell<Option<(u64, cudarc::driver::CudaGraph)>>; 3],
+}
+
+/// How a decode step ends, after the last layer.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum StepEnd {
+    /// The full lm_head into `io.logits`, then its argmax.
+    Logits,
+    /// The screened lm_head's argmax; `io.logits` is not written.
+    Screened,
+    /// The full lm_head, then the GPU sampler.
+    Sampled,
 }
 
 /// The forward pass's own buffers, sized for PREFILL_CHUNK tokens.
@@ -103,6 +122,7 @@ impl CudaModel {
             history: gpu.alloc((1 + max_seq) * 4)?,
         };
         let scratch = Scratch::new(&gpu, PREFILL_CHUNK)?;
+        let screen = LmHeadScreen::new(&gpu, &weights.lm_head)?;
         Ok(CudaModel {
             gpu,
             config,
@@ -110,8 +130,9 @@ impl CudaModel {
             max_seq,
             scratch,
             io,
-            graph: RefCell::new(None),
-            sampled_graph: RefCell::new(None),
+            screen,
+            greedy_screen: true,
+            graphs: Default::default(),
         })
     }
 
@@ -140,10 +161,10 @@ impl CudaModel {
         sample::advance_position(gpu, state.pos.ptr(), t)
     }
 
-    /// The decode step's forward pass for the token at `io.ids[0]`, leaving its logits in
-    /// `io.logits` and advancing the device position. The residual stream stays in `io.h` from
-    /// the embedding to the lm_head: every sub-layer normalises it in its first projection and
-    /// adds its output to it in its last (see the module comment). Graph-capturable.
+    /// The decode step's layers for the token at `io.ids[0]`, leaving the residual stream in
+    /// `io.h` for the lm_head. It stays there from the embedding on: every sub-layer normalises
+    /// it in its first projection and adds its output to it in its last (see the module comment).
+    /// Graph-capturable.
     fn decode_forward(&self, state: &CudaState) -> Result<()> {
         let (gpu, w, io, eps) = (&self.gpu, &self.weights, &self.io, self.config.rms_norm_eps);
         let h = io.h.ptr();
@@ -162,8 +183,7 @@ impl CudaModel {
             // out_proj / o_proj (and their residual add) run as the MoE kernel's first phase
             moe_decode(gpu, mixer_out, &layer.moe, h, &layer.post_attention_norm, eps, &self.scratch)?;
         }
-        gemv_norm(gpu, h, &w.final_norm, eps, &w.lm_head, io.logits.ptr())?;
-        sample::advance_position(gpu, state.pos.ptr(), 1)
+        Ok(())
     }
 
     /// lm_head over `rows` normalised rows starting at row `first` of `io.x`, into `out` (f32 [rows, vocab]).
@@ -188,12 +208,12 @@ impl CudaModel {
         self.gpu.write(self.io.ids.ptr(), &bytes)
     }
 
-    /// One decode step on the device: reads the token id at `io.ids[0]`, writes logits to
-    /// `io.logits` and the argmax (or with `sampled`, the GPU sampler's pick, also appended to
-    /// `io.history`) back to `io.ids[0]`. Captured once per state and kind, then replayed.
-    fn decode_step_on_device(&self, state: &CudaState, sampled: bool) -> Result<()> {
+    /// One decode step on the device: reads the token id at `io.ids[0]` and writes the next one
+    /// back there (the argmax, or the GPU sampler's pick, also appended to `io.history`); see
+    /// `StepEnd`. Captured once per state and kind, then replayed.
+    fn decode_step_on_device(&self, state: &CudaState, end: StepEnd) -> Result<()> {
         let key = state.id;
-        let mut graph = if sampled { self.sampled_graph.borrow_mut() } else { self.graph.borrow_mut() };
+        let mut graph = self.graphs[end as usize].borrow_mut();
         if graph.as_ref().map(|(k, _)| *k) != Some(key) {
             *graph = None;
             self.gpu.sync()?;
@@ -201,7 +221,7 @@ impl CudaModel {
             stream
                 .begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
                 .map_err(|e| anyhow!("begin graph capture: {e:?}"))?;
-            let captured = self.decode_kernels(state, sampled);
+            let captured = self.decode_kernels(state, end);
             let g = stream
                 .end_capture(cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
                 .map_err(|e| anyhow!("end graph capture: {e:?}"))?;
@@ -213,16 +233,37 @@ impl CudaModel {
     }
 
     /// The kernels of one decode step (what the graph holds).
-    fn decode_kernels(&self, state: &CudaState, sampled: bool) -> Result<()> {
+    fn decode_kernels(&self, state: &CudaState, end: StepEnd) -> Result<()> {
         self.decode_forward(state)?;
-        let (io, vocab) = (&self.io, self.config.vocab_size);
-        if sampled {
-            let scratch = io.sample_scratch.ptr();
-            sample::sample_recording(&self.gpu, io.logits.ptr(), vocab, &io.sampling, scratch, io.ids.ptr(), io.history.ptr(), self.max_seq)?;
-        } else {
-            sample::argmax(&self.gpu, io.logits.ptr(), vocab, io.partials.ptr(), io.ids.ptr())?;
+        let (gpu, w, io, vocab, eps) = (&self.gpu, &self.weights, &self.io, self.config.vocab_size, self.config.rms_norm_eps);
+        let h = io.h.ptr();
+        match end {
+            StepEnd::Screened => self.screen.argmax(gpu, h, &w.final_norm, eps, &w.lm_head, io.ids.ptr())?,
+            StepEnd::Logits | StepEnd::Sampled => gemv_norm(gpu, h, &w.final_norm, eps, &w.lm_head, io.logits.ptr())?,
         }
-        Ok(())
+        match end {
+            StepEnd::Screened => {}
+            StepEnd::Logits => sample::argmax(gpu, io.logits.ptr(), vocab, io.partials.ptr(), io.ids.ptr())?,
+            StepEnd::Sampled => {
+                let scratch = io.sample_scratch.ptr();
+                sample::sample_recording(gpu, io.logits.ptr(), vocab, &io.sampling, scratch, io.ids.ptr(), io.history.ptr(), self.max_seq)?;
+            }
+        }
+        sample::advance_position(gpu, state.pos.ptr(), 1)
+    }
+
+    /// How `decode_greedy` ends its steps.
+    fn greedy_end(&self) -> StepEnd {
+        if self.greedy_screen {
+            StepEnd::Screened
+        } else {
+            StepEnd::Logits
+        }
+    }
+
+    /// How many lm_head rows the last screened step multiplied in bf16 (synchronises).
+    pub fn last_screen_candidates(&self) -> Result<u32> {
+        self.screen.last_candidates(&self.gpu)
     }
 
     /// Where one greedy decode step's time goes, kernel by kernel (`profile::profile_launches`:
@@ -230,21 +271,22 @@ impl CudaModel {
     pub fn profile_decode(&self, state: &mut CudaState, token: u32) -> Result<Vec<crate::profile::KernelTime>> {
         self.check_room(state, 1)?;
         self.upload_ids(&[token])?;
-        let times = crate::profile::profile_launches(&self.gpu, || self.decode_kernels(state, false))?;
+        let times = crate::profile::profile_launches(&self.gpu, || self.decode_kernels(state, self.greedy_end()))?;
         state.position += 1;
         Ok(times)
     }
 
     /// Greedy decoding of `steps` tokens, entirely on the device (one graph replay per token, one
     /// synchronisation at the end), starting from `first`, or with `None` from the token the
-    /// previous step chose. Returns the last chosen token id. For `solo bench`.
+    /// previous step chose. Returns the last chosen token id. For `solo bench`. Each step ends
+    /// with the screened lm_head (`greedy_screen`): the argmax without the logits.
     pub fn decode_greedy(&self, state: &mut CudaState, first: Option<u32>, steps: usize) -> Result<u32> {
         self.check_room(state, steps)?;
         if let Some(first) = first {
             self.upload_ids(&[first])?;
         }
         for _ in 0..steps {
-            self.decode_step_on_device(state, false)?;
+            self.decode_step_on_device(state, self.greedy_end())?;
         }
         state.position += steps;
         Ok(self.gpu.download_i32(self.io.ids.ptr(), 1)?[0] as u32)
@@ -275,7 +317,7 @@ impl CudaModel {
         }
         self.gpu.write(self.io.history.ptr(), &0i32.to_le_bytes())?;
         for _ in 0..steps {
-            self.decode_step_on_device(state, true)?;
+            self.decode_step_on_device(state, StepEnd::Sampled)?;
         }
         state.position += steps;
         let got = self.gpu.download_i32(self.io.history.ptr(), 1 + steps)?;
@@ -346,7 +388,7 @@ impl Backend for CudaModel {
     fn decode(&self, state: &mut CudaState, token: u32) -> Result<Vec<f32>> {
         self.check_room(state, 1)?;
         self.upload_ids(&[token])?;
-        self.decode_step_on_device(state, false)?;
+        self.decode_step_on_device(state, StepEnd::Logits)?;
         state.position += 1;
         self.gpu.download_f32(self.io.logits.ptr(), self.config.vocab_size)
     }
@@ -438,5 +480,37 @@ mod tests {
         }
         eprintln!("fused vs unfused decode: worst max|Δlogit| / max|logit| = {worst:e}");
         assert!(worst <= 1e-5, "logits differ by {worst:e} of their scale");
+    }
+
+    /// Greedy decoding with the screened lm_head (`decode_greedy`) chooses the tokens that the
+    /// full lm_head's logits do (`decode` and their argmax on the host), step by step, on a
+    /// 4-layer model of the real widths; and with the screen off, the same again.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn screened_greedy_decode_matches_full_logits() {
+        let gpu = Gpu::new().unwrap();
+        let cfg = crate::synthetic::real_config(4);
+        let weights = crate::synthetic::random_weights(&gpu, &cfg).unwrap();
+        let mut model = CudaModel::from_gpu_weights(gpu, cfg, weights, 256).unwrap();
+        let prompt: Vec<u32> = (0..24u32).map(|i| i * 7919 % 200_000).collect();
+        let mut full = model.try_new_state().unwrap();
+        let first = argmax(&model.prefill(&mut full, &prompt, Logits::Last).unwrap());
+        let mut screened = model.copy_state(&full).unwrap();
+        let mut off = model.copy_state(&full).unwrap();
+        let mut want = vec![first];
+        for _ in 0..16 {
+            let last = *want.last().unwrap();
+            want.push(argmax(&model.decode(&mut full, last).unwrap()));
+        }
+        let mut got = vec![first];
+        got.push(model.decode_greedy(&mut screened, Some(first), 1).unwrap());
+        for _ in 1..16 {
+            got.push(model.decode_greedy(&mut screened, None, 1).unwrap());
+            eprintln!("screened step: {} candidates", model.last_screen_candidates().unwrap());
+        }
+        assert_eq!(got, want, "screened greedy tokens differ from the full logits' argmax");
+        model.greedy_screen = false;
+        let last = model.decode_greedy(&mut off, Some(first), 16).unwrap();
+        assert_eq!(last, want[16], "greedy decode with the full lm_head ends elsewhere");
     }
 }

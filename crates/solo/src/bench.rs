@@ -4,7 +4,9 @@
 //! then `rounds` timed rounds on a fresh (reset) sequence each: prefill tok/s = prompt length /
 //! time to first token (prefill + lm_head + the logits on the host); decode tok/s over the steps
 //! after the first (greedy, one CUDA-graph replay per token, no host round trip between steps).
-//! The median round is reported.
+//! The median round is reported. Greedy steps end with the screened lm_head (`ops::lm_head`: an
+//! int8 copy, then the candidates' bf16 rows; the same tokens as the full one) unless
+//! `--full-lm-head`.
 
 use anyhow::{bail, Context, Result};
 use solo_cuda::{CudaModel, Gpu};
@@ -22,6 +24,7 @@ pub struct BenchArgs {
     pub rounds: usize,
     pub json: Option<PathBuf>,
     pub profile: bool,
+    pub full_lm_head: bool,
 }
 
 #[derive(serde::Serialize)]
@@ -33,6 +36,8 @@ struct Row {
     decode_ms_per_token: f64,
     rounds_prefill_tok_s: Vec<f64>,
     rounds_decode_tok_s: Vec<f64>,
+    /// bf16 lm_head rows the screen multiplied in the round's last step (0 with --full-lm-head)
+    screen_candidates: u32,
 }
 
 pub fn bench(args: BenchArgs) -> Result<()> {
@@ -45,7 +50,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let max_ctx = *args.contexts.iter().max().unwrap();
     let max_seq = max_ctx + args.decode_steps + 1;
     let load_start = Instant::now();
-    let (model, source) = match (&args.model, args.synthetic) {
+    let (mut model, source) = match (&args.model, args.synthetic) {
         (Some(dir), false) => (solo_cuda::load(dir, max_seq)?, dir.display().to_string()),
         (None, true) => {
             let gpu = Gpu::new()?;
@@ -56,6 +61,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         _ => bail!("give exactly one of --model DIR or --synthetic"),
     };
     eprintln!("solo bench: model ready in {:.1} s", load_start.elapsed().as_secs_f64());
+    model.greedy_screen = !args.full_lm_head;
     let vocab = model.config.vocab_size;
     let mut state = model.try_new_state()?;
     let mut rows = Vec::new();
@@ -64,6 +70,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         let prompt = synthetic_prompt(ctx, vocab);
         let mut prefill = Vec::new();
         let mut decode = Vec::new();
+        let mut screen_candidates = 0;
         for round in 0..=args.rounds {
             model.reset(&mut state)?;
             let t0 = Instant::now();
@@ -74,6 +81,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             let t1 = Instant::now();
             model.decode_greedy(&mut state, None, args.decode_steps - 1)?;
             let dt = t1.elapsed().as_secs_f64();
+            if model.greedy_screen {
+                screen_candidates = model.last_screen_candidates()?;
+            }
             if round > 0 {
                 // round 0 is the warm-up of the same shape
                 prefill.push(ctx as f64 / ttft);
@@ -88,6 +98,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             decode_ms_per_token: 1e3 / median(&decode),
             rounds_prefill_tok_s: prefill,
             rounds_decode_tok_s: decode,
+            screen_candidates,
         };
         eprintln!("  context {ctx}: prefill {:.0} tok/s, decode {:.1} tok/s", row.prefill_tok_s, row.decode_tok_s);
         rows.push(row);
@@ -101,6 +112,12 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let pdl = model.gpu.pdl_launched();
     println!("kernels launched with programmatic dependent launch: {}", if pdl.is_empty() { "none".to_string() } else { pdl.join(", ") });
     println!("model: {source}; batch 1; {} decode steps; median of {} rounds after 1 warm-up", args.decode_steps, args.rounds);
+    if model.greedy_screen {
+        let counts: Vec<String> = rows.iter().map(|r| r.screen_candidates.to_string()).collect();
+        println!("lm_head: screened (int8 copy, then bf16 rows of the candidates: {} in the last step, by context)", counts.join(", "));
+    } else {
+        println!("lm_head: full bf16, then an argmax kernel (--full-lm-head)");
+    }
     println!("{:>9} | {:>13} | {:>10} | {:>12} | {:>10}", "context", "prefill tok/s", "TTFT ms", "decode tok/s", "ms/token");
     for r in &rows {
         println!(

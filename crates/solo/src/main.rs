@@ -92,6 +92,10 @@ enum Command {
         /// Also print where one decode step's time goes, by kernel group, at each context.
         #[arg(long)]
         profile: bool,
+        /// Greedy decode with the full bf16 lm_head and an argmax over its logits, instead of the
+        /// screened lm_head (an int8 copy, then the candidates' bf16 rows: the same tokens).
+        #[arg(long)]
+        full_lm_head: bool,
     },
     /// OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics.
     Serve(serve::ServeArgs),
@@ -117,8 +121,8 @@ fn main() {
         Command::Logits { model, tokens, prefill, backend, out } => {
             commands::logits(&model, &tokens, prefill, backend, out.as_deref())
         }
-        Command::Bench { model, synthetic, layers, contexts, decode_steps, rounds, json, profile } => {
-            bench::bench(bench::BenchArgs { model, synthetic, layers, contexts, decode_steps, rounds, json, profile })
+        Command::Bench { model, synthetic, layers, contexts, decode_steps, rounds, json, profile, full_lm_head } => {
+            bench::bench(bench::BenchArgs { model, synthetic, layers, contexts, decode_steps, rounds, json, profile, full_lm_head })
         }
         Command::Serve(args) => serve::serve(args),
         Command::Gate(args) => gate::gate(args),

@@ -5,6 +5,7 @@ pub mod attention;
 pub mod embed;
 pub mod gdn;
 pub mod linear;
+pub mod lm_head;
 pub mod moe;
 pub mod norm;
 pub mod sample;

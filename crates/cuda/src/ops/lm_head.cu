@@ -1,0 +1,278 @@
+// The greedy decode step's lm_head: the exact argmax of logits = W · RMSNorm(h) over the
+// vocabulary (W bf16 [rows, 2048]), reading an int8 copy of W (half the bytes) plus the few
+// bf16 rows that could hold the maximum.
+//
+// Why the result is exact. For every row j the screen computes an estimate a_j from the int8
+// copy and a bound b_j with |logit_j − a_j| ≤ b_j, logit_j being what gemv_norm_bf16 computes
+// for row j, its f32 rounding included. T = max_j (a_j − b_j) is at most the largest logit. A row
+// with a_j + b_j < T lies below that logit, so it is neither the argmax nor tied with it. The
+// rescore computes the exact logit of every other row (the candidates) with gemv_norm_bf16's
+// expression in its order, so the same bits, and takes their argmax, lowest index on ties: the
+// argmax of the full logits.
+//
+// The int8 copy (lm_head_screen_prepare, once at load), per row j:
+//   s_j = max|w_j| / 127, q_j = round(w_j / s_j) in [−127, 127],
+//   c_j = ‖w_j − s_j q_j‖₂ + 1e-4 ‖w_j‖₂ (rounded up): the copy's error, plus a margin for the
+//         exact dot's f32 rounding that is ~100× its worst case (≤ ~20 roundings of 2⁻²⁴ each on
+//         Σ|w_i x_i| ≤ ‖w‖₂‖x‖₂);
+//   C2 = max_j s_j ‖q_j‖₂ (one number for the whole matrix).
+// Each step (lm_head_screen): x = bf16(RMSNorm(h)) exactly as gemv_norm_bf16 stages it, written
+// in 16-bit fixed point p_i = round(x_i / sx), sx = max|x| / 32512, and split into two int8
+// digits p = 256·hi + lo. S_j = Σ q_ji p_i is an exact integer (dp4a), a_j = s_j · sx · S_j, and
+//   |logit_j − a_j| ≤ c_j ‖x‖₂ + s_j ‖q_j‖₂ ‖x − sx·p‖₂ + (three f32 roundings of a_j)
+//                   ≤ c_j ‖x‖₂ + C2 ‖x − sx·p‖₂ + 1e-6 |a_j| = b_j   (Cauchy–Schwarz)
+// with ‖x‖₂ and ‖x − sx·p‖₂ taken 1e-4 high to cover their own rounding.
+//
+// Geometry: both kernels 2 × SMs blocks of 256 threads. The screen streams rows like the bf16
+// GEMVs (gemv.cu): warp g of G takes rows g, g + G, ..., SCREEN_DEPTH int8 rows (8 KB) in flight
+// in its own cp.async ring; dynamic shared memory 72 KB. The rescore gives each warp a run of
+// rows: it reads their upper bounds a_j + b_j, and fetches and multiplies the candidates' bf16
+// rows; its last block (by ticket) writes the token and zeroes the words for the next step.
+//
+// words (u32 [8], zero at allocation): [0] T as an ordered key, [1] the rescore's ticket,
+// [2] candidates counted this step, [3] the previous step's candidate count, [4..6) the best
+// (exact logit, row) as a u64 key, [6] C2's bits.
+
+#define SCREEN_WARPS 8
+#define SCREEN_DEPTH 4                         // int8 rows in flight per warp
+#define SCREEN_PIECES (HIDDEN / (32 * 16))     // 16-byte pieces per lane and row: 4
+#define FIXED_POINT_MAX 32512.f                // |p| ≤ 127 · 256, so hi fits in an int8
+
+// Floats as u32 keys that order like the floats (for atomicMax); 0 is below every key.
+__device__ __forceinline__ unsigned ordered_key(float f) {
+    const unsigned b = __float_as_uint(f);
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x >> 5) ? scratch[lane] : -INFINITY;
+    return warp_max(v);
+}
+
+// One warp per row: the int8 copy and its bounds (see the top). q int8 [rows, 2048],
+// coef f32 [rows, 2] = (s_j, c_j), words[6] = C2 (atomic max over the rows).
+extern "C" __global__ void __launch_bounds__(256)
+    lm_head_screen_prepare(const bf16* __restrict__ w, int rows, signed char* __restrict__ q,
+                           float2* __restrict__ coef, unsigned* __restrict__ words) {
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * 8 + (threadIdx.x >> 5);
+    if (row >= rows) return;
+    float v[64];  // this lane's columns j·256 + lane·8 + k
+#pragma unroll
+    for (int j = 0; j < 8; j++) unpack8(*reinterpret_cast<const uint4*>(w + (size_t)row * HIDDEN + j * 256 + lane * 8), v + 8 * j);
+    float amax = 0.f;
+#pragma unroll
+    for (int i = 0; i < 64; i++) amax = fmaxf(amax, fabsf(v[i]));
+    amax = warp_max(amax);
+    const float s = amax / 127.f;
+    double rr = 0.0, ww = 0.0, qq = 0.0;  // ‖w − s·q‖², ‖w‖², ‖s·q‖², exact enough in f64
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        unsigned packed[2] = {0u, 0u};
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const float x = v[8 * j + k];
+            const int qi = amax > 0.f ? max(-127, min(127, __float2int_rn(x / s))) : 0;
+            const double sq = (double)s * (double)qi, r = (double)x - sq;
+            rr += r * r;
+            ww += (double)x * x;
+            qq += sq * sq;
+            packed[k >> 2] |= ((unsigned)qi & 0xffu) << (8 * (k & 3));
+        }
+        *reinterpret_cast<uint2*>(q + (size_t)row * HIDDEN + j * 256 + lane * 8) = make_uint2(packed[0], packed[1]);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        rr += __shfl_xor_sync(0xffffffffu, rr, o);
+        ww += __shfl_xor_sync(0xffffffffu, ww, o);
+        qq += __shfl_xor_sync(0xffffffffu, qq, o);
+    }
+    if (lane == 0) {
+        const double c = (sqrt(rr) + 1e-4 * sqrt(ww)) * (1.0 + 1e-6);
+        coef[row] = make_float2(s, __double2float_ru(c));
+        atomicMax(words + 6, __float_as_uint(__double2float_ru(sqrt(qq) * (1.0 + 1e-6))));  // ≥ 0: bits order
+    }
+}
+
+// The screen: upper[j] = a_j + b_j for every row, and words[0] = max over the grid of
+// a_j − b_j (as an ordered key). h f32 [2048] the residual stream, w1p f32 [2048] the final norm.
+extern "C" __global__ void __launch_bounds__(256)
+    lm_head_screen(const signed char* __restrict__ q, const float2* __restrict__ coef, const float* __restrict__ h,
+                   const float* __restrict__ w1p, float eps, int rows, float* __restrict__ upper,
+                   unsigned* __restrict__ words) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ float red[32];
+    __shared__ unsigned block_key;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const bool lead = lane == 0;
+    signed char* ring = reinterpret_cast<signed char*>(smem) + warp * SCREEN_DEPTH * HIDDEN;  // [DEPTH][2048]
+    float* xs = reinterpret_cast<float*>(smem + SCREEN_WARPS * SCREEN_DEPTH * HIDDEN);      // f32 [2048]
+    const int first = blockIdx.x * SCREEN_WARPS + warp, stride = gridDim.x * SCREEN_WARPS;
+
+    // Row r into ring slot d as one commit group (empty past the end), its (s, c) into cf[d].
+    float2 cf[SCREEN_DEPTH];
+    auto request = [&](int r, int d) {
+        if (r < rows) {
+#pragma unroll
+            for (int j = 0; j < SCREEN_PIECES; j++)
+                cp_async16(ring + d * HIDDEN + j * 512 + lane * 16, q + (size_t)r * HIDDEN + j * 512 + lane * 16, true);
+            if (lead) cf[d] = coef[r];
+        }
+        cp_async_commit();
+    };
+#pragma unroll
+    for (int d = 0; d < SCREEN_DEPTH; d++) request(first + d * stride, d);
+    pdl_wait();
+    pdl_trigger();
+    if (threadIdx.x == 0) block_key = 0u;
+    stage_rms_norm(h, w1p, eps, xs, red);
+
+    // x's fixed-point scale and the two norms of the bound (every block computes the same bits).
+    float ax = 0.f, ss = 0.f;
+#pragma unroll
+    for (int k = 0; k < HIDDEN / 256; k++) {
+        const float v = xs[threadIdx.x + k * 256];
+        ax = fmaxf(ax, fabsf(v));
+        ss += v * v;
+    }
+    const float amax = block_max(ax, red);
+    const float sx = amax / FIXED_POINT_MAX, inv = amax > 0.f ? FIXED_POINT_MAX / amax : 0.f;
+    float es = 0.f;
+#pragma unroll
+    for (int k = 0; k < HIDDEN / 256; k++) {
+        const float v = xs[threadIdx.x + k * 256];
+        const float e = fmaf(-rintf(v * inv), sx, v);
+        es += e * e;
+    }
+    const float nx = sqrtf(block_sum(ss, red)) * 1.0001f;
+    const float ne = sqrtf(block_sum(es, red)) * 1.0001f;
+    const float c2 = __uint_as_float(__ldcg(words + 6));
+
+    // This lane's columns j·512 + lane·16 + 4m + k as int8 digits, four to a word.
+    int hi[SCREEN_PIECES * 4], lo[SCREEN_PIECES * 4];
+#pragma unroll
+    for (int j = 0; j < SCREEN_PIECES; j++)
+#pragma unroll
+        for (int m = 0; m < 4; m++) {
+            unsigned ph = 0u, pl = 0u;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int p = (int)rintf(xs[j * 512 + lane * 16 + 4 * m + k] * inv);
+                const int l = ((p + 128) & 255) - 128;
+                ph |= ((unsigned)((p - l) >> 8) & 0xffu) << (8 * k);
+                pl |= ((unsigned)l & 0xffu) << (8 * k);
+            }
+            hi[4 * j + m] = (int)ph;
+            lo[4 * j + m] = (int)pl;
+        }
+
+    float best = -INFINITY;  // the largest a_j − b_j of this warp's rows (lane 0)
+    for (int k0 = 0; first + k0 * stride < rows; k0 += SCREEN_DEPTH) {
+#pragma unroll
+        for (int d = 0; d < SCREEN_DEPTH; d++) {
+            const int r = first + (k0 + d) * stride;
+            if (r >= rows) break;
+            cp_async_wait<SCREEN_DEPTH - 1>();  // the oldest of the groups in flight has landed
+            int sh = 0, sl = 0;
+#pragma unroll
+            for (int j = 0; j < SCREEN_PIECES; j++) {
+                const int4 v = *reinterpret_cast<const int4*>(ring + d * HIDDEN + j * 512 + lane * 16);
+                sh = __dp4a(v.x, hi[4 * j], sh);
+                sl = __dp4a(v.x, lo[4 * j], sl);
+                sh = __dp4a(v.y, hi[4 * j + 1], sh);
+                sl = __dp4a(v.y, lo[4 * j + 1], sl);
+                sh = __dp4a(v.z, hi[4 * j + 2], sh);
+                sl = __dp4a(v.z, lo[4 * j + 2], sl);
+                sh = __dp4a(v.w, hi[4 * j + 3], sh);
+                sl = __dp4a(v.w, lo[4 * j + 3], sl);
+            }
+            sh = __reduce_add_sync(0xffffffffu, sh);
+            sl = __reduce_add_sync(0xffffffffu, sl);
+            if (lead) {
+                const float a = __ll2float_rn(256ll * sh + sl) * (cf[d].x * sx);
+                const float b = fmaf(cf[d].y, nx, c2 * ne) * 1.0001f + 1e-6f * fabsf(a);
+                upper[r] = a + b;
+                best = fmaxf(best, a - b);
+            }
+            request(r + SCREEN_DEPTH * stride, d);
+        }
+    }
+    if (lead) atomicMax(&block_key, ordered_key(best));
+    __syncthreads();
+    if (threadIdx.x == 0) atomicMax(words, block_key);
+}
+
+// The rescore: the exact logit of every row whose upper bound reaches T, their argmax into
+// out (i32, the next step's token id). w bf16 [rows, 2048], upper f32 [rows] (the screen's).
+extern "C" __global__ void __launch_bounds__(256)
+    lm_head_rescore(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p, float eps,
+                    int rows, const float* __restrict__ upper, unsigned* __restrict__ words, int* __restrict__ out) {
+    __shared__ __align__(16) float xs[HIDDEN];
+    __shared__ float red[32];
+    pdl_wait();
+    pdl_trigger();
+    stage_rms_norm(h, w1p, eps, xs, red);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    // The lane's x, as GemvStream::run holds it (columns j·256 + lane·8 ..+8).
+    float4 xa[8], xb[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        xa[j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8);
+        xb[j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8 + 4);
+    }
+    const unsigned t = __ldcg(words);
+    unsigned long long* best = reinterpret_cast<unsigned long long*>(words + 4);
+    const int warps = gridDim.x * SCREEN_WARPS;
+    const int per = ((rows + warps - 1) / warps + 31) & ~31;  // rows per warp, a multiple of 32
+    const int r0 = (blockIdx.x * SCREEN_WARPS + warp) * per, r1 = min(rows, r0 + per);
+    unsigned found = 0;
+    for (int base = r0; base < r1; base += 128) {
+        float u[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int r = base + 32 * i + lane;
+            u[i] = r < r1 ? __ldcg(upper + r) : -INFINITY;
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int r = base + 32 * i + lane;
+            unsigned m = __ballot_sync(0xffffffffu, r < r1 && ordered_key(u[i]) >= t);
+            while (m) {
+                const int row = base + 32 * i + __ffs(m) - 1;
+                m &= m - 1;
+                uint4 wv[8];
+#pragma unroll
+                for (int j = 0; j < 8; j++) wv[j] = load_weights16(w + (size_t)row * HIDDEN + j * 256 + lane * 8);
+                float acc = 0.f;
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc += dot_piece(wv[j], xa[j], xb[j]);
+                acc = warp_sum(acc);
+                if (lane == 0) {
+                    // ties: the larger key is the lower row
+                    atomicMax(best, ((unsigned long long)ordered_key(acc) << 32) | (0xffffffffu - (unsigned)row));
+                    found++;
+                }
+            }
+        }
+    }
+    if (lane == 0 && found) atomicAdd(words + 2, found);
+    // The last block in sees every candidate: each publishes its atomics before taking a ticket.
+    __threadfence();
+    __syncthreads();
+    __shared__ bool last;
+    if (threadIdx.x == 0) last = atomicAdd(words + 1, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+        __threadfence();
+        const unsigned long long b = atomicExch(best, 0ull);
+        *out = b ? (int)(0xffffffffu - (unsigned)b) : 0;  // no candidate only if the logits are NaN
+        words[3] = atomicExch(words + 2, 0u);
+        words[0] = 0u;
+        words[1] = 0u;
+    }
+}
