@@ -65,6 +65,13 @@ impl Maker<'_> {
     }
 }
 
+/// One random bf16 matrix [rows, cols] as the synthetic model's are made, with the buffer that owns it.
+pub fn random_matrix(gpu: &Gpu, rows: usize, cols: usize, seed: u64) -> Result<(Matrix, DevBuf)> {
+    let mut m = Maker { gpu, seed, buffers: Vec::new() };
+    let w = m.matrix(rows, cols)?;
+    Ok((w, m.buffers.pop().unwrap()))
+}
+
 /// Random full-size weights for `cfg` (which must have the real widths).
 pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig) -> Result<ModelGpu> {
     crate::weights::check_real_widths(cfg)?;

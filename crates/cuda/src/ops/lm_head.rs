@@ -15,14 +15,15 @@ pub const SOURCE: Source = Source {
     functions: &["lm_head_screen_prepare", "lm_head_screen", "lm_head_rescore"],
 };
 
-/// The screen's int8 ring (8 warps × 4 rows × 2048 bytes) and x as f32 (`lm_head_screen`).
-const SCREEN_SHARED_BYTES: u32 = 8 * 4 * 2048 + 2048 * 4;
+/// The screen's int8 rings (8 warps × 2 requests × 2 rows × 2048 bytes), x as f32, and the
+/// rows' (scale, bound) beside the rings (8 warps × 2 × 2 × 8 bytes) (`lm_head_screen`).
+const SCREEN_SHARED_BYTES: u32 = 8 * 4 * 2048 + 2048 * 4 + 8 * 4 * 8;
 
 /// The int8 copy of one lm_head and the buffers of its greedy step.
 pub struct LmHeadScreen {
     /// i8 [rows, 2048]: each row rounded to int8 with its own scale
     q: DevBuf,
-    /// f32 [rows, 2]: (the row's scale, its error bound per unit ‖x‖₂)
+    /// f32 [rows rounded up to even, 2]: (the row's scale, its error bound per unit ‖x‖₂)
     coef: DevBuf,
     /// f32 [rows]: each row's upper bound on its logit, this step
     upper: DevBuf,
@@ -38,7 +39,7 @@ impl LmHeadScreen {
         let rows = w.rows;
         let screen = LmHeadScreen {
             q: gpu.alloc(rows * 2048)?,
-            coef: gpu.alloc(rows * 8)?,
+            coef: gpu.alloc(rows.div_ceil(2) * 16)?,
             upper: gpu.alloc(rows * 4)?,
             words: gpu.alloc(32)?,
             rows,
@@ -62,13 +63,18 @@ impl LmHeadScreen {
 
     /// First half of `argmax`: every row's upper bound, and the threshold.
     fn screen(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32) -> Result<()> {
+        self.screen_from(gpu, self.q.ptr(), h, norm, eps)
+    }
+
+    /// `screen` reading the int8 rows at `q`.
+    fn screen_from(&self, gpu: &Gpu, q: DevPtr, h: DevPtr, norm: &Vector, eps: f32) -> Result<()> {
         gpu.launch(
             "lm_head_screen",
             (2 * gpu.sms, 1, 1),
             256,
             SCREEN_SHARED_BYTES,
             &[
-                Arg::Ptr(self.q.ptr()),
+                Arg::Ptr(q),
                 Arg::Ptr(self.coef.ptr()),
                 Arg::Ptr(h),
                 Arg::Ptr(norm.ptr),
@@ -142,7 +148,7 @@ mod tests {
 
     /// The screened argmax equals the full lm_head's (gemv_norm_bf16 + argmax kernels), for
     /// hidden states that make row `src` (and its duplicates: ties) the maximum, random ones,
-    /// and h = 0 (every logit 0: every row a candidate, row 0 wins). Also checks the bound
+    /// random ones with a few huge columns, and h = 0 (every logit 0: every row a candidate, row 0 wins). Also checks the bound
     /// itself: every exact logit at or below its row's upper bound, and T at or below the max.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
@@ -166,6 +172,14 @@ mod tests {
         }
         for k in 0..4u64 {
             cases.push((format!("random {k}"), random(200 + k, 2048, 1.0 + k as f32)));
+        }
+        for k in 0..2u64 {
+            // a few huge columns, as real hidden states have: the bound splits them off
+            let mut h = random(300 + k, 2048, 1.0);
+            for c in [3, 700, 1500, 2047] {
+                h[c] = 150.0 * (1.0 + k as f32);
+            }
+            cases.push((format!("outliers {k}"), h));
         }
         cases.push(("zero".into(), vec![0.0; 2048]));
         for (name, h) in &cases {
@@ -197,5 +211,35 @@ mod tests {
                 assert!((candidates as usize) < rows / 100, "{name}: the bound is too loose to screen ({candidates} candidates)");
             }
         }
+    }
+
+    /// What the screen costs against the bf16 GEMV over the same bytes and over the whole
+    /// lm_head, inside a graph (8 calls, far more bytes than L2 holds); and the screen reading a
+    /// buffer allocated differently (the bf16 matrix's first half, as int8: timing only).
+    /// Prints only; run with --nocapture.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn screen_costs() {
+        let gpu = gpu();
+        let rows = 248_320;
+        let full = crate::synthetic::random_matrix(gpu, rows, 2048, 7).unwrap();
+        let half = crate::synthetic::random_matrix(gpu, rows / 2, 2048, 8).unwrap();
+        let (wf, wh) = (&full.0, &half.0);
+        let screen = LmHeadScreen::new(gpu, wf).unwrap();
+        let hb = gpu.upload_f32(&random(4, 2048, 3.0)).unwrap();
+        let nb = gpu.upload_f32(&vec![1.0; 2048]).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: 2048 };
+        let (y, out) = (gpu.alloc(rows * 4).unwrap(), gpu.alloc(8).unwrap());
+        let t_screen = graph_time_us(8, &mut |_| screen.screen(gpu, hb.ptr(), &norm, 1e-6).unwrap());
+        let t_argmax = graph_time_us(8, &mut |_| screen.argmax(gpu, hb.ptr(), &norm, 1e-6, wf, out.ptr()).unwrap());
+        let t_other = graph_time_us(8, &mut |_| screen.screen_from(gpu, wh.ptr, hb.ptr(), &norm, 1e-6).unwrap());
+        let t_half = graph_time_us(8, &mut |_| gemv_norm(gpu, hb.ptr(), &norm, 1e-6, wh, y.ptr()).unwrap());
+        let t_full = graph_time_us(8, &mut |_| gemv_norm(gpu, hb.ptr(), &norm, 1e-6, wf, y.ptr()).unwrap());
+        let tb = |bytes: f32, us: f32| bytes / us / 1e6;
+        let int8 = (rows * 2048) as f32;
+        eprintln!("screen, 508 MB int8: {t_screen:.1} µs ({:.2} TB/s); with the rescore: {t_argmax:.1} µs", tb(int8, t_screen));
+        eprintln!("screen reading the bf16 half-matrix's bytes: {t_other:.1} µs ({:.2} TB/s)", tb(int8, t_other));
+        eprintln!("gemv_norm_bf16, 124,160 rows (508 MB): {t_half:.1} µs ({:.2} TB/s)", tb(int8, t_half));
+        eprintln!("gemv_norm_bf16, 248,320 rows (1,017 MB): {t_full:.1} µs ({:.2} TB/s)", tb(2.0 * int8, t_full));
     }
 }
