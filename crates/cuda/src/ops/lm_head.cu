@@ -77,16 +77,6 @@ __device__ __forceinline__ unsigned ordered_key(float f) {
     return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 
-__device__ __forceinline__ float block_max(float v, float* scratch) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    v = warp_max(v);
-    __syncthreads();
-    if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    v = lane < (int)(blockDim.x >> 5) ? scratch[lane] : -INFINITY;
-    return warp_max(v);
-}
-
 // One warp per row: the int8 copy and its bounds (see the top). q int8 [rows, 2048],
 // coef f32 [rows (padded to even), 2] = (s_j, c_j), words[6] = C2 (atomic max over the rows).
 extern "C" __global__ void __launch_bounds__(256)

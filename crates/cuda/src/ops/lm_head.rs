@@ -23,7 +23,7 @@ const SCREEN_SHARED_BYTES: u32 = 8 * 4 * 2048 + 2048 * 4 + 8 * 4 * 8;
 pub struct LmHeadScreen {
     /// i8 [rows, 2048]: each row rounded to int8 with its own scale
     q: DevBuf,
-    /// f32 [rows rounded up to even, 2]: (the row's scale, its error bound per unit ‖x‖₂)
+    /// f32 [rows rounded up to even, 2]: (the row's scale s_j, its error bound c_j, see lm_head.cu)
     coef: DevBuf,
     /// f32 [rows]: each row's upper bound on its logit, this step
     upper: DevBuf,
@@ -120,7 +120,7 @@ mod tests {
     use crate::ops::sample;
     use crate::ops::testutil::*;
 
-    /// Rows with structure that makes the screen work: a spread of scales, outlier columns
+    /// Rows that make the screen work hard: a spread of scales, outlier weights
     /// (absmax far above the rest), exact duplicates of one row (ties), rows one bf16 step
     /// away from it, and an all-zero row.
     fn hard_matrix(rows: usize, seed: u64) -> Vec<f32> {
