@@ -44,8 +44,9 @@ pub struct CudaModel {
     pub max_seq: usize,
     scratch: Scratch,
     io: Io,
-    /// The int8 copy of the lm_head that greedy decoding screens with (`ops::lm_head`).
-    screen: LmHeadScreen,
+    /// The int8 copy of the lm_head that greedy decoding screens with (`ops::lm_head`), made
+    /// on the first screened step (508 MB that `decode` and the sampler never read).
+    screen: std::cell::OnceCell<LmHeadScreen>,
     /// Whether `decode_greedy` uses the screened lm_head (default) or the full one and the
     /// argmax kernels (`solo bench --full-lm-head`); both choose the same tokens.
     pub greedy_screen: bool,
@@ -122,7 +123,6 @@ impl CudaModel {
             history: gpu.alloc((1 + max_seq) * 4)?,
         };
         let scratch = Scratch::new(&gpu, PREFILL_CHUNK)?;
-        let screen = LmHeadScreen::new(&gpu, &weights.lm_head)?;
         Ok(CudaModel {
             gpu,
             config,
@@ -130,7 +130,7 @@ impl CudaModel {
             max_seq,
             scratch,
             io,
-            screen,
+            screen: Default::default(),
             greedy_screen: true,
             graphs: Default::default(),
         })
@@ -216,6 +216,9 @@ impl CudaModel {
         let mut graph = self.graphs[end as usize].borrow_mut();
         if graph.as_ref().map(|(k, _)| *k) != Some(key) {
             *graph = None;
+            if end == StepEnd::Screened {
+                self.screen()?; // made before the capture: it allocates and launches
+            }
             self.gpu.sync()?;
             let stream = &self.gpu.stream;
             stream
@@ -236,20 +239,29 @@ impl CudaModel {
     fn decode_kernels(&self, state: &CudaState, end: StepEnd) -> Result<()> {
         self.decode_forward(state)?;
         let (gpu, w, io, vocab, eps) = (&self.gpu, &self.weights, &self.io, self.config.vocab_size, self.config.rms_norm_eps);
-        let h = io.h.ptr();
+        let (h, logits) = (io.h.ptr(), io.logits.ptr());
         match end {
-            StepEnd::Screened => self.screen.argmax(gpu, h, &w.final_norm, eps, &w.lm_head, io.ids.ptr())?,
-            StepEnd::Logits | StepEnd::Sampled => gemv_norm(gpu, h, &w.final_norm, eps, &w.lm_head, io.logits.ptr())?,
-        }
-        match end {
-            StepEnd::Screened => {}
-            StepEnd::Logits => sample::argmax(gpu, io.logits.ptr(), vocab, io.partials.ptr(), io.ids.ptr())?,
+            StepEnd::Screened => self.screen()?.argmax(gpu, h, &w.final_norm, eps, io.ids.ptr())?,
+            StepEnd::Logits => {
+                gemv_norm(gpu, h, &w.final_norm, eps, &w.lm_head, logits)?;
+                sample::argmax(gpu, logits, vocab, io.partials.ptr(), io.ids.ptr())?;
+            }
             StepEnd::Sampled => {
+                gemv_norm(gpu, h, &w.final_norm, eps, &w.lm_head, logits)?;
                 let scratch = io.sample_scratch.ptr();
-                sample::sample_recording(gpu, io.logits.ptr(), vocab, &io.sampling, scratch, io.ids.ptr(), io.history.ptr(), self.max_seq)?;
+                sample::sample_recording(gpu, logits, vocab, &io.sampling, scratch, io.ids.ptr(), io.history.ptr(), self.max_seq)?;
             }
         }
         sample::advance_position(gpu, state.pos.ptr(), 1)
+    }
+
+    /// The lm_head screen, made on first use.
+    fn screen(&self) -> Result<&LmHeadScreen> {
+        if self.screen.get().is_none() {
+            let made = LmHeadScreen::new(&self.gpu, &self.weights.lm_head)?;
+            let _ = self.screen.set(made);
+        }
+        Ok(self.screen.get().expect("set above"))
     }
 
     /// How `decode_greedy` ends its steps.
@@ -261,9 +273,10 @@ impl CudaModel {
         }
     }
 
-    /// How many lm_head rows the last screened step multiplied in bf16 (synchronises).
+    /// How many lm_head rows the last screened step multiplied in bf16 (synchronises); 0
+    /// before any screened step.
     pub fn last_screen_candidates(&self) -> Result<u32> {
-        self.screen.last_candidates(&self.gpu)
+        self.screen.get().map_or(Ok(0), |s| s.last_candidates(&self.gpu))
     }
 
     /// Where one greedy decode step's time goes, kernel by kernel (`profile::profile_launches`:
@@ -271,6 +284,9 @@ impl CudaModel {
     pub fn profile_decode(&self, state: &mut CudaState, token: u32) -> Result<Vec<crate::profile::KernelTime>> {
         self.check_room(state, 1)?;
         self.upload_ids(&[token])?;
+        if self.greedy_end() == StepEnd::Screened {
+            self.screen()?; // made outside the timed launches
+        }
         let times = crate::profile::profile_launches(&self.gpu, || self.decode_kernels(state, self.greedy_end()))?;
         state.position += 1;
         Ok(times)

@@ -21,6 +21,8 @@ const SCREEN_SHARED_BYTES: u32 = 8 * 4 * 2048 + 2048 * 4 + 8 * 4 * 8;
 
 /// The int8 copy of one lm_head and the buffers of its greedy step.
 pub struct LmHeadScreen {
+    /// bf16 [rows, 2048]: the lm_head itself (the rescore's rows)
+    w: Matrix,
     /// i8 [rows, 2048]: each row rounded to int8 with its own scale
     q: DevBuf,
     /// f32 [rows rounded up to even, 2]: (the row's scale s_j, its error bound c_j, see lm_head.cu)
@@ -29,7 +31,6 @@ pub struct LmHeadScreen {
     upper: DevBuf,
     /// u32 [8]: the kernels' counters and keys (`words` in lm_head.cu)
     words: DevBuf,
-    rows: usize,
 }
 
 impl LmHeadScreen {
@@ -38,11 +39,11 @@ impl LmHeadScreen {
         ensure!(w.cols == 2048, "lm_head screen: width {} (the kernels take 2048)", w.cols);
         let rows = w.rows;
         let screen = LmHeadScreen {
+            w: *w,
             q: gpu.alloc(rows * 2048)?,
             coef: gpu.alloc(rows.div_ceil(2) * 16)?,
             upper: gpu.alloc(rows * 4)?,
             words: gpu.alloc(32)?,
-            rows,
         };
         gpu.launch(
             "lm_head_screen_prepare",
@@ -54,32 +55,27 @@ impl LmHeadScreen {
         Ok(screen)
     }
 
-    /// out (i32 on the device) = argmax of w · RMSNorm(h; norm) (lowest index on ties), for the
-    /// `w` this screen was made from. Two kernels; graph-capturable.
-    pub fn argmax(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, out: DevPtr) -> Result<()> {
+    /// out (i32 on the device) = argmax of w · RMSNorm(h; norm) (lowest index on ties), w the
+    /// lm_head this screen was made from. Two kernels; graph-capturable.
+    pub fn argmax(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, out: DevPtr) -> Result<()> {
         self.screen(gpu, h, norm, eps)?;
-        self.rescore(gpu, h, norm, eps, w, out)
+        self.rescore(gpu, h, norm, eps, out)
     }
 
     /// First half of `argmax`: every row's upper bound, and the threshold.
     fn screen(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32) -> Result<()> {
-        self.screen_from(gpu, self.q.ptr(), h, norm, eps)
-    }
-
-    /// `screen` reading the int8 rows at `q`.
-    fn screen_from(&self, gpu: &Gpu, q: DevPtr, h: DevPtr, norm: &Vector, eps: f32) -> Result<()> {
         gpu.launch(
             "lm_head_screen",
             (2 * gpu.sms, 1, 1),
             256,
             SCREEN_SHARED_BYTES,
             &[
-                Arg::Ptr(q),
+                Arg::Ptr(self.q.ptr()),
                 Arg::Ptr(self.coef.ptr()),
                 Arg::Ptr(h),
                 Arg::Ptr(norm.ptr),
                 Arg::F32(eps),
-                Arg::I32(self.rows as i32),
+                Arg::I32(self.w.rows as i32),
                 Arg::Ptr(self.upper.ptr()),
                 Arg::Ptr(self.words.ptr()),
             ],
@@ -87,19 +83,18 @@ impl LmHeadScreen {
     }
 
     /// Second half: the candidates' exact logits and their argmax; leaves the words zeroed.
-    fn rescore(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, out: DevPtr) -> Result<()> {
-        ensure!(w.rows == self.rows && w.cols == 2048, "lm_head screen made for {} rows, given {}x{}", self.rows, w.rows, w.cols);
+    fn rescore(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, out: DevPtr) -> Result<()> {
         gpu.launch(
             "lm_head_rescore",
             (2 * gpu.sms, 1, 1),
             256,
             0,
             &[
-                Arg::Ptr(w.ptr),
+                Arg::Ptr(self.w.ptr),
                 Arg::Ptr(h),
                 Arg::Ptr(norm.ptr),
                 Arg::F32(eps),
-                Arg::I32(self.rows as i32),
+                Arg::I32(self.w.rows as i32),
                 Arg::Ptr(self.upper.ptr()),
                 Arg::Ptr(self.words.ptr()),
                 Arg::Ptr(out),
@@ -198,7 +193,7 @@ mod tests {
             let loose = exact.iter().zip(&upper).position(|(e, u)| e > u);
             assert!(loose.is_none(), "{name}: row {:?}: logit above its upper bound", loose.map(|r| (r, exact[r], upper[r])));
 
-            screen.rescore(gpu, hb.ptr(), &norm, 1e-6, &w, out.ptr()).unwrap();
+            screen.rescore(gpu, hb.ptr(), &norm, 1e-6, out.ptr()).unwrap();
             let got = gpu.download_i32(out.ptr(), 1).unwrap()[0];
             let candidates = screen.last_candidates(gpu).unwrap();
             eprintln!("{name}: argmax {full}, screened {got}, {candidates} candidates of {rows}");
@@ -214,9 +209,8 @@ mod tests {
     }
 
     /// What the screen costs against the bf16 GEMV over the same bytes and over the whole
-    /// lm_head, inside a graph (8 calls, far more bytes than L2 holds); and the screen reading a
-    /// buffer allocated differently (the bf16 matrix's first half, as int8: timing only).
-    /// Prints only; run with --nocapture.
+    /// lm_head, inside a graph (8 calls, far more bytes than L2 holds). Prints only; run with
+    /// --nocapture.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn screen_costs() {
@@ -231,14 +225,12 @@ mod tests {
         let norm = Vector { ptr: nb.ptr(), len: 2048 };
         let (y, out) = (gpu.alloc(rows * 4).unwrap(), gpu.alloc(8).unwrap());
         let t_screen = graph_time_us(8, &mut |_| screen.screen(gpu, hb.ptr(), &norm, 1e-6).unwrap());
-        let t_argmax = graph_time_us(8, &mut |_| screen.argmax(gpu, hb.ptr(), &norm, 1e-6, wf, out.ptr()).unwrap());
-        let t_other = graph_time_us(8, &mut |_| screen.screen_from(gpu, wh.ptr, hb.ptr(), &norm, 1e-6).unwrap());
+        let t_argmax = graph_time_us(8, &mut |_| screen.argmax(gpu, hb.ptr(), &norm, 1e-6, out.ptr()).unwrap());
         let t_half = graph_time_us(8, &mut |_| gemv_norm(gpu, hb.ptr(), &norm, 1e-6, wh, y.ptr()).unwrap());
         let t_full = graph_time_us(8, &mut |_| gemv_norm(gpu, hb.ptr(), &norm, 1e-6, wf, y.ptr()).unwrap());
         let tb = |bytes: f32, us: f32| bytes / us / 1e6;
         let int8 = (rows * 2048) as f32;
         eprintln!("screen, 508 MB int8: {t_screen:.1} µs ({:.2} TB/s); with the rescore: {t_argmax:.1} µs", tb(int8, t_screen));
-        eprintln!("screen reading the bf16 half-matrix's bytes: {t_other:.1} µs ({:.2} TB/s)", tb(int8, t_other));
         eprintln!("gemv_norm_bf16, 124,160 rows (508 MB): {t_half:.1} µs ({:.2} TB/s)", tb(int8, t_half));
         eprintln!("gemv_norm_bf16, 248,320 rows (1,017 MB): {t_full:.1} µs ({:.2} TB/s)", tb(2.0 * int8, t_full));
     }
