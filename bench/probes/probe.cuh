@@ -46,6 +46,24 @@ __device__ __forceinline__ void grid_barrier(unsigned long long* arrivals, unsig
     __syncthreads();
 }
 
+// grid_barrier with the arrivals spread over 8 counters 128 bytes apart (block b adds to counter
+// b % 8; thread t < 8 of every block waits on counter t): `arrivals` u64 [128], the k-th barrier
+// of a launch (all counters zero at launch).
+__device__ __forceinline__ void grid_barrier_split(unsigned long long* arrivals, unsigned long long k) {
+    __syncthreads();
+    if (threadIdx.x == 0)
+        asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(arrivals + 16 * (blockIdx.x % 8)) : "memory");
+    if (threadIdx.x < 8) {
+        const unsigned t = threadIdx.x;
+        const unsigned long long target = k * (gridDim.x / 8 + (t < gridDim.x % 8));
+        unsigned long long now;
+        do {
+            asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(arrivals + 16 * t) : "memory");
+        } while (now < target);
+    }
+    __syncthreads();
+}
+
 // Launches per graph: launch(i) for i < PROBE_LAUNCHES each works on its own region (cold L2).
 #ifndef PROBE_LAUNCHES
 #define PROBE_LAUNCHES 120

@@ -29,10 +29,13 @@
 // Cases: a kernel per link (241 launches in a graph); one kernel, rows requested after / before
 // the barrier / with lookahead, in several ring shapes; timing-only runs that skip the barriers,
 // the exchange, both, or the dot products (their results are wrong, and the check says so); the
-// barriers alone.
+// barriers alone. Session 11 added two other ways to meet: the tagged exchange (no barrier; the
+// outputs are (value, tag) words that the next link polls) and the barrier's arrivals spread over
+// 8 counters; `step_probe tagged` runs only those cases and the ones to compare them with.
 // Every correct case's logits must equal the first case's bit for bit (checked). Block 0's
 // breakdown of its time (barrier, exchange and routing, rows) and warp 0's time waiting for rows
-// to land follow each case. The results and what they say: bench/NOTES.md, "Issue 5, session 8".
+// to land follow each case. The results and what they say: bench/NOTES.md, "Issue 5, session 8"
+// and "session 11".
 #include <vector>
 
 #define PROBE_LAUNCHES 20  // steps per graph (a step reads 6 GB)
@@ -133,6 +136,54 @@ struct Warp {
 
 __device__ __forceinline__ float softsign(float v) { return __fdividef(v, 1.f + fabsf(v)); }
 
+// The tagged exchange (mode & 32, no grid barriers): a link's outputs are 64-bit words, the f32
+// value in the low half and the link's tag in the high half, stored whole (single-copy atomic),
+// so a reader that sees the tag sees the value; the next link's blocks poll the words they need
+// until every tag is the one they expect. Each link has its own buffer (a block may be links
+// ahead of another that has nothing to produce), and the tag carries the launch's epoch.
+constexpr int LL_STRIDE = 12352;  // the longest output of a link before the lm_head
+__device__ __forceinline__ void st_tagged(unsigned long long* p, float v, unsigned tag) {
+    const unsigned long long w = ((unsigned long long)tag << 32) | __float_as_uint(v);
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(w) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_tagged(const unsigned long long* p) {
+    unsigned long long w;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
+    return w;
+}
+// mode & 64: waits until the 8 words at b .. b + 7 carry `tag`, all 8 requested at once (16-byte
+// loads), backing off between tries; their values.
+__device__ __forceinline__ void poll8(const unsigned long long* b, unsigned tag, float (&v)[8]) {
+    unsigned long long w[8];
+    for (;;) {
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(w[2 * k]), "=l"(w[2 * k + 1]) : "l"(b + 2 * k) : "memory");
+        bool ok = true;
+#pragma unroll
+        for (int k = 0; k < 8; k++) ok &= (unsigned)(w[k] >> 32) == tag;
+        if (ok) break;
+        __nanosleep(64);
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++) v[k] = __uint_as_float((unsigned)w[k]);
+}
+// Waits until the 4 words at c, c + 1, c + 2, c + 3 (mod n) of buffer b carry `tag`; their values.
+__device__ __forceinline__ float4 poll4(const unsigned long long* b, int c, int n, unsigned tag) {
+    unsigned long long w[4];
+    for (;;) {
+        bool ok = true;
+#pragma unroll
+        for (int k = 0; k < 4; k++) w[k] = ld_tagged(b + (c + k) % n);
+#pragma unroll
+        for (int k = 0; k < 4; k++) ok &= (unsigned)(w[k] >> 32) == tag;
+        if (ok) break;
+        __nanosleep(32);
+    }
+    return make_float4(__uint_as_float((unsigned)w[0]), __uint_as_float((unsigned)w[1]), __uint_as_float((unsigned)w[2]),
+                       __uint_as_float((unsigned)w[3]));
+}
+
 // The row in `slot` (once its group has landed) · x.
 __device__ __forceinline__ float slot_dot(const bf16* slot, const float (&x)[64], int lane) {
     float acc[4] = {0.f, 0.f, 0.f, 0.f};  // four chains, not one of 64 dependent FMAs
@@ -150,15 +201,19 @@ __device__ __forceinline__ float slot_dot(const bf16* slot, const float (&x)[64]
 }
 
 // Links first .. last - 1 of the step. ys: two output buffers [2][YMAX] (link l writes ys[l & 1]).
-// arrivals: the grid barrier's count, zero at launch. mode & 3, the lookahead: 0, a link's rows
-// are requested after its barrier; 1, before it (as solo's kernels do before pdl_wait); 2, across
-// links, the static ring always full. mode & 4: no exchange (x kept from the first link), mode & 8:
-// no barriers; mode & 16: no dot products (each row's slot read once, not multiplied); all three
-// for timing only. marks: block 0's clock at 4 points of every link, then warp
-// 0's cycles waiting for rows and its row count.
+// arrivals: the grid barrier's count (u64 [128], zero at launch). mode & 3, the lookahead: 0, a
+// link's rows are requested after its barrier; 1, before it (as solo's kernels do before
+// pdl_wait); 2, across links, the static ring always full. mode & 4: no exchange (x kept from the
+// first link), mode & 8: no barriers; mode & 16: no dot products (each row's slot read once, not
+// multiplied); all three for timing only. mode & 32: the tagged exchange instead of barriers
+// (outputs into ll, one buffer per link, tagged with *epoch and the link); with mode & 64 each
+// thread polls 8 words at once (poll8), else 4 at a time (poll4). mode & 128: the barrier over 8
+// counters (grid_barrier_split). marks: block 0's clock at 4 points of every link, then warp 0's
+// cycles waiting for rows and its row count.
 template <int NW, int S, int R>
 __global__ void __launch_bounds__(NW * 32, 1)
-    step_kernel(int first, int last, int mode, unsigned long long* arrivals, float* ys, unsigned long long* marks) {
+    step_kernel(int first, int last, int mode, unsigned long long* arrivals, float* ys, unsigned long long* marks,
+                unsigned long long* ll, const unsigned* epoch) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int seq_all[NW][S + R];
     __shared__ int experts_all[NW][8];
@@ -181,6 +236,9 @@ __global__ void __launch_bounds__(NW * 32, 1)
     const int lane = w.lane;
     unsigned long long barriers = 0;
     float x[64];
+    const bool tagged = mode & 32;
+    const unsigned ep = tagged ? *epoch : 0;
+    auto tag_of = [&](int l) { return (ep << 8) | (unsigned)l; };
     long long waited = 0, rows_done = 0;  // block 0 warp 0: cycles waiting for rows to land
 
     auto mark = [&](int l, int k) {  // block 0's clock at point k of link l (for the breakdown)
@@ -196,22 +254,36 @@ __global__ void __launch_bounds__(NW * 32, 1)
         const int lookahead = mode & 3;
         const int limit = lookahead == 2 ? last : l;
         if (lookahead) w.top_up_static(limit);  // before the barrier: these rows do not depend on the link before
-        if (l > first && !(mode & 8)) grid_barrier(arrivals, ++barriers * gridDim.x);
+        if (l > first && !(mode & 8) && !tagged) {
+            if (mode & 128) grid_barrier_split(arrivals, ++barriers);
+            else grid_barrier(arrivals, ++barriers * gridDim.x);
+        }
         w.top_up_static(limit);
         mark(l, 1);
         // x from the link before's outputs, staged once per block (L2: other blocks wrote them;
         // one read per block, not per warp: 1,056 warps reading the same 8 KB contend in L2)
         const float* yprev = ys + ((l - 1) & 1) * YMAX;
         const bool route = L.routed == 1 || (L.routed == 2 && l == first);
+        if (tagged && (mode & 64) && l > first)
+            for (int c = threadIdx.x * 8; c < ROW; c += NW * 32 * 8) {
+                float v[8];
+                poll8(ll + (long long)(l - 1) * LL_STRIDE + c % L.in_rows, tag_of(l - 1), v);
+#pragma unroll
+                for (int k = 0; k < 8; k++) xs[c + k] = softsign(v[k]);
+            }
+        else
         for (int i = threadIdx.x; i < ((mode & 4) && l > first ? 0 : ROW / 4); i += NW * 32) {
             float4 v;
             if (l == 0) v = make_float4(0.5f, 0.5f, 0.5f, 0.5f);
+            else if (tagged) v = poll4(ll + (long long)(l - 1) * LL_STRIDE, 4 * i, L.in_rows, tag_of(l - 1));
             else if (L.in_rows >= ROW) v = __ldcg(reinterpret_cast<const float4*>(yprev) + i);
             else v = make_float4(__ldcg(yprev + (4 * i) % L.in_rows), __ldcg(yprev + (4 * i + 1) % L.in_rows),
                                  __ldcg(yprev + (4 * i + 2) % L.in_rows), __ldcg(yprev + (4 * i + 3) % L.in_rows));
             xs[4 * i] = softsign(v.x), xs[4 * i + 1] = softsign(v.y), xs[4 * i + 2] = softsign(v.z), xs[4 * i + 3] = softsign(v.w);
         }
-        if (route && threadIdx.x < 256) logits_s[threadIdx.x] = __ldcg(L.logits + threadIdx.x);
+        if (route && threadIdx.x < 256)
+            logits_s[threadIdx.x] = tagged ? poll4(ll + (long long)(l - 1) * LL_STRIDE, threadIdx.x, 1 << 30, tag_of(l - 1)).x
+                                           : __ldcg(L.logits + threadIdx.x);
         __syncthreads();
 #pragma unroll
         for (int j = 0; j < 16; j++)
@@ -244,6 +316,11 @@ __global__ void __launch_bounds__(NW * 32, 1)
         w.top_up_routed(limit);
         mark(l, 2);
         float* y = ys + (l & 1) * YMAX;
+        const bool out_tagged = tagged && l < NLINKS - 1;  // the lm_head writes plain floats (the check reads them)
+        unsigned long long* yt = ll + (long long)l * LL_STRIDE;
+        if (out_tagged && L.rows == 0 && !L.routed)  // an empty link (the barriers-alone case) still hands on 2,048 words
+            for (int r = w.gw; r < ROW; r += w.W)
+                if (lane == 0) st_tagged(yt + r, 0.f, tag_of(l));
         for (int row = w.gw; row < L.rows; row += w.W) {
             const int slot = w.s_used % S;
             const long long t0 = clock64();
@@ -251,7 +328,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
             waited += clock64() - t0;
             rows_done++;
             const float acc = (mode & 16) ? __bfloat162float(w.sring[slot * ROW + lane * 8]) : slot_dot(w.sring + slot * ROW, x, lane);
-            if (lane == 0) {
+            if (lane == 0 && out_tagged) st_tagged(yt + row, acc, tag_of(l));
+            else if (lane == 0) {
                 y[row] = acc;
                 if (L.logits && !L.routed && row < 256) L.logits[row] = acc;
             }
@@ -272,7 +350,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
             waited += clock64() - t0;
             rows_done++;
             const float acc = (mode & 16) ? __bfloat162float(w.rring[slot * ROW + lane * 8]) : slot_dot(w.rring + slot * ROW, x, lane);
-            if (lane == 0) y[L.rows + p] = acc;
+            if (lane == 0 && out_tagged) st_tagged(yt + L.rows + p, acc, tag_of(l));
+            else if (lane == 0) y[L.rows + p] = acc;
             w.r_used++;
             w.top_up_routed(limit);
             w.top_up_static(limit);
@@ -283,6 +362,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
     if (blockIdx.x == 0 && threadIdx.x == 0) marks[NLINKS * 4] = waited, marks[NLINKS * 4 + 1] = rows_done;
 }
 
+__global__ void bump(unsigned* epoch) { epoch[0]++; }
+
 // Weights: bf16 in ±1/64 from a hash of the index.
 __global__ void fill(bf16* p, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -292,7 +373,8 @@ __global__ void fill(bf16* p, size_t n) {
     }
 }
 
-int main() {
+int main(int argc, char** argv) {
+    const bool tagged_only = argc > 1;  // `step_probe tagged`: the session-11 cases only
     int sms;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     const int layer_rows[PER_LAYER] = {12352, 512, 4096, 1280, 512, 0};
@@ -311,7 +393,13 @@ int main() {
     CK(cudaMalloc(&ys, 2 * YMAX * sizeof(float)));
     CK(cudaMemset(ys, 0, 2 * YMAX * sizeof(float)));
     CK(cudaMalloc(&logits, LAYERS * 256 * sizeof(float)));
-    CK(cudaMalloc(&arrivals, sizeof(unsigned long long)));
+    CK(cudaMalloc(&arrivals, 128 * sizeof(unsigned long long)));
+    unsigned long long* ll;
+    unsigned* epoch;
+    CK(cudaMalloc(&ll, (size_t)NLINKS * LL_STRIDE * sizeof(unsigned long long)));
+    CK(cudaMemset(ll, 0, (size_t)NLINKS * LL_STRIDE * sizeof(unsigned long long)));
+    CK(cudaMalloc(&epoch, sizeof(unsigned)));
+    CK(cudaMemset(epoch, 0, sizeof(unsigned)));
     unsigned long long* marks;
     CK(cudaMalloc(&marks, (NLINKS * 4 + 2) * sizeof(unsigned long long)));
 
@@ -339,7 +427,7 @@ int main() {
             if (l == 0) { links[l].in_rows = ROW; continue; }
             const Link& P = links[l - 1];
             const int n = P.rows + (P.routed == 1 ? 8192 : P.routed == 2 ? 4096 : 0);
-            links[l].in_rows = n > 0 ? n : 1;
+            links[l].in_rows = n > 0 ? n : empty ? ROW : 1;
         }
         CK(cudaMemcpyToSymbol(c_links, links.data(), sizeof(Link) * NLINKS));
         return bytes / 1e6;  // MB
@@ -355,10 +443,11 @@ int main() {
         snprintf(name, sizeof name, "%s, %d warps, S %d R %d", what, nw, s, r);
         time_graph(st, name, mb, [&](int) {
             if (per_link) {
-                for (int l = 0; l < NLINKS; l++) kernel<<<sms, nw * 32, smem, st>>>(l, l + 1, 0, arrivals, ys, marks);
+                for (int l = 0; l < NLINKS; l++) kernel<<<sms, nw * 32, smem, st>>>(l, l + 1, 0, arrivals, ys, marks, ll, epoch);
             } else {
-                CK(cudaMemsetAsync(arrivals, 0, sizeof(unsigned long long), st));
-                kernel<<<sms, nw * 32, smem, st>>>(0, NLINKS, mode, arrivals, ys, marks);
+                CK(cudaMemsetAsync(arrivals, 0, 128 * sizeof(unsigned long long), st));
+                if (mode & 32) bump<<<1, 1, 0, st>>>(epoch);
+                kernel<<<sms, nw * 32, smem, st>>>(0, NLINKS, mode, arrivals, ys, marks, ll, epoch);
             }
         });
         CK(cudaGetLastError());
@@ -389,13 +478,24 @@ int main() {
         const int smem = 8 * 6 * 4096;
         CK(cudaFuncSetAttribute(step_kernel<8, 3, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         time_graph(st, "-- for scale: the lm_head alone, 1017 MB", 4096.0 * LM_ROWS / 1e6, [&](int) {
-            step_kernel<8, 3, 3><<<sms, 256, smem, st>>>(NLINKS - 1, NLINKS, 0, arrivals, ys, marks);
+            step_kernel<8, 3, 3><<<sms, 256, smem, st>>>(NLINKS - 1, NLINKS, 0, arrivals, ys, marks, ll, epoch);
         });
     }
     for (int spin : {0, 4000}) {
         const double mb = links_for(false, spin);
         ref.clear();
         printf("-- the step, %.0f MB (at 4.64 TB/s: %.0f us), GDN step's math %d cycles per warp\n", mb, mb / 4.64, spin);
+        if (tagged_only) {
+            run("one kernel, lookahead across links", mb, step_kernel<8, 2, 2>, 8, 2, 2, false, 2);
+            run("one kernel, rows requested before the barrier", mb, step_kernel<8, 2, 2>, 8, 2, 2, false, 1);
+            run("one kernel, lookahead, barrier over 8 counters", mb, step_kernel<8, 2, 2>, 8, 2, 2, false, 2 | 128);
+            run("one kernel, tagged exchange, rows requested at the link", mb, step_kernel<8, 2, 2>, 8, 2, 2, false, 32);
+            run("one kernel, tagged exchange, lookahead", mb, step_kernel<8, 2, 2>, 8, 2, 2, false, 2 | 32);
+            run("one kernel, tagged exchange (8 words a thread at once), lookahead", mb, step_kernel<8, 2, 2>, 8, 2, 2, false, 2 | 32 | 64);
+            run("one kernel, tagged exchange (8 words a thread at once), at the link", mb, step_kernel<8, 2, 2>, 8, 2, 2, false, 32 | 64);
+            run("(timing only) lookahead, neither", mb, step_kernel<8, 2, 2>, 8, 2, 2, false, 2 | 4 | 8);
+            continue;
+        }
         run("a kernel per link", mb, step_kernel<8, 3, 3>, 8, 3, 3, true, 0);
         run("one kernel, rows requested after the barrier", mb, step_kernel<8, 3, 3>, 8, 3, 3, false, 0);
         run("one kernel, rows requested before the barrier", mb, step_kernel<8, 3, 3>, 8, 3, 3, false, 1);
@@ -425,6 +525,11 @@ int main() {
     ref.clear();
     printf("-- the barriers alone (240 grid barriers, no rows)\n");
     run("one kernel", 0, step_kernel<8, 3, 3>, 8, 3, 3, false, 1);
+    run("one kernel, tagged exchange", 0, step_kernel<8, 3, 3>, 8, 3, 3, false, 1 | 32);
+    run("one kernel, tagged exchange (8 words a thread at once)", 0, step_kernel<8, 3, 3>, 8, 3, 3, false, 1 | 32 | 64);
+    run("one kernel, tagged exchange (8 words a thread at once)", 0, step_kernel<8, 2, 2>, 8, 2, 2, false, 1 | 32 | 64);
+    run("one kernel", 0, step_kernel<8, 2, 2>, 8, 2, 2, false, 1);
+    run("one kernel, barrier over 8 counters", 0, step_kernel<8, 2, 2>, 8, 2, 2, false, 1 | 128);
     run("a kernel per link", 0, step_kernel<8, 3, 3>, 8, 3, 3, true, 0);
     CK(cudaDeviceSynchronize());
     return 0;
