@@ -52,29 +52,21 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
-// Sum over the block; `scratch` holds 32 floats. Every thread gets the result.
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
+// The block's reduction of v by WarpOp (warp_sum or warp_max), `empty` standing in for the
+// missing warps; `scratch` holds 32 floats. Every thread gets the result.
+template <float (*WarpOp)(float)>
+__device__ __forceinline__ float block_reduce(float v, float* scratch, float empty) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    v = warp_sum(v);
+    v = WarpOp(v);
     __syncthreads();
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
     const int warps = (blockDim.x + 31) >> 5;
-    v = lane < warps ? scratch[lane] : 0.f;
-    return warp_sum(v);
+    v = lane < warps ? scratch[lane] : empty;
+    return WarpOp(v);
 }
-
-// Max over the block, as block_sum.
-__device__ __forceinline__ float block_max(float v, float* scratch) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    v = warp_max(v);
-    __syncthreads();
-    if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    const int warps = (blockDim.x + 31) >> 5;
-    v = lane < warps ? scratch[lane] : -INFINITY;
-    return warp_max(v);
-}
+__device__ __forceinline__ float block_sum(float v, float* scratch) { return block_reduce<warp_sum>(v, scratch, 0.f); }
+__device__ __forceinline__ float block_max(float v, float* scratch) { return block_reduce<warp_max>(v, scratch, -INFINITY); }
 
 __device__ __forceinline__ float silu(float x) { return x / (1.f + __expf(-x)); }
 __device__ __forceinline__ float sigmoidf(float x) { return 1.f / (1.f + __expf(-x)); }
