@@ -198,7 +198,7 @@ __device__ __forceinline__ float redo_piece(const unsigned char* slot, const flo
 }
 // Each block: stage x [2048] f32 (scaled by 2^96 when packed), 8 warps, each D rows in flight.
 // mode (packed): 0 exact, an escape's piece redone; 1 escapes ignored (timing only); 2 no decode
-// (timing only); 4 exact, the escapes injected into the pieces.
+// (timing only); 4 exact, the escapes injected into the pieces; 5 the same, one code path for every row.
 template <bool PACKED_ROWS, int MODE, int D>
 __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wbase, const unsigned char* __restrict__ tails,
                                             const float* __restrict__ x, int rows, float* __restrict__ y) {
@@ -254,16 +254,17 @@ __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wb
                     la = l.x, lb = l.y;
                     n = *reinterpret_cast<const unsigned*>(slot + ((4 + j / 4) * 32 + lane) * 16 + (j % 4) * 4);
                 };
-                if (MODE == 4) {
+                if (MODE == 4 || MODE == 5) {
                     // Escapes injected: each lane takes its escape's value scaled like the decoded
                     // weights (w · 2^-base, exact as an f32 normal or subnormal) from the tail, and
                     // the pieces put it in place of the decoded one. A lane with two escapes, or one
                     // whose scaled value is not exact, redoes its pieces with the true weights.
+                    // Mode 5 runs the same code for every row (no branch on the row's escapes).
                     const int base = head & 0xff;
                     int esc_col = -1;
                     float esc_val = 0.f;
                     bool slow = false;
-                    if (head >> 8) {  // warp-uniform
+                    if (MODE == 5 || (head >> 8)) {  // warp-uniform
                         __syncwarp();  // the tail, copied by lanes 0..3, is read by any lane
                         const int ne = (head >> 8) & 0xff;
                         for (int k = 0; k < ne; k++) {
@@ -277,7 +278,7 @@ __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wb
                             slow |= esc_val * pow2(base) != wt;
                         }
                     }
-                    if (!(head >> 8)) {
+                    if (MODE == 4 && !(head >> 8)) {
 #pragma unroll
                         for (int j = 0; j < 8; j++) {
                             unsigned la, lb, n;
@@ -418,19 +419,21 @@ int main() {
     CK(cudaFuncSetAttribute(gemv<true, 0, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));     \
     CK(cudaFuncSetAttribute(gemv<true, 1, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));     \
     CK(cudaFuncSetAttribute(gemv<true, 2, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));     \
-    CK(cudaFuncSetAttribute(gemv<true, 4, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));
+    CK(cudaFuncSetAttribute(gemv<true, 4, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));     \
+    CK(cudaFuncSetAttribute(gemv<true, 5, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));
     PACKED_KERNELS(2)
     PACKED_KERNELS(3)
     auto packed_gemv = [&](int mode, int d, const unsigned char* p, const unsigned char* t, int rows, float* out, cudaStream_t s) {
         const int sm = smem_of(true, d);
 #define LAUNCH(M, D) if (mode == M && d == D) gemv<true, M, D><<<grid, 256, sm, s>>>(p, t, x, rows, out);
-        LAUNCH(0, 2) LAUNCH(1, 2) LAUNCH(2, 2) LAUNCH(4, 2) LAUNCH(0, 3) LAUNCH(1, 3) LAUNCH(2, 3) LAUNCH(4, 3)
+        LAUNCH(0, 2) LAUNCH(1, 2) LAUNCH(2, 2) LAUNCH(4, 2) LAUNCH(5, 2)
+        LAUNCH(0, 3) LAUNCH(1, 3) LAUNCH(2, 3) LAUNCH(4, 3) LAUNCH(5, 3)
 #undef LAUNCH
     };
 
     // Bit-exactness: every row of the pool, bf16 GEMV against the packed one (each ring depth).
     gemv<false, 0, 2><<<grid, 256, smem_of(false, 2)>>>(reinterpret_cast<const unsigned char*>(w), nullptr, x, pool_rows, y0);
-    for (int dm : {20, 30, 24, 34}) {  // (rows in flight, mode)
+    for (int dm : {20, 30, 24, 34, 25, 35}) {  // (rows in flight, mode)
         const int d = dm / 10, mode = dm % 10;
         CK(cudaMemset(y1, 0, pool_rows * 4));
         packed_gemv(mode, d, packed, tails, pool_rows, y1, 0);
@@ -445,8 +448,8 @@ int main() {
 
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-    const char* names[5] = {"exact, escaped pieces redone", "escapes ignored (timing only)", "no decode (timing only)", "",
-                            "exact, escapes injected"};
+    const char* names[6] = {"exact, escaped pieces redone", "escapes ignored (timing only)", "no decode (timing only)", "",
+                            "exact, escapes injected", "exact, injected, one path"};
     char name[128];
     for (int rows : {8192, 12352, 124160}) {
         const int regions = pool_rows / rows;  // launch i reads region i % regions (≥ 2 regions, each ≥ 33 MB: cold)
@@ -466,7 +469,7 @@ int main() {
             gemv<false, 0, 2><<<grid, 256, smem_of(false, 2), st>>>(reinterpret_cast<const unsigned char*>(w) + (size_t)(i % regions) * rows * 4096, nullptr, x, same, y0);
         });
         for (int d : {2, 3})
-            for (int mode : {4, 0, 1, 2}) {
+            for (int mode : {5, 4, 0, 1, 2}) {
                 snprintf(name, sizeof name, "packed, %d in flight a warp, %s", d, names[mode]);
                 time_graph(st, name, pmb, [&](int i) { const size_t r0 = (size_t)(i % regions) * rows;
                     packed_gemv(mode, d, packed + r0 * DATA, tails + r0 * TAIL, rows, y1, st); });
@@ -482,7 +485,7 @@ int main() {
         const int rows = 12352, regions = pool_rows / rows;
         printf("-- uniform rows (U(-0.0383, 0.0383)): %d escapes in %d rows; %d rows\n", hs[0], pool_rows, rows);
         gemv<false, 0, 2><<<grid, 256, smem_of(false, 2)>>>(reinterpret_cast<const unsigned char*>(w), nullptr, x, pool_rows, y0);
-        packed_gemv(4, 2, packed, tails, pool_rows, y1, 0);
+        packed_gemv(5, 2, packed, tails, pool_rows, y1, 0);
         CK(cudaDeviceSynchronize());
         std::vector<unsigned> a(pool_rows), b(pool_rows);
         CK(cudaMemcpy(a.data(), y0, pool_rows * 4, cudaMemcpyDeviceToHost));
@@ -491,7 +494,7 @@ int main() {
         for (int i = 0; i < pool_rows; i++) diff += a[i] != b[i];
         printf("escapes injected: rows whose result differs from the bf16 GEMV's in any bit: %d of %d\n", diff, pool_rows);
         for (int d : {2, 3})
-            for (int mode : {4, 0, 1}) {
+            for (int mode : {5, 4, 0, 1}) {
                 snprintf(name, sizeof name, "packed, %d in flight a warp, %s", d, names[mode]);
                 time_graph(st, name, rows * (double)(DATA + TAIL) / 1e6, [&](int i) {
                     const size_t r0 = (size_t)(i % regions) * rows;
