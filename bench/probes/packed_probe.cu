@@ -8,9 +8,9 @@
 // matrix's weights are Gaussian-like, so a row's bf16 exponents sit in a narrow window: the row
 // keeps one base exponent and each weight the offset o = e - base in [1, 15] (4 bits) next to its
 // sign and 7 mantissa bits. A weight outside the window (zero, tiny or huge: ~0.3 a row) is an
-// escape, stored whole in the row's tail (at most 15 a row) with o = 0. Lane l of a warp reads back exactly the 16-byte chunks
-// it copied (chunk q·32 + l, q = 0..5), which hold its 8 pieces (piece j = columns j·256 + l·8 ..+8,
-// as solo's GemvStream assigns them):
+// escape, stored whole in the row's tail (at most 15 a row) with o = 0. Lane l of a warp reads
+// back exactly the 16-byte chunks it copied (chunk q·32 + l, q = 0..5), which hold its 8 pieces
+// (piece j = columns j·256 + l·8 ..+8, as solo's GemvStream assigns them):
 //   chunks q = 0..3: pieces 2q, 2q + 1, 8 bytes each: LA = the low bf16 bytes [o0 m6..m0] of the
 //     piece's weights 0, 2, 4, 6, then LB of weights 1, 3, 5, 7;
 //   chunks q = 4, 5: piece j's word N at chunk 4 + j / 4, word j % 4; byte b of N holds
@@ -23,7 +23,7 @@
 // The decoded value is the weight scaled by 2^-base (its exponent field is o); x is staged scaled by
 // 2^96, so every product and partial sum is the bf16 GEMV's scaled by 2^(96 - base) exactly, and the
 // warp's sum times 2^(base - 96) is the bf16 GEMV's result bit for bit (unless a product falls
-// below 2^-107, which the probe's check would show). Escapes, two ways (both exact):
+// below 2^-107, which the probe's check would show). Escapes, two ways (both exact; `mode` below):
 //   redone: each lane keeps its 8 pieces' dots apart and adds them in order (solo's order); for
 //     each escape of the row (a warp-uniform loop over the tail) the lane that owns it redoes that
 //     piece with the true weights against x · 2^(96 - base): the same real products;
@@ -431,6 +431,16 @@ int main() {
 #undef LAUNCH
     };
 
+    // Rows of the pool whose result in y1 differs from y0's in any bit.
+    auto rows_differing = [&]() {
+        std::vector<unsigned> a(pool_rows), b(pool_rows);
+        CK(cudaMemcpy(a.data(), y0, pool_rows * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(b.data(), y1, pool_rows * 4, cudaMemcpyDeviceToHost));
+        int diff = 0;
+        for (int i = 0; i < pool_rows; i++) diff += a[i] != b[i];
+        return diff;
+    };
+
     // Bit-exactness: every row of the pool, bf16 GEMV against the packed one (each ring depth).
     gemv<false, 0, 2><<<grid, 256, smem_of(false, 2)>>>(reinterpret_cast<const unsigned char*>(w), nullptr, x, pool_rows, y0);
     for (int dm : {20, 30, 24, 34, 25, 35}) {  // (rows in flight, mode)
@@ -438,11 +448,7 @@ int main() {
         CK(cudaMemset(y1, 0, pool_rows * 4));
         packed_gemv(mode, d, packed, tails, pool_rows, y1, 0);
         CK(cudaDeviceSynchronize());
-        std::vector<unsigned> a(pool_rows), b(pool_rows);
-        CK(cudaMemcpy(a.data(), y0, pool_rows * 4, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(b.data(), y1, pool_rows * 4, cudaMemcpyDeviceToHost));
-        int diff = 0;
-        for (int i = 0; i < pool_rows; i++) diff += a[i] != b[i];
+        const int diff = rows_differing();
         printf("%d rows in flight, mode %d: rows whose packed GEMV result differs from the bf16 GEMV's in any bit: %d of %d\n", d, mode, diff, pool_rows);
     }
 
@@ -487,12 +493,8 @@ int main() {
         gemv<false, 0, 2><<<grid, 256, smem_of(false, 2)>>>(reinterpret_cast<const unsigned char*>(w), nullptr, x, pool_rows, y0);
         packed_gemv(5, 2, packed, tails, pool_rows, y1, 0);
         CK(cudaDeviceSynchronize());
-        std::vector<unsigned> a(pool_rows), b(pool_rows);
-        CK(cudaMemcpy(a.data(), y0, pool_rows * 4, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(b.data(), y1, pool_rows * 4, cudaMemcpyDeviceToHost));
-        int diff = 0;
-        for (int i = 0; i < pool_rows; i++) diff += a[i] != b[i];
-        printf("escapes injected: rows whose result differs from the bf16 GEMV's in any bit: %d of %d\n", diff, pool_rows);
+        const int diff = rows_differing();
+        printf("escapes injected, one path: rows whose result differs from the bf16 GEMV's in any bit: %d of %d\n", diff, pool_rows);
         for (int d : {2, 3})
             for (int mode : {5, 4, 0, 1}) {
                 snprintf(name, sizeof name, "packed, %d in flight a warp, %s", d, names[mode]);
