@@ -198,8 +198,10 @@ __device__ __forceinline__ float redo_piece(const unsigned char* slot, const flo
 }
 // Each block: stage x [2048] f32 (scaled by 2^96 when packed), 8 warps, each D rows in flight.
 // mode (packed): 0 exact, an escape's piece redone; 1 escapes ignored (timing only); 2 no decode
-// (timing only); 4 exact, the escapes injected into the pieces; 5 the same, one code path for every row.
-template <bool PACKED_ROWS, int MODE, int D>
+// (timing only); 4 exact, the escapes injected into the pieces; 5 the same, one code path for every row;
+// 6 exact, an escape's piece decoded again with its escapes put in place.
+// XS: x read from shared memory for every piece instead of held in 64 registers a lane.
+template <bool PACKED_ROWS, int MODE, int D, bool XS = false>
 __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wbase, const unsigned char* __restrict__ tails,
                                             const float* __restrict__ x, int rows, float* __restrict__ y) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -227,12 +229,15 @@ __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wb
     for (int d = 0; d < D; d++) request(first + d * stride, d);
     for (int i = threadIdx.x; i < ROW; i += 256) xs[i] = PACKED_ROWS ? x[i] * pow2(96) : x[i];
     __syncthreads();
-    float4 xa[8], xb[8];
+    float4 xr[16];
 #pragma unroll
-    for (int j = 0; j < 8; j++) {
-        xa[j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8);
-        xb[j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8 + 4);
+    for (int j = 0; j < 8 && !XS; j++) {
+        xr[2 * j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8);
+        xr[2 * j + 1] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8 + 4);
     }
+    // This lane's x for piece j (columns j·256 + lane·8 ..+4 and ..+8).
+    auto xa = [&](int j) { return XS ? *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8) : xr[2 * j]; };
+    auto xb = [&](int j) { return XS ? *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8 + 4) : xr[2 * j + 1]; };
     for (int k0 = 0; first + k0 * stride < rows; k0 += D) {
 #pragma unroll
         for (int d = 0; d < D; d++) {
@@ -243,7 +248,7 @@ __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wb
             float acc = 0.f;
             if (!PACKED_ROWS) {
 #pragma unroll
-                for (int j = 0; j < 8; j++) acc += dot_bf16(*reinterpret_cast<const uint4*>(slot + (j * 32 + lane) * 16), xa[j], xb[j]);
+                for (int j = 0; j < 8; j++) acc += dot_bf16(*reinterpret_cast<const uint4*>(slot + (j * 32 + lane) * 16), xa(j), xb(j));
                 acc = warp_sum(acc);
                 if (lane == 0) y[r] = acc;
             } else {
@@ -285,7 +290,7 @@ __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wb
                             piece(j, la, lb, n);
                             float w[8];
                             unpack_piece(la, lb, n, w);
-                            acc += dot8f(w, xa[j], xb[j]);
+                            acc += dot8f(w, xa(j), xb(j));
                         }
                     } else if (!slow) {
 #pragma unroll
@@ -297,7 +302,7 @@ __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wb
                             const bool here = (esc_col >> 3) == j * 32 + lane;
 #pragma unroll
                             for (int i = 0; i < 8; i++) w[i] = here && (esc_col & 7) == i ? esc_val : w[i];
-                            acc += dot8f(w, xa[j], xb[j]);
+                            acc += dot8f(w, xa(j), xb(j));
                         }
                     } else {
                         const float down = pow2(-base);
@@ -320,14 +325,45 @@ __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wb
                         unsigned la, lb, n;
                         piece(j, la, lb, n);
                         if (MODE == 2) {
-                            p[j] = dot_bf16(make_uint4(la, lb, n, la ^ n), xa[j], xb[j]);
+                            p[j] = dot_bf16(make_uint4(la, lb, n, la ^ n), xa(j), xb(j));
                         } else {
                             float w[8];
                             unpack_piece(la, lb, n, w);
-                            p[j] = dot8f(w, xa[j], xb[j]);
+                            p[j] = dot8f(w, xa(j), xb(j));
                         }
                     }
-                    if (MODE == 0 && (head >> 8)) {  // warp-uniform: this row has escapes
+                    if (MODE == 6 && (head >> 8)) {  // warp-uniform: this row has escapes
+                    __syncwarp();                 // the tail, copied by lanes 0..3, is read by any lane
+                    const int ne = (head >> 8) & 0xff;
+                    const float down = pow2(-(int)(head & 0xff)), up = pow2(head & 0xff);
+                    for (int k = 0; k < ne; k++) {
+                        const int col = tail[1 + k] & 0xffff;
+                        if (((col >> 3) & 31) != lane) continue;
+                        // Piece j decoded again, every escape of it put in place as w · 2^-base (exact
+                        // unless a weight is 2^15 below the window: then redone with the true weights).
+                        const int j = col >> 8;
+                        const unsigned char* c = slot + ((j / 2) * 32 + lane) * 16 + (j % 2) * 8;
+                        float w[8];
+                        unpack_piece(*reinterpret_cast<const unsigned*>(c), *reinterpret_cast<const unsigned*>(c + 4),
+                                     *reinterpret_cast<const unsigned*>(slot + ((4 + j / 4) * 32 + lane) * 16 + (j % 4) * 4), w);
+                        bool exact = true;
+                        for (int k2 = 0; k2 < ne; k2++) {
+                            const unsigned ent = tail[1 + k2];
+                            if (((ent & 0xffff) >> 3) != (unsigned)(col >> 3)) continue;
+                            const float wt = __uint_as_float(ent >> 16 << 16), v = wt * down;
+                            exact &= v * up == wt;
+#pragma unroll
+                            for (int i = 0; i < 8; i++) w[i] = (ent & 7) == (unsigned)i ? v : w[i];
+                        }
+                        const float* xp = xs + (col & ~7);
+                        const float v = exact ? dot8f(w, *reinterpret_cast<const float4*>(xp), *reinterpret_cast<const float4*>(xp + 4))
+                                              : redo_piece(slot, xs, col);
+#pragma unroll
+                        for (int q = 0; q < 8; q++)
+                            if (q == j) p[q] = v;
+                    }
+                }
+                if (MODE == 0 && (head >> 8)) {  // warp-uniform: this row has escapes
                         __syncwarp();                 // the tail, copied by lanes 0..3, is read by any lane
                         const int ne = (head >> 8) & 0xff;
                         for (int k = 0; k < ne; k++) {
@@ -420,14 +456,15 @@ int main() {
     CK(cudaFuncSetAttribute(gemv<true, 1, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));     \
     CK(cudaFuncSetAttribute(gemv<true, 2, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));     \
     CK(cudaFuncSetAttribute(gemv<true, 4, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));     \
-    CK(cudaFuncSetAttribute(gemv<true, 5, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));
+    CK(cudaFuncSetAttribute(gemv<true, 5, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));     \
+    CK(cudaFuncSetAttribute(gemv<true, 6, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));
     PACKED_KERNELS(2)
     PACKED_KERNELS(3)
     auto packed_gemv = [&](int mode, int d, const unsigned char* p, const unsigned char* t, int rows, float* out, cudaStream_t s) {
         const int sm = smem_of(true, d);
 #define LAUNCH(M, D) if (mode == M && d == D) gemv<true, M, D><<<grid, 256, sm, s>>>(p, t, x, rows, out);
-        LAUNCH(0, 2) LAUNCH(1, 2) LAUNCH(2, 2) LAUNCH(4, 2) LAUNCH(5, 2)
-        LAUNCH(0, 3) LAUNCH(1, 3) LAUNCH(2, 3) LAUNCH(4, 3) LAUNCH(5, 3)
+        LAUNCH(0, 2) LAUNCH(1, 2) LAUNCH(2, 2) LAUNCH(4, 2) LAUNCH(5, 2) LAUNCH(6, 2)
+        LAUNCH(0, 3) LAUNCH(1, 3) LAUNCH(2, 3) LAUNCH(4, 3) LAUNCH(5, 3) LAUNCH(6, 3)
 #undef LAUNCH
     };
 
@@ -443,7 +480,7 @@ int main() {
 
     // Bit-exactness: every row of the pool, bf16 GEMV against the packed one (each ring depth).
     gemv<false, 0, 2><<<grid, 256, smem_of(false, 2)>>>(reinterpret_cast<const unsigned char*>(w), nullptr, x, pool_rows, y0);
-    for (int dm : {20, 30, 24, 34, 25, 35}) {  // (rows in flight, mode)
+    for (int dm : {20, 30, 24, 34, 25, 35, 26, 36}) {  // (rows in flight, mode)
         const int d = dm / 10, mode = dm % 10;
         CK(cudaMemset(y1, 0, pool_rows * 4));
         packed_gemv(mode, d, packed, tails, pool_rows, y1, 0);
@@ -454,8 +491,8 @@ int main() {
 
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-    const char* names[6] = {"exact, escaped pieces redone", "escapes ignored (timing only)", "no decode (timing only)", "",
-                            "exact, escapes injected", "exact, injected, one path"};
+    const char* names[7] = {"exact, escaped pieces redone", "escapes ignored (timing only)", "no decode (timing only)", "",
+                            "exact, escapes injected", "exact, injected, one path", "exact, escaped piece decoded again"};
     char name[128];
     for (int rows : {8192, 12352, 124160}) {
         const int regions = pool_rows / rows;  // launch i reads region i % regions (≥ 2 regions, each ≥ 33 MB: cold)
@@ -475,11 +512,45 @@ int main() {
             gemv<false, 0, 2><<<grid, 256, smem_of(false, 2), st>>>(reinterpret_cast<const unsigned char*>(w) + (size_t)(i % regions) * rows * 4096, nullptr, x, same, y0);
         });
         for (int d : {2, 3})
-            for (int mode : {5, 4, 0, 1, 2}) {
+            for (int mode : {6, 5, 4, 0, 1, 2}) {
                 snprintf(name, sizeof name, "packed, %d in flight a warp, %s", d, names[mode]);
                 time_graph(st, name, pmb, [&](int i) { const size_t r0 = (size_t)(i % regions) * rows;
                     packed_gemv(mode, d, packed + r0 * DATA, tails + r0 * TAIL, rows, y1, st); });
             }
+    }
+    {  // x from shared memory instead of registers (the exact forms sit at the register cap)
+        auto set = [&](auto k, int sm) { CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, sm)); };
+        set(gemv<false, 0, 2, true>, smem_of(false, 2));
+        set(gemv<true, 0, 2, true>, smem_of(true, 2));
+        set(gemv<true, 1, 2, true>, smem_of(true, 2));
+        set(gemv<true, 4, 2, true>, smem_of(true, 2));
+        auto launch_xs = [&](int mode, const unsigned char* p, const unsigned char* t, int rows, cudaStream_t s) {
+            if (mode == -1) gemv<false, 0, 2, true><<<grid, 256, smem_of(false, 2), s>>>(p, t, x, rows, y0);
+            if (mode == 0) gemv<true, 0, 2, true><<<grid, 256, smem_of(true, 2), s>>>(p, t, x, rows, y1);
+            if (mode == 1) gemv<true, 1, 2, true><<<grid, 256, smem_of(true, 2), s>>>(p, t, x, rows, y1);
+            if (mode == 4) gemv<true, 4, 2, true><<<grid, 256, smem_of(true, 2), s>>>(p, t, x, rows, y1);
+        };
+        gemv<false, 0, 2><<<grid, 256, smem_of(false, 2)>>>(reinterpret_cast<const unsigned char*>(w), nullptr, x, pool_rows, y0);
+        for (int mode : {0, 4}) {
+            CK(cudaMemset(y1, 0, pool_rows * 4));
+            launch_xs(mode, packed, tails, pool_rows, 0);
+            CK(cudaDeviceSynchronize());
+            printf("x from shared memory, mode %d: rows whose result differs from the bf16 GEMV's in any bit: %d of %d\n", mode,
+                   rows_differing(), pool_rows);
+        }
+        for (int rows : {8192, 12352}) {
+            const int regions = pool_rows / rows;
+            printf("-- %d rows, x from shared memory, 2 rows in flight a warp\n", rows);
+            time_graph(st, "bf16 rows", rows * 4096.0 / 1e6, [&](int i) {
+                launch_xs(-1, reinterpret_cast<const unsigned char*>(w) + (size_t)(i % regions) * rows * 4096, nullptr, rows, st);
+            });
+            for (int mode : {4, 0, 1}) {
+                time_graph(st, names[mode], rows * (double)(DATA + TAIL) / 1e6, [&](int i) {
+                    const size_t r0 = (size_t)(i % regions) * rows;
+                    launch_xs(mode, packed + r0 * DATA, tails + r0 * TAIL, rows, st);
+                });
+            }
+        }
     }
     {  // the same weights without escapes (uniform, as solo's synthetic ones): is it the escapes' work or the code?
         CK(cudaMemset(stats, 0, 64));
@@ -496,7 +567,7 @@ int main() {
         const int diff = rows_differing();
         printf("escapes injected, one path: rows whose result differs from the bf16 GEMV's in any bit: %d of %d\n", diff, pool_rows);
         for (int d : {2, 3})
-            for (int mode : {5, 4, 0, 1}) {
+            for (int mode : {6, 5, 4, 0, 1}) {
                 snprintf(name, sizeof name, "packed, %d in flight a warp, %s", d, names[mode]);
                 time_graph(st, name, rows * (double)(DATA + TAIL) / 1e6, [&](int i) {
                     const size_t r0 = (size_t)(i % regions) * rows;
