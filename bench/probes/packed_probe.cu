@@ -199,7 +199,7 @@ __device__ __forceinline__ float redo_piece(const unsigned char* slot, const flo
 // Each block: stage x [2048] f32 (scaled by 2^96 when packed), 8 warps, each D rows in flight.
 // mode (packed): 0 exact, an escape's piece redone; 1 escapes ignored (timing only); 2 no decode
 // (timing only); 4 exact, the escapes injected into the pieces; 5 the same, one code path for every row;
-// 6 exact, an escape's piece decoded again with its escapes put in place.
+// 6 exact, an escape's piece decoded again with its escapes put in place; 7 the same, after the refill.
 // XS: x read from shared memory for every piece instead of held in 64 registers a lane.
 template <bool PACKED_ROWS, int MODE, int D, bool XS = false>
 __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wbase, const unsigned char* __restrict__ tails,
@@ -246,6 +246,7 @@ __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wb
             wait_groups<D - 1>();
             const unsigned char* slot = ring + d * RB;
             float acc = 0.f;
+            bool refilled = false;  // mode 7 refills the slot before its last fix-ups
             if (!PACKED_ROWS) {
 #pragma unroll
                 for (int j = 0; j < 8; j++) acc += dot_bf16(*reinterpret_cast<const uint4*>(slot + (j * 32 + lane) * 16), xa(j), xb(j));
@@ -320,7 +321,7 @@ __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wb
                     // Each piece's dot kept apart (p[j]; solo adds them to acc in order, so the sum of
                     // the p[j] in order is its sum) so that an escape's piece can be redone alone.
                     float p[8];
-    #pragma unroll
+#pragma unroll
                     for (int j = 0; j < 8; j++) {
                         unsigned la, lb, n;
                         piece(j, la, lb, n);
@@ -332,54 +333,107 @@ __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wb
                             p[j] = dot8f(w, xa(j), xb(j));
                         }
                     }
-                    if (MODE == 6 && (head >> 8)) {  // warp-uniform: this row has escapes
-                    __syncwarp();                 // the tail, copied by lanes 0..3, is read by any lane
-                    const int ne = (head >> 8) & 0xff;
-                    const float down = pow2(-(int)(head & 0xff)), up = pow2(head & 0xff);
-                    for (int k = 0; k < ne; k++) {
-                        const int col = tail[1 + k] & 0xffff;
-                        if (((col >> 3) & 31) != lane) continue;
-                        // Piece j decoded again, every escape of it put in place as w · 2^-base (exact
-                        // unless a weight is 2^15 below the window: then redone with the true weights).
-                        const int j = col >> 8;
-                        const unsigned char* c = slot + ((j / 2) * 32 + lane) * 16 + (j % 2) * 8;
-                        float w[8];
-                        unpack_piece(*reinterpret_cast<const unsigned*>(c), *reinterpret_cast<const unsigned*>(c + 4),
-                                     *reinterpret_cast<const unsigned*>(slot + ((4 + j / 4) * 32 + lane) * 16 + (j % 4) * 4), w);
-                        bool exact = true;
-                        for (int k2 = 0; k2 < ne; k2++) {
-                            const unsigned ent = tail[1 + k2];
-                            if (((ent & 0xffff) >> 3) != (unsigned)(col >> 3)) continue;
+                    // Mode 7: the escapes found and their pieces' words copied to registers, then the
+                    // slot refilled, then the pieces fixed while the refill is in flight.
+                    bool slow = false;
+                    if (MODE == 7 && (head >> 8)) {  // warp-uniform: this row has escapes
+                        __syncwarp();                 // the tail, copied by lanes 0..3, is read by any lane
+                        const int ne = (head >> 8) & 0xff;
+                        int ej = -1, count = 0;       // this lane's escaped piece, its escapes (at most 2 here)
+                        unsigned e1 = 0, e2 = 0, wa = 0, wb = 0, wn = 0;
+                        for (int k = 0; k < ne; k++) {
+                            const unsigned ent = tail[1 + k];
+                            const int col = ent & 0xffff;
+                            if (((col >> 3) & 31) != lane) continue;
+                            if (ej < 0) {
+                                ej = col >> 8;
+                                const unsigned char* c = slot + ((ej / 2) * 32 + lane) * 16 + (ej % 2) * 8;
+                                wa = *reinterpret_cast<const unsigned*>(c);
+                                wb = *reinterpret_cast<const unsigned*>(c + 4);
+                                wn = *reinterpret_cast<const unsigned*>(slot + ((4 + ej / 4) * 32 + lane) * 16 + (ej % 4) * 4);
+                            }
+                            slow |= (col >> 8) != ej || count == 2;
+                            (count == 0 ? e1 : e2) = ent;
+                            count++;
+                        }
+                        const float down = pow2(-(int)(head & 0xff)), up = pow2(head & 0xff);
+                        auto scaled = [&](unsigned ent, bool& exact) {
                             const float wt = __uint_as_float(ent >> 16 << 16), v = wt * down;
                             exact &= v * up == wt;
+                            return v;
+                        };
+                        bool exact = true;
+                        const float v1 = count > 0 ? scaled(e1, exact) : 0.f, v2 = count > 1 ? scaled(e2, exact) : 0.f;
+                        slow = __any_sync(0xffffffffu, slow || !exact);  // then mode 6's path, before the refill
+                        if (!slow) {
+                            asm volatile("" ::"r"(wa), "r"(wb), "r"(wn), "r"(e1), "r"(e2));  // read before the slot is refilled
+                            request(r + D * stride, d);
+                            refilled = true;
+                            if (ej >= 0) {
+                                float w[8];
+                                unpack_piece(wa, wb, wn, w);
 #pragma unroll
-                            for (int i = 0; i < 8; i++) w[i] = (ent & 7) == (unsigned)i ? v : w[i];
+                                for (int i = 0; i < 8; i++) {
+                                    w[i] = (e1 & 7) == (unsigned)i ? v1 : w[i];
+                                    w[i] = count > 1 && (e2 & 7) == (unsigned)i ? v2 : w[i];
+                                }
+                                const float* xp = xs + ej * 256 + lane * 8;
+                                const float v = dot8f(w, *reinterpret_cast<const float4*>(xp), *reinterpret_cast<const float4*>(xp + 4));
+#pragma unroll
+                                for (int q = 0; q < 8; q++)
+                                    if (q == ej) p[q] = v;
+                            }
                         }
-                        const float* xp = xs + (col & ~7);
-                        const float v = exact ? dot8f(w, *reinterpret_cast<const float4*>(xp), *reinterpret_cast<const float4*>(xp + 4))
-                                              : redo_piece(slot, xs, col);
-#pragma unroll
-                        for (int q = 0; q < 8; q++)
-                            if (q == j) p[q] = v;
                     }
-                }
-                if (MODE == 0 && (head >> 8)) {  // warp-uniform: this row has escapes
-                        __syncwarp();                 // the tail, copied by lanes 0..3, is read by any lane
+                    if ((MODE == 6 || slow) && (head >> 8)) {  // warp-uniform: this row has escapes
+                        __syncwarp();  // the tail, copied by lanes 0..3, is read by any lane
+                        const int ne = (head >> 8) & 0xff;
+                        const float down = pow2(-(int)(head & 0xff)), up = pow2(head & 0xff);
+                        for (int k = 0; k < ne; k++) {
+                            const int col = tail[1 + k] & 0xffff;
+                            if (((col >> 3) & 31) != lane) continue;
+                            // Piece j decoded again, every escape of it put in place as w · 2^-base (exact
+                            // unless a weight is 2^15 below the window: then redone with the true weights).
+                            const int j = col >> 8;
+                            const unsigned char* c = slot + ((j / 2) * 32 + lane) * 16 + (j % 2) * 8;
+                            float w[8];
+                            unpack_piece(*reinterpret_cast<const unsigned*>(c), *reinterpret_cast<const unsigned*>(c + 4),
+                                         *reinterpret_cast<const unsigned*>(slot + ((4 + j / 4) * 32 + lane) * 16 + (j % 4) * 4), w);
+                            bool exact = true;
+                            for (int k2 = 0; k2 < ne; k2++) {
+                                const unsigned ent = tail[1 + k2];
+                                if (((ent & 0xffff) >> 3) != (unsigned)(col >> 3)) continue;
+                                const float wt = __uint_as_float(ent >> 16 << 16), v = wt * down;
+                                exact &= v * up == wt;
+#pragma unroll
+                                for (int i = 0; i < 8; i++) w[i] = (ent & 7) == (unsigned)i ? v : w[i];
+                            }
+                            const float* xp = xs + (col & ~7);
+                            const float v = exact ? dot8f(w, *reinterpret_cast<const float4*>(xp), *reinterpret_cast<const float4*>(xp + 4))
+                                                  : redo_piece(slot, xs, col);
+#pragma unroll
+                            for (int q = 0; q < 8; q++)
+                                if (q == j) p[q] = v;
+                        }
+                    }
+                    if (MODE == 0 && (head >> 8)) {  // warp-uniform: this row has escapes
+                        __syncwarp();  // the tail, copied by lanes 0..3, is read by any lane
                         const int ne = (head >> 8) & 0xff;
                         for (int k = 0; k < ne; k++) {
                             const int col = tail[1 + k] & 0xffff;
                             if (((col >> 3) & 31) != lane) continue;
                             const float v = redo_piece(slot, xs, col);
-    #pragma unroll
+#pragma unroll
                             for (int q = 0; q < 8; q++)
                                 if (q == (col >> 8)) p[q] = v;
                         }
                     }
-    #pragma unroll
+#pragma unroll
                     for (int j = 0; j < 8; j++) acc += p[j];
                 }
                 acc = warp_sum(acc);
                 if (lane == 0) y[r] = acc * pow2((int)(head & 0xff) - 96);
+                if (refilled) continue;
             }
             request(r + D * stride, d);
         }
@@ -457,14 +511,15 @@ int main() {
     CK(cudaFuncSetAttribute(gemv<true, 2, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));     \
     CK(cudaFuncSetAttribute(gemv<true, 4, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));     \
     CK(cudaFuncSetAttribute(gemv<true, 5, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));     \
-    CK(cudaFuncSetAttribute(gemv<true, 6, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));
+    CK(cudaFuncSetAttribute(gemv<true, 6, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));     \
+    CK(cudaFuncSetAttribute(gemv<true, 7, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(true, D)));
     PACKED_KERNELS(2)
     PACKED_KERNELS(3)
     auto packed_gemv = [&](int mode, int d, const unsigned char* p, const unsigned char* t, int rows, float* out, cudaStream_t s) {
         const int sm = smem_of(true, d);
 #define LAUNCH(M, D) if (mode == M && d == D) gemv<true, M, D><<<grid, 256, sm, s>>>(p, t, x, rows, out);
-        LAUNCH(0, 2) LAUNCH(1, 2) LAUNCH(2, 2) LAUNCH(4, 2) LAUNCH(5, 2) LAUNCH(6, 2)
-        LAUNCH(0, 3) LAUNCH(1, 3) LAUNCH(2, 3) LAUNCH(4, 3) LAUNCH(5, 3) LAUNCH(6, 3)
+        LAUNCH(0, 2) LAUNCH(1, 2) LAUNCH(2, 2) LAUNCH(4, 2) LAUNCH(5, 2) LAUNCH(6, 2) LAUNCH(7, 2)
+        LAUNCH(0, 3) LAUNCH(1, 3) LAUNCH(2, 3) LAUNCH(4, 3) LAUNCH(5, 3) LAUNCH(6, 3) LAUNCH(7, 3)
 #undef LAUNCH
     };
 
@@ -480,7 +535,7 @@ int main() {
 
     // Bit-exactness: every row of the pool, bf16 GEMV against the packed one (each ring depth).
     gemv<false, 0, 2><<<grid, 256, smem_of(false, 2)>>>(reinterpret_cast<const unsigned char*>(w), nullptr, x, pool_rows, y0);
-    for (int dm : {20, 30, 24, 34, 25, 35, 26, 36}) {  // (rows in flight, mode)
+    for (int dm : {20, 30, 24, 34, 25, 35, 26, 36, 27, 37}) {  // (rows in flight, mode)
         const int d = dm / 10, mode = dm % 10;
         CK(cudaMemset(y1, 0, pool_rows * 4));
         packed_gemv(mode, d, packed, tails, pool_rows, y1, 0);
@@ -491,8 +546,9 @@ int main() {
 
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-    const char* names[7] = {"exact, escaped pieces redone", "escapes ignored (timing only)", "no decode (timing only)", "",
-                            "exact, escapes injected", "exact, injected, one path", "exact, escaped piece decoded again"};
+    const char* names[8] = {"exact, escaped pieces redone", "escapes ignored (timing only)", "no decode (timing only)", "",
+                            "exact, escapes injected", "exact, injected, one path", "exact, escaped piece decoded again",
+                            "exact, decoded again after the refill"};
     char name[128];
     for (int rows : {8192, 12352, 124160}) {
         const int regions = pool_rows / rows;  // launch i reads region i % regions (≥ 2 regions, each ≥ 33 MB: cold)
@@ -512,7 +568,7 @@ int main() {
             gemv<false, 0, 2><<<grid, 256, smem_of(false, 2), st>>>(reinterpret_cast<const unsigned char*>(w) + (size_t)(i % regions) * rows * 4096, nullptr, x, same, y0);
         });
         for (int d : {2, 3})
-            for (int mode : {6, 5, 4, 0, 1, 2}) {
+            for (int mode : {7, 6, 5, 4, 0, 1, 2}) {
                 snprintf(name, sizeof name, "packed, %d in flight a warp, %s", d, names[mode]);
                 time_graph(st, name, pmb, [&](int i) { const size_t r0 = (size_t)(i % regions) * rows;
                     packed_gemv(mode, d, packed + r0 * DATA, tails + r0 * TAIL, rows, y1, st); });
@@ -567,7 +623,7 @@ int main() {
         const int diff = rows_differing();
         printf("escapes injected, one path: rows whose result differs from the bf16 GEMV's in any bit: %d of %d\n", diff, pool_rows);
         for (int d : {2, 3})
-            for (int mode : {6, 5, 4, 0, 1}) {
+            for (int mode : {7, 6, 5, 4, 0, 1}) {
                 snprintf(name, sizeof name, "packed, %d in flight a warp, %s", d, names[mode]);
                 time_graph(st, name, rows * (double)(DATA + TAIL) / 1e6, [&](int i) {
                     const size_t r0 = (size_t)(i % regions) * rows;
