@@ -23,12 +23,11 @@
 // The decoded value is the weight scaled by 2^-base (its exponent field is o); x is staged scaled by
 // 2^96, so every product and partial sum is the bf16 GEMV's scaled by 2^(96 - base) exactly, and the
 // warp's sum times 2^(base - 96) is the bf16 GEMV's result bit for bit (unless a product falls
-// below 2^-107, which the probe's check would show). Escapes, two ways (both exact; `mode` below):
-//   redone: each lane keeps its 8 pieces' dots apart and adds them in order (solo's order); for
-//     each escape of the row (a warp-uniform loop over the tail) the lane that owns it redoes that
-//     piece with the true weights against x · 2^(96 - base): the same real products;
-//   injected: each lane takes its escape's value scaled like the decoded weights (w · 2^-base, an
-//     exact f32, normal or subnormal) from the tail, and its pieces put it in place.
+// below 2^-107, which the probe's check would show). The escapes are handled in several ways
+// (`mode` of `gemv`, all exact): an escape's piece redone with the true weights against
+// x · 2^(96 - base); the escape's value (w · 2^-base, an exact f32, normal or subnormal) injected
+// into the pieces; the escaped piece decoded again with its escapes put in place, before or after
+// the slot's refill. `gemv13` is a form without escapes (5-bit offsets, 13 bits a weight, below).
 // The probe checks every weight decoded whole and every row's result against the bf16 GEMV's bits,
 // then times each form cold (bench/NOTES.md, session 12, has the numbers).
 #include <cstring>
