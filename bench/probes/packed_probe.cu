@@ -27,7 +27,7 @@
 // (`mode` of `gemv`, all exact): an escape's piece redone with the true weights against
 // x · 2^(96 - base); the escape's value (w · 2^-base, an exact f32, normal or subnormal) injected
 // into the pieces; the escaped piece decoded again with its escapes put in place, before or after
-// the slot's refill. `gemv13` is a form without escapes (5-bit offsets, 13 bits a weight, below).
+// the slot's refill. Mode 13 is a form without escapes (5-bit offsets, 13 bits a weight, below).
 // The probe checks every weight decoded whole and every row's result against the bf16 GEMV's bits,
 // then times each form cold (bench/NOTES.md, session 12, has the numbers).
 #include <cstring>
@@ -195,28 +195,128 @@ __device__ __forceinline__ float redo_piece(const unsigned char* slot, const flo
     return dot8f(t, make_float4(xp[0] * down, xp[1] * down, xp[2] * down, xp[3] * down),
                  make_float4(xp[4] * down, xp[5] * down, xp[6] * down, xp[7] * down));
 }
+// ---- The 13-bit form: 5-bit offsets, no escapes --------------------------------------------------
+// Row: the 3,072 bytes above (o's bits 0..3 as there) plus X, 8 bytes a lane at 3072 + 8·lane
+// (byte j: the fifth offset bit, o4, of piece j's weights 0, 2, 4, 6 in bits 0..3 and 1, 3, 5, 7
+// in bits 4..7): 3,328 bytes (81.25 %), 128-byte aligned; the base in its own array (u32 a row).
+// base = (the row's largest exponent) − 31, o = e − base in [1, 31]; a zero is o = 0, m = 0 and
+// decodes to ±0. A nonzero weight 2^30 below the row's largest cannot be stored: the row is
+// counted as unpackable (a matrix with one would stay bf16); none of the probe's rows is.
+#define DATA13 3328
+#define SLOT13 (DATA13 + 16)
+
+// stats: [0] unpackable rows.
+__global__ void __launch_bounds__(256) pack_rows13(const bf16* __restrict__ w, unsigned char* __restrict__ out,
+                                                   unsigned* __restrict__ bases, int rows, int* stats) {
+    __shared__ int emax_s, bad_s;
+    const int lane = threadIdx.x & 31, j = threadIdx.x >> 5;
+    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+        if (threadIdx.x == 0) emax_s = 0, bad_s = 0;
+        __syncthreads();
+        unsigned short bits[8];
+        const unsigned short* src = reinterpret_cast<const unsigned short*>(w) + (size_t)r * ROW + j * 256 + lane * 8;
+        for (int i = 0; i < 8; i++) {
+            bits[i] = src[i];
+            if (bits[i] & 0x7fff) atomicMax(&emax_s, (bits[i] >> 7) & 0xff);
+        }
+        __syncthreads();
+        const int base = max(emax_s - 31, 0);
+        unsigned o[8], s[8], lo[8];
+        for (int i = 0; i < 8; i++) {
+            int oi = 0;
+            if (bits[i] & 0x7fff) {
+                oi = ((bits[i] >> 7) & 0xff) - base;
+                if (oi < 1 || base > 126) atomicAdd(&bad_s, 1), oi = 0;
+            }
+            o[i] = oi;
+            s[i] = bits[i] >> 15;
+            lo[i] = ((oi & 1) << 7) | (oi ? bits[i] & 0x7f : 0);
+        }
+        unsigned la = 0, lb = 0, n = 0, x = 0;
+        for (int b = 0; b < 4; b++) {
+            la |= lo[2 * b] << (8 * b);
+            lb |= lo[2 * b + 1] << (8 * b);
+            const unsigned byte = s[2 * b] << 7 | ((o[2 * ((b + 1) % 4) + 1] >> 1) & 7) << 4 | s[2 * b + 1] << 3 | ((o[2 * b] >> 1) & 7);
+            n |= byte << (8 * b);
+            x |= (o[2 * b] >> 4 & 1) << b | (o[2 * b + 1] >> 4 & 1) << (4 + b);
+        }
+        unsigned char* row = out + (size_t)r * DATA13;
+        unsigned* l8 = reinterpret_cast<unsigned*>(row + ((j / 2) * 32 + lane) * 16 + (j % 2) * 8);
+        l8[0] = la;
+        l8[1] = lb;
+        *reinterpret_cast<unsigned*>(row + ((4 + j / 4) * 32 + lane) * 16 + (j % 4) * 4) = n;
+        row[3072 + lane * 8 + j] = (unsigned char)x;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            bases[r] = (unsigned)base;
+            if (bad_s) atomicAdd(&stats[0], 1);
+        }
+    }
+}
+
+// Piece decode, 13-bit form: 8 weights · 2^-base as f32 (x: the piece's X byte).
+__device__ __forceinline__ void unpack_piece13(unsigned la, unsigned lb, unsigned n, unsigned x, float w[8]) {
+    const unsigned ha = (n & 0x87878787u) | ((x & 0xfu) * 0x01020408u & 0x08080808u);
+    const unsigned hb = (__funnelshift_l(n, n, 4) & 0x87878787u) | ((x >> 4 & 0xfu) * 0x01020408u & 0x08080808u);
+    const unsigned a02 = __byte_perm(la, ha, 0x5140), a46 = __byte_perm(la, ha, 0x7362);
+    const unsigned b13 = __byte_perm(lb, hb, 0x5140), b57 = __byte_perm(lb, hb, 0x7362);
+    w[0] = __uint_as_float(a02 << 16), w[2] = __uint_as_float(a02 & 0xffff0000u);
+    w[4] = __uint_as_float(a46 << 16), w[6] = __uint_as_float(a46 & 0xffff0000u);
+    w[1] = __uint_as_float(b13 << 16), w[3] = __uint_as_float(b13 & 0xffff0000u);
+    w[5] = __uint_as_float(b57 << 16), w[7] = __uint_as_float(b57 & 0xffff0000u);
+}
+
+__device__ __forceinline__ void cp_async_ca(void* smem, const void* gmem, int bytes) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    if (bytes == 8) asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem) : "memory");
+    else asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+
+// Every weight decoded (times 2^base, exact) against the bf16 original: mismatches counted.
+__global__ void unpack_check13(const unsigned char* __restrict__ packed, const unsigned* __restrict__ bases,
+                               const bf16* __restrict__ w, int rows, int* bad) {
+    const int lane = threadIdx.x & 31, j = threadIdx.x >> 5;
+    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+        const unsigned char* row = packed + (size_t)r * DATA13;
+        const unsigned* l8 = reinterpret_cast<const unsigned*>(row + ((j / 2) * 32 + lane) * 16 + (j % 2) * 8);
+        const unsigned n = *reinterpret_cast<const unsigned*>(row + ((4 + j / 4) * 32 + lane) * 16 + (j % 4) * 4);
+        float t[8];
+        unpack_piece13(l8[0], l8[1], n, row[3072 + lane * 8 + j], t);
+        const float up = pow2((int)bases[r]);
+        const unsigned short* src = reinterpret_cast<const unsigned short*>(w) + (size_t)r * ROW + j * 256 + lane * 8;
+        for (int i = 0; i < 8; i++)
+            if ((__float_as_uint(t[i] * up) >> 16) != src[i]) atomicAdd(bad, 1);
+    }
+}
+
 // Each block: stage x [2048] f32 (scaled by 2^96 when packed), 8 warps, each D rows in flight.
 // mode (packed): 0 exact, an escape's piece redone; 1 escapes ignored (timing only); 2 no decode
 // (timing only); 4 exact, the escapes injected into the pieces; 5 the same, one code path for every row;
-// 6 exact, an escape's piece decoded again with its escapes put in place; 7 the same, after the refill.
-// XS: x read from shared memory for every piece instead of held in 64 registers a lane.
+// 6 exact, an escape's piece decoded again with its escapes put in place; 7 the same, after the refill;
+// 13 the 13-bit form (tails: its bases, u32 a row). XS: x read from shared memory for every piece
+// instead of held in 64 registers a lane.
 template <bool PACKED_ROWS, int MODE, int D, bool XS = false>
 __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wbase, const unsigned char* __restrict__ tails,
                                             const float* __restrict__ x, int rows, float* __restrict__ y) {
     extern __shared__ __align__(16) unsigned char smem[];
-    constexpr int RB = PACKED_ROWS ? SLOT : 4096;
+    constexpr int RB = PACKED_ROWS ? (MODE == 13 ? SLOT13 : SLOT) : 4096;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     unsigned char* ring = smem + warp * D * RB;
     float* xs = reinterpret_cast<float*>(smem + WARPS * D * RB);
     const int first = blockIdx.x * WARPS + warp, stride = gridDim.x * WARPS;
     auto request = [&](int r, int d) {
         if (r < rows) {
-            const unsigned char* src = wbase + (size_t)r * (PACKED_ROWS ? DATA : 4096);
+            const unsigned char* src = wbase + (size_t)r * (PACKED_ROWS ? (MODE == 13 ? DATA13 : DATA) : 4096);
             unsigned char* dst = ring + d * RB;
             if (PACKED_ROWS) {
 #pragma unroll
                 for (int q = 0; q < 6; q++) cp_async16(dst + (q * 32 + lane) * 16, src + (q * 32 + lane) * 16);
-                if (lane < 4) cp_async16(dst + DATA + lane * 16, tails + (size_t)r * TAIL + lane * 16);
+                if (MODE == 13) {
+                    cp_async_ca(dst + 3072 + lane * 8, src + 3072 + lane * 8, 8);
+                    if (lane == 0) cp_async_ca(dst + DATA13, tails + (size_t)r * 4, 4);
+                } else if (lane < 4) {
+                    cp_async16(dst + DATA + lane * 16, tails + (size_t)r * TAIL + lane * 16);
+                }
             } else {
 #pragma unroll
                 for (int q = 0; q < 8; q++) cp_async16(dst + (q * 32 + lane) * 16, src + (q * 32 + lane) * 16);
@@ -251,6 +351,18 @@ __global__ void __launch_bounds__(256) gemv(const unsigned char* __restrict__ wb
                 for (int j = 0; j < 8; j++) acc += dot_bf16(*reinterpret_cast<const uint4*>(slot + (j * 32 + lane) * 16), xa(j), xb(j));
                 acc = warp_sum(acc);
                 if (lane == 0) y[r] = acc;
+            } else if (MODE == 13) {
+                const uint2 xw = *reinterpret_cast<const uint2*>(slot + 3072 + lane * 8);
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    const uint2 l = *reinterpret_cast<const uint2*>(slot + ((j / 2) * 32 + lane) * 16 + (j % 2) * 8);
+                    const unsigned n = *reinterpret_cast<const unsigned*>(slot + ((4 + j / 4) * 32 + lane) * 16 + (j % 4) * 4);
+                    float w[8];
+                    unpack_piece13(l.x, l.y, n, ((j < 4 ? xw.x : xw.y) >> (8 * (j % 4))) & 0xff, w);
+                    acc += dot8f(w, xa(j), xb(j));
+                }
+                acc = warp_sum(acc);
+                if (lane == 0) y[r] = acc * pow2((int)*reinterpret_cast<const unsigned*>(slot + DATA13) - 96);
             } else {
                 const unsigned* tail = reinterpret_cast<const unsigned*>(slot + DATA);
                 const unsigned head = __shfl_sync(0xffffffffu, lane == 0 ? tail[0] : 0u, 0);
@@ -456,154 +568,6 @@ __global__ void unpack_check(const unsigned char* __restrict__ packed, const uns
 }
 
 
-// ---- The 13-bit form: 5-bit offsets, no escapes --------------------------------------------------
-// Row: the 3,072 bytes above (o's bits 0..3 as there) plus X, 8 bytes a lane at 3072 + 8·lane
-// (byte j: the fifth offset bit, o4, of piece j's weights 0, 2, 4, 6 in bits 0..3 and 1, 3, 5, 7
-// in bits 4..7): 3,328 bytes (81.25 %), 128-byte aligned; the base in its own array (u32 a row).
-// base = (the row's largest exponent) − 31, o = e − base in [1, 31]; a zero is o = 0, m = 0 and
-// decodes to ±0. A nonzero weight 2^30 below the row's largest cannot be stored: the row is
-// counted as unpackable (a matrix with one would stay bf16); none of the probe's rows is.
-#define DATA13 3328
-#define SLOT13 (DATA13 + 16)
-
-// stats: [0] unpackable rows.
-__global__ void __launch_bounds__(256) pack_rows13(const bf16* __restrict__ w, unsigned char* __restrict__ out,
-                                                   unsigned* __restrict__ bases, int rows, int* stats) {
-    __shared__ int emax_s, bad_s;
-    const int lane = threadIdx.x & 31, j = threadIdx.x >> 5;
-    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
-        if (threadIdx.x == 0) emax_s = 0, bad_s = 0;
-        __syncthreads();
-        unsigned short bits[8];
-        const unsigned short* src = reinterpret_cast<const unsigned short*>(w) + (size_t)r * ROW + j * 256 + lane * 8;
-        for (int i = 0; i < 8; i++) {
-            bits[i] = src[i];
-            if (bits[i] & 0x7fff) atomicMax(&emax_s, (bits[i] >> 7) & 0xff);
-        }
-        __syncthreads();
-        const int base = max(emax_s - 31, 0);
-        unsigned o[8], s[8], lo[8];
-        for (int i = 0; i < 8; i++) {
-            int oi = 0;
-            if (bits[i] & 0x7fff) {
-                oi = ((bits[i] >> 7) & 0xff) - base;
-                if (oi < 1 || base > 126) atomicAdd(&bad_s, 1), oi = 0;
-            }
-            o[i] = oi;
-            s[i] = bits[i] >> 15;
-            lo[i] = ((oi & 1) << 7) | (oi ? bits[i] & 0x7f : 0);
-        }
-        unsigned la = 0, lb = 0, n = 0, x = 0;
-        for (int b = 0; b < 4; b++) {
-            la |= lo[2 * b] << (8 * b);
-            lb |= lo[2 * b + 1] << (8 * b);
-            const unsigned byte = s[2 * b] << 7 | ((o[2 * ((b + 1) % 4) + 1] >> 1) & 7) << 4 | s[2 * b + 1] << 3 | ((o[2 * b] >> 1) & 7);
-            n |= byte << (8 * b);
-            x |= (o[2 * b] >> 4 & 1) << b | (o[2 * b + 1] >> 4 & 1) << (4 + b);
-        }
-        unsigned char* row = out + (size_t)r * DATA13;
-        unsigned* l8 = reinterpret_cast<unsigned*>(row + ((j / 2) * 32 + lane) * 16 + (j % 2) * 8);
-        l8[0] = la;
-        l8[1] = lb;
-        *reinterpret_cast<unsigned*>(row + ((4 + j / 4) * 32 + lane) * 16 + (j % 4) * 4) = n;
-        row[3072 + lane * 8 + j] = (unsigned char)x;
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            bases[r] = (unsigned)base;
-            if (bad_s) atomicAdd(&stats[0], 1);
-        }
-    }
-}
-
-// Piece decode, 13-bit form: 8 weights · 2^-base as f32 (x: the piece's X byte).
-__device__ __forceinline__ void unpack_piece13(unsigned la, unsigned lb, unsigned n, unsigned x, float w[8]) {
-    const unsigned ha = (n & 0x87878787u) | ((x & 0xfu) * 0x01020408u & 0x08080808u);
-    const unsigned hb = (__funnelshift_l(n, n, 4) & 0x87878787u) | ((x >> 4 & 0xfu) * 0x01020408u & 0x08080808u);
-    const unsigned a02 = __byte_perm(la, ha, 0x5140), a46 = __byte_perm(la, ha, 0x7362);
-    const unsigned b13 = __byte_perm(lb, hb, 0x5140), b57 = __byte_perm(lb, hb, 0x7362);
-    w[0] = __uint_as_float(a02 << 16), w[2] = __uint_as_float(a02 & 0xffff0000u);
-    w[4] = __uint_as_float(a46 << 16), w[6] = __uint_as_float(a46 & 0xffff0000u);
-    w[1] = __uint_as_float(b13 << 16), w[3] = __uint_as_float(b13 & 0xffff0000u);
-    w[5] = __uint_as_float(b57 << 16), w[7] = __uint_as_float(b57 & 0xffff0000u);
-}
-
-__device__ __forceinline__ void cp_async_ca(void* smem, const void* gmem, int bytes) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    if (bytes == 8) asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem) : "memory");
-    else asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-
-// Every weight decoded (times 2^base, exact) against the bf16 original: mismatches counted.
-__global__ void unpack_check13(const unsigned char* __restrict__ packed, const unsigned* __restrict__ bases,
-                               const bf16* __restrict__ w, int rows, int* bad) {
-    const int lane = threadIdx.x & 31, j = threadIdx.x >> 5;
-    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
-        const unsigned char* row = packed + (size_t)r * DATA13;
-        const unsigned* l8 = reinterpret_cast<const unsigned*>(row + ((j / 2) * 32 + lane) * 16 + (j % 2) * 8);
-        const unsigned n = *reinterpret_cast<const unsigned*>(row + ((4 + j / 4) * 32 + lane) * 16 + (j % 4) * 4);
-        float t[8];
-        unpack_piece13(l8[0], l8[1], n, row[3072 + lane * 8 + j], t);
-        const float up = pow2((int)bases[r]);
-        const unsigned short* src = reinterpret_cast<const unsigned short*>(w) + (size_t)r * ROW + j * 256 + lane * 8;
-        for (int i = 0; i < 8; i++)
-            if ((__float_as_uint(t[i] * up) >> 16) != src[i]) atomicAdd(bad, 1);
-    }
-}
-
-// The streaming GEMV over 13-bit rows (as gemv<true, 1, D>, nothing to fix: every row is exact).
-template <int D>
-__global__ void __launch_bounds__(256) gemv13(const unsigned char* __restrict__ wbase, const unsigned* __restrict__ bases,
-                                              const float* __restrict__ x, int rows, float* __restrict__ y) {
-    extern __shared__ __align__(16) unsigned char smem[];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    unsigned char* ring = smem + warp * D * SLOT13;
-    float* xs = reinterpret_cast<float*>(smem + WARPS * D * SLOT13);
-    const int first = blockIdx.x * WARPS + warp, stride = gridDim.x * WARPS;
-    auto request = [&](int r, int d) {
-        if (r < rows) {
-            const unsigned char* src = wbase + (size_t)r * DATA13;
-            unsigned char* dst = ring + d * SLOT13;
-#pragma unroll
-            for (int q = 0; q < 6; q++) cp_async16(dst + (q * 32 + lane) * 16, src + (q * 32 + lane) * 16);
-            cp_async_ca(dst + 3072 + lane * 8, src + 3072 + lane * 8, 8);
-            if (lane == 0) cp_async_ca(dst + DATA13, bases + r, 4);
-        }
-        commit();
-    };
-#pragma unroll
-    for (int d = 0; d < D; d++) request(first + d * stride, d);
-    for (int i = threadIdx.x; i < ROW; i += 256) xs[i] = x[i] * pow2(96);
-    __syncthreads();
-    float4 xa[8], xb[8];
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-        xa[j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8);
-        xb[j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8 + 4);
-    }
-    for (int k0 = 0; first + k0 * stride < rows; k0 += D) {
-#pragma unroll
-        for (int d = 0; d < D; d++) {
-            const int r = first + (k0 + d) * stride;
-            if (r >= rows) break;
-            wait_groups<D - 1>();
-            const unsigned char* slot = ring + d * SLOT13;
-            const uint2 xw = *reinterpret_cast<const uint2*>(slot + 3072 + lane * 8);
-            float acc = 0.f;
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                const uint2 l = *reinterpret_cast<const uint2*>(slot + ((j / 2) * 32 + lane) * 16 + (j % 2) * 8);
-                const unsigned n = *reinterpret_cast<const unsigned*>(slot + ((4 + j / 4) * 32 + lane) * 16 + (j % 4) * 4);
-                float w[8];
-                unpack_piece13(l.x, l.y, n, ((j < 4 ? xw.x : xw.y) >> (8 * (j % 4))) & 0xff, w);
-                acc += dot8f(w, xa[j], xb[j]);
-            }
-            acc = warp_sum(acc);
-            if (lane == 0) y[r] = acc * pow2((int)*reinterpret_cast<const unsigned*>(slot + DATA13) - 96);
-            request(r + D * stride, d);
-        }
-    }
-}
-
 int main() {
     int sms;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -728,8 +692,9 @@ int main() {
         CK(cudaMalloc(&p13, (size_t)pool_rows * DATA13));
         CK(cudaMalloc(&b13, (size_t)pool_rows * 4));
         const int sm13 = WARPS * 2 * SLOT13 + ROW * 4, sm13_3 = WARPS * 3 * SLOT13 + ROW * 4;
-        CK(cudaFuncSetAttribute(gemv13<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm13));
-        CK(cudaFuncSetAttribute(gemv13<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm13_3));
+        CK(cudaFuncSetAttribute(gemv<true, 13, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm13));
+        CK(cudaFuncSetAttribute(gemv<true, 13, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm13_3));
+        const unsigned char* b13c = reinterpret_cast<const unsigned char*>(b13);
         for (int laplace : {1, 0}) {
             CK(cudaMemset(stats, 0, 64));
             CK(cudaMemset(bad, 0, 4));
@@ -738,7 +703,7 @@ int main() {
             unpack_check13<<<4096, 256>>>(p13, b13, w, pool_rows, bad);
             gemv<false, 0, 2><<<grid, 256, smem_of(false, 2)>>>(reinterpret_cast<const unsigned char*>(w), nullptr, x, pool_rows, y0);
             CK(cudaMemset(y1, 0, pool_rows * 4));
-            gemv13<2><<<grid, 256, sm13>>>(p13, b13, x, pool_rows, y1);
+            gemv<true, 13, 2><<<grid, 256, sm13>>>(p13, b13c, x, pool_rows, y1);
             CK(cudaDeviceSynchronize());
             int hs[1], hbad;
             CK(cudaMemcpy(hs, stats, 4, cudaMemcpyDeviceToHost));
@@ -753,8 +718,8 @@ int main() {
                 snprintf(name, sizeof name, "13-bit rows, %d in flight a warp", d);
                 time_graph(st, name, rows * (DATA13 + 4.0) / 1e6, [&](int i) {
                     const size_t r0 = (size_t)(i % regions) * rows;
-                    if (d == 2) gemv13<2><<<grid, 256, sm13, st>>>(p13 + r0 * DATA13, b13 + r0, x, rows, y1);
-                    else gemv13<3><<<grid, 256, sm13_3, st>>>(p13 + r0 * DATA13, b13 + r0, x, rows, y1);
+                    if (d == 2) gemv<true, 13, 2><<<grid, 256, sm13, st>>>(p13 + r0 * DATA13, b13c + r0 * 4, x, rows, y1);
+                    else gemv<true, 13, 3><<<grid, 256, sm13_3, st>>>(p13 + r0 * DATA13, b13c + r0 * 4, x, rows, y1);
                 });
             }
         }
