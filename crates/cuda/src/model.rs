@@ -475,10 +475,7 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn fused_decode_step_matches_unfused_forward() {
-        let gpu = Gpu::new().unwrap();
-        let cfg = crate::synthetic::real_config(4);
-        let weights = crate::synthetic::random_weights(&gpu, &cfg).unwrap();
-        let model = CudaModel::from_gpu_weights(gpu, cfg, weights, 256).unwrap();
+        let model = crate::synthetic::random_model(4, 256).unwrap();
         let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
         let mut fused = model.try_new_state().unwrap();
         let first = argmax(&model.prefill(&mut fused, &prompt, Logits::Last).unwrap());
@@ -504,10 +501,7 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn screened_greedy_decode_matches_full_logits() {
-        let gpu = Gpu::new().unwrap();
-        let cfg = crate::synthetic::real_config(4);
-        let weights = crate::synthetic::random_weights(&gpu, &cfg).unwrap();
-        let mut model = CudaModel::from_gpu_weights(gpu, cfg, weights, 256).unwrap();
+        let mut model = crate::synthetic::random_model(4, 256).unwrap();
         let prompt: Vec<u32> = (0..24u32).map(|i| i * 7919 % 200_000).collect();
         let mut full = model.try_new_state().unwrap();
         let first = argmax(&model.prefill(&mut full, &prompt, Logits::Last).unwrap());

@@ -72,6 +72,15 @@ pub fn random_matrix(gpu: &Gpu, rows: usize, cols: usize, seed: u64) -> Result<(
     Ok((w, m.buffers.pop().unwrap()))
 }
 
+/// The real model with `layers` layers and random weights, ready to run with contexts up to
+/// `max_seq` tokens (`solo bench --synthetic`, and the GPU tests of the whole model).
+pub fn random_model(layers: usize, max_seq: usize) -> Result<crate::model::CudaModel> {
+    let gpu = Gpu::new()?;
+    let cfg = real_config(layers);
+    let weights = random_weights(&gpu, &cfg)?;
+    crate::model::CudaModel::from_gpu_weights(gpu, cfg, weights, max_seq)
+}
+
 /// Random full-size weights for `cfg` (which must have the real widths).
 pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig) -> Result<ModelGpu> {
     crate::weights::check_real_widths(cfg)?;

@@ -9,7 +9,6 @@
 //! `--full-lm-head`.
 
 use anyhow::{bail, Context, Result};
-use solo_cuda::{CudaModel, Gpu};
 use solo_model::sampler::{argmax, SplitMix};
 use solo_model::{Backend, Logits};
 use std::path::PathBuf;
@@ -53,10 +52,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (mut model, source) = match (&args.model, args.synthetic) {
         (Some(dir), false) => (solo_cuda::load(dir, max_seq)?, dir.display().to_string()),
         (None, true) => {
-            let gpu = Gpu::new()?;
-            let cfg = solo_cuda::synthetic::real_config(args.layers);
-            let weights = solo_cuda::synthetic::random_weights(&gpu, &cfg)?;
-            (CudaModel::from_gpu_weights(gpu, cfg, weights, max_seq)?, format!("synthetic, {} layers, random weights", args.layers))
+            let model = solo_cuda::synthetic::random_model(args.layers, max_seq)?;
+            (model, format!("synthetic, {} layers, random weights", args.layers))
         }
         _ => bail!("give exactly one of --model DIR or --synthetic"),
     };

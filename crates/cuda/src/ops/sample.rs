@@ -474,12 +474,8 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn decode_sampled_matches_host_sampling() {
-        use crate::model::CudaModel;
         use solo_model::{Backend, Logits};
-        let gpu = Gpu::new().unwrap();
-        let config = crate::synthetic::real_config(4);
-        let weights = crate::synthetic::random_weights(&gpu, &config).unwrap();
-        let model = CudaModel::from_gpu_weights(gpu, config, weights, 64).unwrap();
+        let model = crate::synthetic::random_model(4, 64).unwrap();
         let prompt = [11u32, 4_096, 77_000, 248_000, 5];
         // One prefill, copied for every run: the grouped MoE prefill adds with f32 atomics, so two
         // prefills of the same prompt differ in the last bits, and on a random model such a
