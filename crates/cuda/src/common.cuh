@@ -346,3 +346,14 @@ __device__ __forceinline__ float dot8(uint4 w, const float x[8]) {
     }
     return acc;
 }
+
+// The GPU sampler's parameters (sample_topk.cu; the screened lm_head reads top_k): written by
+// the host (SamplingParamsGpu in sample.rs), read at every launch; 32 bytes.
+struct SamplingParams {
+    float temperature;
+    int top_k;
+    float top_p;
+    int pad;
+    uint64_t seed;
+    uint64_t step;  // draws made so far
+};

@@ -14,11 +14,12 @@
 //! mixer's out_proj / o_proj is the first phase of the MoE block's one kernel). The
 //! token id and the position live on the device, the argmax of the logits is written back as
 //! the next step's token id, so a greedy decode loop never needs the host between steps. The
-//! step ends in one of three ways (`StepEnd`), each its own graph: the full lm_head and its
+//! step ends in one of four ways (`StepEnd`), each its own graph: the full lm_head and its
 //! argmax (`decode`, which returns the logits); the screened lm_head, which finds the same
-//! argmax from an int8 copy without forming the logits (`decode_greedy`, `ops::lm_head`); or the
+//! argmax from an int8 copy without forming the logits (`decode_greedy`, `ops::lm_head`); the
 //! full lm_head and the GPU sampler (`decode_sampled`: temperature, top-k ≤ 64, top-p, seeded on
-//! the device).
+//! the device); or the screened lm_head's exact top-k logits and the GPU sampler (`decode_pick`,
+//! one token at a time: the server's step).
 
 use crate::ops::attention::{attention_decode, attention_mixer, KvCacheGpu};
 use crate::ops::gdn::{gdn_decode, gdn_mixer, GdnStateGpu};
@@ -29,7 +30,7 @@ use crate::ops::{embed::embed, norm, sample, Scratch};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{MixerGpu, ModelGpu};
 use anyhow::{anyhow, bail, ensure, Result};
-use solo_model::sampler::SamplerConfig;
+use solo_model::sampler::{Sampler, SamplerConfig};
 use solo_model::{Backend, Logits, ModelConfig, ModelWeights};
 use std::cell::RefCell;
 
@@ -47,12 +48,12 @@ pub struct CudaModel {
     /// The int8 copy of the lm_head that greedy decoding screens with (`ops::lm_head`), made
     /// on the first screened step (508 MB that `decode` and the sampler never read).
     screen: std::cell::OnceCell<LmHeadScreen>,
-    /// Whether `decode_greedy` uses the screened lm_head (default) or the full one and the
-    /// argmax kernels (`solo bench --full-lm-head`); both choose the same tokens.
-    pub greedy_screen: bool,
+    /// Whether `decode_greedy` and `decode_pick` use the screened lm_head (default) or the full
+    /// one (`solo bench --full-lm-head`); both choose the same tokens.
+    pub screened_lm_head: bool,
     /// Per `StepEnd`, the decode step's graph and the id of the state it was captured for (its
     /// buffers are baked in).
-    graphs: [RefCell<Option<(u64, cudarc::driver::CudaGraph)>>; 3],
+    graphs: [RefCell<Option<(u64, cudarc::driver::CudaGraph)>>; 4],
 }
 
 /// How a decode step ends, after the last layer.
@@ -64,6 +65,8 @@ enum StepEnd {
     Screened,
     /// The full lm_head, then the GPU sampler.
     Sampled,
+    /// The screened lm_head's top-k logits (the rest −∞), then the GPU sampler.
+    ScreenedSampled,
 }
 
 /// The forward pass's own buffers, sized for PREFILL_CHUNK tokens.
@@ -131,7 +134,7 @@ impl CudaModel {
             scratch,
             io,
             screen: Default::default(),
-            greedy_screen: true,
+            screened_lm_head: true,
             graphs: Default::default(),
         })
     }
@@ -205,7 +208,7 @@ impl CudaModel {
             bail!("token id {bad} is out of range: the vocabulary has {vocab} entries");
         }
         let bytes: Vec<u8> = tokens.iter().flat_map(|&t| (t as i32).to_le_bytes()).collect();
-        self.gpu.write(self.io.ids.ptr(), &bytes)
+        self.gpu.write_async(self.io.ids.ptr(), &bytes)
     }
 
     /// One decode step on the device: reads the token id at `io.ids[0]` and writes the next one
@@ -216,7 +219,7 @@ impl CudaModel {
         let mut graph = self.graphs[end as usize].borrow_mut();
         if graph.as_ref().map(|(k, _)| *k) != Some(key) {
             *graph = None;
-            if end == StepEnd::Screened {
+            if matches!(end, StepEnd::Screened | StepEnd::ScreenedSampled) {
                 self.screen()?; // made before the capture: it allocates and launches
             }
             self.gpu.sync()?;
@@ -246,8 +249,12 @@ impl CudaModel {
                 gemv_norm(gpu, h, &w.final_norm, eps, &w.lm_head, logits)?;
                 sample::argmax(gpu, logits, vocab, io.partials.ptr(), io.ids.ptr())?;
             }
-            StepEnd::Sampled => {
-                gemv_norm(gpu, h, &w.final_norm, eps, &w.lm_head, logits)?;
+            StepEnd::Sampled | StepEnd::ScreenedSampled => {
+                if end == StepEnd::Sampled {
+                    gemv_norm(gpu, h, &w.final_norm, eps, &w.lm_head, logits)?;
+                } else {
+                    self.screen()?.top_logits(gpu, h, &w.final_norm, eps, io.sampling.ptr(), logits)?;
+                }
                 let scratch = io.sample_scratch.ptr();
                 sample::sample_recording(gpu, logits, vocab, &io.sampling, scratch, io.ids.ptr(), io.history.ptr(), self.max_seq)?;
             }
@@ -266,10 +273,19 @@ impl CudaModel {
 
     /// How `decode_greedy` ends its steps.
     fn greedy_end(&self) -> StepEnd {
-        if self.greedy_screen {
+        if self.screened_lm_head {
             StepEnd::Screened
         } else {
             StepEnd::Logits
+        }
+    }
+
+    /// How `decode_pick` ends a sampled step.
+    fn sampled_end(&self) -> StepEnd {
+        if self.screened_lm_head {
+            StepEnd::ScreenedSampled
+        } else {
+            StepEnd::Sampled
         }
     }
 
@@ -295,7 +311,7 @@ impl CudaModel {
     /// Greedy decoding of `steps` tokens, entirely on the device (one graph replay per token, one
     /// synchronisation at the end), starting from `first`, or with `None` from the token the
     /// previous step chose. Returns the last chosen token id. For `solo bench`. Each step ends
-    /// with the screened lm_head (`greedy_screen`): the argmax without the logits.
+    /// with the screened lm_head (`screened_lm_head`): the argmax without the logits.
     pub fn decode_greedy(&self, state: &mut CudaState, first: Option<u32>, steps: usize) -> Result<u32> {
         self.check_room(state, steps)?;
         if let Some(first) = first {
@@ -339,6 +355,30 @@ impl CudaModel {
         let got = self.gpu.download_i32(self.io.history.ptr(), 1 + steps)?;
         ensure!(got[0] as usize == steps, "GPU sampler recorded {} ids for {steps} steps", got[0]);
         Ok(got[1..].iter().map(|&t| t as u32).collect())
+    }
+
+    /// One decode step of `token` ending in the GPU sampler at `sampler`'s settings and draw
+    /// number (over the screened top-k logits unless `screened_lm_head` is off), or at
+    /// temperature ≤ 0 in `decode_greedy`'s end (`Backend::decode_and_pick`, the server's and
+    /// `solo run`'s step): the logits stay on the device, the pick comes back as 4 bytes. Fails
+    /// for settings the GPU sampler lacks.
+    pub fn decode_pick(&self, state: &mut CudaState, token: u32, sampler: &mut Sampler) -> Result<u32> {
+        self.check_room(state, 1)?;
+        let end = if sampler.config().temperature > 0.0 {
+            self.io.sampling.write_at(&self.gpu, sampler.config(), sampler.draws())?;
+            self.sampled_end()
+        } else {
+            sample::SamplingParamsGpu::encode(sampler.config())?; // the same checks (NaN)
+            self.greedy_end()
+        };
+        self.upload_ids(&[token])?;
+        self.decode_step_on_device(state, end)?;
+        state.position += 1;
+        let picked = self.gpu.download_i32(self.io.ids.ptr(), 1)?[0] as u32;
+        if sampler.config().temperature > 0.0 {
+            sampler.skip_draw(); // the device drew it
+        }
+        Ok(picked)
     }
 }
 
@@ -407,6 +447,20 @@ impl Backend for CudaModel {
         self.decode_step_on_device(state, StepEnd::Logits)?;
         state.position += 1;
         self.gpu.download_f32(self.io.logits.ptr(), self.config.vocab_size)
+    }
+
+    fn decode_and_pick(&self, state: &mut CudaState, token: u32, sampler: &mut Sampler) -> Option<Result<u32>> {
+        // Settings the GPU sampler lacks (top_k 0 or above 64) are sampled on the host.
+        sample::SamplingParamsGpu::encode(sampler.config()).ok()?;
+        Some(self.decode_pick(state, token, sampler))
+    }
+
+    fn picked_logits(&self) -> Result<Vec<f32>> {
+        // The residual stream of the last step is still in io.h (a screened step formed no
+        // logits): the full lm_head over it, as the step's would be.
+        let (w, io) = (&self.weights, &self.io);
+        gemv_norm(&self.gpu, io.h.ptr(), &w.final_norm, self.config.rms_norm_eps, &w.lm_head, io.logits.ptr())?;
+        self.gpu.download_f32(io.logits.ptr(), self.config.vocab_size)
     }
 }
 
@@ -519,7 +573,7 @@ mod tests {
             eprintln!("screened step: {} candidates", model.last_screen_candidates().unwrap());
         }
         assert_eq!(got, want, "screened greedy tokens differ from the full logits' argmax");
-        model.greedy_screen = false;
+        model.screened_lm_head = false;
         let last = model.decode_greedy(&mut off, Some(first), 16).unwrap();
         assert_eq!(last, want[16], "greedy decode with the full lm_head ends elsewhere");
     }

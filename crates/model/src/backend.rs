@@ -4,7 +4,8 @@
 //! layers, conv windows and fp32 recurrent state for the GDN layers) and its length so far.
 
 use crate::config::ModelConfig;
-use anyhow::Result;
+use crate::sampler::Sampler;
+use anyhow::{bail, Result};
 
 /// Which rows of logits a prefill returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +32,23 @@ pub trait Backend {
 
     /// Appends one token; returns its logits [vocab].
     fn decode(&self, state: &mut Self::State, token: u32) -> Result<Vec<f32>>;
+
+    /// Appends `token` and picks the next token on the backend itself, as
+    /// `sampler.sample(&self.decode(state, token)?)` would (with the same draw of the sampler's
+    /// seeded stream, which advances), without bringing the logits to the host. `None` (the
+    /// default) when the backend cannot pick with the sampler's settings: nothing has changed,
+    /// so the caller uses `decode` and samples on the host.
+    fn decode_and_pick(&self, state: &mut Self::State, token: u32, sampler: &mut Sampler) -> Option<Result<u32>> {
+        let _ = (state, token, sampler);
+        None
+    }
+
+    /// The logits [vocab] the last `decode_and_pick` (of any state) picked from: what `decode`
+    /// would have returned. Only right until the backend runs anything else. For the prefix
+    /// cache, which keeps a state with its logits.
+    fn picked_logits(&self) -> Result<Vec<f32>> {
+        bail!("this backend does not pick tokens itself")
+    }
 
     /// An independent copy of `state` (the server's prefix cache keeps these and resumes
     /// sequences from them). `None` when no copy can be made: the default, for a backend that

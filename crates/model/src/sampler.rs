@@ -16,24 +16,39 @@ pub struct SamplerConfig {
 pub struct Sampler {
     cfg: SamplerConfig,
     rng: SplitMix,
+    /// Uniforms drawn from `rng` so far (one per non-greedy `sample`).
+    draws: u64,
 }
 
 impl Sampler {
     pub fn new(cfg: SamplerConfig) -> Self {
         let rng = SplitMix(cfg.seed);
-        Sampler { cfg, rng }
+        Sampler { cfg, rng, draws: 0 }
+    }
+
+    pub fn config(&self) -> &SamplerConfig {
+        &self.cfg
+    }
+
+    /// Uniforms drawn so far: the next `sample` that draws uses number `draws()` (0-based) of
+    /// the seed's SplitMix stream.
+    pub fn draws(&self) -> u64 {
+        self.draws
+    }
+
+    /// Moves the stream past one draw made elsewhere (a backend that picked the token itself
+    /// with this sampler's settings and draw number, `Backend::decode_and_pick`).
+    pub fn skip_draw(&mut self) {
+        self.rng.next_u64();
+        self.draws += 1;
     }
 
     pub fn sample(&mut self, logits: &[f32]) -> u32 {
         if self.cfg.temperature <= 0.0 {
             return argmax(logits);
         }
-        // Candidates sorted by logit, cut to top-k.
-        let mut order: Vec<usize> = (0..logits.len()).collect();
-        order.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]).then(a.cmp(&b)));
-        if self.cfg.top_k > 0 {
-            order.truncate(self.cfg.top_k);
-        }
+        // Candidates sorted by logit (ties to the lower id), cut to top-k.
+        let order = top_ids(logits, if self.cfg.top_k > 0 { self.cfg.top_k } else { logits.len() });
         let max = logits[order[0]];
         let mut probs: Vec<f32> = order.iter().map(|&i| ((logits[i] - max) / self.cfg.temperature).exp()).collect();
         let total: f32 = probs.iter().sum();
@@ -49,6 +64,7 @@ impl Sampler {
             .map_or(probs.len(), |i| i + 1);
         let kept = &probs[..keep];
         let total: f32 = kept.iter().sum();
+        self.draws += 1;
         let r = self.rng.next_f32() * total;
         let mut acc = 0.0;
         for (i, p) in kept.iter().enumerate() {
@@ -96,20 +112,46 @@ pub fn logprobs(logits: &[f32], token: u32, top: usize) -> (f32, Vec<(u32, f32)>
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
     let log_total = logits.iter().map(|&l| (l as f64 - max).exp()).sum::<f64>().ln() + max;
     let lp = |i: usize| (logits[i] as f64 - log_total) as f32;
-    let mut best: Vec<usize> = Vec::with_capacity(top + 1);
-    if top > 0 {
-        for i in 0..logits.len() {
-            // Keep `best` sorted (highest first); insert only what beats the current last.
-            if best.len() == top && logits[i] <= logits[best[top - 1]] {
-                continue;
-            }
-            let at = best.partition_point(|&j| logits[j] >= logits[i]);
-            best.insert(at, i);
-            best.truncate(top);
-        }
-    }
+    let best = top_ids(logits, top);
     let chosen = logits.get(token as usize).map_or(f32::NEG_INFINITY, |_| lp(token as usize));
     (chosen, best.into_iter().map(|i| (i as u32, lp(i))).collect())
+}
+
+/// The ids of the `k` largest logits, largest first, ties to the lower id (`f32::total_cmp`'s
+/// order). For small `k` one pass keeps a sorted list, so a top-20 of 248K logits costs about
+/// what an argmax does, not a sort of the vocabulary (12 ms).
+pub fn top_ids(logits: &[f32], k: usize) -> Vec<usize> {
+    let better = |a: usize, b: usize| logits[a].total_cmp(&logits[b]).then(b.cmp(&a)).is_gt();
+    let by_rank = |a: &usize, b: &usize| if better(*a, *b) { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater };
+    let n = logits.len();
+    if k == 0 {
+        return Vec::new();
+    }
+    if k > 256 {
+        let mut order: Vec<usize> = (0..n).collect();
+        if k < n {
+            order.select_nth_unstable_by(k - 1, by_rank);
+            order.truncate(k);
+        }
+        order.sort_unstable_by(by_rank);
+        return order;
+    }
+    let mut best: Vec<usize> = Vec::with_capacity(k + 1);
+    // The k-th best logit once there are k: anything below it (a plain float compare, true only
+    // where total_cmp agrees) is out at once.
+    let mut floor = f32::NEG_INFINITY;
+    for (i, &l) in logits.iter().enumerate() {
+        if best.len() == k && (l < floor || !better(i, best[k - 1])) {
+            continue;
+        }
+        let at = best.partition_point(|&j| better(j, i));
+        best.insert(at, i);
+        best.truncate(k);
+        if best.len() == k {
+            floor = logits[best[k - 1]];
+        }
+    }
+    best
 }
 
 /// A small deterministic generator (SplitMix64): the same seed gives the same stream everywhere.
@@ -192,6 +234,40 @@ mod tests {
         let mass: f64 = logits.iter().map(|&l| (l as f64 - z.ln()).exp()).sum();
         assert!((mass - 1.0).abs() < 1e-9);
         assert!(logprobs(&logits, 0, 0).1.is_empty());
+    }
+
+    #[test]
+    fn top_ids_is_the_head_of_a_full_sort() {
+        let mut r = SplitMix(5);
+        // Coarse values (many ties), ±0 and -inf, so the order's tie rules are exercised.
+        let mut v: Vec<f32> = (0..3_000).map(|_| ((r.next_f32() * 40.0).floor() - 20.0) / 4.0).collect();
+        v[17] = -0.0;
+        v[18] = 0.0;
+        v[19] = f32::NEG_INFINITY;
+        let mut sorted: Vec<usize> = (0..v.len()).collect();
+        sorted.sort_by(|&a, &b| v[b].total_cmp(&v[a]).then(a.cmp(&b)));
+        for k in [0, 1, 7, 64, 256, 257, 2_999, 3_000, 3_500] {
+            assert_eq!(top_ids(&v, k), sorted[..k.min(v.len())], "k = {k}");
+        }
+    }
+
+    #[test]
+    fn skipping_a_draw_is_drawing_it() {
+        let logits: Vec<f32> = (0..500).map(|i| ((i * 37) % 101) as f32 / 20.0).collect();
+        let c = SamplerConfig { temperature: 1.0, top_k: 50, top_p: 0.9, seed: 11 };
+        let mut a = Sampler::new(c.clone());
+        let mut b = Sampler::new(c);
+        let picked: Vec<u32> = (0..6).map(|_| a.sample(&logits)).collect();
+        assert_eq!(a.draws(), 6);
+        for _ in 0..3 {
+            b.skip_draw();
+        }
+        assert_eq!(b.draws(), 3);
+        assert_eq!((0..3).map(|_| b.sample(&logits)).collect::<Vec<_>>(), picked[3..]);
+        // Greedy draws nothing.
+        let mut g = sampler(0.0, 20, 0.9, 11);
+        g.sample(&logits);
+        assert_eq!(g.draws(), 0);
     }
 
     #[test]

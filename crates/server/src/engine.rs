@@ -34,6 +34,14 @@ pub struct Sampling {
     pub seed: u64,
 }
 
+impl Sampling {
+    /// Only temperature, top-k and top-p: what a backend can sample without the host
+    /// (`Backend::decode_and_pick`).
+    pub fn is_plain(&self) -> bool {
+        self.min_p <= 0.0 && self.presence_penalty == 0.0 && self.frequency_penalty == 0.0 && self.logit_bias.is_empty()
+    }
+}
+
 /// Tokens written into the output instead of sampled: how `tool_choice` `required` or a named
 /// function is enforced (the call's opening tags, after the reasoning).
 #[derive(Clone, Debug)]

@@ -63,11 +63,17 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
     let mut forcing_armed = job.forced.as_ref().is_some_and(|f| f.after.is_some());
     let mut text = cx.tokenizer.stream_decoder(true);
     let mut stops = StopMatcher::new(job.stop.clone());
-    // Generated tokens that went through `decode` (so are in `state`).
+    // Generated tokens that went through `decode` or `decode_and_pick` (so are in `state`).
     let mut fed: Vec<u32> = Vec::new();
     let mut generated = 0;
     let mut first_token: Option<Instant> = None;
     let mut stopped_by_string = false;
+    // With only temperature, top-k and top-p to apply (and no tokens to force), the backend picks
+    // each next token itself where it can (`decode_and_pick`: the logits stay on the GPU); the
+    // token it picked waits in `picked`, and `logits` is stale (until `picked_logits`).
+    let plain = job.forced.is_none() && job.logprobs.is_none() && job.sampling.is_plain();
+    let mut picked: Option<u32> = None;
+    let mut logits_stale = false;
 
     let finish = loop {
         if job.events.is_closed() {
@@ -79,10 +85,10 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
             metrics.timeouts.fetch_add(1, Relaxed);
             break Finish::Length;
         }
-        let token = match forced.pop_front() {
-            Some(t) => t,
-            None => sample(&mut sampler, &logits, &job.sampling, &seen),
-        };
+        let token = forced
+            .pop_front()
+            .or_else(|| picked.take())
+            .unwrap_or_else(|| sample(&mut sampler, &logits, &job.sampling, &seen));
         let logprob = job.logprobs.map(|top| {
             let (logprob, top) = sampler::logprobs(&logits, token, top);
             TokenLogprob { token, logprob, top }
@@ -113,7 +119,11 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
         if generated >= job.max_tokens {
             break Finish::Length;
         }
-        logits = cx.backend.decode(&mut state, token)?;
+        match plain.then(|| cx.backend.decode_and_pick(&mut state, token, &mut sampler)).flatten() {
+            Some(next) => picked = Some(next?),
+            None => logits = cx.backend.decode(&mut state, token)?,
+        }
+        logits_stale = picked.is_some();
         fed.push(token);
     };
 
@@ -131,6 +141,9 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
         }
     }
     if !fed.is_empty() {
+        if logits_stale {
+            logits = cx.backend.picked_logits()?;
+        }
         let mut tokens = prompt.clone();
         tokens.extend(&fed);
         keep(cx, cache, tokens, &state, &logits);

@@ -6,10 +6,13 @@
 //! after the first (greedy, one CUDA-graph replay per token, no host round trip between steps).
 //! The median round is reported. Greedy steps end with the screened lm_head (`ops::lm_head`: an
 //! int8 copy, then the candidates' bf16 rows; the same tokens as the full one) unless
-//! `--full-lm-head`.
+//! `--full-lm-head`. With `--sampled`, each round goes on decoding the same sequence through the
+//! server's step (`decode_pick`: the GPU sampler at the checkpoint defaults, the token back on
+//! the host every step) and then through host sampling (`decode`: the logits downloaded, the CPU
+//! sampler), each over `decode_steps` tokens.
 
 use anyhow::{bail, Context, Result};
-use solo_model::sampler::{argmax, SplitMix};
+use solo_model::sampler::{argmax, Sampler, SamplerConfig, SplitMix};
 use solo_model::{Backend, Logits};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -24,6 +27,7 @@ pub struct BenchArgs {
     pub json: Option<PathBuf>,
     pub profile: bool,
     pub full_lm_head: bool,
+    pub sampled: bool,
 }
 
 #[derive(serde::Serialize)]
@@ -37,7 +41,13 @@ struct Row {
     rounds_decode_tok_s: Vec<f64>,
     /// bf16 lm_head rows the screen multiplied in the round's last step (0 with --full-lm-head)
     screen_candidates: u32,
+    /// --sampled: the server's step (`decode_pick`), and `decode` + the CPU sampler
+    picked_decode_tok_s: Option<f64>,
+    host_sampled_decode_tok_s: Option<f64>,
 }
+
+/// The sampling the server's step is timed with: the checkpoint's defaults (model-spec).
+const SERVER_SAMPLING: SamplerConfig = SamplerConfig { temperature: 1.0, top_k: 20, top_p: 0.95, seed: 1 };
 
 pub fn bench(args: BenchArgs) -> Result<()> {
     if args.decode_steps < 2 {
@@ -47,7 +57,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         bail!("--rounds and --contexts must not be empty");
     }
     let max_ctx = *args.contexts.iter().max().unwrap();
-    let max_seq = max_ctx + args.decode_steps + 1;
+    let passes = if args.sampled { 3 } else { 1 };
+    let max_seq = max_ctx + passes * args.decode_steps + 1;
     let load_start = Instant::now();
     let (mut model, source) = match (&args.model, args.synthetic) {
         (Some(dir), false) => (solo_cuda::load(dir, max_seq)?, dir.display().to_string()),
@@ -58,7 +69,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         _ => bail!("give exactly one of --model DIR or --synthetic"),
     };
     eprintln!("solo bench: model ready in {:.1} s", load_start.elapsed().as_secs_f64());
-    model.greedy_screen = !args.full_lm_head;
+    model.screened_lm_head = !args.full_lm_head;
     let vocab = model.config.vocab_size;
     let mut state = model.try_new_state()?;
     let mut rows = Vec::new();
@@ -67,6 +78,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         let prompt = synthetic_prompt(ctx, vocab);
         let mut prefill = Vec::new();
         let mut decode = Vec::new();
+        let (mut picked, mut host_sampled) = (Vec::new(), Vec::new());
         let mut screen_candidates = 0;
         for round in 0..=args.rounds {
             model.reset(&mut state)?;
@@ -76,15 +88,32 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             let first = argmax(&logits);
             model.decode_greedy(&mut state, Some(first), 1)?; // first step: not timed (graph capture on round 0)
             let t1 = Instant::now();
-            model.decode_greedy(&mut state, None, args.decode_steps - 1)?;
+            let mut token = model.decode_greedy(&mut state, None, args.decode_steps - 1)?;
             let dt = t1.elapsed().as_secs_f64();
-            if model.greedy_screen {
+            if model.screened_lm_head {
                 screen_candidates = model.last_screen_candidates()?;
             }
             if round > 0 {
                 // round 0 is the warm-up of the same shape
                 prefill.push(ctx as f64 / ttft);
                 decode.push((args.decode_steps - 1) as f64 / dt);
+            }
+            if args.sampled {
+                let steps = args.decode_steps;
+                let mut sampler = Sampler::new(SERVER_SAMPLING);
+                let t = Instant::now();
+                for _ in 0..steps {
+                    token = model.decode_pick(&mut state, token, &mut sampler)?;
+                }
+                let picked_s = t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                for _ in 0..steps {
+                    token = sampler.sample(&model.decode(&mut state, token)?);
+                }
+                if round > 0 {
+                    picked.push(steps as f64 / picked_s);
+                    host_sampled.push(steps as f64 / t.elapsed().as_secs_f64());
+                }
             }
         }
         let row = Row {
@@ -96,6 +125,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             rounds_prefill_tok_s: prefill,
             rounds_decode_tok_s: decode,
             screen_candidates,
+            picked_decode_tok_s: args.sampled.then(|| median(&picked)),
+            host_sampled_decode_tok_s: args.sampled.then(|| median(&host_sampled)),
         };
         eprintln!("  context {ctx}: prefill {:.0} tok/s, decode {:.1} tok/s", row.prefill_tok_s, row.decode_tok_s);
         rows.push(row);
@@ -109,7 +140,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let pdl = model.gpu.pdl_launched();
     println!("kernels launched with programmatic dependent launch: {}", if pdl.is_empty() { "none".to_string() } else { pdl.join(", ") });
     println!("model: {source}; batch 1; {} decode steps; median of {} rounds after 1 warm-up", args.decode_steps, args.rounds);
-    if model.greedy_screen {
+    if model.screened_lm_head {
         let counts: Vec<String> = rows.iter().map(|r| r.screen_candidates.to_string()).collect();
         println!("lm_head: screened (int8 copy, then bf16 rows of the candidates: {} in the last step, by context)", counts.join(", "));
     } else {
@@ -121,6 +152,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             "{:>9} | {:>13.0} | {:>10.1} | {:>12.1} | {:>10.3}",
             r.context, r.prefill_tok_s, r.ttft_ms, r.decode_tok_s, r.decode_ms_per_token
         );
+    }
+    if args.sampled {
+        println!("\nsampled decode (temperature 1, top-k 20, top-p 0.95), one token to the host per step:");
+        println!("{:>9} | {:>27} | {:>32}", "context", "server's step (GPU sampler)", "host sampling (logits download)");
+        for r in &rows {
+            let (p, h) = (r.picked_decode_tok_s.unwrap_or(0.0), r.host_sampled_decode_tok_s.unwrap_or(0.0));
+            println!("{:>9} | {:>21.1} tok/s | {:>26.1} tok/s", r.context, p, h);
+        }
     }
     for (ctx, kernels) in &profiles {
         let total: f32 = kernels.iter().map(|k| k.micros).sum();

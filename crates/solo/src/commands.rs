@@ -110,8 +110,11 @@ fn generate<B: Backend>(
     let mut text = tokenizer.stream_decoder(false);
     let decode_start = Instant::now();
     let mut generated = 0;
+    // The next token when the backend picked it itself (`decode_and_pick`: the GPU sampler);
+    // otherwise it is sampled here from `logits`.
+    let mut picked = None;
     while generated < max_tokens {
-        let token = sampler.sample(&logits);
+        let token = picked.take().unwrap_or_else(|| sampler.sample(&logits));
         generated += 1;
         if stops.contains(&token) {
             break;
@@ -121,7 +124,10 @@ fn generate<B: Backend>(
             out.flush()?;
         }
         if generated < max_tokens {
-            logits = model.decode(&mut state, token)?;
+            match model.decode_and_pick(&mut state, token, &mut sampler) {
+                Some(next) => picked = Some(next?),
+                None => logits = model.decode(&mut state, token)?,
+            }
         }
     }
     writeln!(out, "{}", text.flush()?)?;

@@ -92,10 +92,16 @@ enum Command {
         /// Also print where one decode step's time goes, by kernel group, at each context.
         #[arg(long)]
         profile: bool,
-        /// Greedy decode with the full bf16 lm_head and an argmax over its logits, instead of the
-        /// screened lm_head (an int8 copy, then the candidates' bf16 rows: the same tokens).
+        /// Decode with the full bf16 lm_head (then the argmax, or the GPU sampler with
+        /// --sampled), instead of the screened lm_head (an int8 copy, then the candidates' bf16
+        /// rows: the same tokens).
         #[arg(long)]
         full_lm_head: bool,
+        /// Also time the server's decode step (one `decode_and_pick` per token: the GPU sampler
+        /// at temperature 1, top-k 20, top-p 0.95, the token back on the host) and the host
+        /// sampling it replaces where it can (the logits downloaded, then the CPU sampler).
+        #[arg(long)]
+        sampled: bool,
     },
     /// OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics.
     Serve(serve::ServeArgs),
@@ -121,8 +127,8 @@ fn main() {
         Command::Logits { model, tokens, prefill, backend, out } => {
             commands::logits(&model, &tokens, prefill, backend, out.as_deref())
         }
-        Command::Bench { model, synthetic, layers, contexts, decode_steps, rounds, json, profile, full_lm_head } => {
-            bench::bench(bench::BenchArgs { model, synthetic, layers, contexts, decode_steps, rounds, json, profile, full_lm_head })
+        Command::Bench { model, synthetic, layers, contexts, decode_steps, rounds, json, profile, full_lm_head, sampled } => {
+            bench::bench(bench::BenchArgs { model, synthetic, layers, contexts, decode_steps, rounds, json, profile, full_lm_head, sampled })
         }
         Command::Serve(args) => serve::serve(args),
         Command::Gate(args) => gate::gate(args),

@@ -34,6 +34,14 @@
 // a_j + b_j, and fetches and multiplies the candidates' bf16 rows; its last block (by ticket)
 // writes the token and zeroes the words for the next step.
 //
+// The sampled step's variant (lm_head_rescore_topk) needs the top k logits (k ≤ 64, the sampler's
+// top_k) instead of the maximum. The screen also leaves each block's max_j (a_j − b_j) in
+// block_keys; these are lower bounds of distinct rows' logits, so with T_k the k-th largest of
+// them at least k rows have a logit ≥ T_k, and a row with a_j + b_j < T_k lies below all k: not
+// among the top k, ties included. The rescore writes every other row's exact logit (as above)
+// and −∞ for the rest, so the sampler (sample_topk.cu) over that row finds the top k of the full
+// logits, bit for bit.
+//
 // words (u32 [8], zero at allocation): [0] T as an ordered key, [1] the rescore's ticket,
 // [2] candidates counted this step, [3] the previous step's candidate count, [4..6) the best
 // (exact logit, row) as a u64 key, [6] C2's bits.
@@ -122,12 +130,13 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 }
 
-// The screen: upper[j] = a_j + b_j for every row, and words[0] = max over the grid of
-// a_j − b_j (as an ordered key). h f32 [2048] the residual stream, w1p f32 [2048] the final norm.
+// The screen: upper[j] = a_j + b_j for every row, words[0] = max over the grid of a_j − b_j and
+// block_keys[block] = the max over the block's rows (as ordered keys). h f32 [2048] the residual
+// stream, w1p f32 [2048] the final norm.
 extern "C" __global__ void __launch_bounds__(256)
     lm_head_screen(const signed char* __restrict__ q, const float2* __restrict__ coef, const float* __restrict__ h,
                    const float* __restrict__ w1p, float eps, int rows, float* __restrict__ upper,
-                   unsigned* __restrict__ words) {
+                   unsigned* __restrict__ words, unsigned* __restrict__ block_keys) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
     __shared__ unsigned block_key;
@@ -256,7 +265,63 @@ extern "C" __global__ void __launch_bounds__(256)
     }
     if (lead) atomicMax(&block_key, ordered_key(best));
     __syncthreads();
-    if (threadIdx.x == 0) atomicMax(words, block_key);
+    if (threadIdx.x == 0) {
+        atomicMax(words, block_key);
+        block_keys[blockIdx.x] = block_key;
+    }
+}
+
+// The rescores' shared parts. The lane's x, as GemvStream::run holds it (columns
+// j·256 + lane·8 ..+8), staged by the whole block.
+__device__ __forceinline__ void stage_lane_x(const float* h, const float* w1p, float eps, float* xs, float* red,
+                                             float4 xa[8], float4 xb[8]) {
+    stage_rms_norm(h, w1p, eps, xs, red);
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        xa[j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8);
+        xb[j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8 + 4);
+    }
+}
+
+// Row `row`'s exact logit, gemv_norm_bf16's expression in its order (the whole warp; every lane
+// gets it).
+__device__ __forceinline__ float exact_logit(const bf16* w, int row, const float4 xa[8], const float4 xb[8]) {
+    const int lane = threadIdx.x & 31;
+    uint4 wv[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) wv[j] = load_weights16(w + (size_t)row * HIDDEN + j * 256 + lane * 8);
+    float acc = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; j++) acc += dot_piece(wv[j], xa[j], xb[j]);
+    return warp_sum(acc);
+}
+
+// Each warp's run of rows: a multiple of 32, the grid's warps covering `rows` once.
+__device__ __forceinline__ int rows_per_warp(int rows) {
+    const int warps = gridDim.x * SCREEN_WARPS;
+    return ((rows + warps - 1) / warps + 31) & ~31;
+}
+
+// Adds this lane's candidate count, then: is this block the last one in? Each block publishes
+// its atomics before taking a ticket, so the last one sees every candidate. Every thread calls
+// it; every thread gets the answer.
+__device__ __forceinline__ bool last_block_in(unsigned* words, unsigned found) {
+    if ((threadIdx.x & 31) == 0 && found) atomicAdd(words + 2, found);
+    __threadfence();
+    __syncthreads();
+    __shared__ bool last;
+    if (threadIdx.x == 0) last = atomicAdd(words + 1, 1u) == gridDim.x - 1;
+    __syncthreads();
+    return last;
+}
+
+// The last block's thread 0 ends the step: the candidate count into words[3], the screen's
+// threshold and the tickets zeroed for the next step.
+__device__ __forceinline__ void end_step(unsigned* words) {
+    words[3] = atomicExch(words + 2, 0u);
+    words[0] = 0u;
+    words[1] = 0u;
 }
 
 // The rescore: the exact logit of every row whose upper bound reaches T, their argmax into
@@ -268,19 +333,12 @@ extern "C" __global__ void __launch_bounds__(256)
     __shared__ float red[32];
     pdl_wait();
     pdl_trigger();
-    stage_rms_norm(h, w1p, eps, xs, red);
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    // The lane's x, as GemvStream::run holds it (columns j·256 + lane·8 ..+8).
     float4 xa[8], xb[8];
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-        xa[j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8);
-        xb[j] = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8 + 4);
-    }
+    stage_lane_x(h, w1p, eps, xs, red, xa, xb);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const unsigned t = __ldcg(words);
     unsigned long long* best = reinterpret_cast<unsigned long long*>(words + 4);
-    const int warps = gridDim.x * SCREEN_WARPS;
-    const int per = ((rows + warps - 1) / warps + 31) & ~31;  // rows per warp, a multiple of 32
+    const int per = rows_per_warp(rows);
     const int r0 = (blockIdx.x * SCREEN_WARPS + warp) * per, r1 = min(rows, r0 + per);
     unsigned found = 0;
     for (int base = r0; base < r1; base += 128) {
@@ -297,13 +355,7 @@ extern "C" __global__ void __launch_bounds__(256)
             while (m) {
                 const int row = base + 32 * i + __ffs(m) - 1;
                 m &= m - 1;
-                uint4 wv[8];
-#pragma unroll
-                for (int j = 0; j < 8; j++) wv[j] = load_weights16(w + (size_t)row * HIDDEN + j * 256 + lane * 8);
-                float acc = 0.f;
-#pragma unroll
-                for (int j = 0; j < 8; j++) acc += dot_piece(wv[j], xa[j], xb[j]);
-                acc = warp_sum(acc);
+                const float acc = exact_logit(w, row, xa, xb);
                 if (lane == 0) {
                     // ties: the larger key is the lower row
                     atomicMax(best, ((unsigned long long)ordered_key(acc) << 32) | (0xffffffffu - (unsigned)row));
@@ -312,19 +364,65 @@ extern "C" __global__ void __launch_bounds__(256)
             }
         }
     }
-    if (lane == 0 && found) atomicAdd(words + 2, found);
-    // The last block in sees every candidate: each publishes its atomics before taking a ticket.
-    __threadfence();
-    __syncthreads();
-    __shared__ bool last;
-    if (threadIdx.x == 0) last = atomicAdd(words + 1, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (last && threadIdx.x == 0) {
+    if (last_block_in(words, found) && threadIdx.x == 0) {
         __threadfence();
         const unsigned long long b = atomicExch(best, 0ull);
         *out = b ? (int)(0xffffffffu - (unsigned)b) : 0;  // no candidate only if the logits are NaN
-        words[3] = atomicExch(words + 2, 0u);
-        words[0] = 0u;
-        words[1] = 0u;
+        end_step(words);
+    }
+}
+
+// The sampled step's rescore (see the top): logits f32 [rows] = the exact logit of every row that
+// could be among the top k, −∞ elsewhere; k = params->top_k clamped to 1..64, 1 when greedy (as
+// the sampler takes them). block_keys u32 [nkeys ≤ 512] (the screen's).
+extern "C" __global__ void __launch_bounds__(256)
+    lm_head_rescore_topk(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
+                         float eps, int rows, const float* __restrict__ upper, const unsigned* __restrict__ block_keys,
+                         int nkeys, const SamplingParams* __restrict__ params, unsigned* __restrict__ words,
+                         float* __restrict__ logits) {
+    __shared__ __align__(16) float xs[HIDDEN];
+    __shared__ float red[32];
+    __shared__ unsigned keys[512];
+    __shared__ unsigned t;
+    pdl_wait();
+    pdl_trigger();
+    const bool greedy = !(params->temperature > 0.f);
+    const int k = greedy ? 1 : max(1, min(params->top_k, 64));
+    if (threadIdx.x == 0) t = 0u;  // below every key (every row a candidate) if k > nkeys
+    for (int i = threadIdx.x; i < nkeys; i += blockDim.x) keys[i] = __ldcg(block_keys + i);
+    __syncthreads();
+    // T_k: the key with fewer than k keys above it and at least k at or above it.
+    for (int i = threadIdx.x; i < nkeys; i += blockDim.x) {
+        int above = 0, at_or_above = 0;
+        for (int j = 0; j < nkeys; j++) {
+            above += keys[j] > keys[i];
+            at_or_above += keys[j] >= keys[i];
+        }
+        if (above < k && k <= at_or_above) t = keys[i];  // equal keys write the same value
+    }
+    float4 xa[8], xb[8];
+    stage_lane_x(h, w1p, eps, xs, red, xa, xb);  // its __syncthreads publish t
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int per = rows_per_warp(rows);
+    const int r0 = (blockIdx.x * SCREEN_WARPS + warp) * per, r1 = min(rows, r0 + per);
+    unsigned found = 0;
+    for (int base = r0; base < r1; base += 32) {
+        const int r = base + lane;
+        const bool candidate = r < r1 && ordered_key(__ldcg(upper + r)) >= t;
+        if (r < r1 && !candidate) logits[r] = -INFINITY;
+        unsigned m = __ballot_sync(0xffffffffu, candidate);
+        while (m) {
+            const int row = base + __ffs(m) - 1;
+            m &= m - 1;
+            const float acc = exact_logit(w, row, xa, xb);
+            if (lane == 0) {
+                logits[row] = acc;
+                found++;
+            }
+        }
+    }
+    if (last_block_in(words, found) && threadIdx.x == 0) {
+        __threadfence();
+        end_step(words);
     }
 }

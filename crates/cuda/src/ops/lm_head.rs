@@ -1,8 +1,8 @@
-//! The greedy decode step's lm_head (`lm_head.cu`): the exact argmax of W · RMSNorm(h) from an
+//! The decode step's screened lm_head (`lm_head.cu`): the exact argmax of W · RMSNorm(h) from an
 //! int8 copy of W (508 MB instead of 1,017 MB a step) and the few bf16 rows whose bound reaches
-//! the maximum. The chosen token is the full logits' argmax, bit for bit (the proof is at the
-//! top of `lm_head.cu`); the logits themselves are not formed, so paths that need them (the
-//! host's `decode`, the GPU sampler) keep the full `gemv_norm` lm_head.
+//! the maximum (greedy steps); or, for the GPU sampler, the exact top-k logits (k ≤ 64) with
+//! every other row at −∞. Either is the full lm_head's, bit for bit (the proof is at the top of
+//! `lm_head.cu`); the host's `decode`, which returns all the logits, keeps the full `gemv_norm`.
 
 use crate::kernels::Source;
 use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
@@ -12,7 +12,7 @@ use anyhow::{ensure, Result};
 pub const SOURCE: Source = Source {
     file: "lm_head.cu",
     text: include_str!("lm_head.cu"),
-    functions: &["lm_head_screen_prepare", "lm_head_screen", "lm_head_rescore"],
+    functions: &["lm_head_screen_prepare", "lm_head_screen", "lm_head_rescore", "lm_head_rescore_topk"],
 };
 
 /// The screen's int8 rings (8 warps × 2 requests × 2 rows × 2048 bytes), x as f32, and the
@@ -31,6 +31,13 @@ pub struct LmHeadScreen {
     upper: DevBuf,
     /// u32 [8]: the kernels' counters and keys (`words` in lm_head.cu)
     words: DevBuf,
+    /// u32 [screen blocks]: each screen block's largest lower bound, as an ordered key
+    block_keys: DevBuf,
+}
+
+/// Blocks of the screen and the rescores: two per SM (at most 512: `lm_head_rescore_topk`).
+fn blocks(gpu: &Gpu) -> u32 {
+    2 * gpu.sms
 }
 
 impl LmHeadScreen {
@@ -44,7 +51,9 @@ impl LmHeadScreen {
             coef: gpu.alloc(rows.div_ceil(2) * 16)?,
             upper: gpu.alloc(rows * 4)?,
             words: gpu.alloc(32)?,
+            block_keys: gpu.alloc(blocks(gpu) as usize * 4)?,
         };
+        ensure!(blocks(gpu) <= 512, "lm_head screen: {} blocks (the top-k rescore takes 512)", blocks(gpu));
         gpu.launch(
             "lm_head_screen_prepare",
             (rows.div_ceil(8) as u32, 1, 1),
@@ -62,11 +71,38 @@ impl LmHeadScreen {
         self.rescore(gpu, h, norm, eps, out)
     }
 
-    /// First half of `argmax`: every row's upper bound, and the threshold.
+    /// logits (f32 [rows]) = w · RMSNorm(h; norm) for the rows that could be among the top k,
+    /// −∞ for the rest, k the sampler's top_k in `params` (1 when greedy, as the sampler takes
+    /// it): the GPU sampler then picks from them what it picks from the full logits. Two
+    /// kernels; graph-capturable.
+    pub fn top_logits(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, params: DevPtr, logits: DevPtr) -> Result<()> {
+        self.screen(gpu, h, norm, eps)?;
+        gpu.launch(
+            "lm_head_rescore_topk",
+            (blocks(gpu), 1, 1),
+            256,
+            0,
+            &[
+                Arg::Ptr(self.w.ptr),
+                Arg::Ptr(h),
+                Arg::Ptr(norm.ptr),
+                Arg::F32(eps),
+                Arg::I32(self.w.rows as i32),
+                Arg::Ptr(self.upper.ptr()),
+                Arg::Ptr(self.block_keys.ptr()),
+                Arg::I32(blocks(gpu) as i32),
+                Arg::Ptr(params),
+                Arg::Ptr(self.words.ptr()),
+                Arg::Ptr(logits),
+            ],
+        )
+    }
+
+    /// First half of `argmax` and `top_logits`: every row's upper bound, and the thresholds.
     fn screen(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32) -> Result<()> {
         gpu.launch(
             "lm_head_screen",
-            (2 * gpu.sms, 1, 1),
+            (blocks(gpu), 1, 1),
             256,
             SCREEN_SHARED_BYTES,
             &[
@@ -78,6 +114,7 @@ impl LmHeadScreen {
                 Arg::I32(self.w.rows as i32),
                 Arg::Ptr(self.upper.ptr()),
                 Arg::Ptr(self.words.ptr()),
+                Arg::Ptr(self.block_keys.ptr()),
             ],
         )
     }
@@ -86,7 +123,7 @@ impl LmHeadScreen {
     fn rescore(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, out: DevPtr) -> Result<()> {
         gpu.launch(
             "lm_head_rescore",
-            (2 * gpu.sms, 1, 1),
+            (blocks(gpu), 1, 1),
             256,
             0,
             &[
@@ -102,7 +139,7 @@ impl LmHeadScreen {
         )
     }
 
-    /// How many rows the last `argmax` multiplied exactly (synchronises).
+    /// How many rows the last `argmax` or `top_logits` multiplied exactly (synchronises).
     pub fn last_candidates(&self, gpu: &Gpu) -> Result<u32> {
         Ok(gpu.download_i32(self.words.ptr() + 12, 1)?[0] as u32)
     }
@@ -204,6 +241,56 @@ mod tests {
             }
             if name != "zero" {
                 assert!((candidates as usize) < rows / 100, "{name}: the bound is too loose to screen ({candidates} candidates)");
+            }
+        }
+    }
+
+    /// The screened top-k logits hold the full lm_head's top k, bit for bit, for k = 1, 20, 64
+    /// and greedy parameters (k = 1), over the argmax test's matrix and hidden states: every
+    /// row not at −∞ has its exact logit, and the k best of the masked row are the k best of
+    /// the full one (ids in the sampler's order). The screen keeps few rows.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn screened_top_logits_hold_the_full_top_k() {
+        use solo_model::sampler::{top_ids, SamplerConfig};
+        let gpu = gpu();
+        let rows = 60_000;
+        let wv = hard_matrix(rows, 11);
+        let wbuf = gpu.upload(&bf16_bytes(&wv)).unwrap();
+        let w = Matrix { ptr: wbuf.ptr(), rows, cols: 2048 };
+        let screen = LmHeadScreen::new(gpu, &w).unwrap();
+        let nb = gpu.upload_f32(&vec![1.0; 2048]).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: 2048 };
+        let (full, masked) = (gpu.alloc(rows * 4).unwrap(), gpu.alloc(rows * 4).unwrap());
+        let params = sample::SamplingParamsGpu::new(gpu).unwrap();
+        let src = 1234 % rows;
+        let mut outliers = random(301, 2048, 1.0);
+        outliers[700] = 300.0;
+        let cases = [
+            ("aligned", (0..2048).map(|c| wv[src * 2048 + c] * 40.0).collect::<Vec<f32>>()),
+            ("random", random(201, 2048, 2.0)),
+            ("outliers", outliers),
+            ("zero", vec![0.0; 2048]),
+        ];
+        for (name, h) in &cases {
+            let hb = gpu.upload_f32(h).unwrap();
+            gemv_norm(gpu, hb.ptr(), &norm, 1e-6, &w, full.ptr()).unwrap();
+            let exact = gpu.download_f32(full.ptr(), rows).unwrap();
+            for (temperature, k) in [(1.0, 1), (0.7, 20), (1.0, 64), (0.0, 20)] {
+                params.write(gpu, &SamplerConfig { temperature, top_k: k, top_p: 0.9, seed: 1 }).unwrap();
+                gpu.zero(masked.ptr(), rows * 4).unwrap();
+                screen.top_logits(gpu, hb.ptr(), &norm, 1e-6, params.ptr(), masked.ptr()).unwrap();
+                let got = gpu.download_f32(masked.ptr(), rows).unwrap();
+                let candidates = screen.last_candidates(gpu).unwrap() as usize;
+                let kept: Vec<usize> = (0..rows).filter(|&r| got[r] != f32::NEG_INFINITY).collect();
+                eprintln!("{name}, T {temperature}, top_k {k}: {candidates} candidates of {rows}");
+                assert_eq!(kept.len(), candidates, "{name}: rows kept and candidates counted");
+                assert!(kept.iter().all(|&r| got[r].to_bits() == exact[r].to_bits()), "{name}: a kept row's logit differs");
+                let k = if temperature > 0.0 { k } else { 1 };
+                assert_eq!(top_ids(&got, k), top_ids(&exact, k), "{name}, top_k {k}");
+                if *name != "zero" {
+                    assert!(candidates < rows / 100, "{name}: the bound is too loose ({candidates} candidates)");
+                }
             }
         }
     }

@@ -70,6 +70,15 @@ impl SamplingParamsGpu {
         gpu.write(self.ptr(), &Self::encode(cfg)?)
     }
 
+    /// `write`, with the stream at draw number `draws` instead of 0: where a CPU sampler with
+    /// `cfg` stands after `draws` draws, so the next draw is the one it would make. In stream
+    /// order, without waiting (`Gpu::write_async`).
+    pub fn write_at(&self, gpu: &Gpu, cfg: &SamplerConfig, draws: u64) -> Result<()> {
+        let mut b = Self::encode(cfg)?;
+        b[24..32].copy_from_slice(&draws.to_le_bytes());
+        gpu.write_async(self.ptr(), &b)
+    }
+
     /// The device bytes for `cfg`, or an error for what the GPU sampler cannot do. Temperature
     /// ≤ 0 is greedy (top_k and top_p are then ignored, as on the CPU); otherwise top_k must be
     /// in 1..=64 (the CPU's top_k 0, "no cut", is not supported here).
@@ -470,7 +479,9 @@ mod tests {
     }
 
     /// decode_sampled (the sampled decode graph) on a 4-layer random model picks what a host loop
-    /// of Backend::decode + the CPU sampler picks, including a stream continued over two calls.
+    /// of Backend::decode + the CPU sampler picks, including a stream continued over two calls;
+    /// so does a loop of Backend::decode_and_pick (the server's), which also leaves the logits
+    /// `decode` gives.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn decode_sampled_matches_host_sampling() {
@@ -500,11 +511,40 @@ mod tests {
                 })
                 .collect::<Vec<u32>>()
         };
+        // The server's loop: one `decode_and_pick` a token, the draws counted by the host sampler;
+        // also the logits of the last pick.
+        let run_picks = |c: &SamplerConfig| {
+            let mut s = model.copy_state(&prefilled).unwrap();
+            let mut token = first;
+            let mut sampler = Sampler::new(c.clone());
+            let ids: Vec<u32> = (0..12)
+                .map(|_| {
+                    token = model.decode_and_pick(&mut s, token, &mut sampler).unwrap().unwrap();
+                    token
+                })
+                .collect();
+            assert_eq!(sampler.draws(), if c.temperature > 0.0 { 12 } else { 0 });
+            (ids, model.picked_logits().unwrap())
+        };
+        let last_logits = |ids: &[u32]| {
+            let mut s = model.copy_state(&prefilled).unwrap();
+            let fed = [&[first][..], &ids[..11]].concat();
+            fed.iter().map(|&t| model.decode(&mut s, t).unwrap()).last().unwrap()
+        };
         for c in [cfg(0.0, 0, 1.0, 0), cfg(1.0, 20, 0.95, 3), cfg(2.0, 64, 1.0, 4)] {
             let (device, host) = (run_device(&c), run_host(&c));
             eprintln!("{c:?}: device {device:?}");
             assert_eq!(device, host, "{c:?}");
+            let (picked, logits) = run_picks(&c);
+            assert_eq!(picked, host, "{c:?}: decode_and_pick");
+            let want = last_logits(&host);
+            assert!(logits.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "{c:?}: picked_logits");
         }
+        // What the GPU sampler lacks is declined, the state untouched.
+        let mut s = model.copy_state(&prefilled).unwrap();
+        assert!(model.decode_and_pick(&mut s, first, &mut Sampler::new(cfg(1.0, 0, 0.9, 1))).is_none());
+        assert!(model.decode_and_pick(&mut s, first, &mut Sampler::new(cfg(1.0, 65, 0.9, 1))).is_none());
+        assert_eq!(s.position, prompt.len());
     }
 
     // ---- CPU-only ----

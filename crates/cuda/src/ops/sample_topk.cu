@@ -26,16 +26,6 @@
 #define SORT_N 2048
 #define SAMPLE_THREADS 1024
 
-// Written by the host (SamplingParamsGpu in sample.rs), read at every launch; 32 bytes.
-struct SamplingParams {
-    float temperature;
-    int top_k;
-    float top_p;
-    int pad;
-    uint64_t seed;
-    uint64_t step;  // draws made so far
-};
-
 __device__ __forceinline__ uint64_t sample_key(float v, int i) {
     const uint32_t b = __float_as_uint(v);
     const uint32_t o = (b & 0x80000000u) ? ~b : (b | 0x80000000u);

@@ -1,0 +1,146 @@
+//! The server with a backend that picks tokens itself (`Backend::decode_and_pick`, what the CUDA
+//! backend does with its GPU sampler): plain sampling goes through it and gives the tokens the
+//! host sampler gives; logprobs, penalties and settings the backend declines stay on the host;
+//! a reply that ended in a pick is cached with the logits it was picked from.
+
+mod common;
+
+use anyhow::Result;
+use common::*;
+use serde_json::{json, Value};
+use solo_cpu::CpuModel;
+use solo_model::sampler::Sampler;
+use solo_model::{Backend, Logits, ModelConfig};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+/// The CPU backend, picking "on the backend" as the GPU one does (decode, then the sampler,
+/// both inside `decode_and_pick`), except with top_k 0, which it declines as the GPU sampler
+/// does. Counts its picks and records every decoded token.
+struct Picking {
+    cpu: CpuModel,
+    log: Arc<Log>,
+    last_logits: Mutex<Vec<f32>>,
+}
+
+#[derive(Default)]
+struct Log {
+    picks: AtomicUsize,
+    /// Tokens given to `decode` or `decode_and_pick`, in order.
+    decoded: Mutex<Vec<u32>>,
+}
+
+impl Backend for Picking {
+    type State = <CpuModel as Backend>::State;
+
+    fn config(&self) -> &ModelConfig {
+        self.cpu.config()
+    }
+
+    fn new_state(&self) -> Result<Self::State> {
+        self.cpu.new_state()
+    }
+
+    fn position(&self, state: &Self::State) -> usize {
+        self.cpu.position(state)
+    }
+
+    fn prefill(&self, state: &mut Self::State, tokens: &[u32], logits: Logits) -> Result<Vec<f32>> {
+        self.cpu.prefill(state, tokens, logits)
+    }
+
+    fn decode(&self, state: &mut Self::State, token: u32) -> Result<Vec<f32>> {
+        self.log.decoded.lock().unwrap().push(token);
+        self.cpu.decode(state, token)
+    }
+
+    fn decode_and_pick(&self, state: &mut Self::State, token: u32, sampler: &mut Sampler) -> Option<Result<u32>> {
+        if sampler.config().top_k == 0 && sampler.config().temperature > 0.0 {
+            return None;
+        }
+        self.log.picks.fetch_add(1, Relaxed);
+        Some(self.decode(state, token).map(|logits| {
+            let next = sampler.sample(&logits);
+            *self.last_logits.lock().unwrap() = logits;
+            next
+        }))
+    }
+
+    fn picked_logits(&self) -> Result<Vec<f32>> {
+        Ok(self.last_logits.lock().unwrap().clone())
+    }
+
+    fn snapshot(&self, state: &Self::State) -> Option<Self::State> {
+        self.cpu.snapshot(state)
+    }
+}
+
+fn start_picking() -> (solo_server::Server, Arc<Log>) {
+    let log = Arc::new(Log::default());
+    let shared = log.clone();
+    let server = solo_server::start(config(), move || {
+        Ok(Picking { cpu: solo_cpu::load(&fixture())?, log: shared, last_logits: Mutex::new(Vec::new()) })
+    })
+    .expect("server starts");
+    (server, log)
+}
+
+fn chat(server: &solo_server::Server, sampling: &Value) -> String {
+    let mut body = json!({"messages": user("Tell me a story"), "max_tokens": 8});
+    body.as_object_mut().unwrap().extend(sampling.as_object().unwrap().clone());
+    let r = ok(server, "/v1/chat/completions", &body);
+    let m = &r["choices"][0]["message"];
+    format!("{}|{}", m["reasoning_content"].as_str().unwrap_or(""), m["content"].as_str().unwrap_or(""))
+}
+
+#[test]
+fn plain_sampling_is_picked_on_the_backend_with_the_host_samplers_tokens() {
+    let host = start_cpu(config());
+    let (picking, log) = start_picking();
+    let picks = || log.picks.load(Relaxed);
+    for sampling in [
+        json!({"temperature": 1.0, "top_k": 20, "top_p": 0.95, "seed": 42}),
+        json!({"temperature": 0.7, "top_k": 5, "top_p": 0.5, "seed": 7}),
+        json!({"temperature": 0}),
+    ] {
+        let before = picks();
+        assert_eq!(chat(&picking, &sampling), chat(&host, &sampling), "{sampling}");
+        assert!(picks() > before, "{sampling}: nothing picked on the backend");
+    }
+    // What the backend cannot apply stays on the host, with the same tokens.
+    for sampling in [
+        json!({"temperature": 1.0, "top_k": 20, "seed": 3, "presence_penalty": 0.5}),
+        json!({"temperature": 1.0, "top_k": 20, "seed": 3, "min_p": 0.1}),
+        json!({"temperature": 1.0, "top_k": 20, "seed": 3, "logit_bias": {"100": 5}}),
+        json!({"temperature": 1.0, "top_k": 20, "seed": 3, "logprobs": true}),
+        json!({"temperature": 1.0, "top_k": 0, "seed": 3}),
+    ] {
+        let before = picks();
+        assert_eq!(chat(&picking, &sampling), chat(&host, &sampling), "{sampling}");
+        assert_eq!(picks(), before, "{sampling}: picked on the backend");
+    }
+}
+
+/// A reply that ended in a pick is cached with the logits of that pick: a prompt that is
+/// exactly the prompt and the reply's decoded tokens starts from the cache and chooses what a
+/// cold prefill of it chooses.
+#[test]
+fn a_reply_ended_by_a_pick_is_cached_with_its_logits() {
+    let host = start_cpu(config());
+    let (picking, log) = start_picking();
+    let prompt: Vec<u32> = vec![100, 200, 300, 400, 500];
+    let first = ok(&picking, "/v1/completions", &json!({"prompt": prompt, "max_tokens": 6, "temperature": 0}));
+    assert_eq!(first["usage"]["completion_tokens"], 6, "{first}");
+    let decoded = log.decoded.lock().unwrap().clone();
+    assert_eq!(decoded.len(), 5, "the 6th token is chosen, not decoded");
+    assert_eq!(log.picks.load(Relaxed), 5);
+
+    let mut longer = prompt.clone();
+    longer.extend(&decoded);
+    let body = json!({"prompt": longer, "max_tokens": 3, "temperature": 0});
+    let resumed = ok(&picking, "/v1/completions", &body);
+    assert_eq!(resumed["usage"]["prompt_tokens_details"]["cached_tokens"], longer.len(), "{resumed}");
+    let cold = ok(&host, "/v1/completions", &body);
+    assert_eq!(cold["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    assert_eq!(resumed["choices"][0]["text"], cold["choices"][0]["text"]);
+}
