@@ -208,7 +208,7 @@ impl CudaModel {
             bail!("token id {bad} is out of range: the vocabulary has {vocab} entries");
         }
         let bytes: Vec<u8> = tokens.iter().flat_map(|&t| (t as i32).to_le_bytes()).collect();
-        self.gpu.write_async(self.io.ids.ptr(), &bytes)
+        self.gpu.write(self.io.ids.ptr(), &bytes)
     }
 
     /// One decode step on the device: reads the token id at `io.ids[0]` and writes the next one

@@ -159,16 +159,9 @@ impl Gpu {
 
     /// Copies host bytes to `ptr` on the model's stream and waits for the copy.
     pub fn write(&self, ptr: DevPtr, data: &[u8]) -> Result<()> {
-        self.write_async(ptr, data)?;
+        unsafe { cudarc::driver::result::memcpy_htod_async(ptr, data, self.stream.cu_stream()) }
+            .map_err(|e| anyhow!("upload: {e:?}"))?;
         self.sync()
-    }
-
-    /// `write` without the wait: the copy runs in stream order. The driver stages pageable host
-    /// memory before the call returns (CUDA's "API synchronization behavior"), so `data` may go
-    /// at once. For the few bytes a decode step takes from the host (no idle GPU while the host
-    /// waits for them). Not allowed during graph capture.
-    pub fn write_async(&self, ptr: DevPtr, data: &[u8]) -> Result<()> {
-        unsafe { cudarc::driver::result::memcpy_htod_async(ptr, data, self.stream.cu_stream()) }.map_err(|e| anyhow!("upload: {e:?}"))
     }
 
     /// Copies `bytes` bytes at `ptr` back to the host (synchronises the stream).

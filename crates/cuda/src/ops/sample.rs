@@ -71,12 +71,11 @@ impl SamplingParamsGpu {
     }
 
     /// `write`, with the stream at draw number `draws` instead of 0: where a CPU sampler with
-    /// `cfg` stands after `draws` draws, so the next draw is the one it would make. In stream
-    /// order, without waiting (`Gpu::write_async`).
+    /// `cfg` stands after `draws` draws, so the next draw is the one it would make.
     pub fn write_at(&self, gpu: &Gpu, cfg: &SamplerConfig, draws: u64) -> Result<()> {
         let mut b = Self::encode(cfg)?;
         b[24..32].copy_from_slice(&draws.to_le_bytes());
-        gpu.write_async(self.ptr(), &b)
+        gpu.write(self.ptr(), &b)
     }
 
     /// The device bytes for `cfg`, or an error for what the GPU sampler cannot do. Temperature
