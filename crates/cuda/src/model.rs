@@ -45,8 +45,8 @@ pub struct CudaModel {
     pub max_seq: usize,
     scratch: Scratch,
     io: Io,
-    /// The int8 copy of the lm_head that greedy decoding screens with (`ops::lm_head`), made
-    /// on the first screened step (508 MB that `decode` and the sampler never read).
+    /// The int8 copy of the lm_head that greedy and picked steps screen with (`ops::lm_head`),
+    /// made on the first screened step (508 MB that `decode` and `decode_sampled` never read).
     screen: std::cell::OnceCell<LmHeadScreen>,
     /// Whether `decode_greedy` and `decode_pick` use the screened lm_head (default) or the full
     /// one (`solo bench --full-lm-head`); both choose the same tokens.

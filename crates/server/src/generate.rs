@@ -141,12 +141,14 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
         }
     }
     if !fed.is_empty() {
-        if logits_stale {
-            logits = cx.backend.picked_logits()?;
-        }
         let mut tokens = prompt.clone();
         tokens.extend(&fed);
-        keep(cx, cache, tokens, &state, &logits);
+        match logits_stale.then(|| cx.backend.picked_logits()) {
+            None => keep(cx, cache, tokens, &state, &logits),
+            Some(Ok(picked_from)) => keep(cx, cache, tokens, &state, &picked_from),
+            // The reply is out: a failure here only costs the cache entry.
+            Some(Err(e)) => eprintln!("solo serve: reply not cached, its logits could not be read: {e:#}"),
+        }
     }
     metrics.completion_tokens.fetch_add(generated as u64, Relaxed);
     if let Some(first) = first_token.filter(|_| generated > 1) {

@@ -77,25 +77,9 @@ impl LmHeadScreen {
     /// kernels; graph-capturable.
     pub fn top_logits(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, params: DevPtr, logits: DevPtr) -> Result<()> {
         self.screen(gpu, h, norm, eps)?;
-        gpu.launch(
-            "lm_head_rescore_topk",
-            (blocks(gpu), 1, 1),
-            256,
-            0,
-            &[
-                Arg::Ptr(self.w.ptr),
-                Arg::Ptr(h),
-                Arg::Ptr(norm.ptr),
-                Arg::F32(eps),
-                Arg::I32(self.w.rows as i32),
-                Arg::Ptr(self.upper.ptr()),
-                Arg::Ptr(self.block_keys.ptr()),
-                Arg::I32(blocks(gpu) as i32),
-                Arg::Ptr(params),
-                Arg::Ptr(self.words.ptr()),
-                Arg::Ptr(logits),
-            ],
-        )
+        let keys = [Arg::Ptr(self.block_keys.ptr()), Arg::I32(blocks(gpu) as i32)];
+        let rest = [Arg::Ptr(params), Arg::Ptr(self.words.ptr()), Arg::Ptr(logits)];
+        self.launch_rescore(gpu, "lm_head_rescore_topk", h, norm, eps, &[&keys[..], &rest].concat())
     }
 
     /// First half of `argmax` and `top_logits`: every row's upper bound, and the thresholds.
@@ -121,22 +105,21 @@ impl LmHeadScreen {
 
     /// Second half: the candidates' exact logits and their argmax; leaves the words zeroed.
     fn rescore(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, out: DevPtr) -> Result<()> {
-        gpu.launch(
-            "lm_head_rescore",
-            (blocks(gpu), 1, 1),
-            256,
-            0,
-            &[
-                Arg::Ptr(self.w.ptr),
-                Arg::Ptr(h),
-                Arg::Ptr(norm.ptr),
-                Arg::F32(eps),
-                Arg::I32(self.w.rows as i32),
-                Arg::Ptr(self.upper.ptr()),
-                Arg::Ptr(self.words.ptr()),
-                Arg::Ptr(out),
-            ],
-        )
+        self.launch_rescore(gpu, "lm_head_rescore", h, norm, eps, &[Arg::Ptr(self.words.ptr()), Arg::Ptr(out)])
+    }
+
+    /// A rescore kernel's launch: (w, h, norm, eps, rows, upper), then `rest`.
+    fn launch_rescore(&self, gpu: &Gpu, kernel: &str, h: DevPtr, norm: &Vector, eps: f32, rest: &[Arg]) -> Result<()> {
+        let mut args = vec![
+            Arg::Ptr(self.w.ptr),
+            Arg::Ptr(h),
+            Arg::Ptr(norm.ptr),
+            Arg::F32(eps),
+            Arg::I32(self.w.rows as i32),
+            Arg::Ptr(self.upper.ptr()),
+        ];
+        args.extend_from_slice(rest);
+        gpu.launch(kernel, (blocks(gpu), 1, 1), 256, 0, &args)
     }
 
     /// How many rows the last `argmax` or `top_logits` multiplied exactly (synchronises).
@@ -178,14 +161,17 @@ mod tests {
         round_bf16(&w)
     }
 
-    /// The screened argmax equals the full lm_head's (gemv_norm_bf16 + argmax kernels), for
-    /// hidden states that make row `src` (and its duplicates: ties) the maximum, random ones,
-    /// random ones with a few huge columns, and h = 0 (every logit 0: every row a candidate, row 0 wins). Also checks the bound
-    /// itself: every exact logit at or below its row's upper bound, and T at or below the max.
-    #[test]
-    #[ignore = "needs an NVIDIA GPU"]
-    fn screened_argmax_equals_full_argmax() {
-        let gpu = gpu();
+    /// `hard_matrix` (60,000 rows) on the device, a final norm's weights and the screen.
+    struct HardLmHead {
+        rows: usize,
+        wv: Vec<f32>,
+        w: Matrix,
+        norm: Vector,
+        screen: LmHeadScreen,
+        _buffers: [DevBuf; 2],
+    }
+
+    fn hard_lm_head(gpu: &Gpu) -> HardLmHead {
         let rows = 60_000;
         let wv = hard_matrix(rows, 11);
         let wbuf = gpu.upload(&bf16_bytes(&wv)).unwrap();
@@ -194,6 +180,18 @@ mod tests {
         let norm_w: Vec<f32> = random(5, 2048, 0.3).iter().map(|v| 1.0 + v).collect();
         let nb = gpu.upload_f32(&norm_w).unwrap();
         let norm = Vector { ptr: nb.ptr(), len: 2048 };
+        HardLmHead { rows, wv, w, norm, screen, _buffers: [wbuf, nb] }
+    }
+
+    /// The screened argmax equals the full lm_head's (gemv_norm_bf16 + argmax kernels), for
+    /// hidden states that make row `src` (and its duplicates: ties) the maximum, random ones,
+    /// random ones with a few huge columns, and h = 0 (every logit 0: every row a candidate, row 0 wins). Also checks the bound
+    /// itself: every exact logit at or below its row's upper bound, and T at or below the max.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn screened_argmax_equals_full_argmax() {
+        let gpu = gpu();
+        let HardLmHead { rows, wv, w, norm, screen, _buffers } = hard_lm_head(gpu); // _buffers: w and norm live as long
         let (logits, out, parts) = (gpu.alloc(rows * 4).unwrap(), gpu.alloc(8).unwrap(), gpu.alloc(sample::ARGMAX_PARTS * 8).unwrap());
         let src = 1234 % rows;
         let mut cases: Vec<(String, Vec<f32>)> = Vec::new();
@@ -254,13 +252,7 @@ mod tests {
     fn screened_top_logits_hold_the_full_top_k() {
         use solo_model::sampler::{top_ids, SamplerConfig};
         let gpu = gpu();
-        let rows = 60_000;
-        let wv = hard_matrix(rows, 11);
-        let wbuf = gpu.upload(&bf16_bytes(&wv)).unwrap();
-        let w = Matrix { ptr: wbuf.ptr(), rows, cols: 2048 };
-        let screen = LmHeadScreen::new(gpu, &w).unwrap();
-        let nb = gpu.upload_f32(&vec![1.0; 2048]).unwrap();
-        let norm = Vector { ptr: nb.ptr(), len: 2048 };
+        let HardLmHead { rows, wv, w, norm, screen, _buffers } = hard_lm_head(gpu); // _buffers: w and norm live as long
         let (full, masked) = (gpu.alloc(rows * 4).unwrap(), gpu.alloc(rows * 4).unwrap());
         let params = sample::SamplingParamsGpu::new(gpu).unwrap();
         let src = 1234 % rows;
