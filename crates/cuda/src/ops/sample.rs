@@ -67,7 +67,7 @@ impl SamplingParamsGpu {
     /// Writes `cfg` and restarts the random stream (step 0), so the draws that follow are the
     /// CPU `Sampler::new(cfg)`'s. Synchronous; not allowed during graph capture.
     pub fn write(&self, gpu: &Gpu, cfg: &SamplerConfig) -> Result<()> {
-        gpu.write(self.ptr(), &Self::encode(cfg)?)
+        self.write_at(gpu, cfg, 0)
     }
 
     /// `write`, with the stream at draw number `draws` instead of 0: where a CPU sampler with
