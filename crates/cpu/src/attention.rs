@@ -18,7 +18,13 @@ pub struct KvCache {
 }
 
 /// x: [T, hidden] (already normalised) at positions `start..start+T` → [T, hidden].
-pub fn attention_forward(cfg: &ModelConfig, w: &AttentionWeights, x: &[f32], start: usize, cache: &mut KvCache) -> Vec<f32> {
+pub fn attention_forward(
+    cfg: &ModelConfig,
+    w: &AttentionWeights,
+    x: &[f32],
+    start: usize,
+    cache: &mut KvCache,
+) -> Vec<f32> {
     let (hq, hkv, d) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim);
     let eps = cfg.rms_norm_eps;
 
@@ -87,9 +93,7 @@ struct Rope {
 impl Rope {
     fn new(cfg: &ModelConfig) -> Self {
         let r = cfg.rotary_dim();
-        let inv_freq = (0..r / 2)
-            .map(|i| (1.0 / cfg.rope_theta.powf((2 * i) as f64 / r as f64)) as f32)
-            .collect();
+        let inv_freq = (0..r / 2).map(|i| (1.0 / cfg.rope_theta.powf((2 * i) as f64 / r as f64)) as f32).collect();
         Rope { inv_freq }
     }
 

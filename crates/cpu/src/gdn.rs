@@ -24,10 +24,7 @@ impl GdnState {
     pub fn new(cfg: &ModelConfig) -> Self {
         GdnState {
             conv: vec![0.0; (cfg.linear_conv_kernel_dim - 1) * cfg.gdn_conv_dim()],
-            recurrent: vec![
-                0.0;
-                cfg.linear_num_value_heads * cfg.linear_key_head_dim * cfg.linear_value_head_dim
-            ],
+            recurrent: vec![0.0; cfg.linear_num_value_heads * cfg.linear_key_head_dim * cfg.linear_value_head_dim],
         }
     }
 }
@@ -42,13 +39,7 @@ pub enum DeltaRule {
 }
 
 /// x: [T, hidden] (already normalised) → [T, hidden]. Advances `state` by T tokens.
-pub fn gdn_forward(
-    cfg: &ModelConfig,
-    w: &GdnWeights,
-    x: &[f32],
-    state: &mut GdnState,
-    rule: DeltaRule,
-) -> Vec<f32> {
+pub fn gdn_forward(cfg: &ModelConfig, w: &GdnWeights, x: &[f32], state: &mut GdnState, rule: DeltaRule) -> Vec<f32> {
     let (hk, hv) = (cfg.linear_num_key_heads, cfg.linear_num_value_heads);
     let (dk, dv) = (cfg.linear_key_head_dim, cfg.linear_value_head_dim);
     let conv_dim = cfg.gdn_conv_dim();
@@ -64,11 +55,8 @@ pub fn gdn_forward(
     // Per-token gates, f32: beta = σ(b), g = −exp(A_log) · softplus(a + dt_bias) ≤ 0.
     let (a_log, dt_bias) = (w.a_log.to_f32(), w.dt_bias.to_f32());
     let beta: Vec<f32> = b.iter().map(|&v| sigmoid(v)).collect();
-    let g: Vec<f32> = a
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| -a_log[i % hv].exp() * softplus(v + dt_bias[i % hv]))
-        .collect();
+    let g: Vec<f32> =
+        a.iter().enumerate().map(|(i, &v)| -a_log[i % hv].exp() * softplus(v + dt_bias[i % hv])).collect();
 
     // Split the conv output into per-head rows; q, k are l2-normalised and q is scaled by 1/√dk.
     let key_dim = hk * dk;
@@ -94,7 +82,8 @@ pub fn gdn_forward(
             let v = head_rows(2 * key_dim, dv, h);
             let g_h: Vec<f32> = (0..t_len).map(|t| g[t * hv + h]).collect();
             let beta_h: Vec<f32> = (0..t_len).map(|t| beta[t * hv + h]).collect();
-            let heads = HeadInputs { q: &q_heads[h / group], k: &k_heads[h / group], v: &v, g: &g_h, beta: &beta_h, dk, dv };
+            let heads =
+                HeadInputs { q: &q_heads[h / group], k: &k_heads[h / group], v: &v, g: &g_h, beta: &beta_h, dk, dv };
             match rule {
                 DeltaRule::Recurrent => delta_rule_recurrent(&heads, s),
                 DeltaRule::Chunked => delta_rule_chunked(&heads, s),

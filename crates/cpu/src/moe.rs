@@ -14,9 +14,8 @@ pub fn moe_forward(cfg: &ModelConfig, w: &MoeWeights, x: &[f32]) -> Vec<f32> {
     // Run each expert once over the tokens routed to it.
     let mut out = vec![0.0f32; x.len()];
     for (e, expert) in w.experts.iter().enumerate() {
-        let picked: Vec<(usize, f32)> = (0..t_len)
-            .flat_map(|t| routes[t].iter().filter(|r| r.0 == e).map(move |r| (t, r.1)))
-            .collect();
+        let picked: Vec<(usize, f32)> =
+            (0..t_len).flat_map(|t| routes[t].iter().filter(|r| r.0 == e).map(move |r| (t, r.1))).collect();
         if picked.is_empty() {
             continue;
         }

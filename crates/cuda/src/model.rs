@@ -23,9 +23,9 @@
 
 use crate::ops::attention::{attention_decode, attention_mixer, KvCacheGpu};
 use crate::ops::gdn::{gdn_decode, gdn_mixer, GdnStateGpu};
-use crate::ops::moe::{moe_block, moe_decode, MixerOut};
 use crate::ops::linear::{gemv_norm, linear};
 use crate::ops::lm_head::LmHeadScreen;
+use crate::ops::moe::{moe_block, moe_decode, MixerOut};
 use crate::ops::{embed::embed, norm, sample, Scratch};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{MixerGpu, ModelGpu};
@@ -197,7 +197,11 @@ impl CudaModel {
 
     fn check_room(&self, state: &CudaState, t: usize) -> Result<()> {
         if state.position + t > self.max_seq {
-            bail!("sequence of {} tokens exceeds the KV cache of {} tokens (--max-seq)", state.position + t, self.max_seq);
+            bail!(
+                "sequence of {} tokens exceeds the KV cache of {} tokens (--max-seq)",
+                state.position + t,
+                self.max_seq
+            );
         }
         Ok(())
     }
@@ -229,7 +233,9 @@ impl CudaModel {
                 .map_err(|e| anyhow!("begin graph capture: {e:?}"))?;
             let captured = self.decode_kernels(state, end);
             let g = stream
-                .end_capture(cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+                .end_capture(
+                    cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+                )
                 .map_err(|e| anyhow!("end graph capture: {e:?}"))?;
             captured?;
             let g = g.ok_or_else(|| anyhow!("graph capture produced no graph"))?;
@@ -241,7 +247,8 @@ impl CudaModel {
     /// The kernels of one decode step (what the graph holds).
     fn decode_kernels(&self, state: &CudaState, end: StepEnd) -> Result<()> {
         self.decode_forward(state)?;
-        let (gpu, w, io, vocab, eps) = (&self.gpu, &self.weights, &self.io, self.config.vocab_size, self.config.rms_norm_eps);
+        let (gpu, w, io, vocab, eps) =
+            (&self.gpu, &self.weights, &self.io, self.config.vocab_size, self.config.rms_norm_eps);
         let (h, logits) = (io.h.ptr(), io.logits.ptr());
         match end {
             StepEnd::Screened => self.screen()?.argmax(gpu, h, &w.final_norm, eps, io.ids.ptr())?,
@@ -256,7 +263,16 @@ impl CudaModel {
                     self.screen()?.top_logits(gpu, h, &w.final_norm, eps, io.sampling.ptr(), logits)?;
                 }
                 let scratch = io.sample_scratch.ptr();
-                sample::sample_recording(gpu, logits, vocab, &io.sampling, scratch, io.ids.ptr(), io.history.ptr(), self.max_seq)?;
+                sample::sample_recording(
+                    gpu,
+                    logits,
+                    vocab,
+                    &io.sampling,
+                    scratch,
+                    io.ids.ptr(),
+                    io.history.ptr(),
+                    self.max_seq,
+                )?;
             }
         }
         sample::advance_position(gpu, state.pos.ptr(), 1)
@@ -473,7 +489,9 @@ impl CudaModel {
             .iter()
             .map(|l| match l.mixer {
                 MixerGpu::GatedDeltaNet(_) => Ok(LayerStateGpu::GatedDeltaNet(GdnStateGpu::new(&self.gpu)?)),
-                MixerGpu::FullAttention(_) => Ok(LayerStateGpu::FullAttention(KvCacheGpu::new(&self.gpu, self.max_seq)?)),
+                MixerGpu::FullAttention(_) => {
+                    Ok(LayerStateGpu::FullAttention(KvCacheGpu::new(&self.gpu, self.max_seq)?))
+                }
             })
             .collect::<Result<Vec<_>>>()?;
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -487,7 +505,9 @@ impl CudaModel {
         for (dst, src) in copy.layers.iter().zip(&state.layers) {
             match (dst, src) {
                 (LayerStateGpu::GatedDeltaNet(d), LayerStateGpu::GatedDeltaNet(s)) => d.copy_from(&self.gpu, s)?,
-                (LayerStateGpu::FullAttention(d), LayerStateGpu::FullAttention(s)) => d.copy_from(&self.gpu, s, state.position)?,
+                (LayerStateGpu::FullAttention(d), LayerStateGpu::FullAttention(s)) => {
+                    d.copy_from(&self.gpu, s, state.position)?
+                }
                 _ => bail!("state layers disagree"),
             }
         }

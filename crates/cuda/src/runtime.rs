@@ -114,7 +114,8 @@ impl Gpu {
         }
         let blas = CudaBlas::new(stream.clone()).map_err(|e| anyhow!("cannot start cuBLAS: {e:?}"))?;
         let pdl = std::env::var("SOLO_PDL").is_ok_and(|v| v == "1");
-        let pdl_kernels = std::env::var("SOLO_PDL_KERNELS").map(|v| v.split(',').map(str::to_string).collect()).unwrap_or_default();
+        let pdl_kernels =
+            std::env::var("SOLO_PDL_KERNELS").map(|v| v.split(',').map(str::to_string).collect()).unwrap_or_default();
         let sms = ctx
             .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(|e| anyhow!("{e:?}"))? as u32;
@@ -205,11 +206,26 @@ impl Gpu {
     /// `launch` with PDL whatever `SOLO_PDL` says: for a kernel whose blocks request what the
     /// kernel before does not write (weights, state, old cache rows) before `pdl_wait()` and fit
     /// beside that kernel (`moe_decode_block`, `gdn_decode_step`, `attn_decode`).
-    pub fn launch_early(&self, name: &str, grid: (u32, u32, u32), block: u32, shared_bytes: u32, args: &[Arg]) -> Result<()> {
+    pub fn launch_early(
+        &self,
+        name: &str,
+        grid: (u32, u32, u32),
+        block: u32,
+        shared_bytes: u32,
+        args: &[Arg],
+    ) -> Result<()> {
         self.launch_with(name, grid, block, shared_bytes, args, true)
     }
 
-    fn launch_with(&self, name: &str, grid: (u32, u32, u32), block: u32, shared_bytes: u32, args: &[Arg], pdl_on: bool) -> Result<()> {
+    fn launch_with(
+        &self,
+        name: &str,
+        grid: (u32, u32, u32),
+        block: u32,
+        shared_bytes: u32,
+        args: &[Arg],
+        pdl_on: bool,
+    ) -> Result<()> {
         let (&name, func) = self.functions.get_key_value(name).with_context(|| format!("no kernel named `{name}`"))?;
         if shared_bytes > 48 * 1024 {
             let mut limits = self.shared_limits.lock().unwrap_or_else(|e| e.into_inner());
@@ -261,11 +277,16 @@ impl Gpu {
             .map_err(|e| anyhow!("launching {name}: {e:?}"))?;
         let mut recorder = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(events) = recorder.as_mut() {
-            let event = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| anyhow!("CUDA event: {e:?}"))?;
+            let event = self
+                .stream
+                .record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(|e| anyhow!("CUDA event: {e:?}"))?;
             // The integer arguments (row counts, widths) tell apart launches of one kernel on
             // different matrices.
-            let ints: Vec<String> = args.iter().filter_map(|a| if let Arg::I32(v) = a { Some(v.to_string()) } else { None }).collect();
-            events.push((format!("{name} <<<{}×{}×{}, {block}>>> ({})", grid.0, grid.1, grid.2, ints.join(", ")), event));
+            let ints: Vec<String> =
+                args.iter().filter_map(|a| if let Arg::I32(v) = a { Some(v.to_string()) } else { None }).collect();
+            events
+                .push((format!("{name} <<<{}×{}×{}, {block}>>> ({})", grid.0, grid.1, grid.2, ints.join(", ")), event));
         }
         Ok(())
     }
@@ -324,16 +345,18 @@ pub fn compile(source: &kernels::Source) -> Result<String> {
 /// goes to `<cache>/<file>.log`.
 fn compile_cached(source: &kernels::Source) -> Result<String> {
     let dir = cache_dir();
-    let path = dir.as_ref().map(|d| d.join(format!("{}-{:016x}.ptx", source.file.trim_end_matches(".cu"), source.hash())));
+    let path =
+        dir.as_ref().map(|d| d.join(format!("{}-{:016x}.ptx", source.file.trim_end_matches(".cu"), source.hash())));
     if let Some(ptx) = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
         return Ok(ptx);
     }
     let ptx = compile(source).map_err(|e| {
         let log = format!("{e:#}");
         let first = log.lines().find(|l| l.contains("error")).unwrap_or("see the log").trim().to_string();
-        let saved = dir.as_ref().map(|d| d.join(format!("{}.log", source.file))).filter(|p| {
-            std::fs::create_dir_all(p.parent().unwrap()).and_then(|_| std::fs::write(p, &log)).is_ok()
-        });
+        let saved = dir
+            .as_ref()
+            .map(|d| d.join(format!("{}.log", source.file)))
+            .filter(|p| std::fs::create_dir_all(p.parent().unwrap()).and_then(|_| std::fs::write(p, &log)).is_ok());
         match saved {
             Some(p) => anyhow!("kernel file {} does not compile: {first} (full log: {})", source.file, p.display()),
             None => anyhow!("kernel file {} does not compile: {first}", source.file),

@@ -14,7 +14,8 @@ fn main() {
         .lines()
         .filter_map(|l| {
             let v: serde_json::Value = serde_json::from_str(&l.unwrap()).unwrap();
-            let first = v["spans"].as_array().and_then(|s| s.first()).map_or("benign", |s| s["type"].as_str().unwrap_or(""));
+            let first =
+                v["spans"].as_array().and_then(|s| s.first()).map_or("benign", |s| s["type"].as_str().unwrap_or(""));
             let text = v["text"].as_str().unwrap().to_string();
             (sizes.contains(&text.len()) && kind.as_deref().is_none_or(|k| k == first)).then_some(text)
         })

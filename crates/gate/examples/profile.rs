@@ -94,6 +94,10 @@ fn main() {
         println!("{n:<10} {b:>8.1} {bd:>12.1} {:>12.2}", a as f64 / texts.len() as f64);
     }
     println!("allocations per document: {:.1}", allocations.iter().sum::<usize>() as f64 / texts.len() as f64);
-    println!("sum        {:>8.1} {:>12.1} µs/KB (with the timer's own cost)", best.iter().sum::<f64>(), best_doc.iter().sum::<f64>());
+    println!(
+        "sum        {:>8.1} {:>12.1} µs/KB (with the timer's own cost)",
+        best.iter().sum::<f64>(),
+        best_doc.iter().sum::<f64>()
+    );
     println!("detect     {mean:>8.1} µs/KB mean, p50 {p50:.1}, p99 {p99:.1}");
 }

@@ -79,7 +79,10 @@ impl Conversation {
             self.by_key.insert(key, i);
         }
         if kind == EntityType::Person {
-            for part in text.split([' ', '-']).filter(|p| p.chars().count() >= 3 && p.chars().next().is_some_and(char::is_uppercase)) {
+            for part in text
+                .split([' ', '-'])
+                .filter(|p| p.chars().count() >= 3 && p.chars().next().is_some_and(char::is_uppercase))
+            {
                 let pk = skeleton(part);
                 if pk.chars().count() >= 3 {
                     self.parts.entry(pk).or_insert(i);

@@ -30,8 +30,8 @@ use crate::{EntityType, Span};
 use addresses::STREET_SUFFIXES;
 use dates::{date_words_pattern, DOB_CONTEXT};
 use persons::capitalised_words;
-use secrets::KEY_PREFIXES;
 use regex::Regex;
+use secrets::KEY_PREFIXES;
 
 /// A finding in the normalised text (byte offsets).
 #[derive(Clone, Copy, Debug)]
@@ -111,16 +111,22 @@ impl Detector {
                 r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
             )),
             url_creds: re(r"://([^\s:/?#@]+):([^\s/?#@]+)@[A-Za-z0-9\[]"),
-            email: re(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24}"),
+            email: re(
+                r"[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24}",
+            ),
             keywords: KeywordTable::new(KEY_PREFIXES),
-            ids: re(r"[12] ?[0-9]{2} ?[0-9]{2} ?2[AB] ?[0-9]{3} ?[0-9]{3} ?[0-9]{2}|[A-Z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-D]|[A-Z]{6}[0-9LMNPQRSTUV]{2}[A-EHLMPR-T][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z]|[XYZ]?[0-9]{7,8}-?[A-Z]"),
+            ids: re(
+                r"[12] ?[0-9]{2} ?[0-9]{2} ?2[AB] ?[0-9]{3} ?[0-9]{3} ?[0-9]{2}|[A-Z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-D]|[A-Z]{6}[0-9LMNPQRSTUV]{2}[A-EHLMPR-T][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z]|[XYZ]?[0-9]{7,8}-?[A-Z]",
+            ),
             said_tail: re(r"^\s+(?:is|was|ist|est|es|è|:)\s+"),
             street_de_tail: re(r"^[ \t]+[0-9]{1,5}[a-zA-Z]?(?:[-/][0-9]{1,5})?"),
             dob_ctx: word_list(DOB_CONTEXT),
             ipv4: re(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?:/[0-9]{1,2})?"),
             mac: re(r"[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}"),
             ipv6: re(r"[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:]*:[0-9A-Fa-f.:]*"),
-            date_numeric: re(r"[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}|[0-9]{1,2}[-/.][0-9]{1,2}[-/.](?:[0-9]{4}|[0-9]{2})"),
+            date_numeric: re(
+                r"[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}|[0-9]{1,2}[-/.][0-9]{1,2}[-/.](?:[0-9]{4}|[0-9]{2})",
+            ),
             date_words: re(&date_words_pattern()),
             street_en: re(&format!(
                 r"^(?:(?:Flat|Studio|Apartment|Unit) [0-9]+[A-Z]?[\s,|]+|[0-9]{{1,6}}[A-Za-z]?,?\s+)(?:[NSEW]\.?\s+)?(?:\p{{Lu}}[\p{{L}}'’-]*\.?\s+){{1,4}}(?:{STREET_SUFFIXES})(?-u:\b)\.?"
@@ -224,8 +230,22 @@ impl Detector {
 
     /// The names of `profile`'s stages.
     #[doc(hidden)]
-    pub const STAGES: [&'static str; 14] =
-        ["keywords", "secrets", "emails", "ibans", "numbers", "ids", "network", "phones", "dates", "addresses", "persons", "resolve", "normalize", "to_spans"];
+    pub const STAGES: [&'static str; 14] = [
+        "keywords",
+        "secrets",
+        "emails",
+        "ibans",
+        "numbers",
+        "ids",
+        "network",
+        "phones",
+        "dates",
+        "addresses",
+        "persons",
+        "resolve",
+        "normalize",
+        "to_spans",
+    ];
 
     /// `detect`, calling `lap(stage)` after each stage (`STAGES`), for tuning.
     #[doc(hidden)]
@@ -376,7 +396,16 @@ impl ByteCounts {
 
 impl Keywords {
     fn clear(&mut self) {
-        for list in [&mut self.assign, &mut self.said, &mut self.dob, &mut self.street_eu, &mut self.street_de, &mut self.name_cue, &mut self.phone_ctx, &mut self.not_phone] {
+        for list in [
+            &mut self.assign,
+            &mut self.said,
+            &mut self.dob,
+            &mut self.street_eu,
+            &mut self.street_de,
+            &mut self.name_cue,
+            &mut self.phone_ctx,
+            &mut self.not_phone,
+        ] {
             list.clear();
         }
         self.digits.clear();
@@ -390,7 +419,11 @@ fn word_list(words: &[&str]) -> Regex {
         .iter()
         .map(|w| {
             let e = regex::escape(w);
-            if w.chars().next().is_some_and(|c| c.is_alphanumeric()) { format!("(?-u:\\b){e}") } else { e }
+            if w.chars().next().is_some_and(|c| c.is_alphanumeric()) {
+                format!("(?-u:\\b){e}")
+            } else {
+                e
+            }
         })
         .collect();
     re(&alts.join("|"))
@@ -416,7 +449,9 @@ fn resolve_from(hits: &mut Vec<Hit>) -> Vec<Hit> {
     hits.sort_by_key(|h| (std::cmp::Reverse(priority(h.kind)), std::cmp::Reverse(h.end - h.start), h.start));
     // Kept hits by start; they do not overlap, so only the neighbours of a new one can. A
     // sorted vector for the usual few, a tree for many (insertion in a vector moves the rest).
-    let fits = |left: Option<&Hit>, right: Option<&Hit>, h: &Hit| left.is_none_or(|k| k.end <= h.start) && right.is_none_or(|k| k.start >= h.end);
+    let fits = |left: Option<&Hit>, right: Option<&Hit>, h: &Hit| {
+        left.is_none_or(|k| k.end <= h.start) && right.is_none_or(|k| k.start >= h.end)
+    };
     if hits.len() <= 64 {
         let mut kept: Vec<Hit> = Vec::with_capacity(hits.len());
         for h in hits.iter() {
@@ -440,8 +475,8 @@ fn resolve_from(hits: &mut Vec<Hit>) -> Vec<Hit> {
 pub fn to_spans(text: &str, norm: &Normalized, hits: &[Hit]) -> Vec<Span> {
     let ascii = norm.input_is_ascii();
     // Byte offset of every character (once, not per span).
-    let offsets: Option<Vec<usize>> =
-        (!ascii && hits.len() > 1).then(|| text.char_indices().map(|(b, _)| b).chain(std::iter::once(text.len())).collect());
+    let offsets: Option<Vec<usize>> = (!ascii && hits.len() > 1)
+        .then(|| text.char_indices().map(|(b, _)| b).chain(std::iter::once(text.len())).collect());
     hits.iter()
         .map(|h| {
             let (start, end) = norm.chars_of(h.start, h.end);
@@ -465,7 +500,10 @@ mod tests {
 
     fn one(text: &str, value: &str, kind: &str) {
         let found = kinds(text);
-        assert!(found.iter().any(|(t, k)| t == value && *k == kind), "{text:?}: wanted {value:?} {kind}, got {found:?}");
+        assert!(
+            found.iter().any(|(t, k)| t == value && *k == kind),
+            "{text:?}: wanted {value:?} {kind}, got {found:?}"
+        );
     }
 
     fn none(text: &str) {
@@ -502,7 +540,11 @@ mod tests {
         one("password = \"hunter22\"", "hunter22", "SECRET");
         one("DB_PASSWORD=s3cr3t!x", "s3cr3t!x", "SECRET");
         one("postgres://admin:pa55w0rd@db.internal:5432/app", "admin:pa55w0rd", "URL_CREDENTIALS");
-        one("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk", "SECRET");
+        one(
+            "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+            "SECRET",
+        );
         let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----";
         one(&format!("key:\n{pem}\nend"), pem, "SECRET");
     }
@@ -523,7 +565,11 @@ mod tests {
     fn names_and_addresses() {
         one("Please forward this to Jennifer Martinez.", "Jennifer Martinez", "PERSON");
         one("Dear Dr. Hopkins, thanks", "Hopkins", "PERSON");
-        one("I live at 1600 Pennsylvania Avenue, Washington, DC 20500", "1600 Pennsylvania Avenue, Washington, DC 20500", "ADDRESS");
+        one(
+            "I live at 1600 Pennsylvania Avenue, Washington, DC 20500",
+            "1600 Pennsylvania Avenue, Washington, DC 20500",
+            "ADDRESS",
+        );
         one("Adresse: Hauptstraße 5, 10115 Berlin", "Hauptstraße 5, 10115 Berlin", "ADDRESS");
     }
 
@@ -542,7 +588,9 @@ mod tests {
                     .collect();
                 // Each hit in order of strength, kept when it overlaps none kept before.
                 let mut order: Vec<Hit> = hits.iter().copied().filter(|h| h.end > h.start).collect();
-                order.sort_by_key(|h| (std::cmp::Reverse(priority(h.kind)), std::cmp::Reverse(h.end - h.start), h.start));
+                order.sort_by_key(|h| {
+                    (std::cmp::Reverse(priority(h.kind)), std::cmp::Reverse(h.end - h.start), h.start)
+                });
                 let mut want: Vec<Hit> = Vec::new();
                 for h in order {
                     if want.iter().all(|k| k.end <= h.start || h.end <= k.start) {
@@ -551,7 +599,10 @@ mod tests {
                 }
                 want.sort_by_key(|h| h.start);
                 let got = resolve(hits);
-                assert_eq!(got.iter().map(|h| (h.start, h.end, h.kind)).collect::<Vec<_>>(), want.iter().map(|h| (h.start, h.end, h.kind)).collect::<Vec<_>>());
+                assert_eq!(
+                    got.iter().map(|h| (h.start, h.end, h.kind)).collect::<Vec<_>>(),
+                    want.iter().map(|h| (h.start, h.end, h.kind)).collect::<Vec<_>>()
+                );
             }
         }
     }

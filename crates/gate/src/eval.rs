@@ -45,12 +45,20 @@ impl Counts {
     }
     pub fn f1(&self) -> f64 {
         let (p, r) = (self.precision(), self.recall());
-        if p + r == 0.0 { 0.0 } else { 2.0 * p * r / (p + r) }
+        if p + r == 0.0 {
+            0.0
+        } else {
+            2.0 * p * r / (p + r)
+        }
     }
 }
 
 fn ratio(a: usize, b: usize) -> f64 {
-    if b == 0 { 1.0 } else { a as f64 / b as f64 }
+    if b == 0 {
+        1.0
+    } else {
+        a as f64 / b as f64
+    }
 }
 
 #[derive(Default, Serialize)]
@@ -85,7 +93,10 @@ impl Results {
 
     /// The table `solo gate eval` prints.
     pub fn table(&self) -> String {
-        let mut out = format!("{:<16} {:>6} {:>6} {:>6} {:>9} {:>6} {:>6} {:>7}\n", "type", "P", "R", "F1", "exact", "tp", "fp", "fn");
+        let mut out = format!(
+            "{:<16} {:>6} {:>6} {:>6} {:>9} {:>6} {:>6} {:>7}\n",
+            "type", "P", "R", "F1", "exact", "tp", "fp", "fn"
+        );
         let mut row = |name: &str, c: &Counts| {
             out += &format!(
                 "{:<16} {:>6.3} {:>6.3} {:>6.3} {:>9.3} {:>6} {:>6} {:>7}\n",
@@ -127,8 +138,16 @@ impl Results {
 /// case changed.
 pub fn reformat(value: &str, kind: EntityType, seed: usize) -> String {
     match kind {
-        EntityType::Email | EntityType::Person | EntityType::Address | EntityType::UrlCredentials | EntityType::Secret => {
-            if seed.is_multiple_of(2) { value.to_uppercase() } else { value.to_lowercase() }
+        EntityType::Email
+        | EntityType::Person
+        | EntityType::Address
+        | EntityType::UrlCredentials
+        | EntityType::Secret => {
+            if seed.is_multiple_of(2) {
+                value.to_uppercase()
+            } else {
+                value.to_lowercase()
+            }
         }
         _ => {
             let compact: Vec<char> = value.chars().filter(|c| c.is_alphanumeric()).collect();
@@ -217,7 +236,11 @@ pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
         let mut matched = vec![false; doc.spans.len()];
         let mut found_as: Vec<Option<usize>> = vec![None; doc.spans.len()];
         for (si, s) in spans.iter().enumerate() {
-            let hit = doc.spans.iter().enumerate().find(|(i, g)| !matched[*i] && g.kind == s.kind && s.start < g.end && g.start < s.end);
+            let hit = doc
+                .spans
+                .iter()
+                .enumerate()
+                .find(|(i, g)| !matched[*i] && g.kind == s.kind && s.start < g.end && g.start < s.end);
             let c = r.per_type.entry(s.kind).or_default();
             match hit {
                 Some((i, g)) => {
@@ -248,12 +271,17 @@ pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
             let variant = reformat(value, g.kind, n + k);
             let later = format!("As I said before, it is {variant} — please keep that in mind.");
             let found = conv.scan(detector, &later);
-            let at = later.chars().count() - "— please keep that in mind.".chars().count() - 1 - variant.chars().count();
+            let at =
+                later.chars().count() - "— please keep that in mind.".chars().count() - 1 - variant.chars().count();
             r.repeats += 1;
             if found.iter().any(|s| s.kind == g.kind && s.start < at + variant.chars().count() && at < s.end) {
                 r.repeats_caught += 1;
             } else if r.missed_repeats.len() < 20 {
-                r.missed_repeats.push(format!("{}: {value:?} as {variant:?} -> {:?}", g.kind, found.iter().map(|s| (s.kind.name(), &s.text)).collect::<Vec<_>>()));
+                r.missed_repeats.push(format!(
+                    "{}: {value:?} as {variant:?} -> {:?}",
+                    g.kind,
+                    found.iter().map(|s| (s.kind.name(), &s.text)).collect::<Vec<_>>()
+                ));
             }
         }
     }

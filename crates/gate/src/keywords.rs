@@ -20,32 +20,203 @@ pub enum Kw {
 }
 
 pub const PHONE_CONTEXT: &[&str] = &[
-    "phone", "tel", "call", "mobile", "cell", "fax", "contact", "reach", "text me", "whatsapp", "sms", "dial",
-    "ring", "hotline", "landline", "telefon", "handy", "rufnummer", "ruf", "anrufen", "téléphone", "portable", "joindre",
-    "teléfono", "móvil", "movil", "llama", "telefono", "cellulare", "chiama", "bel ", "mobiel",
+    "phone",
+    "tel",
+    "call",
+    "mobile",
+    "cell",
+    "fax",
+    "contact",
+    "reach",
+    "text me",
+    "whatsapp",
+    "sms",
+    "dial",
+    "ring",
+    "hotline",
+    "landline",
+    "telefon",
+    "handy",
+    "rufnummer",
+    "ruf",
+    "anrufen",
+    "téléphone",
+    "portable",
+    "joindre",
+    "teléfono",
+    "móvil",
+    "movil",
+    "llama",
+    "telefono",
+    "cellulare",
+    "chiama",
+    "bel ",
+    "mobiel",
 ];
 
 /// Words before a number that make it something other than a phone number.
 pub const NOT_PHONE_CONTEXT: &[&str] = &[
-    "order", "invoice", "ticket", "ref", "tracking", "serial", "sku", "isbn", "version", "build", "id ", "id:", "id#",
-    "#", "account", "acct", "case", "po ", "item", "part", "model", "batch", "lot ", "transaction", "txn", "receipt",
-    "confirmation", "booking", "issue", "pr ", "commit", "port", "pid", "uid", "gid", "hash", "checksum", "size",
-    "bytes", "iban", "card", "ssn", "bsn", "sin ", "aadhaar", "invalid", "checksum", "kreditkarte", "carte", "tarjeta", "carta",
+    "order",
+    "invoice",
+    "ticket",
+    "ref",
+    "tracking",
+    "serial",
+    "sku",
+    "isbn",
+    "version",
+    "build",
+    "id ",
+    "id:",
+    "id#",
+    "#",
+    "account",
+    "acct",
+    "case",
+    "po ",
+    "item",
+    "part",
+    "model",
+    "batch",
+    "lot ",
+    "transaction",
+    "txn",
+    "receipt",
+    "confirmation",
+    "booking",
+    "issue",
+    "pr ",
+    "commit",
+    "port",
+    "pid",
+    "uid",
+    "gid",
+    "hash",
+    "checksum",
+    "size",
+    "bytes",
+    "iban",
+    "card",
+    "ssn",
+    "bsn",
+    "sin ",
+    "aadhaar",
+    "invalid",
+    "checksum",
+    "kreditkarte",
+    "carte",
+    "tarjeta",
+    "carta",
 ];
 
 pub const KEYWORDS: &[(Kw, &[&str])] = &[
-    (Kw::Assign, &["password", "passwd", "passphrase", "pwd", "secret_key", "secretkey", "client_secret", "clientsecret", "secret",
-        "auth_token", "authtoken", "access_token", "accesstoken", "token", "api_key", "apikey", "access_key", "accesskey",
-        "private_key", "privatekey", "credentials", "credential"]),
+    (
+        Kw::Assign,
+        &[
+            "password",
+            "passwd",
+            "passphrase",
+            "pwd",
+            "secret_key",
+            "secretkey",
+            "client_secret",
+            "clientsecret",
+            "secret",
+            "auth_token",
+            "authtoken",
+            "access_token",
+            "accesstoken",
+            "token",
+            "api_key",
+            "apikey",
+            "access_key",
+            "accesskey",
+            "private_key",
+            "privatekey",
+            "credentials",
+            "credential",
+        ],
+    ),
     (Kw::Said, &["password", "passcode", "passwort", "kennwort", "mot de passe", "contraseña", "pin"]),
-    (Kw::Dob, &["born", "birth", "dob", "d.o.b", "b-day", "bday", "née", "né le", "naissance", "geboren", "geb.", "geburts",
-        "nacimiento", "nacido", "nacida", "nato il", "nata il", "nascita", "geboortedatum", "aged"]),
-    (Kw::StreetEu, &["rue", "avenue", "av.", "boulevard", "bd", "chemin", "allée", "impasse", "place", "quai", "route", "cours",
-        "passage", "calle", "c/", "avenida", "avda.", "paseo", "plaza", "camino", "carrer", "carretera", "ronda", "glorieta",
-        "cuesta", "callejón", "rambla", "travesía", "via", "viale", "piazza", "piazzale", "corso", "largo", "vicolo", "contrada",
-        "borgo", "strada", "rua", "travessa", "praça", "alameda"]),
-    (Kw::StreetDe, &["straße", "strasse", "str.", "weg", "gasse", "platz", "allee", "damm", "ufer", "steig", "chaussee",
-        "straat", "laan", "plein", "gracht", "kade", "baan", "dijk", "singel", "dreef", "steeg"]),
+    (
+        Kw::Dob,
+        &[
+            "born",
+            "birth",
+            "dob",
+            "d.o.b",
+            "b-day",
+            "bday",
+            "née",
+            "né le",
+            "naissance",
+            "geboren",
+            "geb.",
+            "geburts",
+            "nacimiento",
+            "nacido",
+            "nacida",
+            "nato il",
+            "nata il",
+            "nascita",
+            "geboortedatum",
+            "aged",
+        ],
+    ),
+    (
+        Kw::StreetEu,
+        &[
+            "rue",
+            "avenue",
+            "av.",
+            "boulevard",
+            "bd",
+            "chemin",
+            "allée",
+            "impasse",
+            "place",
+            "quai",
+            "route",
+            "cours",
+            "passage",
+            "calle",
+            "c/",
+            "avenida",
+            "avda.",
+            "paseo",
+            "plaza",
+            "camino",
+            "carrer",
+            "carretera",
+            "ronda",
+            "glorieta",
+            "cuesta",
+            "callejón",
+            "rambla",
+            "travesía",
+            "via",
+            "viale",
+            "piazza",
+            "piazzale",
+            "corso",
+            "largo",
+            "vicolo",
+            "contrada",
+            "borgo",
+            "strada",
+            "rua",
+            "travessa",
+            "praça",
+            "alameda",
+        ],
+    ),
+    (
+        Kw::StreetDe,
+        &[
+            "straße", "strasse", "str.", "weg", "gasse", "platz", "allee", "damm", "ufer", "steig", "chaussee",
+            "straat", "laan", "plein", "gracht", "kade", "baan", "dijk", "singel", "dreef", "steeg",
+        ],
+    ),
     (Kw::NameCue, &["my name is ", "name is ", "i'm ", "i am "]),
     (Kw::PhoneCtx, PHONE_CONTEXT),
     (Kw::NotPhone, NOT_PHONE_CONTEXT),
@@ -92,7 +263,10 @@ impl Word {
     fn starts(&self, rest: &[u8]) -> bool {
         let w = self.text.as_bytes();
         match rest.first_chunk::<8>() {
-            Some(eight) => u64::from_le_bytes(*eight) & self.mask == self.head && (w.len() <= 8 || rest.get(8..w.len()) == Some(&w[8..])),
+            Some(eight) => {
+                u64::from_le_bytes(*eight) & self.mask == self.head
+                    && (w.len() <= 8 || rest.get(8..w.len()) == Some(&w[8..]))
+            }
             None => rest.starts_with(w),
         }
     }
@@ -157,7 +331,13 @@ impl KeywordTable {
             heads[k] = g;
         }
         let word = |(text, kinds): (&'static str, Vec<Kw>)| Word::new(text, kinds);
-        KeywordTable { long: long.into_iter().map(word).collect(), heads, maybe, short: short.into_iter().map(word).collect(), prefixes: Prefixes::new(prefixes) }
+        KeywordTable {
+            long: long.into_iter().map(word).collect(),
+            heads,
+            maybe,
+            short: short.into_iter().map(word).collect(),
+            prefixes: Prefixes::new(prefixes),
+        }
     }
 
     /// Each keyword found in `lower` (the text in lower case): its byte range and the detectors
@@ -215,7 +395,6 @@ impl KeywordTable {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,8 +408,14 @@ mod tests {
     #[test]
     fn longest_first_then_after_it() {
         assert_eq!(found("db_password=x"), vec![("password".to_string(), vec![Kw::Assign, Kw::Said])]);
-        assert_eq!(found("secret_key secret"), vec![("secret_key".to_string(), vec![Kw::Assign]), ("secret".to_string(), vec![Kw::Assign])]);
-        assert_eq!(found("order #12"), vec![("order".to_string(), vec![Kw::NotPhone]), ("#".to_string(), vec![Kw::NotPhone])]);
+        assert_eq!(
+            found("secret_key secret"),
+            vec![("secret_key".to_string(), vec![Kw::Assign]), ("secret".to_string(), vec![Kw::Assign])]
+        );
+        assert_eq!(
+            found("order #12"),
+            vec![("order".to_string(), vec![Kw::NotPhone]), ("#".to_string(), vec![Kw::NotPhone])]
+        );
         assert_eq!(found("née le"), vec![("née".to_string(), vec![Kw::Dob])]);
         assert_eq!(found("hauptstraße 5"), vec![("straße".to_string(), vec![Kw::StreetDe])]);
         assert!(found("nothing here").is_empty());
@@ -242,7 +427,24 @@ mod tests {
         let table = KeywordTable::new(&prefixes);
         let alone = Prefixes::new(&prefixes);
         // Some start inside a keyword: "birth" + "f_" holds "hf_", "phone" + "yJ" holds "eyJ".
-        let pieces = ["AKIA", "ghp_", "sk-", "eyJ", "hf_", "SG.", "xoxb-", "passwordsk-", "birth", "f_", "phone", "yJ", "#", " ", "akia", "SSN"];
+        let pieces = [
+            "AKIA",
+            "ghp_",
+            "sk-",
+            "eyJ",
+            "hf_",
+            "SG.",
+            "xoxb-",
+            "passwordsk-",
+            "birth",
+            "f_",
+            "phone",
+            "yJ",
+            "#",
+            " ",
+            "akia",
+            "SSN",
+        ];
         let mut rng = crate::test_rng::TestRng(0x2545_F491_4F6C_DD1D);
         for _ in 0..20_000 {
             let mut text = String::new();

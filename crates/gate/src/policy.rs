@@ -45,7 +45,9 @@ impl Outcome {
     }
 
     fn parse(s: &str) -> Option<Outcome> {
-        [Outcome::Allow, Outcome::Mask, Outcome::AskConsent, Outcome::KeepLocal, Outcome::Refuse].into_iter().find(|o| o.name() == s)
+        [Outcome::Allow, Outcome::Mask, Outcome::AskConsent, Outcome::KeepLocal, Outcome::Refuse]
+            .into_iter()
+            .find(|o| o.name() == s)
     }
 }
 
@@ -146,7 +148,11 @@ impl Policy {
         let at = |s: &Spanned<String>| line_of(text, s.span().start);
         let outcome = |s: &Spanned<String>| {
             Outcome::parse(s.get_ref()).ok_or_else(|| {
-                format!("line {}: unknown outcome {:?} (allow, mask, ask_consent, keep_local, refuse)", at(s), s.get_ref())
+                format!(
+                    "line {}: unknown outcome {:?} (allow, mask, ask_consent, keep_local, refuse)",
+                    at(s),
+                    s.get_ref()
+                )
             })
         };
         let default = match &file.default {
@@ -158,7 +164,9 @@ impl Policy {
             Some(s) => match s.get_ref().as_str() {
                 "local" => OnCloudError::Local,
                 "fail" => OnCloudError::Fail,
-                other => return Err(format!("line {}: on_cloud_error must be \"local\" or \"fail\", got {other:?}", at(s))),
+                other => {
+                    return Err(format!("line {}: on_cloud_error must be \"local\" or \"fail\", got {other:?}", at(s)))
+                }
             },
         };
         let mut rules = Vec::new();
@@ -181,7 +189,12 @@ impl Policy {
                     "cloud" => RuleDestination::Cloud,
                     "local" => RuleDestination::Local,
                     "any" | "*" => RuleDestination::Any,
-                    other => return Err(format!("line {}: destination must be \"cloud\", \"local\" or \"any\", got {other:?}", at(d))),
+                    other => {
+                        return Err(format!(
+                            "line {}: destination must be \"cloud\", \"local\" or \"any\", got {other:?}",
+                            at(d)
+                        ))
+                    }
                 },
             };
             rules.push(Rule { types, outcome: outcome(&r.outcome)?, destination });
@@ -202,7 +215,9 @@ impl Policy {
             r.types.contains(&kind)
                 && matches!(
                     (r.destination, destination),
-                    (RuleDestination::Any, _) | (RuleDestination::Cloud, Destination::Cloud) | (RuleDestination::Local, Destination::Local)
+                    (RuleDestination::Any, _)
+                        | (RuleDestination::Cloud, Destination::Cloud)
+                        | (RuleDestination::Local, Destination::Local)
                 )
         });
         let best = matching.map(|r| r.outcome).max();
@@ -217,7 +232,8 @@ impl Policy {
     }
 
     pub fn decide(&self, kinds: impl IntoIterator<Item = EntityType>, destination: Destination) -> Decision {
-        let per_type: BTreeMap<EntityType, Outcome> = kinds.into_iter().map(|k| (k, self.outcome_of(k, destination))).collect();
+        let per_type: BTreeMap<EntityType, Outcome> =
+            kinds.into_iter().map(|k| (k, self.outcome_of(k, destination))).collect();
         let outcome = per_type.values().copied().max().unwrap_or(Outcome::Allow);
         Decision { outcome, per_type }
     }
@@ -246,7 +262,8 @@ mod tests {
         let p = Policy::parse("default = \"allow\"\n[[rule]]\ntypes = [\"EMAIL\"]\noutcome = \"mask\"\n[[rule]]\ntypes = [\"*\"]\noutcome = \"refuse\"\ndestination = \"any\"\n").unwrap();
         assert_eq!(p.outcome_of(Email, Destination::Cloud), Outcome::Refuse);
         assert_eq!(p.outcome_of(Email, Destination::Local), Outcome::Refuse);
-        let e = Policy::parse("default = \"mask\"\n\n[[rule]]\ntypes = [\"EMAIL\", \"EMIAL\"]\noutcome = \"mask\"\n").unwrap_err();
+        let e = Policy::parse("default = \"mask\"\n\n[[rule]]\ntypes = [\"EMAIL\", \"EMIAL\"]\noutcome = \"mask\"\n")
+            .unwrap_err();
         assert!(e.starts_with("line 4:") && e.contains("EMIAL"), "{e}");
         let e = Policy::parse("[[rule]]\ntypes = [\"EMAIL\"]\noutcome = \"hide\"\n").unwrap_err();
         assert!(e.starts_with("line 3:"), "{e}");

@@ -61,10 +61,12 @@ impl Prefixes {
 
     /// Does one of the prefixes start `here`? The code of three bytes first.
     pub fn at(&self, here: &[u8]) -> bool {
-        here.len() >= 3 && {
-            let c = code3(here);
-            self.maybe[c / 64] & 1 << (c % 64) != 0
-        } && self.starts(here)
+        here.len() >= 3
+            && {
+                let c = code3(here);
+                self.maybe[c / 64] & 1 << (c % 64) != 0
+            }
+            && self.starts(here)
     }
 
     /// Does one of the prefixes start `here`? (Out of line: the scans stay small.)
@@ -151,7 +153,13 @@ pub(crate) const fn digits_and(extra: &[u8]) -> [bool; 256] {
 
 /// Byte ranges of `text` made of digits and the separators `allowed` (from `digits_and`) with at
 /// least `min` digits: the only places worth running a number pattern on.
-pub(crate) fn regions(text: &str, within: &[(usize, usize)], min: usize, allowed: &[bool; 256], out: &mut Vec<(usize, usize)>) {
+pub(crate) fn regions(
+    text: &str,
+    within: &[(usize, usize)],
+    min: usize,
+    allowed: &[bool; 256],
+    out: &mut Vec<(usize, usize)>,
+) {
     let b = text.as_bytes();
     out.clear();
     for &(from, to) in within {
@@ -202,7 +210,13 @@ pub(crate) fn number_stretches(text: &str, out: &mut Vec<(usize, usize)>) {
 }
 
 /// Ranges widened by `before`/`after` bytes (at character boundaries) and merged.
-pub(crate) fn pad(text: &str, ranges: impl Iterator<Item = (usize, usize)>, before: usize, after: usize, out: &mut Vec<(usize, usize)>) {
+pub(crate) fn pad(
+    text: &str,
+    ranges: impl Iterator<Item = (usize, usize)>,
+    before: usize,
+    after: usize,
+    out: &mut Vec<(usize, usize)>,
+) {
     out.clear();
     for (a, z) in ranges {
         let (a, z) = (floor(text, a.saturating_sub(before)), ceil(text, z + after));
@@ -295,7 +309,11 @@ mod tests {
             number_stretches(&text, &mut stretches);
             let mut want = Vec::new();
             regions(&text, &stretches, 7, &digits_and(b" .-/()+x"), &mut want);
-            let seven: Vec<_> = stretches.iter().copied().filter(|&(a, z)| text.as_bytes()[a..z].iter().filter(|c| c.is_ascii_digit()).count() >= 7).collect();
+            let seven: Vec<_> = stretches
+                .iter()
+                .copied()
+                .filter(|&(a, z)| text.as_bytes()[a..z].iter().filter(|c| c.is_ascii_digit()).count() >= 7)
+                .collect();
             assert_eq!(seven, want, "{text:?}");
         }
     }
@@ -306,7 +324,9 @@ mod tests {
         for (lo, hi) in [(b'0', b'9'), (b'A', b'Z'), (b'a', b'a'), (0, 0x7f)] {
             for non_ascii in [false, true] {
                 for from in 0..=text.len() {
-                    let want = (from..text.len()).find(|&i| (lo..=hi).contains(&text[i]) || non_ascii && text[i] >= 0x80).unwrap_or(text.len());
+                    let want = (from..text.len())
+                        .find(|&i| (lo..=hi).contains(&text[i]) || non_ascii && text[i] >= 0x80)
+                        .unwrap_or(text.len());
                     assert_eq!(next_byte_in(text, from, lo, hi, non_ascii), want, "{lo} {hi} {non_ascii} {from}");
                 }
             }

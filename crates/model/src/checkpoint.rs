@@ -38,10 +38,7 @@ impl Checkpoint {
         } else if dir.join("model.safetensors").exists() {
             vec!["model.safetensors".to_string()]
         } else {
-            bail!(
-                "{}: no model.safetensors and no model.safetensors.index.json",
-                dir.display()
-            );
+            bail!("{}: no model.safetensors and no model.safetensors.index.json", dir.display());
         };
         let mut tensors = BTreeMap::new();
         for file in &files {
@@ -78,14 +75,13 @@ fn shard_files(index_path: &Path) -> Result<Vec<String>> {
 }
 
 fn read_weight_map(index_path: &Path) -> Result<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(index_path)
-        .with_context(|| format!("cannot read {}", index_path.display()))?;
+    let text = std::fs::read_to_string(index_path).with_context(|| format!("cannot read {}", index_path.display()))?;
     #[derive(serde::Deserialize)]
     struct Index {
         weight_map: BTreeMap<String, String>,
     }
-    let index: Index = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not a safetensors index", index_path.display()))?;
+    let index: Index =
+        serde_json::from_str(&text).with_context(|| format!("{}: not a safetensors index", index_path.display()))?;
     Ok(index.weight_map)
 }
 
@@ -94,11 +90,7 @@ fn check_index_matches(index_path: &Path, tensors: &BTreeMap<String, StoredTenso
     for (name, file) in read_weight_map(index_path)? {
         match tensors.get(&name) {
             Some(t) if t.file == file => {}
-            Some(t) => bail!(
-                "{}: tensor `{name}` is listed in {file} but stored in {}",
-                index_path.display(),
-                t.file
-            ),
+            Some(t) => bail!("{}: tensor `{name}` is listed in {file} but stored in {}", index_path.display(), t.file),
             None => bail!("{file}: tensor `{name}` is listed in the index but missing from the file"),
         }
     }
@@ -149,7 +141,9 @@ fn why_unreadable(bytes: &[u8], name: &str, err: safetensors::SafeTensorError) -
     let after_prefix = (bytes.len() - 8) as u64;
     // safetensors' own cap on the header (100 MB): a larger length means it is not safetensors at all.
     if header_len > 100_000_000 {
-        return anyhow::anyhow!("{name}: not a safetensors file (its first 8 bytes give a header length of {header_len})");
+        return anyhow::anyhow!(
+            "{name}: not a safetensors file (its first 8 bytes give a header length of {header_len})"
+        );
     }
     if header_len > after_prefix {
         return anyhow::anyhow!(

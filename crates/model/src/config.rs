@@ -74,26 +74,19 @@ impl ModelConfig {
     /// Reads `DIR/config.json`.
     pub fn from_dir(dir: &Path) -> Result<Self> {
         let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
         Self::from_json(&text).with_context(|| format!("{}", path.display()))
     }
 
     /// Parses the contents of a `config.json`.
     pub fn from_json(text: &str) -> Result<Self> {
-        let top: serde_json::Value =
-            serde_json::from_str(text).context("not valid JSON")?;
+        let top: serde_json::Value = serde_json::from_str(text).context("not valid JSON")?;
         let model_type = top.get("model_type").and_then(|v| v.as_str()).unwrap_or("");
         let text_json = match model_type {
-            "qwen3_5_moe" => top
-                .get("text_config")
-                .context("model_type qwen3_5_moe but no `text_config`")?
-                .clone(),
+            "qwen3_5_moe" => top.get("text_config").context("model_type qwen3_5_moe but no `text_config`")?.clone(),
             "qwen3_5_moe_text" => top.clone(),
             "" => bail!("no `model_type`: not a Qwen3.5/3.6-MoE config"),
-            other => bail!(
-                "model_type `{other}` is not Qwen3.5/3.6-MoE (`qwen3_5_moe`); solo runs only that model"
-            ),
+            other => bail!("model_type `{other}` is not Qwen3.5/3.6-MoE (`qwen3_5_moe`); solo runs only that model"),
         };
         let raw: RawTextConfig =
             serde_json::from_value(text_json).context("text config has missing or mistyped keys")?;
@@ -198,13 +191,7 @@ impl RawTextConfig {
             (None, interval) => {
                 let interval = interval.unwrap_or(4);
                 (0..n)
-                    .map(|i| {
-                        if (i + 1) % interval == 0 {
-                            LayerKind::FullAttention
-                        } else {
-                            LayerKind::GatedDeltaNet
-                        }
-                    })
+                    .map(|i| if (i + 1) % interval == 0 { LayerKind::FullAttention } else { LayerKind::GatedDeltaNet })
                     .collect()
             }
         };
@@ -230,10 +217,8 @@ impl RawTextConfig {
             .and_then(|r| r.rope_theta)
             .or(self.rope_theta)
             .context("no rope_theta (in rope_parameters or top level)")?;
-        let partial_rotary_factor = rope
-            .and_then(|r| r.partial_rotary_factor)
-            .or(self.partial_rotary_factor)
-            .unwrap_or(1.0);
+        let partial_rotary_factor =
+            rope.and_then(|r| r.partial_rotary_factor).or(self.partial_rotary_factor).unwrap_or(1.0);
         let cfg = ModelConfig {
             hidden_size: self.hidden_size,
             num_hidden_layers: n,
@@ -303,11 +288,7 @@ impl ModelConfig {
             );
         }
         if self.num_experts_per_tok > self.num_experts {
-            bail!(
-                "num_experts_per_tok {} exceeds num_experts {}",
-                self.num_experts_per_tok,
-                self.num_experts
-            );
+            bail!("num_experts_per_tok {} exceeds num_experts {}", self.num_experts_per_tok, self.num_experts);
         }
         let rot = self.rotary_dim();
         if rot == 0 || !rot.is_multiple_of(2) || rot > self.head_dim {

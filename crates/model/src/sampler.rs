@@ -79,7 +79,12 @@ impl Sampler {
 
 /// OpenAI's penalties on tokens already generated: `frequency` × (times seen) + `presence` (once
 /// seen at all) is subtracted from each such token's logit. `counts` holds (token, times seen).
-pub fn apply_penalties(logits: &mut [f32], counts: &std::collections::HashMap<u32, u32>, presence: f32, frequency: f32) {
+pub fn apply_penalties(
+    logits: &mut [f32],
+    counts: &std::collections::HashMap<u32, u32>,
+    presence: f32,
+    frequency: f32,
+) {
     if presence == 0.0 && frequency == 0.0 {
         return;
     }
@@ -122,7 +127,8 @@ pub fn logprobs(logits: &[f32], token: u32, top: usize) -> (f32, Vec<(u32, f32)>
 /// what an argmax does, not a sort of the vocabulary (12 ms).
 pub fn top_ids(logits: &[f32], k: usize) -> Vec<usize> {
     let better = |a: usize, b: usize| logits[a].total_cmp(&logits[b]).then(b.cmp(&a)).is_gt();
-    let by_rank = |a: &usize, b: &usize| if better(*a, *b) { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater };
+    let by_rank =
+        |a: &usize, b: &usize| if better(*a, *b) { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater };
     let n = logits.len();
     if k == 0 {
         return Vec::new();

@@ -106,9 +106,7 @@ impl ModelWeights {
         } else {
             t.take_global("lm_head.weight", &[cfg.vocab_size, h])?
         };
-        let layers = (0..cfg.num_hidden_layers)
-            .map(|i| load_layer(&mut t, cfg, i))
-            .collect::<Result<Vec<_>>>()?;
+        let layers = (0..cfg.num_hidden_layers).map(|i| load_layer(&mut t, cfg, i)).collect::<Result<Vec<_>>>()?;
         t.finish()?;
         Ok(ModelWeights { embed_tokens, final_norm, lm_head, layers })
     }
@@ -160,9 +158,7 @@ fn load_layer(t: &mut Taker, cfg: &ModelConfig, i: usize) -> Result<LayerWeights
             })
             .collect()
     } else {
-        (0..e)
-            .map(|x| load_mlp(t, &format!("{m}experts.{x}."), inter, h))
-            .collect::<Result<Vec<_>>>()?
+        (0..e).map(|x| load_mlp(t, &format!("{m}experts.{x}."), inter, h)).collect::<Result<Vec<_>>>()?
     };
     Ok(LayerWeights {
         input_norm: t.take(&format!("{p}input_layernorm.weight"), &[h])?,
@@ -222,12 +218,7 @@ impl Taker {
         };
         let tensor = stored.tensor.map_err(anyhow::Error::msg)?;
         if tensor.shape != shape {
-            bail!(
-                "{}: tensor `{name}` has shape {:?} but config.json implies {:?}",
-                stored.file,
-                tensor.shape,
-                shape
-            );
+            bail!("{}: tensor `{name}` has shape {:?} but config.json implies {:?}", stored.file, tensor.shape, shape);
         }
         Ok(tensor)
     }

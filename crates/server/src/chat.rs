@@ -82,7 +82,8 @@ fn forced_call(app: &App, choice: &ToolChoice, in_reasoning: bool) -> Option<For
         ToolChoice::Named(name) => format!("<tool_call>\n<function={name}>\n"),
         ToolChoice::Auto | ToolChoice::None => return None,
     };
-    let (after, text) = if in_reasoning { (Some(app.text.think_end?), format!("\n\n{opening}")) } else { (None, opening) };
+    let (after, text) =
+        if in_reasoning { (Some(app.text.think_end?), format!("\n\n{opening}")) } else { (None, opening) };
     let tokens = app.text.tokenizer.encode(&text).ok()?;
     Some(Forced { after, tokens })
 }

@@ -50,7 +50,8 @@ async fn handle(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Result<Re
         events: tx,
     };
     let started = handlers::start(&app, job, rx).await?;
-    let reply = Reply { id: app.response_id("cmpl"), created: handlers::unix_now(), logprobs: Logprobs::default(), app };
+    let reply =
+        Reply { id: app.response_id("cmpl"), created: handlers::unix_now(), logprobs: Logprobs::default(), app };
     if common.stream {
         Ok(stream(reply, started, common.include_usage))
     } else {
@@ -78,7 +79,8 @@ struct Logprobs {
 
 impl Logprobs {
     fn add(&mut self, app: &App, lp: &TokenLogprob) {
-        let text = |id: u32| String::from_utf8_lossy(&app.text.tokenizer.token_bytes(id).unwrap_or_default()).into_owned();
+        let text =
+            |id: u32| String::from_utf8_lossy(&app.text.tokenizer.token_bytes(id).unwrap_or_default()).into_owned();
         let token = text(lp.token);
         self.text_offset.push(self.offset.into());
         self.offset += token.chars().count();

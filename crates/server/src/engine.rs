@@ -71,11 +71,20 @@ pub struct Job {
 #[derive(Debug)]
 pub enum Event {
     /// The prompt is in; tokens follow.
-    Started { prompt_tokens: usize, cached_tokens: usize },
+    Started {
+        prompt_tokens: usize,
+        cached_tokens: usize,
+    },
     /// New output text (possibly empty while a stop string is undecided) and the logprob of
     /// the token that produced it.
-    Text { text: String, logprob: Option<TokenLogprob> },
-    Done { finish: Finish, completion_tokens: usize },
+    Text {
+        text: String,
+        logprob: Option<TokenLogprob>,
+    },
+    Done {
+        finish: Finish,
+        completion_tokens: usize,
+    },
     Error(ApiError),
 }
 
@@ -125,7 +134,9 @@ impl EngineHandle {
             Err(err) => {
                 self.metrics.queue_depth.fetch_sub(1, Relaxed);
                 Err(match err {
-                    mpsc::error::TrySendError::Full(_) => ApiError::overloaded("The server is busy: its request queue is full. Retry shortly.", 1),
+                    mpsc::error::TrySendError::Full(_) => {
+                        ApiError::overloaded("The server is busy: its request queue is full. Retry shortly.", 1)
+                    }
                     mpsc::error::TrySendError::Closed(_) => ApiError::internal(&"the engine thread has stopped"),
                 })
             }

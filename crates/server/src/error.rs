@@ -41,7 +41,10 @@ impl ApiError {
     }
 
     pub fn unauthorized(message: impl Into<String>) -> Self {
-        ApiError { code: Some("invalid_api_key"), ..Self::new(StatusCode::UNAUTHORIZED, "invalid_request_error", message) }
+        ApiError {
+            code: Some("invalid_api_key"),
+            ..Self::new(StatusCode::UNAUTHORIZED, "invalid_request_error", message)
+        }
     }
 
     pub fn model_not_found(model: &str) -> Self {
@@ -59,7 +62,11 @@ impl ApiError {
     pub fn unknown_route(method: &str, path: &str) -> Self {
         ApiError {
             code: Some("unknown_url"),
-            ..Self::new(StatusCode::NOT_FOUND, "invalid_request_error", format!("Unknown request URL: {method} {path}."))
+            ..Self::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                format!("Unknown request URL: {method} {path}."),
+            )
         }
     }
 

@@ -193,7 +193,13 @@ fn sample(sampler: &mut Sampler, logits: &[f32], s: &Sampling, seen: &HashMap<u3
 }
 
 /// Snapshots `state` into the cache (when the backend can copy states).
-fn keep<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, tokens: Vec<u32>, state: &B::State, logits: &[f32]) {
+fn keep<B: Backend>(
+    cx: &Context<B>,
+    cache: &mut PrefixCache<B::State>,
+    tokens: Vec<u32>,
+    state: &B::State,
+    logits: &[f32],
+) {
     if let Some(copy) = cx.backend.snapshot(state) {
         let bytes = cx.backend.state_bytes(&copy);
         cache.insert(tokens, copy, logits.to_vec(), bytes);

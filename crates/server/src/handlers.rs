@@ -63,7 +63,9 @@ pub fn parse_body(app: &App, body: Result<Bytes, BytesRejection>) -> Result<Valu
         }
     })?;
     serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::invalid(format!("We could not parse the JSON body of your request ({e}). The body must be a JSON object."))
+        ApiError::invalid(format!(
+            "We could not parse the JSON body of your request ({e}). The body must be a JSON object."
+        ))
     })
 }
 
@@ -132,10 +134,7 @@ pub fn sse_done() -> Bytes {
 
 /// A `text/event-stream` response over `events`.
 pub fn sse_response(events: impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static) -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
-        Body::from_stream(events),
-    )
+    ([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], Body::from_stream(events))
         .into_response()
 }
 

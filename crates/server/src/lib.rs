@@ -150,7 +150,8 @@ where
         cache_entries: config.cache_entries,
         cache_bytes: config.cache_bytes,
     };
-    let (engine, model) = engine::spawn(load, text.tokenizer.clone(), engine_config, metrics.clone(), config.max_queue)?;
+    let (engine, model) =
+        engine::spawn(load, text.tokenizer.clone(), engine_config, metrics.clone(), config.max_queue)?;
     let max_seq = config.max_seq.map_or(model.max_position_embeddings, |n| n.min(model.max_position_embeddings));
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let app = Arc::new(App {

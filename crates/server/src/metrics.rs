@@ -54,15 +54,55 @@ impl Metrics {
         for ((route, status), n) in self.requests.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             let _ = writeln!(out, "solo_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}");
         }
-        counter(&mut out, "solo_prompt_tokens_total", "Prompt tokens of admitted requests.", self.prompt_tokens.load(Relaxed));
+        counter(
+            &mut out,
+            "solo_prompt_tokens_total",
+            "Prompt tokens of admitted requests.",
+            self.prompt_tokens.load(Relaxed),
+        );
         counter(&mut out, "solo_completion_tokens_total", "Generated tokens.", self.completion_tokens.load(Relaxed));
-        counter(&mut out, "solo_cached_prompt_tokens_total", "Prompt tokens served from the prefix cache.", self.cached_prompt_tokens.load(Relaxed));
-        counter(&mut out, "solo_prefix_cache_hits_total", "Requests that resumed from a cached state.", self.cache_hits.load(Relaxed));
-        counter(&mut out, "solo_prefix_cache_misses_total", "Requests that prefilled from scratch.", self.cache_misses.load(Relaxed));
-        counter(&mut out, "solo_requests_cancelled_total", "Generations stopped because the client disconnected.", self.cancelled.load(Relaxed));
-        counter(&mut out, "solo_requests_timed_out_total", "Requests that ran past the per-request timeout.", self.timeouts.load(Relaxed));
-        gauge(&mut out, "solo_prefix_cache_entries", "Snapshots held by the prefix cache.", self.cache_entries.load(Relaxed) as i64);
-        gauge(&mut out, "solo_prefix_cache_bytes", "Memory held by the prefix cache.", self.cache_bytes.load(Relaxed) as i64);
+        counter(
+            &mut out,
+            "solo_cached_prompt_tokens_total",
+            "Prompt tokens served from the prefix cache.",
+            self.cached_prompt_tokens.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "solo_prefix_cache_hits_total",
+            "Requests that resumed from a cached state.",
+            self.cache_hits.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "solo_prefix_cache_misses_total",
+            "Requests that prefilled from scratch.",
+            self.cache_misses.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "solo_requests_cancelled_total",
+            "Generations stopped because the client disconnected.",
+            self.cancelled.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "solo_requests_timed_out_total",
+            "Requests that ran past the per-request timeout.",
+            self.timeouts.load(Relaxed),
+        );
+        gauge(
+            &mut out,
+            "solo_prefix_cache_entries",
+            "Snapshots held by the prefix cache.",
+            self.cache_entries.load(Relaxed) as i64,
+        );
+        gauge(
+            &mut out,
+            "solo_prefix_cache_bytes",
+            "Memory held by the prefix cache.",
+            self.cache_bytes.load(Relaxed) as i64,
+        );
         gauge(&mut out, "solo_queue_depth", "Requests waiting for the engine.", self.queue_depth.load(Relaxed));
         gauge(&mut out, "solo_requests_running", "Requests the engine is working on.", self.running.load(Relaxed));
         self.ttft.render(&mut out, "solo_time_to_first_token_seconds", "From arrival to the first generated token.");

@@ -22,8 +22,15 @@ pub enum Delta {
     Reasoning(String),
     Content(String),
     /// A new call; its arguments follow as `ToolCallArgs` with the same index.
-    ToolCallStart { index: usize, id: String, name: String },
-    ToolCallArgs { index: usize, fragment: String },
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    ToolCallArgs {
+        index: usize,
+        fragment: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,7 +171,8 @@ impl OutputParser {
             }
             CALL => {
                 let held = std::mem::take(&mut self.trim[channel as usize].held);
-                self.mode = Mode::Call(Call { resume: channel, raw: String::new(), held, function: None, emitted: false });
+                self.mode =
+                    Mode::Call(Call { resume: channel, raw: String::new(), held, function: None, emitted: false });
             }
             // A think block opened where the answer should start: what follows is reasoning.
             THINK if channel == Channel::Content && !self.trim[1].started => {

@@ -146,14 +146,19 @@ fn unterminated_call_is_closed_with_what_it_has() {
 
 #[test]
 fn missing_parameter_end_tags_are_tolerated() {
-    let text = "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n<parameter=days>\n2\n</function>\n</tool_call>";
+    let text =
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n<parameter=days>\n2\n</function>\n</tool_call>";
     let got = parse(Channel::Content, tools(), &[text]);
     assert_eq!(got.calls, vec![("get_weather".to_string(), json!({"city": "Oslo", "days": 2}))]);
 }
 
 #[test]
 fn json_call_inside_the_block_and_junk_blocks() {
-    let got = parse(Channel::Content, tools(), &["<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n</tool_call>"]);
+    let got = parse(
+        Channel::Content,
+        tools(),
+        &["<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n</tool_call>"],
+    );
     assert_eq!(got.calls, vec![("search".to_string(), json!({"q": "x"}))]);
     let got = parse(Channel::Content, tools(), &["<tool_call>nonsense</tool_call> after"]);
     assert_eq!((got.content.as_str(), got.calls.len()), ("<tool_call>nonsense</tool_call> after", 0));

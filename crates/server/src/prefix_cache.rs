@@ -76,7 +76,9 @@ impl<S> PrefixCache<S> {
         if let Some(i) = self.entries.iter().position(|e| e.tokens == tokens) {
             self.remove(i);
         }
-        while !self.entries.is_empty() && (self.entries.len() >= self.max_entries || self.bytes + bytes > self.max_bytes) {
+        while !self.entries.is_empty()
+            && (self.entries.len() >= self.max_entries || self.bytes + bytes > self.max_bytes)
+        {
             let lru = (0..self.entries.len()).min_by_key(|&i| self.entries[i].last_used).unwrap_or(0);
             self.remove(lru);
         }

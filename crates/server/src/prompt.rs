@@ -100,7 +100,8 @@ pub fn chat(
     }
 
     let tail = text.rsplit("<|im_start|>").next().unwrap_or(&text);
-    let starts_in_reasoning = tail.rfind("<think>").is_some_and(|open| tail.rfind("</think>").is_none_or(|close| close < open));
+    let starts_in_reasoning =
+        tail.rfind("<think>").is_some_and(|open| tail.rfind("</think>").is_none_or(|close| close < open));
     Ok(ChatPrompt { tokens, snapshot_points, starts_in_reasoning })
 }
 
@@ -130,13 +131,19 @@ fn check_messages(messages: Option<&Value>) -> Result<Vec<Value>, ApiError> {
                     if kind != Some("text") || !part.get("text").is_some_and(Value::is_string) {
                         return Err(ApiError::unsupported(
                             "messages",
-                            &format!("Content parts of type {} (only text parts are; this is a text-only server)", kind.unwrap_or("(missing)")),
+                            &format!(
+                                "Content parts of type {} (only text parts are; this is a text-only server)",
+                                kind.unwrap_or("(missing)")
+                            ),
                         ));
                     }
                 }
             }
             Some(_) => {
-                return Err(ApiError::invalid_param("messages", format!("messages[{i}].content must be a string or a list of text parts.")))
+                return Err(ApiError::invalid_param(
+                    "messages",
+                    format!("messages[{i}].content must be a string or a list of text parts."),
+                ))
             }
         }
         let mut m = m.clone();
@@ -153,7 +160,8 @@ fn check_messages(messages: Option<&Value>) -> Result<Vec<Value>, ApiError> {
 fn blank_old_reasoning(messages: &mut [Value]) {
     let Some(last_user) = messages.iter().rposition(|m| m["role"] == "user") else { return };
     for m in &mut messages[..last_user] {
-        let Some(fields) = m.as_object_mut().filter(|f| f.get("role").and_then(Value::as_str) == Some("assistant")) else {
+        let Some(fields) = m.as_object_mut().filter(|f| f.get("role").and_then(Value::as_str) == Some("assistant"))
+        else {
             continue;
         };
         fields.remove("reasoning");
@@ -173,7 +181,9 @@ pub fn completion(assets: &TextAssets, prompt: Option<&Value>, vocab: usize) -> 
     let tokens = match prompt {
         None => return Err(ApiError::invalid_param("prompt", "`prompt` is required.")),
         Some(Value::String(s)) => assets.tokenizer.encode(s).map_err(|e| ApiError::internal(&e))?,
-        Some(Value::Array(items)) if items.len() == 1 && !items[0].is_number() => return completion(assets, Some(&items[0]), vocab),
+        Some(Value::Array(items)) if items.len() == 1 && !items[0].is_number() => {
+            return completion(assets, Some(&items[0]), vocab)
+        }
         Some(Value::Array(items)) if items.iter().any(|v| v.is_string() || v.is_array()) => {
             return Err(ApiError::unsupported("prompt", "Several prompts in one request (batched completions)"))
         }
@@ -181,7 +191,9 @@ pub fn completion(assets: &TextAssets, prompt: Option<&Value>, vocab: usize) -> 
             .iter()
             .map(|v| v.as_u64().filter(|&id| (id as usize) < vocab).map(|id| id as u32))
             .collect::<Option<Vec<u32>>>()
-            .ok_or_else(|| ApiError::invalid_param("prompt", format!("Token ids in `prompt` must be integers below {vocab}.")))?,
+            .ok_or_else(|| {
+                ApiError::invalid_param("prompt", format!("Token ids in `prompt` must be integers below {vocab}."))
+            })?,
         Some(_) => return Err(bad()),
     };
     if tokens.is_empty() {

@@ -25,9 +25,9 @@ impl<'a> Fields<'a> {
     fn typed<T>(&self, key: &str, what: &str, read: impl Fn(&'a Value) -> Option<T>) -> Result<Option<T>, ApiError> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) => read(v).map(Some).ok_or_else(|| {
-                ApiError::invalid_param(key, format!("`{key}` must be {what}, got {}.", describe(v)))
-            }),
+            Some(v) => read(v)
+                .map(Some)
+                .ok_or_else(|| ApiError::invalid_param(key, format!("`{key}` must be {what}, got {}.", describe(v)))),
         }
     }
 
@@ -95,12 +95,17 @@ pub struct Common {
 pub fn common(f: &Fields, defaults: &Defaults, vocab: usize, fallback_seed: u64) -> Result<Common, ApiError> {
     reject_unsupported(f)?;
     let max_tokens = match f.integer("max_completion_tokens")?.or(f.integer("max_tokens")?) {
-        Some(n) if n < 1 => return Err(ApiError::invalid_param("max_tokens", format!("`max_tokens` must be at least 1, got {n}."))),
+        Some(n) if n < 1 => {
+            return Err(ApiError::invalid_param("max_tokens", format!("`max_tokens` must be at least 1, got {n}.")))
+        }
         n => n.map(|n| n as usize),
     };
     let temperature = match f.number("temperature")? {
         Some(t) if !(0.0..=2.0).contains(&t) => {
-            return Err(ApiError::invalid_param("temperature", format!("`temperature` must be between 0 and 2, got {t}.")))
+            return Err(ApiError::invalid_param(
+                "temperature",
+                format!("`temperature` must be between 0 and 2, got {t}."),
+            ))
         }
         t => t.map_or(defaults.temperature, |t| t as f32),
     };
@@ -111,7 +116,9 @@ pub fn common(f: &Fields, defaults: &Defaults, vocab: usize, fallback_seed: u64)
         p => p.map_or(defaults.top_p, |p| p as f32),
     };
     let top_k = match f.integer("top_k")? {
-        Some(k) if k < -1 => return Err(ApiError::invalid_param("top_k", format!("`top_k` must be -1 (off) or at least 0, got {k}."))),
+        Some(k) if k < -1 => {
+            return Err(ApiError::invalid_param("top_k", format!("`top_k` must be -1 (off) or at least 0, got {k}.")))
+        }
         Some(k) => k.max(0) as usize,
         None => defaults.top_k,
     };
@@ -149,7 +156,10 @@ fn stop(f: &Fields) -> Result<Vec<String>, ApiError> {
     }
     // Each token compares the held-back text against every prefix of every stop string.
     if let Some(long) = list.iter().find(|s| s.len() > 1024) {
-        return Err(ApiError::invalid_param("stop", format!("Stop strings may be at most 1024 bytes; one has {}.", long.len())));
+        return Err(ApiError::invalid_param(
+            "stop",
+            format!("Stop strings may be at most 1024 bytes; one has {}.", long.len()),
+        ));
     }
     Ok(list)
 }
@@ -160,10 +170,16 @@ fn logit_bias(f: &Fields, vocab: usize) -> Result<Vec<(u32, f32)>, ApiError> {
     map.iter()
         .map(|(k, v)| {
             let id = k.parse::<u32>().ok().filter(|&id| (id as usize) < vocab).ok_or_else(|| {
-                ApiError::invalid_param("logit_bias", format!("`logit_bias` key {k:?} is not a token id below {vocab}."))
+                ApiError::invalid_param(
+                    "logit_bias",
+                    format!("`logit_bias` key {k:?} is not a token id below {vocab}."),
+                )
             })?;
             let bias = v.as_f64().filter(|b| (-100.0..=100.0).contains(b)).ok_or_else(|| {
-                ApiError::invalid_param("logit_bias", format!("`logit_bias` values must be numbers in [-100, 100]; {k:?} has {v}."))
+                ApiError::invalid_param(
+                    "logit_bias",
+                    format!("`logit_bias` values must be numbers in [-100, 100]; {k:?} has {v}."),
+                )
             })?;
             Ok((id, bias as f32))
         })
@@ -186,7 +202,10 @@ fn reject_unsupported(f: &Fields) -> Result<(), ApiError> {
     }
     if let Some(format) = f.get("response_format") {
         if format.get("type").and_then(Value::as_str) != Some("text") {
-            return Err(ApiError::unsupported("response_format", "response_format other than text (JSON mode, structured outputs)"));
+            return Err(ApiError::unsupported(
+                "response_format",
+                "response_format other than text (JSON mode, structured outputs)",
+            ));
         }
     }
     if f.get("audio").is_some() {
@@ -204,7 +223,10 @@ fn reject_unsupported(f: &Fields) -> Result<(), ApiError> {
         return Err(ApiError::unsupported("web_search_options", "Web search"));
     }
     if f.number("repetition_penalty")?.is_some_and(|p| p != 1.0) {
-        return Err(ApiError::unsupported("repetition_penalty", "repetition_penalty (use presence_penalty / frequency_penalty)"));
+        return Err(ApiError::unsupported(
+            "repetition_penalty",
+            "repetition_penalty (use presence_penalty / frequency_penalty)",
+        ));
     }
     if f.boolean("echo")? == Some(true) {
         return Err(ApiError::unsupported("echo", "echo"));
@@ -232,7 +254,10 @@ pub fn chat_logprobs(f: &Fields) -> Result<Option<usize>, ApiError> {
     let top = f.integer("top_logprobs")?;
     if let Some(n) = top {
         if !(0..=MAX_TOP_LOGPROBS as i64).contains(&n) {
-            return Err(ApiError::invalid_param("top_logprobs", format!("`top_logprobs` must be between 0 and {MAX_TOP_LOGPROBS}, got {n}.")));
+            return Err(ApiError::invalid_param(
+                "top_logprobs",
+                format!("`top_logprobs` must be between 0 and {MAX_TOP_LOGPROBS}, got {n}."),
+            ));
         }
     }
     match f.boolean("logprobs")? {
@@ -290,17 +315,24 @@ pub fn tools(f: &Fields) -> Result<(Vec<Value>, ToolChoice), ApiError> {
             other => return Err(ApiError::invalid_param("tool_choice", format!("Unknown `tool_choice` {other:?}."))),
         },
         Some(v) => match v.pointer("/function/name").and_then(Value::as_str) {
-            Some(name) if v.get("type").and_then(Value::as_str) == Some("function") => ToolChoice::Named(name.to_string()),
-            _ => return Err(ApiError::invalid_param("tool_choice", "`tool_choice` must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\": …}}.")),
+            Some(name) if v.get("type").and_then(Value::as_str) == Some("function") => {
+                ToolChoice::Named(name.to_string())
+            }
+            _ => return Err(ApiError::invalid_param(
+                "tool_choice",
+                "`tool_choice` must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\": …}}.",
+            )),
         },
     };
     match &choice {
-        ToolChoice::Required | ToolChoice::Named(_) if tools.is_empty() => {
-            Err(ApiError::invalid_param("tool_choice", "`tool_choice` requires a tool, but the request has no `tools`."))
-        }
-        ToolChoice::Named(name) if !names().any(|n| n == name) => {
-            Err(ApiError::invalid_param("tool_choice", format!("`tool_choice` names {name:?}, which is not in `tools`.")))
-        }
+        ToolChoice::Required | ToolChoice::Named(_) if tools.is_empty() => Err(ApiError::invalid_param(
+            "tool_choice",
+            "`tool_choice` requires a tool, but the request has no `tools`.",
+        )),
+        ToolChoice::Named(name) if !names().any(|n| n == name) => Err(ApiError::invalid_param(
+            "tool_choice",
+            format!("`tool_choice` names {name:?}, which is not in `tools`."),
+        )),
         _ => Ok((tools, choice)),
     }
 }

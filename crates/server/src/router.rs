@@ -259,12 +259,18 @@ pub async fn chat(State(app): State<Arc<App>>, headers: HeaderMap, body: Result<
     }
 }
 
-async fn route(app: Arc<App>, hybrid: Arc<Hybrid>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<Response, Response> {
+async fn route(
+    app: Arc<App>,
+    hybrid: Arc<Hybrid>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Response> {
     let mut body = handlers::parse_body(&app, body).map_err(IntoResponse::into_response)?;
     if !body.is_object() {
         return Err(ApiError::invalid("The request body must be a JSON object.").into_response());
     }
-    let force_local = header_or_field(&headers, &body, "x-solo-route", "solo_route").is_some_and(|r| r.eq_ignore_ascii_case("local"));
+    let force_local =
+        header_or_field(&headers, &body, "x-solo-route", "solo_route").is_some_and(|r| r.eq_ignore_ascii_case("local"));
     let consent = header_or_field(&headers, &body, "x-solo-consent", "solo_consent");
     if let Some(obj) = body.as_object_mut() {
         obj.remove("solo_route");
@@ -310,7 +316,10 @@ async fn route(app: Arc<App>, hybrid: Arc<Hybrid>, headers: HeaderMap, body: Res
             Err(privacy_error(
                 StatusCode::FORBIDDEN,
                 "privacy_refused",
-                format!("The privacy policy does not allow this request: it contains {}.", types_list(types.iter().copied()).join(", ")),
+                format!(
+                    "The privacy policy does not allow this request: it contains {}.",
+                    types_list(types.iter().copied()).join(", ")
+                ),
                 &types,
                 None,
             ))
@@ -318,7 +327,8 @@ async fn route(app: Arc<App>, hybrid: Arc<Hybrid>, headers: HeaderMap, body: Res
         Outcome::AskConsent => {
             conv_store(&gated);
             let types = decision.types_with(Outcome::AskConsent);
-            let token = hybrid.issue_consent(&app, key, types.iter().copied().chain(consented.iter().copied()).collect());
+            let token =
+                hybrid.issue_consent(&app, key, types.iter().copied().chain(consented.iter().copied()).collect());
             hybrid.audit(audit("consent_required", 428));
             Err(privacy_error(
                 StatusCode::PRECONDITION_REQUIRED,
@@ -352,7 +362,10 @@ async fn route(app: Arc<App>, hybrid: Arc<Hybrid>, headers: HeaderMap, body: Res
             let endpoint = endpoint.unwrap_or_default();
             match send(&app, &hybrid, &endpoint, &outbound, restorations).await {
                 Ok(response) => {
-                    hybrid.audit(audit(if masked_types.is_empty() { "cloud" } else { "cloud_masked" }, response.status().as_u16()));
+                    hybrid.audit(audit(
+                        if masked_types.is_empty() { "cloud" } else { "cloud_masked" },
+                        response.status().as_u16(),
+                    ));
                     Ok(with_route(response, "cloud"))
                 }
                 Err(cause) => match policy.on_cloud_error {
@@ -379,7 +392,13 @@ async fn route(app: Arc<App>, hybrid: Arc<Hybrid>, headers: HeaderMap, body: Res
     }
 }
 
-fn privacy_error(status: StatusCode, code: &'static str, message: String, types: &[EntityType], token: Option<&str>) -> Response {
+fn privacy_error(
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    types: &[EntityType],
+    token: Option<&str>,
+) -> Response {
     let mut body = json!({"error": {
         "message": message, "type": "invalid_request_error", "param": "messages", "code": code,
         "entity_types": types_list(types.iter().copied()),
@@ -400,18 +419,34 @@ async fn local(app: &Arc<App>, mut body: Value) -> Response {
 /// Sends the (masked) request to the cloud. `Err` only when the cloud could not be reached (no
 /// connection, a timeout, a 502/503/504 before any answer): then nothing came back and the
 /// caller decides. Other statuses are passed through, restored.
-async fn send(app: &App, hybrid: &Hybrid, endpoint: &str, body: &Value, restorations: HashMap<String, String>) -> Result<Response, String> {
+async fn send(
+    app: &App,
+    hybrid: &Hybrid,
+    endpoint: &str,
+    body: &Value,
+    restorations: HashMap<String, String>,
+) -> Result<Response, String> {
     let mut request = hybrid.client.post(endpoint).timeout(app.request_timeout).json(body);
     if let Some(key) = &hybrid.config.cloud_key {
         request = request.bearer_auth(key);
     }
-    let response = request.send().await.map_err(|e| if e.is_timeout() { "timed out".to_string() } else { "connection failed".to_string() })?;
+    let response = request.send().await.map_err(|e| {
+        if e.is_timeout() {
+            "timed out".to_string()
+        } else {
+            "connection failed".to_string()
+        }
+    })?;
     let status = response.status();
     if matches!(status.as_u16(), 502..=504) {
         return Err(format!("it answered {status}"));
     }
     let restorer = Restorer::new(restorations);
-    let streaming = response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"));
+    let streaming = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
     if status.is_success() && streaming {
         return Ok(stream_restored(response, restorer));
     }
@@ -540,7 +575,10 @@ impl StreamRestore {
             }
             let Some(end) = self.buffer.find("\n\n") else { break };
             let event: String = self.buffer.drain(..end + 2).collect();
-            let data: Vec<&str> = event.lines().filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d))).collect();
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
+                .collect();
             if data.is_empty() {
                 continue;
             }
@@ -566,7 +604,12 @@ impl StreamRestore {
 }
 
 fn stream_restored(response: reqwest::Response, restorer: Restorer) -> Response {
-    let state = (response.bytes_stream(), StreamRestore { template: restorer, fields: HashMap::new(), buffer: String::new() }, VecDeque::<Bytes>::new(), false);
+    let state = (
+        response.bytes_stream(),
+        StreamRestore { template: restorer, fields: HashMap::new(), buffer: String::new() },
+        VecDeque::<Bytes>::new(),
+        false,
+    );
     let events = futures_util::stream::unfold(state, |(mut upstream, mut sr, mut queue, mut done)| async move {
         loop {
             if let Some(b) = queue.pop_front() {
@@ -614,7 +657,9 @@ mod tests {
         let mut map = HashMap::new();
         map.insert("[EMAIL_1]".to_string(), "jane@example.com".to_string());
         let mut sr = StreamRestore { template: Restorer::new(map), fields: HashMap::new(), buffer: String::new() };
-        let chunk = |t: &str| format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": t}, "finish_reason": null}]}));
+        let chunk = |t: &str| {
+            format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": t}, "finish_reason": null}]}))
+        };
         let raw = format!(
             "{}{}{}data: {}\n\ndata: [DONE]\n\n",
             chunk("Mail [EM"),

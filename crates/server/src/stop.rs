@@ -39,12 +39,7 @@ impl StopMatcher {
 
 /// Length of the longest suffix of `text` that is a proper prefix of `stop`.
 fn partial_suffix(text: &str, stop: &str) -> usize {
-    stop.char_indices()
-        .map(|(i, _)| i)
-        .skip(1)
-        .filter(|&len| text.ends_with(&stop[..len]))
-        .max()
-        .unwrap_or(0)
+    stop.char_indices().map(|(i, _)| i).skip(1).filter(|&len| text.ends_with(&stop[..len])).max().unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -61,12 +61,9 @@ pub fn convert(raw: &str, ty: Option<&Value>) -> Value {
     let text = text.strip_suffix('\n').unwrap_or(text);
     let ty = match ty {
         Some(Value::String(t)) => t.to_ascii_lowercase(),
-        Some(Value::Array(list)) => list
-            .iter()
-            .filter_map(Value::as_str)
-            .find(|t| *t != "null")
-            .unwrap_or("string")
-            .to_ascii_lowercase(),
+        Some(Value::Array(list)) => {
+            list.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or("string").to_ascii_lowercase()
+        }
         // Unknown function or parameter: keep the text.
         _ => "string".to_string(),
     };
@@ -74,21 +71,20 @@ pub fn convert(raw: &str, ty: Option<&Value>) -> Value {
     if trimmed.eq_ignore_ascii_case("null") && ty != "string" {
         return Value::Null;
     }
-    let parsed = match ty.as_str() {
-        "string" | "str" | "text" | "varchar" | "char" | "enum" => None,
-        "integer" | "int" => trimmed.parse::<i64>().ok().map(Value::from),
-        "number" | "float" | "double" => trimmed
-            .parse::<i64>()
-            .ok()
-            .map(Value::from)
-            .or_else(|| trimmed.parse::<f64>().ok().and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))),
-        "boolean" | "bool" => match trimmed.to_ascii_lowercase().as_str() {
-            "true" => Some(Value::Bool(true)),
-            "false" => Some(Value::Bool(false)),
-            _ => None,
-        },
-        _ => serde_json::from_str::<Value>(trimmed).ok(),
-    };
+    let parsed =
+        match ty.as_str() {
+            "string" | "str" | "text" | "varchar" | "char" | "enum" => None,
+            "integer" | "int" => trimmed.parse::<i64>().ok().map(Value::from),
+            "number" | "float" | "double" => trimmed.parse::<i64>().ok().map(Value::from).or_else(|| {
+                trimmed.parse::<f64>().ok().and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+            }),
+            "boolean" | "bool" => match trimmed.to_ascii_lowercase().as_str() {
+                "true" => Some(Value::Bool(true)),
+                "false" => Some(Value::Bool(false)),
+                _ => None,
+            },
+            _ => serde_json::from_str::<Value>(trimmed).ok(),
+        };
     parsed.unwrap_or_else(|| Value::String(text.to_string()))
 }
 
@@ -113,11 +109,13 @@ mod tests {
 
     #[test]
     fn converts_by_schema_type() {
-        let tools = [json!({"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
-            "s": {"type": "string"}, "i": {"type": "integer"}, "n": {"type": "number"}, "b": {"type": "boolean"},
-            "o": {"type": "object"}, "a": {"type": "array"}, "u": {"anyOf": [{"type": "null"}, {"type": "integer"}]},
-            "l": {"type": ["null", "number"]}
-        }}}})];
+        let tools = [
+            json!({"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+                "s": {"type": "string"}, "i": {"type": "integer"}, "n": {"type": "number"}, "b": {"type": "boolean"},
+                "o": {"type": "object"}, "a": {"type": "array"}, "u": {"anyOf": [{"type": "null"}, {"type": "integer"}]},
+                "l": {"type": ["null", "number"]}
+            }}}}),
+        ];
         let s = ToolSchemas::from_tools(&tools);
         let member = |p: &str, raw: &str| s.json_member("f", p, raw);
         assert_eq!(member("s", "\n42\n"), r#""s": "42""#);

@@ -16,7 +16,11 @@ fn text_of(r: &Value) -> String {
 #[test]
 fn chat_response_shape_and_usage() {
     let s = start_cpu(config());
-    let r = ok(&s, "/v1/chat/completions", &json!({"model": "tiny-a", "messages": user("Hello"), "max_tokens": 5, "temperature": 0}));
+    let r = ok(
+        &s,
+        "/v1/chat/completions",
+        &json!({"model": "tiny-a", "messages": user("Hello"), "max_tokens": 5, "temperature": 0}),
+    );
     assert!(r["id"].as_str().unwrap().starts_with("chatcmpl-"));
     assert_eq!(r["object"], "chat.completion");
     assert_eq!(r["model"], "tiny-a");
@@ -28,7 +32,9 @@ fn chat_response_shape_and_usage() {
     assert_eq!(choice["logprobs"], Value::Null);
 
     let template = ChatTemplate::from_dir(fixture()).unwrap();
-    let prompt = template.render(&user("Hello"), None, &TemplateOptions { add_generation_prompt: true, ..Default::default() }).unwrap();
+    let prompt = template
+        .render(&user("Hello"), None, &TemplateOptions { add_generation_prompt: true, ..Default::default() })
+        .unwrap();
     let usage = &r["usage"];
     assert_eq!(usage["prompt_tokens"], tokenizer().encode(&prompt).unwrap().len());
     let completion = usage["completion_tokens"].as_u64().unwrap();
@@ -99,7 +105,8 @@ fn logprobs_have_the_openai_shape() {
     let a = assemble(&stream(&s, "/v1/chat/completions", &body));
     assert_eq!(a.logprobs, entries);
 
-    let r = ok(&s, "/v1/completions", &json!({"prompt": "Once upon", "max_tokens": 3, "temperature": 0, "logprobs": 2}));
+    let r =
+        ok(&s, "/v1/completions", &json!({"prompt": "Once upon", "max_tokens": 3, "temperature": 0, "logprobs": 2}));
     let lp = &r["choices"][0]["logprobs"];
     let n = lp["tokens"].as_array().unwrap().len();
     assert!(n >= 1);
@@ -155,7 +162,8 @@ fn prefix_cache_hits_over_a_three_turn_chat() {
             break;
         }
         let m = &r["choices"][0]["message"];
-        messages.push(json!({"role": "assistant", "content": m["content"], "reasoning_content": m["reasoning_content"]}));
+        messages
+            .push(json!({"role": "assistant", "content": m["content"], "reasoning_content": m["reasoning_content"]}));
         messages.push(json!({"role": "user", "content": turn}));
     }
     assert_eq!(cached[0], 0);
@@ -165,14 +173,19 @@ fn prefix_cache_hits_over_a_three_turn_chat() {
 
     // Thinking off: the whole previous prompt is a prefix of the next one.
     let kwargs = json!({"enable_thinking": false});
-    let first = ok(&s, "/v1/chat/completions", &json!({"messages": user("Off we go"), "max_tokens": 4, "chat_template_kwargs": kwargs}));
+    let first = ok(
+        &s,
+        "/v1/chat/completions",
+        &json!({"messages": user("Off we go"), "max_tokens": 4, "chat_template_kwargs": kwargs}),
+    );
     let m = &first["choices"][0]["message"];
     let messages = json!([
         {"role": "user", "content": "Off we go"},
         {"role": "assistant", "content": m["content"]},
         {"role": "user", "content": "Again"},
     ]);
-    let second = ok(&s, "/v1/chat/completions", &json!({"messages": messages, "max_tokens": 4, "chat_template_kwargs": kwargs}));
+    let second =
+        ok(&s, "/v1/chat/completions", &json!({"messages": messages, "max_tokens": 4, "chat_template_kwargs": kwargs}));
     let cached = second["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap();
     assert!(cached >= first["usage"]["prompt_tokens"].as_u64().unwrap(), "{cached} {first}");
 }

@@ -53,9 +53,17 @@ fn bad_requests_are_400_and_say_why() {
         (chat(json!({"response_format": {"type": "json_object"}})), "not supported"),
         (chat(json!({"functions": []})), "not supported"),
         (chat(json!({"tool_choice": "required"})), "no `tools`"),
-        (chat(json!({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}})), "not in `tools`"),
+        (
+            chat(
+                json!({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}}),
+            ),
+            "not in `tools`",
+        ),
         (chat(json!({"tools": [{"type": "code_interpreter"}]})), "not supported"),
-        (json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}), "text-only"),
+        (
+            json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}),
+            "text-only",
+        ),
         (chat(json!({"chat_template_kwargs": {"enable_thinking": "yes"}})), "boolean"),
     ];
     for (body, needle) in cases {
@@ -76,7 +84,10 @@ fn prompt_plus_max_tokens_past_the_context_is_400_with_the_numbers() {
     let message = error(status, &json, 400);
     let prompt = ok(&s, "/v1/chat/completions", &chat(json!({})))["usage"]["prompt_tokens"].as_u64().unwrap();
     assert!(message.contains("maximum context length is 64 tokens"), "{message}");
-    assert!(message.contains(&format!("{} tokens ({prompt} in the messages, 1000 in the completion)", prompt + 1000)), "{message}");
+    assert!(
+        message.contains(&format!("{} tokens ({prompt} in the messages, 1000 in the completion)", prompt + 1000)),
+        "{message}"
+    );
     let long = "hello ".repeat(100);
     let (status, json) = post(&s, "/v1/chat/completions", &json!({"messages": user(&long)}));
     assert!(error(status, &json, 400).contains("resulted in"));

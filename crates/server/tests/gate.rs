@@ -67,17 +67,29 @@ fn answer(log: &Log, headers: &HeaderMap, body: &[u8]) -> Response {
     let body: Value = serde_json::from_slice(body).unwrap();
     let auth = headers.get("authorization").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
     log.lock().unwrap().push((auth, body.clone()));
-    let last = body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap().to_string();
+    let last = body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "user").unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let text = format!("ECHO: {last}");
     if body["stream"] == true {
         let mut sse = String::new();
         let chars: Vec<char> = text.chars().collect();
-        sse += &format!("data: {}\n\n", json!({"id": "c1", "object": "chat.completion.chunk", "model": "cloud", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]}));
+        sse += &format!(
+            "data: {}\n\n",
+            json!({"id": "c1", "object": "chat.completion.chunk", "model": "cloud", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]})
+        );
         for piece in chars.chunks(3) {
             let p: String = piece.iter().collect();
-            sse += &format!("data: {}\n\n", json!({"id": "c1", "object": "chat.completion.chunk", "model": "cloud", "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": null}]}));
+            sse += &format!(
+                "data: {}\n\n",
+                json!({"id": "c1", "object": "chat.completion.chunk", "model": "cloud", "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": null}]})
+            );
         }
-        sse += &format!("data: {}\n\n", json!({"id": "c1", "object": "chat.completion.chunk", "model": "cloud", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}));
+        sse += &format!(
+            "data: {}\n\n",
+            json!({"id": "c1", "object": "chat.completion.chunk", "model": "cloud", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        );
         sse += "data: [DONE]\n\n";
         return ([("content-type", "text/event-stream")], Body::from(sse)).into_response();
     }
@@ -170,7 +182,11 @@ fn mask_restore_keep_local_and_nothing_private() {
     // forced local.
     let (status, route, _) = send(&server, &chat(&format!("mail {EMAIL}")), &[("x-solo-route", "local")]);
     assert_eq!((status, route.as_str()), (200, "local"));
-    let (status, route, _) = send(&server, &json!({"messages": user("hello there"), "solo_route": "local", "max_tokens": 4, "enable_thinking": false}), &[]);
+    let (status, route, _) = send(
+        &server,
+        &json!({"messages": user("hello there"), "solo_route": "local", "max_tokens": 4, "enable_thinking": false}),
+        &[],
+    );
     assert_eq!((status, route.as_str()), (200, "local"));
 
     assert_never_sent(&up.log, &[EMAIL, PHONE, CARD, "4111111111111111"]);
@@ -202,7 +218,10 @@ fn streaming_restore_across_split_placeholders() {
     assert_eq!(a.content, format!("ECHO: {text}"));
     assert_eq!(a.finish_reason.as_deref(), Some("stop"));
     let log = up.log.lock().unwrap();
-    assert_eq!(log.last().unwrap().1["messages"][0]["content"], "Write to [EMAIL_1], then to [EMAIL_2], then to [EMAIL_1] again.");
+    assert_eq!(
+        log.last().unwrap().1["messages"][0]["content"],
+        "Write to [EMAIL_1], then to [EMAIL_2], then to [EMAIL_1] again."
+    );
     drop(log);
     assert_never_sent(&up.log, &[EMAIL, "bob@example.org"]);
     let _ = std::fs::remove_file(&audit);
@@ -212,7 +231,11 @@ fn streaming_restore_across_split_placeholders() {
 fn refuse_and_consent_round_trip() {
     let up = cloud();
     let audit = audit_path("consent");
-    let policy = Policy::parse(&format!("{}\n[[rule]]\ntypes = [\"SSN\"]\noutcome = \"refuse\"\n", solo_gate::policy::DEFAULT_POLICY)).unwrap();
+    let policy = Policy::parse(&format!(
+        "{}\n[[rule]]\ntypes = [\"SSN\"]\noutcome = \"refuse\"\n",
+        solo_gate::policy::DEFAULT_POLICY
+    ))
+    .unwrap();
     let server = hybrid(Some(up.url.clone()), policy, &audit);
 
     // refuse: 403 with the types, never the values.
@@ -288,7 +311,10 @@ fn cloud_down_answers_locally_or_fails_by_policy() {
     let a = assemble(&stream(&server, "/v1/chat/completions", &req));
     assert_eq!(a.content, "LOCAL ANSWER");
 
-    let policy = Policy::parse(&solo_gate::policy::DEFAULT_POLICY.replace("on_cloud_error = \"local\"", "on_cloud_error = \"fail\"")).unwrap();
+    let policy = Policy::parse(
+        &solo_gate::policy::DEFAULT_POLICY.replace("on_cloud_error = \"local\"", "on_cloud_error = \"fail\""),
+    )
+    .unwrap();
     let failing = hybrid(Some(dead), policy, &audit);
     let (status, _, body) = send(&failing, &chat(&format!("mail {EMAIL}")), &[]);
     assert_eq!(status, 502, "{body}");
@@ -328,7 +354,8 @@ fn a_second_solo_serve_plays_the_cloud() {
 #[test]
 fn without_a_cloud_the_policy_still_refuses() {
     let audit = audit_path("local");
-    let policy = Policy::parse("[[rule]]\ntypes = [\"SECRET\"]\noutcome = \"refuse\"\ndestination = \"any\"\n").unwrap();
+    let policy =
+        Policy::parse("[[rule]]\ntypes = [\"SECRET\"]\noutcome = \"refuse\"\ndestination = \"any\"\n").unwrap();
     let server = hybrid(None, policy, &audit);
     let (status, _, body) = send(&server, &chat("my key is AKIAIOSFODNN7EXAMPLE"), &[]);
     assert_eq!(status, 403, "{body}");

@@ -52,7 +52,11 @@ fn reasoning_is_split_from_content() {
 #[test]
 fn thinking_off_gives_content_only() {
     let s = server();
-    let r = ok(&s, "/v1/chat/completions", &json!({"messages": user("PLAIN"), "chat_template_kwargs": {"enable_thinking": false}}));
+    let r = ok(
+        &s,
+        "/v1/chat/completions",
+        &json!({"messages": user("PLAIN"), "chat_template_kwargs": {"enable_thinking": false}}),
+    );
     assert_eq!(r["choices"][0]["message"]["content"], "Plain answer.");
     assert_eq!(r["choices"][0]["message"]["reasoning_content"], Value::Null);
 }
@@ -101,7 +105,8 @@ fn a_tool_call_inside_the_think_block_is_not_lost() {
 fn tool_choice_none_leaves_tools_out() {
     let s = server();
     let with = ok(&s, "/v1/chat/completions", &json!({"messages": user("WEATHER"), "tools": tools()}));
-    let none = ok(&s, "/v1/chat/completions", &json!({"messages": user("WEATHER"), "tools": tools(), "tool_choice": "none"}));
+    let none =
+        ok(&s, "/v1/chat/completions", &json!({"messages": user("WEATHER"), "tools": tools(), "tool_choice": "none"}));
     let message = &none["choices"][0]["message"];
     assert!(message.get("tool_calls").is_none());
     assert!(message["content"].as_str().unwrap().starts_with("<tool_call>"));
@@ -127,8 +132,16 @@ fn named_and_required_tool_choice_force_a_call() {
     let s = start_scripted(
         config(),
         vec![
-            script("NAMED", "\n\n<tool_call>\n<function=get_weather>\n", "<parameter=city>\nRome\n</parameter>\n</function>\n</tool_call>"),
-            script("REQUIRED", "\n\n<tool_call>\n", "<function=get_weather>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>"),
+            script(
+                "NAMED",
+                "\n\n<tool_call>\n<function=get_weather>\n",
+                "<parameter=city>\nRome\n</parameter>\n</function>\n</tool_call>",
+            ),
+            script(
+                "REQUIRED",
+                "\n\n<tool_call>\n",
+                "<function=get_weather>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>",
+            ),
         ],
     );
     let named = json!({"type": "function", "function": {"name": "get_weather"}});
@@ -137,7 +150,11 @@ fn named_and_required_tool_choice_force_a_call() {
     assert_eq!(m["tool_calls"][0]["function"]["arguments"], r#"{"city": "Rome"}"#, "{r}");
     assert_eq!(m["content"], Value::Null);
     assert_eq!(r["choices"][0]["finish_reason"], "tool_calls");
-    let r = ok(&s, "/v1/chat/completions", &json!({"messages": user("REQUIRED"), "tools": tools(), "tool_choice": "required"}));
+    let r = ok(
+        &s,
+        "/v1/chat/completions",
+        &json!({"messages": user("REQUIRED"), "tools": tools(), "tool_choice": "required"}),
+    );
     assert_eq!(r["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"], r#"{"days": 2}"#, "{r}");
 }
 
@@ -160,7 +177,8 @@ fn tool_round_trip_renders_and_hits_the_cache() {
 #[test]
 fn stop_strings_end_the_reply() {
     let s = server();
-    let body = json!({"messages": user("COUNT"), "chat_template_kwargs": {"enable_thinking": false}, "stop": ["thr", "zzz"]});
+    let body =
+        json!({"messages": user("COUNT"), "chat_template_kwargs": {"enable_thinking": false}, "stop": ["thr", "zzz"]});
     let r = ok(&s, "/v1/chat/completions", &body);
     assert_eq!(r["choices"][0]["message"]["content"], "one two");
     assert_eq!(r["choices"][0]["finish_reason"], "stop");
@@ -211,7 +229,8 @@ fn a_disconnected_stream_is_cancelled_at_the_next_token() {
 fn a_disconnected_plain_request_is_cancelled_too() {
     let s = start_scripted(config(), vec![Script::text("SLOW", &"word ".repeat(200)).slow(Duration::from_millis(20))]);
     let short = reqwest::blocking::Client::builder().no_proxy().timeout(Duration::from_millis(300)).build().unwrap();
-    let result = short.post(url(&s, "/v1/chat/completions")).json(&json!({"messages": user("SLOW"), "max_tokens": 400})).send();
+    let result =
+        short.post(url(&s, "/v1/chat/completions")).json(&json!({"messages": user("SLOW"), "max_tokens": 400})).send();
     assert!(result.is_err(), "the client gave up");
     wait_for("the cancellation", || metric(&s, "solo_requests_cancelled_total") == 1.0);
     assert!(metric(&s, "solo_completion_tokens_total") < 150.0);

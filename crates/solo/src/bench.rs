@@ -138,15 +138,27 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let commit = env!("SOLO_COMMIT");
     println!("solo bench — {} — bf16 weights, f32 state — commit {commit}", model.gpu.name);
     let pdl = model.gpu.pdl_launched();
-    println!("kernels launched with programmatic dependent launch: {}", if pdl.is_empty() { "none".to_string() } else { pdl.join(", ") });
-    println!("model: {source}; batch 1; {} decode steps; median of {} rounds after 1 warm-up", args.decode_steps, args.rounds);
+    println!(
+        "kernels launched with programmatic dependent launch: {}",
+        if pdl.is_empty() { "none".to_string() } else { pdl.join(", ") }
+    );
+    println!(
+        "model: {source}; batch 1; {} decode steps; median of {} rounds after 1 warm-up",
+        args.decode_steps, args.rounds
+    );
     if model.screened_lm_head {
         let counts: Vec<String> = rows.iter().map(|r| r.screen_candidates.to_string()).collect();
-        println!("lm_head: screened (int8 copy, then bf16 rows of the candidates: {} in the last step, by context)", counts.join(", "));
+        println!(
+            "lm_head: screened (int8 copy, then bf16 rows of the candidates: {} in the last step, by context)",
+            counts.join(", ")
+        );
     } else {
         println!("lm_head: full bf16, then an argmax kernel (--full-lm-head)");
     }
-    println!("{:>9} | {:>13} | {:>10} | {:>12} | {:>10}", "context", "prefill tok/s", "TTFT ms", "decode tok/s", "ms/token");
+    println!(
+        "{:>9} | {:>13} | {:>10} | {:>12} | {:>10}",
+        "context", "prefill tok/s", "TTFT ms", "decode tok/s", "ms/token"
+    );
     for r in &rows {
         println!(
             "{:>9} | {:>13.0} | {:>10.1} | {:>12.1} | {:>10.3}",
@@ -155,7 +167,10 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     }
     if args.sampled {
         println!("\nsampled decode (temperature 1, top-k 20, top-p 0.95), one token to the host per step:");
-        println!("{:>9} | {:>27} | {:>32}", "context", "server's step (GPU sampler)", "host sampling (logits download)");
+        println!(
+            "{:>9} | {:>27} | {:>32}",
+            "context", "server's step (GPU sampler)", "host sampling (logits download)"
+        );
         for r in &rows {
             let (p, h) = (r.picked_decode_tok_s.unwrap_or(0.0), r.host_sampled_decode_tok_s.unwrap_or(0.0));
             println!("{:>9} | {:>21.1} tok/s | {:>26.1} tok/s", r.context, p, h);
@@ -170,17 +185,28 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         sorted.sort_by(|a, b| b.micros.total_cmp(&a.micros));
         for k in &sorted {
             let each = k.micros / k.launches as f32;
-            println!("{:>9.1} | {:>5.1}% | {:>8} | {each:>7.2} | {}", k.micros, 100.0 * k.micros / total, k.launches, k.kernel);
+            println!(
+                "{:>9.1} | {:>5.1}% | {:>8} | {each:>7.2} | {}",
+                k.micros,
+                100.0 * k.micros / total,
+                k.launches,
+                k.kernel
+            );
         }
     }
-    println!("GPU memory in use at the end (KV cache for {max_seq} tokens): {:.1} GiB of {:.1} GiB", gib(used), gib(total));
+    println!(
+        "GPU memory in use at the end (KV cache for {max_seq} tokens): {:.1} GiB of {:.1} GiB",
+        gib(used),
+        gib(total)
+    );
     if let Some(path) = args.json {
         let report = serde_json::json!({
             "gpu": model.gpu.name, "commit": commit, "precision": "bf16 weights, f32 recurrent state, bf16 KV cache",
             "model": source, "decode_steps": args.decode_steps, "rounds": args.rounds,
             "gpu_memory_used_bytes": used, "gpu_memory_total_bytes": total, "results": rows,
         });
-        std::fs::write(&path, serde_json::to_string_pretty(&report)?).with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(&path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
 }

@@ -1,11 +1,11 @@
 //! The subcommands: `run`, `logits`, `perplexity`.
 
 use crate::locate::{self, ModelDir};
-use solo_model::sampler::{Sampler, SamplerConfig};
 use crate::BackendChoice;
 use anyhow::{bail, Context, Result};
 use solo_cpu::CpuModel;
 use solo_cuda::CudaModel;
+use solo_model::sampler::{Sampler, SamplerConfig};
 use solo_model::{Backend, Logits};
 use solo_text::{ChatTemplate, TemplateOptions, Tokenizer};
 use std::io::Write;
@@ -46,7 +46,8 @@ pub fn load_engine(dir: &Path, choice: BackendChoice) -> Result<Engine> {
         BackendChoice::Cuda => true,
         BackendChoice::Auto => {
             solo_cuda::gpu_present()
-                && solo_model::ModelConfig::from_dir(dir).is_ok_and(|c| solo_cuda::weights::check_real_widths(&c).is_ok())
+                && solo_model::ModelConfig::from_dir(dir)
+                    .is_ok_and(|c| solo_cuda::weights::check_real_widths(&c).is_ok())
         }
     };
     Ok(if cuda {
@@ -176,7 +177,13 @@ fn sampler_config(dir: &Path, temperature: Option<f32>, seed: Option<u64>) -> Re
 }
 
 /// `{"logits": [[…], …]}`: the first `prefill` tokens in one prefill, the rest one decode step each.
-pub fn logits(dir: &Path, tokens: &[u32], prefill: Option<usize>, backend: BackendChoice, out: Option<&Path>) -> Result<()> {
+pub fn logits(
+    dir: &Path,
+    tokens: &[u32],
+    prefill: Option<usize>,
+    backend: BackendChoice,
+    out: Option<&Path>,
+) -> Result<()> {
     let n = prefill.unwrap_or(tokens.len());
     if n == 0 || n > tokens.len() {
         bail!("--prefill must be between 1 and the number of tokens ({}), got {n}", tokens.len());
@@ -224,7 +231,10 @@ pub fn perplexity(dir: &Path, text_file: &Path, backend: BackendChoice) -> Resul
     let engine = load_engine(dir, backend)?;
     let mean = with_engine!(&engine, model => mean_nll(model, &tokens))?;
     let predicted = tokens.len() - 1;
-    println!("{}", serde_json::json!({ "tokens": tokens.len(), "predicted": predicted, "mean_nll": mean, "perplexity": mean.exp() }));
+    println!(
+        "{}",
+        serde_json::json!({ "tokens": tokens.len(), "predicted": predicted, "mean_nll": mean, "perplexity": mean.exp() })
+    );
     Ok(())
 }
 

@@ -127,18 +127,37 @@ fn main() {
         Command::Logits { model, tokens, prefill, backend, out } => {
             commands::logits(&model, &tokens, prefill, backend, out.as_deref())
         }
-        Command::Bench { model, synthetic, layers, contexts, decode_steps, rounds, json, profile, full_lm_head, sampled } => {
-            bench::bench(bench::BenchArgs { model, synthetic, layers, contexts, decode_steps, rounds, json, profile, full_lm_head, sampled })
-        }
+        Command::Bench {
+            model,
+            synthetic,
+            layers,
+            contexts,
+            decode_steps,
+            rounds,
+            json,
+            profile,
+            full_lm_head,
+            sampled,
+        } => bench::bench(bench::BenchArgs {
+            model,
+            synthetic,
+            layers,
+            contexts,
+            decode_steps,
+            rounds,
+            json,
+            profile,
+            full_lm_head,
+            sampled,
+        }),
         Command::Serve(args) => serve::serve(args),
         Command::Gate(args) => gate::gate(args),
         Command::Perplexity { model, text_file, backend } => commands::perplexity(&model, &text_file, backend),
     };
     if let Err(err) = result {
         // A closed pipe (`solo logits … | head`) is the reader's choice, not our failure.
-        let broken_pipe = err
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe);
+        let broken_pipe =
+            err.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe);
         if broken_pipe {
             std::process::exit(0);
         }

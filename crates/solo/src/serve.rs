@@ -66,7 +66,10 @@ fn hybrid(
     audit_log: Option<PathBuf>,
 ) -> Result<Option<solo_server::router::HybridConfig>> {
     if cloud_url.is_none() && policy.is_none() {
-        anyhow::ensure!(cloud_model.is_none() && cloud_key_env.is_none(), "--cloud-model and --cloud-key-env need --cloud-url");
+        anyhow::ensure!(
+            cloud_model.is_none() && cloud_key_env.is_none(),
+            "--cloud-model and --cloud-key-env need --cloud-url"
+        );
         return Ok(None);
     }
     let policy = match &policy {
@@ -74,7 +77,10 @@ fn hybrid(
         None => solo_gate::Policy::default(),
     };
     let cloud_key = match &cloud_key_env {
-        Some(var) => Some(std::env::var(var).map_err(|_| anyhow::anyhow!("--cloud-key-env {var}: the environment variable is not set"))?),
+        Some(var) => Some(
+            std::env::var(var)
+                .map_err(|_| anyhow::anyhow!("--cloud-key-env {var}: the environment variable is not set"))?,
+        ),
         None => None,
     };
     let audit_log = audit_log.or_else(|| {
@@ -83,7 +89,10 @@ fn hybrid(
         Some(PathBuf::from(home).join(".cache/solo/gate-audit.jsonl"))
     });
     if let Some(url) = &cloud_url {
-        anyhow::ensure!(url.starts_with("http://") || url.starts_with("https://"), "--cloud-url must start with http:// or https://, got {url}");
+        anyhow::ensure!(
+            url.starts_with("http://") || url.starts_with("https://"),
+            "--cloud-url must start with http:// or https://, got {url}"
+        );
         eprintln!(
             "solo: hybrid routing to {url}; every chat request passes the privacy gate{}",
             audit_log.as_ref().map(|p| format!(" (audit log: {})", p.display())).unwrap_or_default()
@@ -119,7 +128,8 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         BackendChoice::Cuda => true,
         BackendChoice::Auto => {
             solo_cuda::gpu_present()
-                && solo_model::ModelConfig::from_dir(&dir).is_ok_and(|c| solo_cuda::weights::check_real_widths(&c).is_ok())
+                && solo_model::ModelConfig::from_dir(&dir)
+                    .is_ok_and(|c| solo_cuda::weights::check_real_widths(&c).is_ok())
         }
     };
     let server = if cuda {

@@ -67,14 +67,25 @@ fn custom_policy_and_bad_policy() {
     let (code, out, _) = solo(&["gate", "--policy", policy.to_str().unwrap()], "mail a@b.co");
     assert_eq!(code, 0);
     assert!(out.contains("\"outcome\":\"refuse\""), "{out}");
-    let bad = temp("bad.toml", "default = \"mask\"\n\n[[rule]]\ntypes = [\"EMAIL\", \"TELEPHONE\"]\noutcome = \"mask\"\n");
+    let bad =
+        temp("bad.toml", "default = \"mask\"\n\n[[rule]]\ntypes = [\"EMAIL\", \"TELEPHONE\"]\noutcome = \"mask\"\n");
     let (code, _, err) = solo(&["gate", "--policy", bad.to_str().unwrap()], "x");
     assert_ne!(code, 0);
     assert!(err.contains("line 4") && err.contains("TELEPHONE"), "{err}");
     // The server refuses to start on it too, before loading any model.
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tiny-a");
     let (code, _, err) = solo(
-        &["serve", "--backend", "cpu", "--port", "0", "--model", fixture.to_str().unwrap(), "--policy", bad.to_str().unwrap()],
+        &[
+            "serve",
+            "--backend",
+            "cpu",
+            "--port",
+            "0",
+            "--model",
+            fixture.to_str().unwrap(),
+            "--policy",
+            bad.to_str().unwrap(),
+        ],
         "",
     );
     assert_ne!(code, 0);

@@ -25,16 +25,10 @@ fn normalize_message(message: &Value) -> Value {
     let Value::Object(fields) = message else {
         return message.clone();
     };
-    let mut out: Map<String, Value> = fields
-        .iter()
-        .filter(|(_, v)| !v.is_null())
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let mut out: Map<String, Value> =
+        fields.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), v.clone())).collect();
 
-    let reasoning = ["reasoning_content", "thinking", "reasoning"]
-        .iter()
-        .find_map(|k| out.get(*k))
-        .cloned();
+    let reasoning = ["reasoning_content", "thinking", "reasoning"].iter().find_map(|k| out.get(*k)).cloned();
     if let Some(reasoning) = reasoning {
         // Python: {"thinking": r, **message, "reasoning_content": r}; order is irrelevant here.
         out.entry("thinking").or_insert_with(|| reasoning.clone());
@@ -102,9 +96,6 @@ mod tests {
         assert_eq!(got, want);
         // Key order of parsed arguments is kept: the template lists parameters in this order.
         let args = &got[0]["tool_calls"][0]["function"]["arguments"];
-        assert_eq!(
-            args.as_object().unwrap().keys().collect::<Vec<_>>(),
-            ["b", "a"]
-        );
+        assert_eq!(args.as_object().unwrap().keys().collect::<Vec<_>>(), ["b", "a"]);
     }
 }

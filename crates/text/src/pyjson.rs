@@ -30,10 +30,7 @@ pub fn tojson_filter(value: &Value, rest: Rest<Value>) -> Result<Value, Error> {
     let (args, kwargs): (&[Value], Kwargs) = from_args(&rest)?;
     const NAMES: [&str; 4] = ["ensure_ascii", "indent", "separators", "sort_keys"];
     if args.len() > NAMES.len() {
-        return Err(Error::new(
-            ErrorKind::TooManyArguments,
-            "tojson takes at most 4 arguments",
-        ));
+        return Err(Error::new(ErrorKind::TooManyArguments, "tojson takes at most 4 arguments"));
     }
     let arg = |i: usize| -> Result<Value, Error> {
         match (args.get(i), kwargs.get::<Option<Value>>(NAMES[i])?) {
@@ -65,21 +62,11 @@ pub fn tojson_filter(value: &Value, rest: Rest<Value>) -> Result<Value, Error> {
             .map(|v| v.as_str().map(str::to_string))
             .collect::<Option<_>>()
             .filter(|p: &Vec<String>| p.len() == 2)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::InvalidOperation,
-                    "tojson separators must be two strings",
-                )
-            })?;
+            .ok_or_else(|| Error::new(ErrorKind::InvalidOperation, "tojson separators must be two strings"))?;
         (parts[0].clone(), parts[1].clone())
     };
-    let style = Style {
-        ensure_ascii: ensure_ascii.is_true(),
-        indent,
-        item_sep,
-        key_sep,
-        sort_keys: sort_keys.is_true(),
-    };
+    let style =
+        Style { ensure_ascii: ensure_ascii.is_true(), indent, item_sep, key_sep, sort_keys: sort_keys.is_true() };
     let mut out = String::new();
     write_value(&mut out, value, &style, 0)?;
     Ok(Value::from_safe_string(out))
@@ -93,9 +80,7 @@ fn write_value(out: &mut String, v: &Value, style: &Style, depth: usize) -> Resu
         ValueKind::String => write_str(out, v.as_str().unwrap_or_default(), style.ensure_ascii),
         ValueKind::Seq | ValueKind::Iterable => {
             let items: Vec<Value> = v.try_iter()?.collect();
-            write_container(out, style, depth, ('[', ']'), &items, |out, item, d| {
-                write_value(out, item, style, d)
-            })?;
+            write_container(out, style, depth, ('[', ']'), &items, |out, item, d| write_value(out, item, style, d))?;
         }
         ValueKind::Map => {
             let mut entries: Vec<(String, Value)> = Vec::new();
@@ -106,18 +91,11 @@ fn write_value(out: &mut String, v: &Value, style: &Style, depth: usize) -> Resu
             if style.sort_keys {
                 entries.sort_by(|a, b| a.0.cmp(&b.0));
             }
-            write_container(
-                out,
-                style,
-                depth,
-                ('{', '}'),
-                &entries,
-                |out, (k, item), d| {
-                    write_str(out, k, style.ensure_ascii);
-                    out.push_str(&style.key_sep);
-                    write_value(out, item, style, d)
-                },
-            )?;
+            write_container(out, style, depth, ('{', '}'), &entries, |out, (k, item), d| {
+                write_str(out, k, style.ensure_ascii);
+                out.push_str(&style.key_sep);
+                write_value(out, item, style, d)
+            })?;
         }
         // Python raises TypeError for jinja2's Undefined and any other non-JSON object.
         kind => {
@@ -189,9 +167,7 @@ fn write_number(out: &mut String, v: &Value) {
         // Display of an integer Value is its plain decimal form (any width).
         let _ = write!(out, "{v}");
     } else {
-        out.push_str(&python_float_repr(
-            f64::try_from(v.clone()).unwrap_or(f64::NAN),
-        ));
+        out.push_str(&python_float_repr(f64::try_from(v.clone()).unwrap_or(f64::NAN)));
     }
 }
 
@@ -208,9 +184,7 @@ pub fn python_float_repr(x: f64) -> String {
     let sci = format!("{x:e}");
     let (mantissa, exp) = sci.split_once('e').expect("{:e} always has an exponent");
     let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
-    let (sign, mantissa) = mantissa
-        .strip_prefix('-')
-        .map_or(("", mantissa), |m| ("-", m));
+    let (sign, mantissa) = mantissa.strip_prefix('-').map_or(("", mantissa), |m| ("-", m));
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
     if (-4..16).contains(&exp) {
         if exp < 0 {
@@ -226,11 +200,7 @@ pub fn python_float_repr(x: f64) -> String {
         }
     } else {
         let (first, rest) = digits.split_at(1);
-        let frac = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
+        let frac = if rest.is_empty() { String::new() } else { format!(".{rest}") };
         let exp_sign = if exp < 0 { '-' } else { '+' };
         format!("{sign}{first}{frac}e{exp_sign}{:02}", exp.abs())
     }

@@ -20,12 +20,7 @@ pub fn stop_token_ids(dir: impl AsRef<Path>) -> Result<Vec<u32>> {
     }
     if let Some(config) = read_json(&dir.join("config.json"))? {
         push_eos(&mut ids, config.get("eos_token_id"));
-        push_eos(
-            &mut ids,
-            config
-                .get("text_config")
-                .and_then(|t| t.get("eos_token_id")),
-        );
+        push_eos(&mut ids, config.get("text_config").and_then(|t| t.get("eos_token_id")));
     }
     Ok(ids)
 }
@@ -37,11 +32,7 @@ fn push_eos(ids: &mut Vec<u32>, field: Option<&Value>) {
         Some(v) => vec![v],
         None => vec![],
     };
-    for id in values
-        .into_iter()
-        .filter_map(|v| v.as_u64())
-        .filter_map(|v| u32::try_from(v).ok())
-    {
+    for id in values.into_iter().filter_map(|v| v.as_u64()).filter_map(|v| u32::try_from(v).ok()) {
         if !ids.contains(&id) {
             ids.push(id);
         }
@@ -52,9 +43,7 @@ fn read_json(path: &Path) -> Result<Option<Value>> {
     if !path.exists() {
         return Ok(None);
     }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let value =
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let value = serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     Ok(Some(value))
 }

@@ -60,8 +60,7 @@ impl ChatTemplate {
         let config = read_tokenizer_config(dir)?;
         let jinja = dir.join("chat_template.jinja");
         let source = if jinja.is_file() {
-            std::fs::read_to_string(&jinja)
-                .with_context(|| format!("reading {}", jinja.display()))?
+            std::fs::read_to_string(&jinja).with_context(|| format!("reading {}", jinja.display()))?
         } else {
             template_from_config(config.as_ref()).with_context(|| {
                 format!(
@@ -81,10 +80,7 @@ impl ChatTemplate {
         let mut env = build_env();
         env.add_template_owned(NAME, source.into())
             .map_err(|e| anyhow::anyhow!("chat template does not compile: {e:#}"))?;
-        Ok(Self {
-            env,
-            special_tokens: BTreeMap::new(),
-        })
+        Ok(Self { env, special_tokens: BTreeMap::new() })
     }
 
     /// Renders OpenAI-style `messages` (a JSON array) and optional `tools` (a JSON array of
@@ -100,38 +96,24 @@ impl ChatTemplate {
             bail!("chat messages must be a JSON array");
         }
         // HF: `{**special_tokens_map, **kwargs}`, then messages/tools/documents/add_generation_prompt.
-        let mut ctx: BTreeMap<String, Value> = self
-            .special_tokens
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
-            .collect();
+        let mut ctx: BTreeMap<String, Value> =
+            self.special_tokens.iter().map(|(k, v)| (k.clone(), Value::from(v.as_str()))).collect();
         if let Some(v) = opts.enable_thinking {
             ctx.insert("enable_thinking".into(), Value::from(v));
         }
         if let Some(v) = opts.preserve_thinking {
             ctx.insert("preserve_thinking".into(), Value::from(v));
         }
-        ctx.insert(
-            "messages".into(),
-            Value::from_serialize(normalize_messages(messages)),
-        );
-        ctx.insert(
-            "tools".into(),
-            tools.map_or(Value::from(()), Value::from_serialize),
-        );
+        ctx.insert("messages".into(), Value::from_serialize(normalize_messages(messages)));
+        ctx.insert("tools".into(), tools.map_or(Value::from(()), Value::from_serialize));
         ctx.insert("documents".into(), Value::from(()));
-        ctx.insert(
-            "add_generation_prompt".into(),
-            Value::from(opts.add_generation_prompt),
-        );
+        ctx.insert("add_generation_prompt".into(), Value::from(opts.add_generation_prompt));
 
         let template = self.env.get_template(NAME)?;
-        template
-            .render(Value::from(ctx))
-            .map_err(|err| match raised_message(&err) {
-                Some(msg) => anyhow::Error::new(TemplateException(msg)),
-                None => anyhow::anyhow!("rendering the chat template failed: {err:#}"),
-            })
+        template.render(Value::from(ctx)).map_err(|err| match raised_message(&err) {
+            Some(msg) => anyhow::Error::new(TemplateException(msg)),
+            None => anyhow::anyhow!("rendering the chat template failed: {err:#}"),
+        })
     }
 }
 
@@ -163,11 +145,7 @@ fn is_py_space(c: char) -> bool {
 fn py_strip<'a>(s: &'a str, chars: Option<&str>, start: bool, end: bool) -> &'a str {
     let set: Option<Vec<char>> = chars.map(|c| c.chars().collect());
     let strip = |c: char| set.as_ref().map_or(is_py_space(c), |set| set.contains(&c));
-    let s = if start {
-        s.trim_start_matches(strip)
-    } else {
-        s
-    };
+    let s = if start { s.trim_start_matches(strip) } else { s };
     if end {
         s.trim_end_matches(strip)
     } else {
@@ -180,12 +158,7 @@ fn python_trim(value: String, chars: Option<String>) -> String {
     py_strip(&value, chars.as_deref(), true, true).to_string()
 }
 
-fn python_methods(
-    state: &State,
-    value: &Value,
-    method: &str,
-    args: &[Value],
-) -> Result<Value, Error> {
+fn python_methods(state: &State, value: &Value, method: &str, args: &[Value]) -> Result<Value, Error> {
     if let (Some(s), "strip" | "lstrip" | "rstrip") = (value.as_str(), method) {
         let (chars,): (Option<&str>,) = minijinja::value::from_args(args)?;
         let (start, end) = (method != "rstrip", method != "lstrip");
@@ -228,12 +201,8 @@ fn raised_message(err: &Error) -> Option<String> {
 fn strftime_now(format: String) -> Result<Value, Error> {
     use std::fmt::Write;
     let mut out = String::new();
-    write!(out, "{}", chrono::Local::now().format(&format)).map_err(|_| {
-        Error::new(
-            ErrorKind::InvalidOperation,
-            format!("invalid strftime format {format:?}"),
-        )
-    })?;
+    write!(out, "{}", chrono::Local::now().format(&format))
+        .map_err(|_| Error::new(ErrorKind::InvalidOperation, format!("invalid strftime format {format:?}")))?;
     Ok(Value::from(out))
 }
 
@@ -242,10 +211,8 @@ fn read_tokenizer_config(dir: &Path) -> Result<Option<serde_json::Value>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let value =
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let value = serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     Ok(Some(value))
 }
 
@@ -258,9 +225,7 @@ fn template_from_config(config: Option<&serde_json::Value>) -> Result<String> {
             .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("default"))
             .and_then(|t| t.get("template")?.as_str())
             .map(str::to_string)
-            .context(
-                "tokenizer_config.json lists named chat templates but none called \"default\"",
-            ),
+            .context("tokenizer_config.json lists named chat templates but none called \"default\""),
         _ => bail!("missing"),
     }
 }
@@ -268,15 +233,8 @@ fn template_from_config(config: Option<&serde_json::Value>) -> Result<String> {
 /// HF's `special_tokens_map`: the named special tokens that are set, as strings (the config
 /// stores either the string or an AddedToken object with `content`).
 fn special_tokens_map(config: Option<&serde_json::Value>) -> BTreeMap<String, String> {
-    const NAMES: [&str; 7] = [
-        "bos_token",
-        "eos_token",
-        "unk_token",
-        "sep_token",
-        "pad_token",
-        "cls_token",
-        "mask_token",
-    ];
+    const NAMES: [&str; 7] =
+        ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"];
     let Some(config) = config else {
         return BTreeMap::new();
     };

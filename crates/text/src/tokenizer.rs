@@ -18,26 +18,20 @@ impl Tokenizer {
         if !path.is_file() {
             anyhow::bail!("no tokenizer.json in {}", dir.as_ref().display());
         }
-        let inner = tokenizers::Tokenizer::from_file(&path)
-            .map_err(|e| anyhow!("loading {}: {e}", path.display()))?;
+        let inner = tokenizers::Tokenizer::from_file(&path).map_err(|e| anyhow!("loading {}: {e}", path.display()))?;
         Ok(Self { inner })
     }
 
     /// Token ids of `text`, with no implicit special tokens (`add_special_tokens=False`).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        let encoding = self
-            .inner
-            .encode(text, false)
-            .map_err(|e| anyhow!("encode: {e}"))?;
+        let encoding = self.inner.encode(text, false).map_err(|e| anyhow!("encode: {e}"))?;
         Ok(encoding.get_ids().to_vec())
     }
 
     /// Text of `ids`; with `skip_special_tokens` the special added tokens are left out
     /// (`<tool_call>` and `<think>` are not special in Qwen3.6, so they stay).
     pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
-        self.inner
-            .decode(ids, skip_special_tokens)
-            .map_err(|e| anyhow!("decode: {e}"))
+        self.inner.decode(ids, skip_special_tokens).map_err(|e| anyhow!("decode: {e}"))
     }
 
     /// Id of a token string (vocabulary entry or added token), e.g. `"<|im_end|>"`.
@@ -75,13 +69,7 @@ impl Tokenizer {
 
     /// Starts incremental decoding of a generated sequence.
     pub fn stream_decoder(&self, skip_special_tokens: bool) -> StreamDecoder<'_> {
-        StreamDecoder {
-            tokenizer: self,
-            skip_special_tokens,
-            ids: Vec::new(),
-            prefix: 0,
-            read: 0,
-        }
+        StreamDecoder { tokenizer: self, skip_special_tokens, ids: Vec::new(), prefix: 0, read: 0 }
     }
 }
 
@@ -138,8 +126,6 @@ impl StreamDecoder<'_> {
     }
 
     fn decode(&self, range: std::ops::Range<usize>) -> Result<String> {
-        self.tokenizer
-            .decode(&self.ids[range], self.skip_special_tokens)
-            .context("stream decode")
+        self.tokenizer.decode(&self.ids[range], self.skip_special_tokens).context("stream decode")
     }
 }

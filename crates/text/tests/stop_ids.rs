@@ -14,24 +14,12 @@ fn fixture_checkpoint() {
 #[test]
 fn union_in_stable_order_without_duplicates() {
     let dir = temp_dir("stop-union");
-    std::fs::write(
-        dir.join("generation_config.json"),
-        r#"{"eos_token_id": [7, 3]}"#,
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("config.json"),
-        r#"{"eos_token_id": 3, "text_config": {"eos_token_id": [9, 7]}}"#,
-    )
-    .unwrap();
+    std::fs::write(dir.join("generation_config.json"), r#"{"eos_token_id": [7, 3]}"#).unwrap();
+    std::fs::write(dir.join("config.json"), r#"{"eos_token_id": 3, "text_config": {"eos_token_id": [9, 7]}}"#).unwrap();
     assert_eq!(stop_token_ids(&dir).unwrap(), vec![7, 3, 9]);
 
     std::fs::write(dir.join("generation_config.json"), r#"{"eos_token_id": 5}"#).unwrap();
-    std::fs::write(
-        dir.join("config.json"),
-        r#"{"text_config": {"eos_token_id": null}}"#,
-    )
-    .unwrap();
+    std::fs::write(dir.join("config.json"), r#"{"text_config": {"eos_token_id": null}}"#).unwrap();
     assert_eq!(stop_token_ids(&dir).unwrap(), vec![5]);
 }
 
@@ -44,8 +32,5 @@ fn missing_files_are_fine_bad_json_is_named() {
 
     std::fs::write(dir.join("generation_config.json"), "{oops").unwrap();
     let err = stop_token_ids(&dir).unwrap_err();
-    assert!(
-        format!("{err:#}").contains("generation_config.json"),
-        "{err:#}"
-    );
+    assert!(format!("{err:#}").contains("generation_config.json"), "{err:#}");
 }

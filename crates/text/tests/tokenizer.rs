@@ -12,18 +12,11 @@ fn tokenizer() -> Tokenizer {
 fn encode_cases() -> Vec<(String, String, Vec<u32>)> {
     let cases = cases();
     let list = cases["encode"].as_array().expect("encode cases");
-    assert!(
-        list.len() >= 4,
-        "fixture should hold the plain-text encode cases"
-    );
+    assert!(list.len() >= 4, "fixture should hold the plain-text encode cases");
     list.iter()
         .map(|c| {
             let name = c["name"].as_str().unwrap().to_string();
-            (
-                name,
-                c["text"].as_str().unwrap().to_string(),
-                ids(&c["expected_ids"]),
-            )
+            (name, c["text"].as_str().unwrap().to_string(), ids(&c["expected_ids"]))
         })
         .collect()
 }
@@ -61,19 +54,13 @@ fn special_tokens_are_recognised_and_skippable() {
 
     // `<tool_call>` is not a special token (model-spec §4), so skipping specials keeps it.
     assert_eq!(tok.decode(&got, true).unwrap(), "hi<tool_call>");
-    assert_eq!(
-        tok.decode(&got, false).unwrap(),
-        "<|im_start|>hi<|im_end|><tool_call>"
-    );
+    assert_eq!(tok.decode(&got, false).unwrap(), "<|im_start|>hi<|im_end|><tool_call>");
 }
 
 /// Feeds `ids` one at a time; returns every emitted piece (flush included, if non-empty).
 fn stream(tok: &Tokenizer, ids: &[u32], skip_special: bool) -> Vec<String> {
     let mut decoder = tok.stream_decoder(skip_special);
-    let mut pieces: Vec<String> = ids
-        .iter()
-        .filter_map(|&id| decoder.push(id).unwrap())
-        .collect();
+    let mut pieces: Vec<String> = ids.iter().filter_map(|&id| decoder.push(id).unwrap()).collect();
     pieces.extend(Some(decoder.flush().unwrap()).filter(|s| !s.is_empty()));
     assert_eq!(decoder.ids(), ids);
     pieces
@@ -86,24 +73,15 @@ fn stream_decoder_emits_each_character_once() {
     let ids = tok.encode(text).unwrap();
     // The fixture vocabulary is tiny, so 東, 京 and 🙂 are split over several byte tokens.
     let split_chars = text.chars().filter(|c| c.len_utf8() > 1).count();
-    assert!(
-        ids.len() > text.chars().count() - split_chars,
-        "multi-byte chars span tokens"
-    );
+    assert!(ids.len() > text.chars().count() - split_chars, "multi-byte chars span tokens");
 
     let pieces = stream(&tok, &ids, false);
     assert_eq!(pieces.concat(), text);
-    assert!(
-        pieces.iter().all(|p| !p.contains('\u{FFFD}')),
-        "no partial characters: {pieces:?}"
-    );
+    assert!(pieces.iter().all(|p| !p.contains('\u{FFFD}')), "no partial characters: {pieces:?}");
 
     // The byte tokens of 🙂 emit nothing until the last one completes the character.
     let smile = tok.encode("🙂").unwrap();
-    assert!(
-        smile.len() >= 2,
-        "🙂 spans several tokens in the fixture vocabulary"
-    );
+    assert!(smile.len() >= 2, "🙂 spans several tokens in the fixture vocabulary");
     let mut decoder = tok.stream_decoder(false);
     let (last, head) = smile.split_last().unwrap();
     assert!(head.iter().all(|&id| decoder.push(id).unwrap().is_none()));
@@ -130,13 +108,8 @@ fn stream_decoder_skips_specials_and_flushes_a_cut_character() {
 #[test]
 fn from_dir_errors_name_the_directory() {
     let dir = common::temp_dir("no-tokenizer");
-    let err = Tokenizer::from_dir(&dir)
-        .err()
-        .expect("no tokenizer.json must fail");
-    assert!(
-        format!("{err:#}").contains(&dir.display().to_string()),
-        "{err:#}"
-    );
+    let err = Tokenizer::from_dir(&dir).err().expect("no tokenizer.json must fail");
+    assert!(format!("{err:#}").contains(&dir.display().to_string()), "{err:#}");
 }
 
 #[test]

@@ -52,8 +52,10 @@ struct AttendKernel {
     early: bool,
 }
 
-const PREFILL: AttendKernel = AttendKernel { name: "attn_prefill", warps: 8, key_tile: 64, target_blocks: SMS, early: false };
-const DECODE: AttendKernel = AttendKernel { name: "attn_decode", warps: 1, key_tile: 32, target_blocks: 3 * SMS, early: true };
+const PREFILL: AttendKernel =
+    AttendKernel { name: "attn_prefill", warps: 8, key_tile: 64, target_blocks: SMS, early: false };
+const DECODE: AttendKernel =
+    AttendKernel { name: "attn_decode", warps: 1, key_tile: 32, target_blocks: 3 * SMS, early: true };
 
 impl AttendKernel {
     fn tokens_per_block(&self) -> usize {
@@ -274,7 +276,6 @@ mod tests {
     use solo_model::weights::AttentionWeights;
     use solo_model::{ModelConfig, Tensor};
 
-
     /// Random attention weights at realistic scales, on the CPU and (the same bf16 values) on the GPU.
     fn random_weights(seed: u64) -> (AttentionWeights, AttentionGpu, Vec<DevBuf>) {
         let mat = |s: u64, rows: usize, cols: usize| {
@@ -475,7 +476,8 @@ mod tests {
         let out = gpu.alloc(t_max * HIDDEN * 4).unwrap();
         for &ctx in &[1usize, 4096, 32_768, 131_072] {
             let pos = gpu.upload_i32(&[ctx as i32 - 1]).unwrap();
-            let us = time(200, &mut || attend(gpu, q.ptr(), qg.ptr(), 1, pos.ptr(), &cache, &scratch, gated.ptr()).unwrap());
+            let us =
+                time(200, &mut || attend(gpu, q.ptr(), qg.ptr(), 1, pos.ptr(), &cache, &scratch, gated.ptr()).unwrap());
             let mixer = time(200, &mut || {
                 attention_mixer(gpu, &w, x.ptr(), 1, pos.ptr(), &cache, &scratch, out.ptr()).unwrap()
             });
@@ -484,10 +486,10 @@ mod tests {
         }
         for &(t, start) in &[(512usize, 0usize), (4096, 0), (4096, 131_072 - 4096)] {
             let pos = gpu.upload_i32(&[start as i32]).unwrap();
-            let us = time(3, &mut || attend(gpu, q.ptr(), qg.ptr(), t, pos.ptr(), &cache, &scratch, gated.ptr()).unwrap());
-            let mixer = time(3, &mut || {
-                attention_mixer(gpu, &w, x.ptr(), t, pos.ptr(), &cache, &scratch, out.ptr()).unwrap()
-            });
+            let us =
+                time(3, &mut || attend(gpu, q.ptr(), qg.ptr(), t, pos.ptr(), &cache, &scratch, gated.ptr()).unwrap());
+            let mixer =
+                time(3, &mut || attention_mixer(gpu, &w, x.ptr(), t, pos.ptr(), &cache, &scratch, out.ptr()).unwrap());
             // Causal score+PV FLOPs: 4·d per (query head, visible key).
             let pairs = (0..t).map(|i| (start + i + 1) as f64).sum::<f64>();
             let tflops = pairs * (HEADS * HEAD_DIM * 4) as f64 / us as f64 / 1e6;

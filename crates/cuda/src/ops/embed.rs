@@ -9,7 +9,13 @@ pub const SOURCE: Source = Source { file: "embed.cu", text: include_str!("embed.
 
 /// h (f32 [t, width]) = table[ids] for ids: i32 [t] on the device.
 pub fn embed(gpu: &Gpu, table: &Matrix, ids: DevPtr, t: usize, h: DevPtr) -> Result<()> {
-    gpu.launch("embed_rows", (t as u32, 1, 1), 256, 0, &[Arg::Ptr(table.ptr), Arg::Ptr(ids), Arg::Ptr(h), Arg::I32(table.cols as i32)])
+    gpu.launch(
+        "embed_rows",
+        (t as u32, 1, 1),
+        256,
+        0,
+        &[Arg::Ptr(table.ptr), Arg::Ptr(ids), Arg::Ptr(h), Arg::I32(table.cols as i32)],
+    )
 }
 
 #[cfg(test)]
@@ -29,7 +35,8 @@ mod tests {
         let hb = gpu.upload_f32(&vec![f32::NAN; ids.len() * width]).unwrap();
         embed(gpu, &Matrix { ptr: tb.ptr(), rows: vocab, cols: width }, ib.ptr(), ids.len(), hb.ptr()).unwrap();
         let got = gpu.download_f32(hb.ptr(), ids.len() * width).unwrap();
-        let want: Vec<f32> = ids.iter().flat_map(|&i| table[i as usize * width..(i as usize + 1) * width].to_vec()).collect();
+        let want: Vec<f32> =
+            ids.iter().flat_map(|&i| table[i as usize * width..(i as usize + 1) * width].to_vec()).collect();
         assert_eq!(got, want);
     }
 }

@@ -129,7 +129,15 @@ impl GdnBuffers {
 /// Advances `state` by t tokens. Uses scratch buffers 0–3 (see `GdnBuffers`); x and out must not
 /// be in them. t == 1 runs the fused decode step: fixed launch shapes, no host sync, no allocation
 /// (graph-capturable). t ≤ scratch.max_tokens.
-pub fn gdn_mixer(gpu: &Gpu, w: &GdnGpu, x: DevPtr, t: usize, state: &GdnStateGpu, scratch: &Scratch, out: DevPtr) -> Result<()> {
+pub fn gdn_mixer(
+    gpu: &Gpu,
+    w: &GdnGpu,
+    x: DevPtr,
+    t: usize,
+    state: &GdnStateGpu,
+    scratch: &Scratch,
+    out: DevPtr,
+) -> Result<()> {
     let buf = GdnBuffers::new(scratch, t)?;
     let consts = GdnConsts::of(w);
     linear(gpu, x, &w.in_proj_qkv, t, buf.qkv)?;
@@ -151,7 +159,15 @@ pub fn gdn_mixer(gpu: &Gpu, w: &GdnGpu, x: DevPtr, t: usize, state: &GdnStateGpu
 /// over the stacked input projections; out_proj and its residual add are the first phase of the
 /// MoE kernel (`moe::moe_decode`). Fixed launch shapes, no host sync (graph-capturable). Scratch
 /// buffers 0, 1, 3.
-pub fn gdn_decode(gpu: &Gpu, w: &GdnGpu, h: DevPtr, norm: &Vector, eps: f32, state: &GdnStateGpu, scratch: &Scratch) -> Result<DevPtr> {
+pub fn gdn_decode(
+    gpu: &Gpu,
+    w: &GdnGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    state: &GdnStateGpu,
+    scratch: &Scratch,
+) -> Result<DevPtr> {
     let buf = GdnBuffers::new(scratch, 1)?;
     // proj f32 [12352] = [qkv 8192 (not written: the conv consumes it) | z 4096 | b 32 | a 32]
     let proj = scratch.ptr(0);
@@ -185,7 +201,16 @@ pub fn conv_silu(gpu: &Gpu, qkv: DevPtr, conv_state: DevPtr, taps: DevPtr, t: us
 /// One token after the conv: mixed f32 [8192], z f32 [4096], b, a f32 [32]; updates `recurrent`
 /// f32 [32, 128, 128]; y bf16 [4096] = gated_norm(o)·silu(z).
 #[allow(clippy::too_many_arguments)]
-pub fn decode_step(gpu: &Gpu, c: &GdnConsts, mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, recurrent: DevPtr, y: DevPtr) -> Result<()> {
+pub fn decode_step(
+    gpu: &Gpu,
+    c: &GdnConsts,
+    mixed: DevPtr,
+    z: DevPtr,
+    b: DevPtr,
+    a: DevPtr,
+    recurrent: DevPtr,
+    y: DevPtr,
+) -> Result<()> {
     // 32 value heads × 4 column groups, clusters of 4 (compile-time `__cluster_dims__`).
     gpu.launch_early(
         "gdn_decode_step",
@@ -247,7 +272,9 @@ pub fn gated_norm(gpu: &Gpu, c: &GdnConsts, o: DevPtr, z: DevPtr, t: usize, y: D
 mod tests {
     use super::*;
     use crate::ops::testutil::*;
-    use solo_cpu::gdn::{causal_conv_silu, delta_rule_chunked, delta_rule_recurrent, l2_normalize, DeltaRule, HeadInputs};
+    use solo_cpu::gdn::{
+        causal_conv_silu, delta_rule_chunked, delta_rule_recurrent, l2_normalize, DeltaRule, HeadInputs,
+    };
     use solo_cpu::ops::{inv_rms, sigmoid, silu, softplus};
 
     const KEY_DIM: usize = 2048;
@@ -283,11 +310,21 @@ mod tests {
     /// The CPU reference of everything after the conv (what `solo_cpu::gdn::gdn_forward` does
     /// between the conv and out_proj). Returns (o [t, 4096] raw, y [t, 4096] gated-normed).
     #[allow(clippy::too_many_arguments)]
-    fn cpu_after_conv(c: &Consts, mixed: &[f32], z: &[f32], b: &[f32], a: &[f32], t: usize, s: &mut [f32], rule: DeltaRule) -> (Vec<f32>, Vec<f32>) {
+    fn cpu_after_conv(
+        c: &Consts,
+        mixed: &[f32],
+        z: &[f32],
+        b: &[f32],
+        a: &[f32],
+        t: usize,
+        s: &mut [f32],
+        rule: DeltaRule,
+    ) -> (Vec<f32>, Vec<f32>) {
         let rows = |offset: usize, h: usize| -> Vec<f32> {
             (0..t).flat_map(|i| mixed[i * CONV_DIM + offset + h * HEAD_DIM..][..HEAD_DIM].iter().copied()).collect()
         };
-        let q: Vec<Vec<f32>> = (0..16).map(|h| l2_normalize(rows(0, h), HEAD_DIM, 1.0 / (HEAD_DIM as f32).sqrt())).collect();
+        let q: Vec<Vec<f32>> =
+            (0..16).map(|h| l2_normalize(rows(0, h), HEAD_DIM, 1.0 / (HEAD_DIM as f32).sqrt())).collect();
         let k: Vec<Vec<f32>> = (0..16).map(|h| l2_normalize(rows(KEY_DIM, h), HEAD_DIM, 1.0)).collect();
         let mut o = vec![0.0f32; t * VALUE_DIM];
         for h in 0..V_HEADS {
@@ -321,7 +358,11 @@ mod tests {
 
     fn upload_consts(c: &Consts) -> ConstsGpu {
         let gpu = gpu();
-        let bufs = vec![gpu.upload_f32(&c.a_log).unwrap(), gpu.upload_f32(&c.dt_bias).unwrap(), gpu.upload_f32(&c.norm).unwrap()];
+        let bufs = vec![
+            gpu.upload_f32(&c.a_log).unwrap(),
+            gpu.upload_f32(&c.dt_bias).unwrap(),
+            gpu.upload_f32(&c.norm).unwrap(),
+        ];
         let c = GdnConsts { a_log: bufs[0].ptr(), dt_bias: bufs[1].ptr(), norm: bufs[2].ptr() };
         ConstsGpu { _bufs: bufs, c }
     }
@@ -525,8 +566,10 @@ mod tests {
         eprintln!("gdn_conv_silu T=1: {us:.2} µs");
         for &t in &[64usize, 1024, 8192] {
             let reps = if t > 1024 { 3 } else { 20 };
-            let conv = time(reps, &mut || conv_silu(gpu, qkv.ptr(), conv_state.ptr(), taps.ptr(), t, mixed.ptr()).unwrap());
-            let prep_us = time(reps, &mut || prep(gpu, &cg.c, mixed.ptr(), ab.ptr(), ab.ptr(), t, gates.ptr()).unwrap());
+            let conv =
+                time(reps, &mut || conv_silu(gpu, qkv.ptr(), conv_state.ptr(), taps.ptr(), t, mixed.ptr()).unwrap());
+            let prep_us =
+                time(reps, &mut || prep(gpu, &cg.c, mixed.ptr(), ab.ptr(), ab.ptr(), t, gates.ptr()).unwrap());
             let scan_us = time(reps, &mut || scan(gpu, mixed.ptr(), gates.ptr(), s.ptr(), t, o.ptr()).unwrap());
             let norm_us = time(reps, &mut || gated_norm(gpu, &cg.c, o.ptr(), small.ptr(), t, y.ptr()).unwrap());
             eprintln!(

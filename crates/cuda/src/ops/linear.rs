@@ -9,8 +9,13 @@ use crate::weights::{Matrix, Vector};
 use anyhow::{anyhow, ensure, Result};
 use cudarc::cublas::sys as blas;
 
-pub const SOURCE: Source = Source { file: "gemv.cu", text: include_str!("gemv.cu"), functions: &["gemv_bf16", "gemv_norm_bf16", "gemv_norm_conv_bf16"] };
-pub const SOURCE_CAST: Source = Source { file: "cast.cu", text: include_str!("cast.cu"), functions: &["cast_f32_to_bf16"] };
+pub const SOURCE: Source = Source {
+    file: "gemv.cu",
+    text: include_str!("gemv.cu"),
+    functions: &["gemv_bf16", "gemv_norm_bf16", "gemv_norm_conv_bf16"],
+};
+pub const SOURCE_CAST: Source =
+    Source { file: "cast.cu", text: include_str!("cast.cu"), functions: &["cast_f32_to_bf16"] };
 
 /// y (f32 [t, w.rows]) = x (bf16 [t, w.cols]) · wᵀ.
 pub fn linear(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
@@ -37,20 +42,36 @@ fn gemv_blocks(gpu: &Gpu) -> (u32, u32, u32) {
 pub fn gemv(gpu: &Gpu, x: DevPtr, w: &Matrix, y: DevPtr, accumulate: bool) -> Result<()> {
     ensure!(w.cols == 2048 || w.cols == 4096, "gemv: input width {} (the kernel takes 2048 or 4096)", w.cols);
     // in 4096: plain tiles of 8 rows (see gemv.cu); in 2048: the streaming grid
-    let (grid, shared) = if w.cols == 4096 { ((w.rows.div_ceil(8) as u32, 1, 1), 4096 * 4) } else { (gemv_blocks(gpu), gemv_shared_bytes(w.cols)) };
+    let (grid, shared) = if w.cols == 4096 {
+        ((w.rows.div_ceil(8) as u32, 1, 1), 4096 * 4)
+    } else {
+        (gemv_blocks(gpu), gemv_shared_bytes(w.cols))
+    };
     gpu.launch(
         "gemv_bf16",
         grid,
         256,
         shared,
-        &[Arg::Ptr(w.ptr), Arg::Ptr(x), Arg::Ptr(y), Arg::I32(w.rows as i32), Arg::I32(w.cols as i32), Arg::I32(accumulate as i32)],
+        &[
+            Arg::Ptr(w.ptr),
+            Arg::Ptr(x),
+            Arg::Ptr(y),
+            Arg::I32(w.rows as i32),
+            Arg::I32(w.cols as i32),
+            Arg::I32(accumulate as i32),
+        ],
     )
 }
 
 /// One token: y (f32 [w.rows]) = w · RMSNorm(h) for the residual stream h (f32 [2048]) and the
 /// norm weight `norm` (1 + w): a sub-layer's input norm folded into its first projection.
 pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: DevPtr) -> Result<()> {
-    ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm: width {} / norm {} (the kernel's is 2048)", w.cols, norm.len);
+    ensure!(
+        w.cols == 2048 && norm.len == 2048,
+        "gemv_norm: width {} / norm {} (the kernel's is 2048)",
+        w.cols,
+        norm.len
+    );
     gpu.launch(
         "gemv_norm_bf16",
         gemv_blocks(gpu),
@@ -65,8 +86,24 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
 /// (f32 [3, 8192]) shifted by the new qkv row (taps f32 [8192, 4]); y (f32 [12352]) gets z, b, a
 /// at rows 8192.. (its first 8192 entries are not written).
 #[allow(clippy::too_many_arguments)]
-pub fn gemv_norm_conv(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr) -> Result<()> {
-    ensure!(w.cols == 2048 && norm.len == 2048 && w.rows > 8192, "gemv_norm_conv: {}x{} / norm {}", w.rows, w.cols, norm.len);
+pub fn gemv_norm_conv(
+    gpu: &Gpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    w: &Matrix,
+    y: DevPtr,
+    conv_state: DevPtr,
+    taps: DevPtr,
+    mixed: DevPtr,
+) -> Result<()> {
+    ensure!(
+        w.cols == 2048 && norm.len == 2048 && w.rows > 8192,
+        "gemv_norm_conv: {}x{} / norm {}",
+        w.rows,
+        w.cols,
+        norm.len
+    );
     gpu.launch(
         "gemv_norm_conv_bf16",
         gemv_blocks(gpu),
@@ -134,7 +171,8 @@ mod tests {
     #[ignore = "needs an NVIDIA GPU"]
     fn linear_matches_cpu() {
         let gpu = gpu();
-        for &(rows, cols, t) in &[(8192, 2048, 1), (2048, 4096, 1), (32, 2048, 1), (8192, 2048, 37), (2048, 4096, 300)] {
+        for &(rows, cols, t) in &[(8192, 2048, 1), (2048, 4096, 1), (32, 2048, 1), (8192, 2048, 37), (2048, 4096, 300)]
+        {
             let wv = round_bf16(&random(1, rows * cols, (3.0 / cols as f32).sqrt()));
             let xv = round_bf16(&random(2, t * cols, 1.0));
             let w_cpu = Tensor::from_f32_as_bf16(vec![rows, cols], &wv);
@@ -187,7 +225,10 @@ mod tests {
             crate::ops::norm::rms_norm(gpu, hb.ptr(), &norm, 1, 1e-6, xb.ptr()).unwrap();
             gemv(gpu, xb.ptr(), &w, y.ptr(), false).unwrap();
             let unfused = gpu.download_f32(y.ptr(), rows).unwrap();
-            assert!(got.iter().zip(&unfused).all(|(a, b)| a.to_bits() == b.to_bits()), "{rows} rows: folded norm ≠ unfused bits");
+            assert!(
+                got.iter().zip(&unfused).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{rows} rows: folded norm ≠ unfused bits"
+            );
         }
     }
 

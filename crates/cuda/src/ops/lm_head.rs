@@ -59,7 +59,13 @@ impl LmHeadScreen {
             (rows.div_ceil(8) as u32, 1, 1),
             256,
             0,
-            &[Arg::Ptr(w.ptr), Arg::I32(rows as i32), Arg::Ptr(screen.q.ptr()), Arg::Ptr(screen.coef.ptr()), Arg::Ptr(screen.words.ptr())],
+            &[
+                Arg::Ptr(w.ptr),
+                Arg::I32(rows as i32),
+                Arg::Ptr(screen.q.ptr()),
+                Arg::Ptr(screen.coef.ptr()),
+                Arg::Ptr(screen.words.ptr()),
+            ],
         )?;
         Ok(screen)
     }
@@ -75,7 +81,15 @@ impl LmHeadScreen {
     /// −∞ for the rest, k the sampler's top_k in `params` (1 when greedy, as the sampler takes
     /// it): the GPU sampler then picks from them what it picks from the full logits. Two
     /// kernels; graph-capturable.
-    pub fn top_logits(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, params: DevPtr, logits: DevPtr) -> Result<()> {
+    pub fn top_logits(
+        &self,
+        gpu: &Gpu,
+        h: DevPtr,
+        norm: &Vector,
+        eps: f32,
+        params: DevPtr,
+        logits: DevPtr,
+    ) -> Result<()> {
         self.screen(gpu, h, norm, eps)?;
         let keys = [Arg::Ptr(self.block_keys.ptr()), Arg::I32(blocks(gpu) as i32)];
         let rest = [Arg::Ptr(params), Arg::Ptr(self.words.ptr()), Arg::Ptr(logits)];
@@ -192,7 +206,8 @@ mod tests {
     fn screened_argmax_equals_full_argmax() {
         let gpu = gpu();
         let HardLmHead { rows, wv, w, norm, screen, _buffers } = hard_lm_head(gpu); // _buffers: w and norm live as long
-        let (logits, out, parts) = (gpu.alloc(rows * 4).unwrap(), gpu.alloc(8).unwrap(), gpu.alloc(sample::ARGMAX_PARTS * 8).unwrap());
+        let (logits, out, parts) =
+            (gpu.alloc(rows * 4).unwrap(), gpu.alloc(8).unwrap(), gpu.alloc(sample::ARGMAX_PARTS * 8).unwrap());
         let src = 1234 % rows;
         let mut cases: Vec<(String, Vec<f32>)> = Vec::new();
         for k in 0..4u64 {
@@ -226,7 +241,11 @@ mod tests {
             let max = exact.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
             assert!(t <= max, "{name}: threshold {t} above the largest logit {max}");
             let loose = exact.iter().zip(&upper).position(|(e, u)| e > u);
-            assert!(loose.is_none(), "{name}: row {:?}: logit above its upper bound", loose.map(|r| (r, exact[r], upper[r])));
+            assert!(
+                loose.is_none(),
+                "{name}: row {:?}: logit above its upper bound",
+                loose.map(|r| (r, exact[r], upper[r]))
+            );
 
             screen.rescore(gpu, hb.ptr(), &norm, 1e-6, out.ptr()).unwrap();
             let got = gpu.download_i32(out.ptr(), 1).unwrap()[0];
@@ -235,10 +254,16 @@ mod tests {
             assert_eq!(got, full, "{name}: screened argmax differs from the full one");
             if name.starts_with("aligned") {
                 // row src's exact copies tie: the lowest (7) beats them; the near copy may be above
-                assert!(got as usize == 7 || got as usize == rows / 3, "{name}: argmax {got}, not the lowest tied copy");
+                assert!(
+                    got as usize == 7 || got as usize == rows / 3,
+                    "{name}: argmax {got}, not the lowest tied copy"
+                );
             }
             if name != "zero" {
-                assert!((candidates as usize) < rows / 100, "{name}: the bound is too loose to screen ({candidates} candidates)");
+                assert!(
+                    (candidates as usize) < rows / 100,
+                    "{name}: the bound is too loose to screen ({candidates} candidates)"
+                );
             }
         }
     }
@@ -277,7 +302,10 @@ mod tests {
                 let kept: Vec<usize> = (0..rows).filter(|&r| got[r] != f32::NEG_INFINITY).collect();
                 eprintln!("{name}, T {temperature}, top_k {k}: {candidates} candidates of {rows}");
                 assert_eq!(kept.len(), candidates, "{name}: rows kept and candidates counted");
-                assert!(kept.iter().all(|&r| got[r].to_bits() == exact[r].to_bits()), "{name}: a kept row's logit differs");
+                assert!(
+                    kept.iter().all(|&r| got[r].to_bits() == exact[r].to_bits()),
+                    "{name}: a kept row's logit differs"
+                );
                 let k = if temperature > 0.0 { k } else { 1 };
                 assert_eq!(top_ids(&got, k), top_ids(&exact, k), "{name}, top_k {k}");
                 if *name != "zero" {
@@ -309,7 +337,10 @@ mod tests {
         let t_full = graph_time_us(8, &mut |_| gemv_norm(gpu, hb.ptr(), &norm, 1e-6, wf, y.ptr()).unwrap());
         let tb = |bytes: f32, us: f32| bytes / us / 1e6;
         let int8 = (rows * 2048) as f32;
-        eprintln!("screen, 508 MB int8: {t_screen:.1} µs ({:.2} TB/s); with the rescore: {t_argmax:.1} µs", tb(int8, t_screen));
+        eprintln!(
+            "screen, 508 MB int8: {t_screen:.1} µs ({:.2} TB/s); with the rescore: {t_argmax:.1} µs",
+            tb(int8, t_screen)
+        );
         eprintln!("gemv_norm_bf16, 124,160 rows (508 MB): {t_half:.1} µs ({:.2} TB/s)", tb(int8, t_half));
         eprintln!("gemv_norm_bf16, 248,320 rows (1,017 MB): {t_full:.1} µs ({:.2} TB/s)", tb(2.0 * int8, t_full));
     }

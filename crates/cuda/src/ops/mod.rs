@@ -30,9 +30,8 @@ pub const SCRATCH_BUFS: usize = 6;
 
 impl Scratch {
     pub fn new(gpu: &crate::runtime::Gpu, max_tokens: usize) -> anyhow::Result<Self> {
-        let bufs = (0..SCRATCH_BUFS)
-            .map(|_| gpu.alloc(max_tokens * SCRATCH_WIDTH * 4))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let bufs =
+            (0..SCRATCH_BUFS).map(|_| gpu.alloc(max_tokens * SCRATCH_WIDTH * 4)).collect::<anyhow::Result<Vec<_>>>()?;
         Ok(Scratch { max_tokens, bufs, tickets: gpu.alloc(16)? })
     }
 

@@ -58,7 +58,8 @@ const DOWN_GROUPS: usize = 3;
 const GATE_UP_GEMV_SHARED: usize = GATE_UP_WARPS * 2 * HIDDEN * 2 + HIDDEN * 4;
 /// Shared memory of `moe_decode_block` (`MoeDecodeShared`): 8 warps' 2-row rings and shared-expert
 /// down rows (bf16), x and the activations (f32), the routing.
-const MOE_DECODE_SHARED: usize = 8 * 2 * HIDDEN * 2 + 8 * EXPERT_DIM * 2 + HIDDEN * 4 + SLOTS * EXPERT_DIM * 4 + 32 * 4 + SLOTS * 8;
+const MOE_DECODE_SHARED: usize =
+    8 * 2 * HIDDEN * 2 + 8 * EXPERT_DIM * 2 + HIDDEN * 4 + SLOTS * EXPERT_DIM * 4 + 32 * 4 + SLOTS * 8;
 /// Rows per grouped-GEMM tile (`GEMM_BM` in the .cu files).
 const TILE_ROWS: usize = 64;
 /// Output columns per grouped-GEMM tile (`GEMM_BN`).
@@ -133,7 +134,15 @@ pub fn moe_block(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, scratch: &Scratch, 
     moe_block_path(gpu, w, x, t, scratch, out, t > GEMV_MAX_T)
 }
 
-fn moe_block_path(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, scratch: &Scratch, out: DevPtr, grouped: bool) -> Result<()> {
+fn moe_block_path(
+    gpu: &Gpu,
+    w: &MoeGpu,
+    x: DevPtr,
+    t: usize,
+    scratch: &Scratch,
+    out: DevPtr,
+    grouped: bool,
+) -> Result<()> {
     let l = Layout::new(scratch, t)?;
     route(gpu, w, x, t, &l, grouped)?;
     gpu.zero(out, t * HIDDEN * 4)?; // both expert paths add into `out`
@@ -159,7 +168,15 @@ pub struct MixerOut<'a> {
 /// scratch's grid barrier. `SOLO_MOE_FUSED=0` runs the four-kernel form instead
 /// (`moe_decode_kernels`; the same bits; also on GPUs with fewer than 129 SMs); `SOLO_MOE_PDL=0`
 /// launches the fused kernel without PDL.
-pub fn moe_decode(gpu: &Gpu, mixer: MixerOut, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch) -> Result<()> {
+pub fn moe_decode(
+    gpu: &Gpu,
+    mixer: MixerOut,
+    w: &MoeGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    scratch: &Scratch,
+) -> Result<()> {
     // the fused kernel wants a block per router row (2 per SM): ≥ 129 SMs (H100 SXM, H200)
     if 2 * gpu.sms < ROUTER_ROWS as u32 || std::env::var("SOLO_MOE_FUSED").is_ok_and(|v| v == "0") {
         return moe_decode_kernels(gpu, mixer, w, h, norm, eps, scratch);
@@ -207,7 +224,15 @@ fn moe_decode_stamped(
 /// `moe_decode` as four kernels: the output projection (`gemv_bf16`, accumulating into h),
 /// `moe_route_decode` (norm, router, routing), then the expert GEMVs. Scratch buffers 0 and 1,
 /// and the scratch's ticket counter.
-pub fn moe_decode_kernels(gpu: &Gpu, mixer: MixerOut, w: &MoeGpu, h: DevPtr, norm: &Vector, eps: f32, scratch: &Scratch) -> Result<()> {
+pub fn moe_decode_kernels(
+    gpu: &Gpu,
+    mixer: MixerOut,
+    w: &MoeGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    scratch: &Scratch,
+) -> Result<()> {
     check_decode_shapes(&mixer, w, norm)?;
     gemv(gpu, mixer.y, mixer.w, h, true)?;
     let l = Layout::new(scratch, 1)?;
@@ -233,7 +258,12 @@ pub fn moe_decode_kernels(gpu: &Gpu, mixer: MixerOut, w: &MoeGpu, h: DevPtr, nor
 
 /// What both forms of `moe_decode` assume of their matrices (h is `[2048]`).
 fn check_decode_shapes(mixer: &MixerOut, w: &MoeGpu, norm: &Vector) -> Result<()> {
-    ensure!(w.router.rows == ROUTER_ROWS && norm.len == HIDDEN, "moe_decode: router {} rows, norm {}", w.router.rows, norm.len);
+    ensure!(
+        w.router.rows == ROUTER_ROWS && norm.len == HIDDEN,
+        "moe_decode: router {} rows, norm {}",
+        w.router.rows,
+        norm.len
+    );
     ensure!(
         (mixer.w.rows, mixer.w.cols) == (HIDDEN, MIXER_OUT),
         "moe_decode: the mixer's output projection is {}×{}, expected {HIDDEN}×{MIXER_OUT}",
@@ -314,7 +344,14 @@ fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) ->
         (l.max_tiles as u32, (EXPERT_DIM / TILE_COLS) as u32, 1),
         128,
         GATE_UP_SHARED as u32,
-        &[Arg::Ptr(x), Arg::Ptr(w.gate_up), Arg::Ptr(l.perm), Arg::Ptr(l.tiles), Arg::Ptr(l.total_tiles), Arg::Ptr(l.act)],
+        &[
+            Arg::Ptr(x),
+            Arg::Ptr(w.gate_up),
+            Arg::Ptr(l.perm),
+            Arg::Ptr(l.tiles),
+            Arg::Ptr(l.total_tiles),
+            Arg::Ptr(l.act),
+        ],
     )?;
     gpu.launch(
         "moe_down_grouped",
@@ -343,7 +380,6 @@ mod tests {
     use solo_model::weights::{ExpertWeights, MoeWeights};
     use solo_model::{ModelConfig, Tensor};
     use std::sync::OnceLock;
-
 
     struct Fixture {
         cfg: ModelConfig,
@@ -437,8 +473,12 @@ mod tests {
 
         // Routing from the GPU's own logits (256 experts' of each token's 257): exact ids, weights
         // to f32 rounding.
-        let logits: Vec<f32> =
-            gpu.download_f32(l.logits, t * ROUTER_ROWS).unwrap().chunks(ROUTER_ROWS).flat_map(|r| r[..EXPERTS].to_vec()).collect();
+        let logits: Vec<f32> = gpu
+            .download_f32(l.logits, t * ROUTER_ROWS)
+            .unwrap()
+            .chunks(ROUTER_ROWS)
+            .flat_map(|r| r[..EXPERTS].to_vec())
+            .collect();
         let ids = gpu.download_i32(l.ids, t * SLOTS).unwrap();
         let weights = gpu.download_f32(l.weights, t * SLOTS).unwrap();
         let want = cpu_route(&f.cfg, &logits);
@@ -509,7 +549,12 @@ mod tests {
         let skipped = ties.iter().filter(|&&b| b).count();
         assert!(skipped * 20 <= t.max(20), "{skipped} of {t} tokens have router near-ties");
         let path = if grouped { "grouped" } else { "gemv" };
-        assert_close(&format!("moe_block t={t} ({path}, {skipped} near-tie tokens skipped)"), &keep(&got), &keep(want), tol);
+        assert_close(
+            &format!("moe_block t={t} ({path}, {skipped} near-tie tokens skipped)"),
+            &keep(&got),
+            &keep(want),
+            tol,
+        );
     }
 
     #[test]
@@ -562,7 +607,10 @@ mod tests {
         }
 
         fn added_to(&self, h: &[f32]) -> Vec<f32> {
-            h.iter().zip(self.w_f32.chunks(MIXER_OUT)).map(|(hv, row)| hv + row.iter().zip(&self.y_f32).map(|(a, b)| a * b).sum::<f32>()).collect()
+            h.iter()
+                .zip(self.w_f32.chunks(MIXER_OUT))
+                .map(|(hv, row)| hv + row.iter().zip(&self.y_f32).map(|(a, b)| a * b).sum::<f32>())
+                .collect()
         }
     }
 
@@ -599,7 +647,12 @@ mod tests {
             let kernels = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
             assert_close(&format!("moe_decode_kernels, launch {round}"), &kernels, &want, 1e-4);
             let same = fused.iter().zip(&kernels).filter(|(a, b)| a.to_bits() == b.to_bits()).count();
-            assert_eq!(same, HIDDEN, "launch {round}: the fused kernel and the four kernels differ in {} of {HIDDEN} bits", HIDDEN - same);
+            assert_eq!(
+                same,
+                HIDDEN,
+                "launch {round}: the fused kernel and the four kernels differ in {} of {HIDDEN} bits",
+                HIDDEN - same
+            );
         }
     }
 
@@ -616,7 +669,16 @@ mod tests {
         let scratch = Scratch::new(gpu, 1).unwrap();
         let stamps = gpu.alloc(16 * 8).unwrap();
         let names = [
-            "issue", "out_proj", "barrier 0", "norm", "router dot", "barrier 1 (shared pairs)", "routing", "gate/up", "barrier 2", "act staged",
+            "issue",
+            "out_proj",
+            "barrier 0",
+            "norm",
+            "router dot",
+            "barrier 1 (shared pairs)",
+            "routing",
+            "gate/up",
+            "barrier 2",
+            "act staged",
             "down",
         ];
         for round in 0..4 {
@@ -626,8 +688,16 @@ mod tests {
             moe_decode_stamped(gpu, mixer.out(), &f.gpu, h.ptr(), &norm, 1e-6, &scratch, stamps.ptr()).unwrap();
             let b = gpu.download(stamps.ptr(), 12 * 8).unwrap();
             let t: Vec<i64> = b.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
-            let line: Vec<String> = names.iter().enumerate().map(|(i, n)| format!("{n} {:.2}", (t[i + 1] - t[i]) as f64 / 1980.0)).collect();
-            eprintln!("round {round} (µs at 1.98 GHz): {} | total {:.2}", line.join(", "), (t[11] - t[0]) as f64 / 1980.0);
+            let line: Vec<String> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| format!("{n} {:.2}", (t[i + 1] - t[i]) as f64 / 1980.0))
+                .collect();
+            eprintln!(
+                "round {round} (µs at 1.98 GHz): {} | total {:.2}",
+                line.join(", "),
+                (t[11] - t[0]) as f64 / 1980.0
+            );
         }
     }
 

@@ -25,8 +25,20 @@ pub const ARGMAX_PARTS: usize = 256;
 /// out (i32 on the device) = argmax(logits f32 [n]). `partials` holds ARGMAX_PARTS × 8 bytes.
 pub fn argmax(gpu: &Gpu, logits: DevPtr, n: usize, partials: DevPtr, out: DevPtr) -> Result<()> {
     let idx = partials + (ARGMAX_PARTS * 4) as u64;
-    gpu.launch("argmax_partial", (ARGMAX_PARTS as u32, 1, 1), 256, 0, &[Arg::Ptr(logits), Arg::I32(n as i32), Arg::Ptr(partials), Arg::Ptr(idx)])?;
-    gpu.launch("argmax_final", (1, 1, 1), 256, 0, &[Arg::Ptr(partials), Arg::Ptr(idx), Arg::I32(ARGMAX_PARTS as i32), Arg::Ptr(out)])
+    gpu.launch(
+        "argmax_partial",
+        (ARGMAX_PARTS as u32, 1, 1),
+        256,
+        0,
+        &[Arg::Ptr(logits), Arg::I32(n as i32), Arg::Ptr(partials), Arg::Ptr(idx)],
+    )?;
+    gpu.launch(
+        "argmax_final",
+        (1, 1, 1),
+        256,
+        0,
+        &[Arg::Ptr(partials), Arg::Ptr(idx), Arg::I32(ARGMAX_PARTS as i32), Arg::Ptr(out)],
+    )
 }
 
 /// *pos += n on the device.
@@ -129,7 +141,14 @@ pub fn counter_uniform(seed: u64, step: u64) -> f32 {
 /// `params`, exactly as `solo_model::sampler::Sampler::sample` does (temperature ≤ 0: the argmax,
 /// ties to the lower index); the device-side step advances by one per draw. `scratch` holds
 /// SAMPLE_SCRATCH_BYTES. Two kernels, fixed shapes, no allocation or host sync: graph-capturable.
-pub fn sample(gpu: &Gpu, logits: DevPtr, n: usize, params: &SamplingParamsGpu, scratch: DevPtr, out: DevPtr) -> Result<()> {
+pub fn sample(
+    gpu: &Gpu,
+    logits: DevPtr,
+    n: usize,
+    params: &SamplingParamsGpu,
+    scratch: DevPtr,
+    out: DevPtr,
+) -> Result<()> {
     launch_sample(gpu, logits, n, params, scratch, out, 0, 0, 0)
 }
 
@@ -315,8 +334,16 @@ mod tests {
             let gpu = gpu();
             self.params.write(gpu, &cfg(0.0, 0, 1.0, 0)).unwrap();
             let cand = gpu.alloc(2 * SAMPLE_MAX_TOP_K * 4).unwrap();
-            sample_with_candidates(gpu, self.logits.ptr(), self.n, &self.params, self.scratch.ptr(), self.out.ptr(), cand.ptr())
-                .unwrap();
+            sample_with_candidates(
+                gpu,
+                self.logits.ptr(),
+                self.n,
+                &self.params,
+                self.scratch.ptr(),
+                self.out.ptr(),
+                cand.ptr(),
+            )
+            .unwrap();
             let raw = gpu.download_i32(cand.ptr(), 2 * SAMPLE_MAX_TOP_K).unwrap();
             let ids = raw[..SAMPLE_MAX_TOP_K].to_vec();
             let logits = raw[SAMPLE_MAX_TOP_K..].iter().map(|&b| f32::from_bits(b as u32)).collect();
@@ -345,7 +372,13 @@ mod tests {
             let f = Fixture::new(v);
             argmax(gpu, f.logits.ptr(), V, parts.ptr(), argmax_out.ptr()).unwrap();
             assert_eq!(gpu.download_i32(argmax_out.ptr(), 1).unwrap()[0] as u32, want, "argmax kernel");
-            for c in [cfg(0.0, 0, 1.0, 1), cfg(-1.0, 0, 0.5, 2), cfg(1.0, 1, 1.0, 3), cfg(1.0, 1, 0.0, 4), cfg(5.0, 1, 0.95, 5)] {
+            for c in [
+                cfg(0.0, 0, 1.0, 1),
+                cfg(-1.0, 0, 0.5, 2),
+                cfg(1.0, 1, 1.0, 3),
+                cfg(1.0, 1, 0.0, 4),
+                cfg(5.0, 1, 0.95, 5),
+            ] {
                 let got = f.draw(Some(&c), 20);
                 assert!(got.iter().all(|&t| t == want), "{c:?}: {got:?}, want {want}");
                 let mut cpu = Sampler::new(c.clone());

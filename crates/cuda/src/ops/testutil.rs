@@ -73,7 +73,11 @@ pub fn graph_time_us(calls: usize, f: &mut dyn FnMut(usize)) -> f32 {
     for i in 0..calls {
         f(i);
     }
-    let graph = gpu.stream.end_capture(CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH).unwrap().unwrap();
+    let graph = gpu
+        .stream
+        .end_capture(CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .unwrap();
     graph.launch().unwrap();
     gpu.sync().unwrap();
     let start = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();

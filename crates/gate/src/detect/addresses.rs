@@ -1,12 +1,18 @@
 //! Street addresses.
 
 use super::{Detector, Keywords};
-use crate::EntityType;
 use crate::scan::{before, ceil, floor, word_char};
+use crate::EntityType;
 
 impl Detector {
     #[inline(never)]
-    pub(super) fn addresses(&self, text: &str, _lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
+    pub(super) fn addresses(
+        &self,
+        text: &str,
+        _lower: &str,
+        kw: &Keywords,
+        push: &mut impl FnMut(usize, usize, EntityType),
+    ) {
         let window = |from: usize, n: usize| &text[from..ceil(text, from + n)];
         let mut streets: Vec<(usize, usize)> = Vec::new();
         for at in street_starts(text, kw) {
@@ -41,7 +47,8 @@ impl Detector {
         for m in &kw.street_de {
             // Back to the start of the word that ends in the suffix ("Aurelia-Rogge-Platz").
             let head = &text[..m.start()];
-            let word = head.chars().rev().take_while(|c| c.is_alphabetic() || *c == '-').map(char::len_utf8).sum::<usize>();
+            let word =
+                head.chars().rev().take_while(|c| c.is_alphabetic() || *c == '-').map(char::len_utf8).sum::<usize>();
             let start = m.start() - word;
             if word < 2 || !text[start..].starts_with(|c: char| c.is_uppercase()) {
                 continue;
@@ -63,7 +70,9 @@ impl Detector {
             // A unit after the street: "Apt. 388", "Suite 5", "Flat 2", "Piano 8", "Puerta 2".
             let rest = &text[e..];
             let t = rest.trim_start_matches([',', ' ']);
-            for unit in ["Apt.", "Apt", "Suite", "Ste.", "Unit", "Flat", "Floor", "Piano", "Puerta", "Piso", "Bus", "bte", "#"] {
+            for unit in
+                ["Apt.", "Apt", "Suite", "Ste.", "Unit", "Flat", "Floor", "Piano", "Puerta", "Piso", "Bus", "bte", "#"]
+            {
                 if let Some(after_unit) = t.strip_prefix(unit) {
                     let n = after_unit.trim_start();
                     let k = n.bytes().take_while(|b| b.is_ascii_alphanumeric()).count();
@@ -121,7 +130,9 @@ fn street_starts(text: &str, kw: &Keywords) -> Vec<usize> {
     }
     for &(a, _) in &kw.caps {
         let rest = &text[a..];
-        if matches!(rest.as_bytes()[0], b'F' | b'U' | b'S' | b'A') && ["Flat ", "Unit ", "Studio ", "Apartment "].iter().any(|p| rest.starts_with(p)) {
+        if matches!(rest.as_bytes()[0], b'F' | b'U' | b'S' | b'A')
+            && ["Flat ", "Unit ", "Studio ", "Apartment "].iter().any(|p| rest.starts_with(p))
+        {
             out.push(a);
         }
     }

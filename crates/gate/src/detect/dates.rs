@@ -1,14 +1,20 @@
 //! Dates of birth.
 
 use super::{Detector, Keywords};
-use crate::EntityType;
 use crate::checks;
 use crate::scan::{after, before, ceil, ctx_after, ctx_before, find, floor, has_any, word_char};
+use crate::EntityType;
 
 impl Detector {
     /// Dates of birth: dates near a birth word (only those windows are searched).
     #[inline(never)]
-    pub(super) fn dates(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
+    pub(super) fn dates(
+        &self,
+        text: &str,
+        lower: &str,
+        kw: &Keywords,
+        push: &mut impl FnMut(usize, usize, EntityType),
+    ) {
         let mut last_end = 0;
         for m in &kw.dob {
             let from = floor(text, m.start().saturating_sub(40)).max(last_end.min(m.start()));
@@ -24,7 +30,8 @@ impl Detector {
 
     pub(super) fn dates_in(&self, text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
         let dob_ctx = |start: usize, end: usize| {
-            self.dob_ctx.is_match(ctx_before(lower, start, 48)) || has_any(ctx_after(lower, end, 24), &["(dob)", "(date of birth)", "(born)", "(birthday)"])
+            self.dob_ctx.is_match(ctx_before(lower, start, 48))
+                || has_any(ctx_after(lower, end, 24), &["(dob)", "(date of birth)", "(born)", "(birthday)"])
         };
         for m in self.date_numeric.find_iter(text) {
             if before(text, m.start()).is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '-' || c == '/')
@@ -44,8 +51,21 @@ impl Detector {
             if n != 3 {
                 continue;
             }
-            let year2 = |y: u32| if y < 100 { if y > 30 { 1900 + y } else { 2000 + y } } else { y };
-            let valid = if m.as_str().as_bytes()[4..5].iter().all(|b| !b.is_ascii_digit()) && m.as_str().len() >= 8 && parts[0] > 999 {
+            let year2 = |y: u32| {
+                if y < 100 {
+                    if y > 30 {
+                        1900 + y
+                    } else {
+                        2000 + y
+                    }
+                } else {
+                    y
+                }
+            };
+            let valid = if m.as_str().as_bytes()[4..5].iter().all(|b| !b.is_ascii_digit())
+                && m.as_str().len() >= 8
+                && parts[0] > 999
+            {
                 checks::birth_date(parts[0], parts[1], parts[2])
             } else {
                 let y = year2(parts[2]);
@@ -60,7 +80,9 @@ impl Detector {
             if word_char(before(text, m.start())) || after(text, m.end()).is_some_and(|c| c.is_ascii_digit()) {
                 continue;
             }
-            let (Ok(d), Some(mo), Ok(y)) = (day.parse::<u32>(), month_number(month), year.parse::<u32>()) else { continue };
+            let (Ok(d), Some(mo), Ok(y)) = (day.parse::<u32>(), month_number(month), year.parse::<u32>()) else {
+                continue;
+            };
             if checks::birth_date(y, mo, d) && dob_ctx(m.start(), m.end()) {
                 push(m.start(), m.end(), EntityType::DateOfBirth);
             }
@@ -137,9 +159,30 @@ fn month_number(word: &str) -> Option<u32> {
 }
 
 pub(super) const DOB_CONTEXT: &[&str] = &[
-    "born", "birth", "dob", "d.o.b", "b-day", "bday", "birthday", "née", "né le", "née le", "naissance", "geboren", "geb.",
-    "geburtsdatum", "geburtstag", "nacimiento", "nacido", "nacida", "nato il", "nata il", "nascita", "geboortedatum",
-    "aged", "age:",
+    "born",
+    "birth",
+    "dob",
+    "d.o.b",
+    "b-day",
+    "bday",
+    "birthday",
+    "née",
+    "né le",
+    "née le",
+    "naissance",
+    "geboren",
+    "geb.",
+    "geburtsdatum",
+    "geburtstag",
+    "nacimiento",
+    "nacido",
+    "nacida",
+    "nato il",
+    "nata il",
+    "nascita",
+    "geboortedatum",
+    "aged",
+    "age:",
 ];
 
 #[cfg(test)]
@@ -150,8 +193,19 @@ mod tests {
     fn written_date_parts_are_the_patterns_groups() {
         let pattern = regex::Regex::new(&date_words_pattern()).unwrap();
         let seeds = [
-            "17 March 1985", "17th of March, 1985", "March 17, 1985", "17 de marzo de 1985", "1er janvier 1990", "1º de mayo de 1980",
-            "3. Mai 1970", "Sept. 3rd, 1999", "12 févr. 2001", "2 gen. 1999", "DEC 25TH, 1980", "5 OF JUNE 1977", "21 de DE de 1980",
+            "17 March 1985",
+            "17th of March, 1985",
+            "March 17, 1985",
+            "17 de marzo de 1985",
+            "1er janvier 1990",
+            "1º de mayo de 1980",
+            "3. Mai 1970",
+            "Sept. 3rd, 1999",
+            "12 févr. 2001",
+            "2 gen. 1999",
+            "DEC 25TH, 1980",
+            "5 OF JUNE 1977",
+            "21 de DE de 1980",
         ];
         let alphabet = "0123456789 .,ofdestndrhºéaJjMm".chars().collect::<Vec<_>>();
         let mut rng = crate::test_rng::TestRng(0x2545_F491_4F6C_DD1D);
@@ -174,7 +228,11 @@ mod tests {
             for c in pattern.captures_iter(&text) {
                 let (day, month, year) = match (c.get(1), c.get(2), c.get(3)) {
                     (Some(d), Some(mo), Some(y)) => (d.as_str(), mo.as_str(), y.as_str()),
-                    _ => (c.get(5).map_or("", |x| x.as_str()), c.get(4).map_or("", |x| x.as_str()), c.get(6).map_or("", |x| x.as_str())),
+                    _ => (
+                        c.get(5).map_or("", |x| x.as_str()),
+                        c.get(4).map_or("", |x| x.as_str()),
+                        c.get(6).map_or("", |x| x.as_str()),
+                    ),
                 };
                 let got = written_date_parts(c.get(0).unwrap().as_str());
                 assert_eq!((got.0, got.1, got.2), (day, month.trim_end_matches('.'), year), "{text:?}");

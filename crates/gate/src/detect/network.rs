@@ -1,12 +1,19 @@
 //! IP and MAC addresses.
 
 use super::{Detector, Found, Keywords, Work};
-use crate::EntityType;
 use crate::scan::{after, before, ctx_before, digits_and, find_in, has_any, next_byte_in, pad, regions, word_char};
+use crate::EntityType;
 
 impl Detector {
     #[inline(never)]
-    pub(super) fn network(&self, text: &str, lower: &str, kw: &Keywords, work: &mut Work, push: &mut impl FnMut(usize, usize, EntityType)) {
+    pub(super) fn network(
+        &self,
+        text: &str,
+        lower: &str,
+        kw: &Keywords,
+        work: &mut Work,
+        push: &mut impl FnMut(usize, usize, EntityType),
+    ) {
         let n = kw.bytes;
         work.found.clear();
         if n.dots >= 3 {
@@ -45,7 +52,10 @@ impl Detector {
         for &(ms, me) in &work.found {
             let s = &text[ms..me];
             let consistent = !s.contains(':') || !s.contains('-');
-            if consistent && !word_char(before(text, ms)) && !after(text, me).is_some_and(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-') {
+            if consistent
+                && !word_char(before(text, ms))
+                && !after(text, me).is_some_and(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-')
+            {
                 push(ms, me, EntityType::MacAddress);
             }
         }
@@ -55,14 +65,19 @@ impl Detector {
         // Only around colons with hex digits or colons on both sides.
         let b = text.as_bytes();
         let hexish = |c: u8| c.is_ascii_hexdigit() || c == b':';
-        let colons = (1..b.len().saturating_sub(1)).filter(|&i| b[i] == b':' && hexish(b[i - 1]) && hexish(b[i + 1])).map(|i| (i, i + 1));
+        let colons = (1..b.len().saturating_sub(1))
+            .filter(|&i| b[i] == b':' && hexish(b[i - 1]) && hexish(b[i + 1]))
+            .map(|i| (i, i + 1));
         pad(text, colons, 40, 45, &mut work.near);
         find_in(&self.ipv6, text, &work.near, &mut work.found);
         for &(ms, me) in &work.found {
             let m = Found { start: ms, end: me };
             let s = text[m.start..m.end].trim_end_matches('.');
             let s = if s.ends_with(':') && !s.ends_with("::") { &s[..s.len() - 1] } else { s };
-            if s.len() < 6 || s.matches(':').count() < 2 || before(text, m.start).is_some_and(|c| c.is_alphanumeric() || c == ':') {
+            if s.len() < 6
+                || s.matches(':').count() < 2
+                || before(text, m.start).is_some_and(|c| c.is_alphanumeric() || c == ':')
+            {
                 continue;
             }
             let end = m.start + s.len();
@@ -77,7 +92,10 @@ impl Detector {
                 push(m.start, end, EntityType::IpAddress);
             } else if let Some((addr, port)) = s.rsplit_once(':') {
                 // "…:443": an address with a port.
-                if port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit()) && addr.parse::<std::net::Ipv6Addr>().is_ok() {
+                if port.len() <= 5
+                    && port.bytes().all(|b| b.is_ascii_digit())
+                    && addr.parse::<std::net::Ipv6Addr>().is_ok()
+                {
                     push(m.start, m.start + addr.len(), EntityType::IpAddress);
                 }
             }
@@ -89,7 +107,9 @@ impl Detector {
 /// `mac` finds in a text with fewer than five colons and dashes (its other shape needs five).
 fn dotted_macs(b: &[u8], out: &mut Vec<(usize, usize)>) {
     let hex = |i: usize, n: usize| b[i..i + n].iter().all(u8::is_ascii_hexdigit);
-    let quads = |i: usize| i + 14 <= b.len() && b[i + 4] == b'.' && b[i + 9] == b'.' && hex(i, 4) && hex(i + 5, 4) && hex(i + 10, 4);
+    let quads = |i: usize| {
+        i + 14 <= b.len() && b[i + 4] == b'.' && b[i + 9] == b'.' && hex(i, 4) && hex(i + 5, 4) && hex(i + 10, 4)
+    };
     // Each has a dot four bytes in.
     let mut from = 0;
     let mut dot = next_byte_in(b, 4, b'.', b'.', false);

@@ -1,18 +1,28 @@
 //! Numbers with checksums: IBANs, cards, SSNs and national ids.
 
 use super::{Detector, Found, Keywords, Work};
-use crate::EntityType;
 use crate::checks;
 use crate::scan::{after, before, ctx_before, digits_and, digits_into, find_in, has_any, pad, regions, word_char};
+use crate::EntityType;
 
 impl Detector {
     #[inline(never)]
     pub(super) fn ibans(&self, text: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
         let bytes = text.as_bytes();
         // Two letters, two digits: a digit stretch that starts right after two letters.
-        let anchors = kw.digits.iter().map(|&(a, _)| a).filter(|&a| {
-            a >= 2 && a + 1 < bytes.len() && bytes[a - 2].is_ascii_alphabetic() && bytes[a - 1].is_ascii_alphabetic() && bytes[a].is_ascii_digit() && bytes[a + 1].is_ascii_digit()
-        }).map(|a| a - 2);
+        let anchors = kw
+            .digits
+            .iter()
+            .map(|&(a, _)| a)
+            .filter(|&a| {
+                a >= 2
+                    && a + 1 < bytes.len()
+                    && bytes[a - 2].is_ascii_alphabetic()
+                    && bytes[a - 1].is_ascii_alphabetic()
+                    && bytes[a].is_ascii_digit()
+                    && bytes[a + 1].is_ascii_digit()
+            })
+            .map(|a| a - 2);
         for at in anchors {
             let m = Found { start: at, end: at + 4 };
             if word_char(before(text, m.start)) {
@@ -30,7 +40,11 @@ impl Detector {
                     compact.push(b.to_ascii_uppercase());
                     i += 1;
                     end = i;
-                } else if (b == b' ' || b == b'-') && i + 1 < bytes.len() && bytes[i + 1].is_ascii_alphanumeric() && end == i {
+                } else if (b == b' ' || b == b'-')
+                    && i + 1 < bytes.len()
+                    && bytes[i + 1].is_ascii_alphanumeric()
+                    && end == i
+                {
                     i += 1;
                 } else {
                     break;
@@ -47,7 +61,14 @@ impl Detector {
 
     /// Digit runs: cards, SSNs, and the national numbers that are only digits.
     #[inline(never)]
-    pub(super) fn numbers(&self, text: &str, lower: &str, kw: &Keywords, work: &mut Work, push: &mut impl FnMut(usize, usize, EntityType)) {
+    pub(super) fn numbers(
+        &self,
+        text: &str,
+        lower: &str,
+        kw: &Keywords,
+        work: &mut Work,
+        push: &mut impl FnMut(usize, usize, EntityType),
+    ) {
         let Work { regions: spaced, found: runs, groups, seps, windows, taken, .. } = work;
         regions(text, &kw.digits, 9, &const { digits_and(b" .-") }, spaced);
         digit_runs(text, spaced, runs);
@@ -82,7 +103,11 @@ impl Detector {
             let n = groups.len();
             let len = |i: usize, j: usize| groups[i..=j].iter().map(|g| g.1 - g.0).sum::<usize>();
             windows.clear();
-            windows.extend((0..n).flat_map(|i| (i..n.min(i + 8)).map(move |j| (i, j))).filter(|&(i, j)| (9..=19).contains(&len(i, j))));
+            windows.extend(
+                (0..n)
+                    .flat_map(|i| (i..n.min(i + 8)).map(move |j| (i, j)))
+                    .filter(|&(i, j)| (9..=19).contains(&len(i, j))),
+            );
             windows.sort_by_key(|&(i, j)| std::cmp::Reverse(groups[j].1 - groups[i].0));
             for &(i, j) in windows.iter() {
                 let (start, end) = (groups[i].0, groups[j].1);
@@ -112,20 +137,69 @@ impl Detector {
                 }
                 let sizes = &sbuf[..=j - i];
                 let whole = i == 0 && j + 1 == n;
-                let card_ctx = || has_any(ctx_of(), &["card", "karte", "kreditkarte", "carte", "tarjeta", "carta", "pay", "visa", "mastercard", "maestro", "debit", "credit", "kaart"]);
-                let kind = if checks::card(d) && card_grouping(sizes) && (d.len() >= 16 || whole) && (d.len() >= 16 || d[0] == 3 || card_ctx()) {
+                let card_ctx = || {
+                    has_any(
+                        ctx_of(),
+                        &[
+                            "card",
+                            "karte",
+                            "kreditkarte",
+                            "carte",
+                            "tarjeta",
+                            "carta",
+                            "pay",
+                            "visa",
+                            "mastercard",
+                            "maestro",
+                            "debit",
+                            "credit",
+                            "kaart",
+                        ],
+                    )
+                };
+                let kind = if checks::card(d)
+                    && card_grouping(sizes)
+                    && (d.len() >= 16 || whole)
+                    && (d.len() >= 16 || d[0] == 3 || card_ctx())
+                {
                     Some(EntityType::Card)
                 } else if !whole {
                     None
-                } else if d.len() == 9 && checks::ssn(d) && (sizes == [3, 2, 4] && inner.clone().all(|k| sep(k) == "-" || sep(k) == " ")
-                    || has_any(ctx_of(), &["ssn", "social security", "soc sec", "ss#", "ss #"]))
+                } else if d.len() == 9
+                    && checks::ssn(d)
+                    && (sizes == [3, 2, 4] && inner.clone().all(|k| sep(k) == "-" || sep(k) == " ")
+                        || has_any(ctx_of(), &["ssn", "social security", "soc sec", "ss#", "ss #"]))
                 {
                     Some(EntityType::Ssn)
-                } else if d.len() == 15 && (sizes.len() == 1 || sizes == [1, 2, 2, 2, 3, 3, 2]) && checks::nir(text[start..end].replace(' ', "").as_bytes())
-                    || d.len() == 9 && checks::bsn(d) && has_any(ctx_of(), &["bsn", "burgerservicenummer", "sofinummer", "sofi-nummer", "citizen service number"])
-                    || d.len() == 9 && checks::sin(d) && (sizes == [3, 3, 3] || sizes.len() == 1) && has_any(ctx_of(), &["sin", "social insurance", "assurance sociale", "nas"])
-                    || d.len() == 12 && checks::aadhaar(d) && (sizes == [4, 4, 4] || has_any(ctx_of(), &["aadhaar", "aadhar", "uidai", "uid"]))
-                    || d.len() == 11 && sizes.len() == 1 && has_any(ctx_of(), &["steuer-id", "steueridentifikationsnummer", "steuer-identifikationsnummer", "tax id", "idnr"]) && steuer_id(d)
+                } else if d.len() == 15
+                    && (sizes.len() == 1 || sizes == [1, 2, 2, 2, 3, 3, 2])
+                    && checks::nir(text[start..end].replace(' ', "").as_bytes())
+                    || d.len() == 9
+                        && checks::bsn(d)
+                        && has_any(
+                            ctx_of(),
+                            &["bsn", "burgerservicenummer", "sofinummer", "sofi-nummer", "citizen service number"],
+                        )
+                    || d.len() == 9
+                        && checks::sin(d)
+                        && (sizes == [3, 3, 3] || sizes.len() == 1)
+                        && has_any(ctx_of(), &["sin", "social insurance", "assurance sociale", "nas"])
+                    || d.len() == 12
+                        && checks::aadhaar(d)
+                        && (sizes == [4, 4, 4] || has_any(ctx_of(), &["aadhaar", "aadhar", "uidai", "uid"]))
+                    || d.len() == 11
+                        && sizes.len() == 1
+                        && has_any(
+                            ctx_of(),
+                            &[
+                                "steuer-id",
+                                "steueridentifikationsnummer",
+                                "steuer-identifikationsnummer",
+                                "tax id",
+                                "idnr",
+                            ],
+                        )
+                        && steuer_id(d)
                 {
                     Some(EntityType::NationalId)
                 } else {
@@ -141,7 +215,14 @@ impl Detector {
 
     /// National ids with letters: UK NINO, Italian codice fiscale, Spanish DNI/NIE.
     #[inline(never)]
-    pub(super) fn ids(&self, text: &str, lower: &str, kw: &Keywords, work: &mut Work, push: &mut impl FnMut(usize, usize, EntityType)) {
+    pub(super) fn ids(
+        &self,
+        text: &str,
+        lower: &str,
+        kw: &Keywords,
+        work: &mut Work,
+        push: &mut impl FnMut(usize, usize, EntityType),
+    ) {
         let _ = lower;
         let bounded = |s: usize, e: usize| !word_char(before(text, s)) && !word_char(after(text, e));
         // Only near digits: every id shape has some.
@@ -160,7 +241,11 @@ impl Detector {
                 n += 1;
             }
             let compact = &buf[..n];
-            if checks::nino(compact) || checks::codice_fiscale(compact) || checks::dni_nie(compact) || checks::nir(compact) {
+            if checks::nino(compact)
+                || checks::codice_fiscale(compact)
+                || checks::dni_nie(compact)
+                || checks::nir(compact)
+            {
                 push(m.start, m.end, EntityType::NationalId);
             }
         }
@@ -211,7 +296,13 @@ fn digit_runs(text: &str, regions: &[(usize, usize)], out: &mut Vec<(usize, usiz
                 }
                 end = end.max(i);
                 // A separator: " ", "-", ".", ". " followed by a digit.
-                let sep = if i + 1 < z && b[i] == b'.' && b[i + 1] == b' ' { 2 } else if i < z && matches!(b[i], b' ' | b'-' | b'.') { 1 } else { 0 };
+                let sep = if i + 1 < z && b[i] == b'.' && b[i + 1] == b' ' {
+                    2
+                } else if i < z && matches!(b[i], b' ' | b'-' | b'.') {
+                    1
+                } else {
+                    0
+                };
                 if sep > 0 && i + sep < z && b[i + sep].is_ascii_digit() {
                     i += sep;
                 } else {

@@ -1,15 +1,21 @@
 //! Names of people.
 
 use super::{Detector, Keywords};
-use crate::EntityType;
 use crate::scan::{ctx_before, has_any, next_byte_in};
+use crate::EntityType;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::sync::OnceLock;
 
 impl Detector {
     #[inline(never)]
-    pub(super) fn persons(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
+    pub(super) fn persons(
+        &self,
+        text: &str,
+        lower: &str,
+        kw: &Keywords,
+        push: &mut impl FnMut(usize, usize, EntityType),
+    ) {
         let names = names();
         let words = &kw.caps;
         let mut i = 0;
@@ -19,7 +25,9 @@ impl Detector {
             while j + 1 < words.len() {
                 let gap = &text[words[j].1..words[j + 1].0];
                 let particles_ok = || gap.split(' ').filter(|w| !w.is_empty()).all(|w| particles().contains(w));
-                if (gap == " " || gap.len() <= 10 && gap.starts_with(' ') && gap.ends_with(' ') && particles_ok()) && j - i < 4 {
+                if (gap == " " || gap.len() <= 10 && gap.starts_with(' ') && gap.ends_with(' ') && particles_ok())
+                    && j - i < 4
+                {
                     j += 1;
                 } else {
                     break;
@@ -50,7 +58,8 @@ impl Detector {
                 let kind = names.kind(w);
                 run_words[k] = w;
                 first[k] = kind & FIRST != 0;
-                last[k] = kind & LAST != 0 || w.contains('-') && w.split('-').all(|p| capitalized(p, |p| names.kind(p) & LAST != 0));
+                last[k] = kind & LAST != 0
+                    || w.contains('-') && w.split('-').all(|p| capitalized(p, |p| names.kind(p) & LAST != 0));
                 common[k] = lowered(x, &|w| names.kind(w) & COMMON != 0);
                 cue[k] = lowered(x, &|w| name_cues().contains(w));
             }
@@ -105,7 +114,23 @@ impl Detector {
                 strong || medium && (context || !sentence_start)
             } else {
                 context && !sentence_start && (first[b0] || last[b0]) && !common[b0]
-                    || context && (first[b0] || last[b0]) && !common[b0] && has_any(ctx, &["my name is", "name is", "name:", "i am", "i'm", "dear", "signed", "regards", "sincerely"])
+                    || context
+                        && (first[b0] || last[b0])
+                        && !common[b0]
+                        && has_any(
+                            ctx,
+                            &[
+                                "my name is",
+                                "name is",
+                                "name:",
+                                "i am",
+                                "i'm",
+                                "dear",
+                                "signed",
+                                "regards",
+                                "sincerely",
+                            ],
+                        )
             };
             if accept {
                 push(start, end, EntityType::Person);
@@ -196,13 +221,87 @@ pub fn names() -> &'static Names {
 }
 
 const NAME_CONTEXT: &[&str] = &[
-    "my name is", "name is", "name:", "i am", "i'm", "dear", "hi", "hello", "thanks", "thank you", "regards,",
-    "regards", "sincerely", "signed", "cheers", "from:", "to:", "cc:", "patient", "customer", "employee", "client",
-    "called", "named", "contact", "mr", "mrs", "ms", "miss", "dr", "prof", "sir", "madam", "ich heiße", "ich bin",
-    "herr", "frau", "je m'appelle", "je suis", "m.", "mme", "mlle", "monsieur", "madame", "me llamo", "soy", "señor",
-    "señora", "sr.", "sra.", "mi chiamo", "sono", "signor", "signora", "mijn naam is", "ik ben", "meneer", "mevrouw",
-    "by", "with", "and", "or", "spoke to", "talked to", "met", "ask", "tell", "wife", "husband", "son", "daughter",
-    "mother", "father", "brother", "sister", "friend", "colleague", "manager", "boss", "neighbour", "neighbor",
+    "my name is",
+    "name is",
+    "name:",
+    "i am",
+    "i'm",
+    "dear",
+    "hi",
+    "hello",
+    "thanks",
+    "thank you",
+    "regards,",
+    "regards",
+    "sincerely",
+    "signed",
+    "cheers",
+    "from:",
+    "to:",
+    "cc:",
+    "patient",
+    "customer",
+    "employee",
+    "client",
+    "called",
+    "named",
+    "contact",
+    "mr",
+    "mrs",
+    "ms",
+    "miss",
+    "dr",
+    "prof",
+    "sir",
+    "madam",
+    "ich heiße",
+    "ich bin",
+    "herr",
+    "frau",
+    "je m'appelle",
+    "je suis",
+    "m.",
+    "mme",
+    "mlle",
+    "monsieur",
+    "madame",
+    "me llamo",
+    "soy",
+    "señor",
+    "señora",
+    "sr.",
+    "sra.",
+    "mi chiamo",
+    "sono",
+    "signor",
+    "signora",
+    "mijn naam is",
+    "ik ben",
+    "meneer",
+    "mevrouw",
+    "by",
+    "with",
+    "and",
+    "or",
+    "spoke to",
+    "talked to",
+    "met",
+    "ask",
+    "tell",
+    "wife",
+    "husband",
+    "son",
+    "daughter",
+    "mother",
+    "father",
+    "brother",
+    "sister",
+    "friend",
+    "colleague",
+    "manager",
+    "boss",
+    "neighbour",
+    "neighbor",
 ];
 
 const TITLES: &[&str] = &[
@@ -211,7 +310,10 @@ const TITLES: &[&str] = &[
     "Dott", "Dott.ssa", "Ing", "Avv", "Dhr", "Mevr", "Shri", "Smt",
 ];
 
-const NAME_PARTICLES: &[&str] = &["van", "von", "der", "den", "de", "del", "della", "di", "da", "dos", "das", "du", "la", "le", "y", "zu", "ten", "ter", "bin", "al"];
+const NAME_PARTICLES: &[&str] = &[
+    "van", "von", "der", "den", "de", "del", "della", "di", "da", "dos", "das", "du", "la", "le", "y", "zu", "ten",
+    "ter", "bin", "al",
+];
 
 /// The word lists as sets (built once).
 fn titles() -> &'static WordSet {
@@ -365,4 +467,3 @@ fn capitalized<T>(w: &str, f: impl FnOnce(&str) -> T) -> T {
     };
     f(&word)
 }
-

@@ -1,17 +1,26 @@
 //! Phone numbers.
 
 use super::{Detector, Keywords, Pos, Work};
-use crate::EntityType;
 use crate::scan::{after, before, ctx_before, digits_into};
+use crate::EntityType;
 
 impl Detector {
     #[inline(never)]
-    pub(super) fn phones(&self, text: &str, lower: &str, kw: &Keywords, work: &mut Work, push: &mut impl FnMut(usize, usize, EntityType)) {
+    pub(super) fn phones(
+        &self,
+        text: &str,
+        lower: &str,
+        kw: &Keywords,
+        work: &mut Work,
+        push: &mut impl FnMut(usize, usize, EntityType),
+    ) {
         // The stretches with seven digits or more (phone numbers are made of the bytes that
         // stretches are: `regions` with them would give the same).
         let b = text.as_bytes();
         work.regions.clear();
-        work.regions.extend(kw.digits.iter().copied().filter(|&(a, z)| b[a..z].iter().filter(|c| c.is_ascii_digit()).count() >= 7));
+        work.regions.extend(
+            kw.digits.iter().copied().filter(|&(a, z)| b[a..z].iter().filter(|c| c.is_ascii_digit()).count() >= 7),
+        );
         for (ms, me) in work.regions.iter().filter_map(|&(a, z)| phone_candidate(text, a, z)) {
             let mut start = ms;
             let mut end = me;
@@ -25,8 +34,19 @@ impl Detector {
                 end -= 1;
                 s = &text[start..end];
             }
-            if before(text, start).is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == '/' || c == ':' || c == '-' || c == '#' || c == '$' || c == '€' || c == '£')
-                || after(text, end).is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '%' || c == '€')
+            if before(text, start).is_some_and(|c| {
+                c.is_alphanumeric()
+                    || c == '_'
+                    || c == '.'
+                    || c == '/'
+                    || c == ':'
+                    || c == '-'
+                    || c == '#'
+                    || c == '$'
+                    || c == '€'
+                    || c == '£'
+            }) || after(text, end)
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '%' || c == '€')
             {
                 continue;
             }
@@ -63,7 +83,8 @@ impl Detector {
             }
             let groups = &gbuf[..ng];
             // Card-shaped (4-4-4…) and SSN-shaped numbers are not phones unless dialled internationally.
-            let card_like = groups.len() >= 3 && groups[..groups.len() - 1].iter().all(|&g| g == 4) || groups.len() == 1 && d.len() >= 12;
+            let card_like = groups.len() >= 3 && groups[..groups.len() - 1].iter().all(|&g| g == 4)
+                || groups.len() == 1 && d.len() >= 12;
             if !international && (card_like || groups == [3, 2, 4] && !context) {
                 continue;
             }
@@ -118,7 +139,12 @@ fn phone_shaped(main: &str, groups: &[usize], d: &[u8]) -> bool {
     if paren && d.len() >= 9 {
         return true;
     }
-    d[0] == 0 && d[1] != 0 && groups.len() >= 2 && (9..=12).contains(&d.len()) && groups[0] >= 2 && groups.iter().all(|&g| g >= 2)
+    d[0] == 0
+        && d[1] != 0
+        && groups.len() >= 2
+        && (9..=12).contains(&d.len())
+        && groups[0] >= 2
+        && groups.iter().all(|&g| g >= 2)
 }
 
 /// `2024-01-05`, `05/01/2024`, `5.1.24`: one separator, day/month/year-sized groups.

@@ -1,20 +1,59 @@
 //! Secrets (keys, tokens, private keys, assigned passwords), credentials in URLs, e-mail addresses.
 
 use super::{Detector, Keywords};
-use crate::EntityType;
 use crate::scan::{after, before, find};
+use crate::EntityType;
 
 /// The literal prefixes of the keys that `token` finds (found with the keywords, in one pass).
 pub(super) const KEY_PREFIXES: &[&str] = &[
-    "AKIA", "ASIA", "ABIA", "ACCA", "AIDA", "AROA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "xoxa-",
-    "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xapp-", "https://hooks.slack.com/services/", "sk_live_", "sk_test_", "rk_live_",
-    "rk_test_", "whsec_", "AIza", "npm_", "hf_", "SG.", "eyJ",
+    "AKIA",
+    "ASIA",
+    "ABIA",
+    "ACCA",
+    "AIDA",
+    "AROA",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "sk-",
+    "xoxa-",
+    "xoxb-",
+    "xoxp-",
+    "xoxo-",
+    "xoxs-",
+    "xoxr-",
+    "xapp-",
+    "https://hooks.slack.com/services/",
+    "sk_live_",
+    "sk_test_",
+    "rk_live_",
+    "rk_test_",
+    "whsec_",
+    "AIza",
+    "npm_",
+    "hf_",
+    "SG.",
+    "eyJ",
 ];
 
 impl Detector {
     #[inline(never)]
-    pub(super) fn secrets(&self, text: &str, lower: &str, kw: &Keywords, push: &mut impl FnMut(usize, usize, EntityType)) {
-        let pem = if kw.bytes.dashes >= 10 && text.contains("-----BEGIN") { self.pem.find_iter(text).collect() } else { Vec::new() };
+    pub(super) fn secrets(
+        &self,
+        text: &str,
+        lower: &str,
+        kw: &Keywords,
+        push: &mut impl FnMut(usize, usize, EntityType),
+    ) {
+        let pem = if kw.bytes.dashes >= 10 && text.contains("-----BEGIN") {
+            self.pem.find_iter(text).collect()
+        } else {
+            Vec::new()
+        };
         for m in pem {
             let end = match find(&text[m.end()..], "-----END ") {
                 Some(i) => {
@@ -44,10 +83,18 @@ impl Detector {
             }
             push(start, end, EntityType::Secret);
         }
-        let creds = if kw.bytes.colons > 0 && text.contains("://") { self.url_creds.captures_iter(text).collect() } else { Vec::new() };
+        let creds = if kw.bytes.colons > 0 && text.contains("://") {
+            self.url_creds.captures_iter(text).collect()
+        } else {
+            Vec::new()
+        };
         for m in creds {
             let (user, pass) = (m.get(1).unwrap(), m.get(2).unwrap());
-            let scheme = text[..m.get(0).unwrap().start()].bytes().rev().take_while(|b| b.is_ascii_alphanumeric() || b"+.-".contains(b)).count();
+            let scheme = text[..m.get(0).unwrap().start()]
+                .bytes()
+                .rev()
+                .take_while(|b| b.is_ascii_alphanumeric() || b"+.-".contains(b))
+                .count();
             if placeholder(pass.as_str()) || scheme == 0 || scheme > 16 {
                 continue;
             }
@@ -56,7 +103,8 @@ impl Detector {
         for m in &kw.assign {
             // `==` compares, `max_tokens: 100` counts, `password: str` annotates.
             let Some(tail) = assignment(&text.as_bytes()[m.end()..]) else { continue };
-            if text[m.end()..m.end() + tail].contains("==") || after(text, m.end()).is_some_and(|c| c.is_alphanumeric()) {
+            if text[m.end()..m.end() + tail].contains("==") || after(text, m.end()).is_some_and(|c| c.is_alphanumeric())
+            {
                 continue;
             }
             if let Some((s, e)) = assigned_value(text, m.end() + tail, false) {
@@ -109,17 +157,51 @@ fn assignment(b: &[u8]) -> Option<usize> {
 fn placeholder(v: &str) -> bool {
     let v = v.trim();
     let starts = |p: &str| v.len() >= p.len() && v.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes());
-    let env = v.strip_prefix('$').is_some_and(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
+    let env = v
+        .strip_prefix('$')
+        .is_some_and(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
     v.is_empty()
         || env
-        || v.starts_with("${") || v.starts_with("$(") || v.starts_with("%(") || v.starts_with("{{")
+        || v.starts_with("${")
+        || v.starts_with("$(")
+        || v.starts_with("%(")
+        || v.starts_with("{{")
         || v.starts_with('{') && v.ends_with('}')
         || v.starts_with('<') && v.ends_with('>')
         || v.starts_with('[') && v.ends_with(']')
         || v.chars().all(|c| c == v.chars().next().unwrap_or('x'))
-        || ["xxx", "...", "null", "none", "nil", "undefined", "true", "false", "redacted", "hidden", "changeme_in_prod", "your_password", "yourpassword", "your-password", "password_here", "placeholder", "example", "required", "optional", "string", "str", "int", "bool", "secretstr", "env", "os.environ", "process.env", "getenv"]
-            .iter()
-            .any(|p| v.eq_ignore_ascii_case(p))
+        || [
+            "xxx",
+            "...",
+            "null",
+            "none",
+            "nil",
+            "undefined",
+            "true",
+            "false",
+            "redacted",
+            "hidden",
+            "changeme_in_prod",
+            "your_password",
+            "yourpassword",
+            "your-password",
+            "password_here",
+            "placeholder",
+            "example",
+            "required",
+            "optional",
+            "string",
+            "str",
+            "int",
+            "bool",
+            "secretstr",
+            "env",
+            "os.environ",
+            "process.env",
+            "getenv",
+        ]
+        .iter()
+        .any(|p| v.eq_ignore_ascii_case(p))
         || ["os.", "process.", "env.", "settings.", "config."].iter().any(|p| starts(p))
 }
 
@@ -133,19 +215,27 @@ fn assigned_value(text: &str, from: usize, prose: bool) -> Option<(usize, usize)
         let close = rest[1..].find(first)?;
         (from + 1, from + 1 + close)
     } else {
-        let n = rest.find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '"' | '\'' | '<' | '>')).unwrap_or(rest.len());
+        let n = rest
+            .find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '"' | '\'' | '<' | '>'))
+            .unwrap_or(rest.len());
         let mut e = from + n;
         loop {
             let v = &text[from..e];
             let unbalanced = |o: char, c: char| v.ends_with(c) && v.matches(o).count() < v.matches(c).count();
-            if e > from && (v.ends_with(['.', ':', '!', '?']) || unbalanced('(', ')') || unbalanced('[', ']') || unbalanced('{', '}')) {
+            if e > from
+                && (v.ends_with(['.', ':', '!', '?'])
+                    || unbalanced('(', ')')
+                    || unbalanced('[', ']')
+                    || unbalanced('{', '}'))
+            {
                 e -= 1;
             } else {
                 break;
             }
         }
         // A call or an index is code: `get_token(user)`, `os.environ["X"]`.
-        let ident_len = text[from..].bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.').count();
+        let ident_len =
+            text[from..].bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.').count();
         let ident = &text[from..from + ident_len];
         let random = ident.bytes().any(|b| b.is_ascii_digit()) && ident.bytes().any(|b| b.is_ascii_uppercase());
         if ident_len > 0 && !random && text[from + ident_len..].starts_with(['(', '[']) {
@@ -159,8 +249,13 @@ fn assigned_value(text: &str, from: usize, prose: bool) -> Option<(usize, usize)
     }
     if first != '"' && first != '\'' {
         // Dotted identifiers (`self.password`, `config.token`) and bare type names are code.
-        let ident = |w: &str| w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && w.chars().all(|c| c.is_alphanumeric() || c == '_');
-        if v.contains('.') && v.split('.').all(ident) || ident(v) && v.contains('_') && v.chars().all(|c| !c.is_ascii_uppercase()) {
+        let ident = |w: &str| {
+            w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                && w.chars().all(|c| c.is_alphanumeric() || c == '_')
+        };
+        if v.contains('.') && v.split('.').all(ident)
+            || ident(v) && v.contains('_') && v.chars().all(|c| !c.is_ascii_uppercase())
+        {
             return None;
         }
         if v.starts_with('/') || v.starts_with("./") || v.starts_with('~') || v.starts_with("http") {

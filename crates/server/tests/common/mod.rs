@@ -82,10 +82,7 @@ impl Scripted {
     }
 
     fn logits(&self, state: &ScriptedState) -> Vec<f32> {
-        let next = state
-            .script
-            .and_then(|s| self.scripts[s].output.get(state.step).copied())
-            .unwrap_or(self.eos);
+        let next = state.script.and_then(|s| self.scripts[s].output.get(state.step).copied()).unwrap_or(self.eos);
         let mut row = vec![0.0; self.config.vocab_size];
         row[next as usize] = 100.0;
         row
@@ -117,7 +114,10 @@ impl Backend for Scripted {
         if text.contains("PANIC") {
             panic!("scripted panic");
         }
-        state.script = (0..self.scripts.len()).filter_map(|i| Some((text.rfind(&self.scripts[i].trigger)?, i))).max().map(|(_, i)| i);
+        state.script = (0..self.scripts.len())
+            .filter_map(|i| Some((text.rfind(&self.scripts[i].trigger)?, i)))
+            .max()
+            .map(|(_, i)| i);
         state.step = 0;
         Ok(self.logits(state))
     }
@@ -260,7 +260,11 @@ pub fn assemble(events: &[Value]) -> Assembled {
             let i = call["index"].as_u64().unwrap() as usize;
             if i == a.tool_calls.len() {
                 assert_eq!(call["type"], "function");
-                a.tool_calls.push((call["id"].as_str().unwrap().into(), call["function"]["name"].as_str().unwrap().into(), String::new()));
+                a.tool_calls.push((
+                    call["id"].as_str().unwrap().into(),
+                    call["function"]["name"].as_str().unwrap().into(),
+                    String::new(),
+                ));
             }
             a.tool_calls[i].2 += call["function"]["arguments"].as_str().unwrap_or("");
         }

@@ -8,10 +8,7 @@ use std::path::PathBuf;
 /// Tiny checkpoint directory with the real Qwen3.6 chat template (made by scripts/make_fixtures.py).
 pub const TOKENIZER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/tiny-a");
 /// HF renderings and ids (made by scripts/template_cases.py).
-pub const CASES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../fixtures/chat_template_cases.json"
-);
+pub const CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/chat_template_cases.json");
 
 pub fn cases() -> Value {
     let text = std::fs::read_to_string(CASES)
@@ -20,11 +17,7 @@ pub fn cases() -> Value {
 }
 
 pub fn ids(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .expect("id list")
-        .iter()
-        .map(|x| x.as_u64().expect("id") as u32)
-        .collect()
+    v.as_array().expect("id list").iter().map(|x| x.as_u64().expect("id") as u32).collect()
 }
 
 /// A fresh empty directory under the system temp dir, unique to this process and `name`.
