@@ -107,6 +107,18 @@ fn tiny_b_prefill_then_decode_matches_hf() {
 
 /// Prefill in uneven pieces (state carried across prefill calls: conv windows, chunk offsets,
 /// KV positions) equals one prefill.
+/// The FP8 checkpoint (e4m3 weights, 128×128 block scales, dims not multiples of 128) against HF
+/// in fp32 on its dequantised weights.
+#[test]
+fn tiny_fp8_prefill_matches_hf() {
+    prefill_all("tiny-fp8");
+}
+
+#[test]
+fn tiny_fp8_prefill_then_decode_matches_hf() {
+    prefill_then_decode("tiny-fp8", &[1, 64, 65, 75]);
+}
+
 #[test]
 fn chunked_prefill_calls_match_hf() {
     let (m, r) = (model("tiny-b"), reference("tiny-b"));

@@ -357,3 +357,44 @@ struct SamplingParams {
     uint64_t seed;
     uint64_t step;  // draws made so far
 };
+
+// ---------------------------------------------------------------------------------------------
+// FP8 weights (the official block format: e4m3 row-major, one f32 scale per 128×128 block,
+// w = q · s). Every e4m3 value is exact in f16 and f32, so the conversion adds no rounding.
+
+// Two e4m3 (the low byte is the first) → two f32.
+__device__ __forceinline__ float2 fp8x2_to_float2(unsigned short two) {
+    unsigned int h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(two));
+    float lo, hi;
+    asm("{.reg .f16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, h;}"
+        : "=f"(lo), "=f"(hi)
+        : "r"(h2));
+    return make_float2(lo, hi);
+}
+
+// Σ_i q[i] · x[i] for 16 e4m3 weights packed in a uint4 (the block scale is applied by the caller,
+// once per piece: every piece lies inside one 128-column block).
+__device__ __forceinline__ float dot16_fp8(uint4 w, const float (&x)[16]) {
+    const unsigned int words[4] = {w.x, w.y, w.z, w.w};
+    float a = 0.f, b = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 p = fp8x2_to_float2((unsigned short)(words[i] & 0xffff));
+        const float2 q = fp8x2_to_float2((unsigned short)(words[i] >> 16));
+        a = fmaf(p.x, x[4 * i], a);
+        b = fmaf(p.y, x[4 * i + 1], b);
+        a = fmaf(q.x, x[4 * i + 2], a);
+        b = fmaf(q.y, x[4 * i + 3], b);
+    }
+    return a + b;
+}
+
+// 16 consecutive f32 from shared memory (16-byte aligned) into registers.
+__device__ __forceinline__ void load16(const float* p, float (&out)[16]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float4 v = reinterpret_cast<const float4*>(p)[i];
+        out[4 * i] = v.x, out[4 * i + 1] = v.y, out[4 * i + 2] = v.z, out[4 * i + 3] = v.w;
+    }
+}

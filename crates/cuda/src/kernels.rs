@@ -29,6 +29,7 @@ pub const SOURCES: &[Source] = &[
     crate::ops::norm::SOURCE,
     crate::ops::linear::SOURCE,
     crate::ops::linear::SOURCE_CAST,
+    crate::ops::linear::SOURCE_FP8,
     crate::ops::lm_head::SOURCE,
     crate::ops::embed::SOURCE,
     crate::ops::sample::SOURCE,

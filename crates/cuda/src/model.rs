@@ -45,6 +45,8 @@ pub struct CudaModel {
     pub max_seq: usize,
     scratch: Scratch,
     io: Io,
+    /// FP8 weights: where prefill dequantises each layer to bf16 before multiplying it.
+    dequantized: Option<DevBuf>,
     /// The int8 copy of the lm_head that greedy and picked steps screen with (`ops::lm_head`),
     /// made on the first screened step (508 MB that `decode` and `decode_sampled` never read).
     screen: std::cell::OnceCell<LmHeadScreen>,
@@ -126,7 +128,11 @@ impl CudaModel {
             history: gpu.alloc((1 + max_seq) * 4)?,
         };
         let scratch = Scratch::new(&gpu, PREFILL_CHUNK)?;
+        // FP8: prefill multiplies a bf16 copy of each layer in turn (~1.7 GB, the largest layer)
+        let dequant_bytes = weights.layers.iter().map(|l| l.dequantized_bytes()).max().unwrap_or(0);
+        let dequantized = if dequant_bytes > 0 { Some(gpu.alloc(dequant_bytes)?) } else { None };
         Ok(CudaModel {
+            dequantized,
             gpu,
             config,
             weights,
@@ -147,6 +153,14 @@ impl CudaModel {
         embed(gpu, &w.embed_tokens, io.ids.ptr(), t, h)?;
         norm::rms_norm(gpu, h, &w.layers[0].input_norm, t, eps, x)?;
         for (i, (layer, layer_state)) in w.layers.iter().zip(&state.layers).enumerate() {
+            let bf16_copy;
+            let layer = match &self.dequantized {
+                Some(buf) => {
+                    bf16_copy = layer.dequantized(gpu, buf)?;
+                    &bf16_copy
+                }
+                None => layer,
+            };
             match (&layer.mixer, layer_state) {
                 (MixerGpu::GatedDeltaNet(m), LayerStateGpu::GatedDeltaNet(s)) => {
                     gdn_mixer(gpu, m, x, t, s, &self.scratch, delta)?;
@@ -549,7 +563,7 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn fused_decode_step_matches_unfused_forward() {
-        let model = crate::synthetic::random_model(4, 256).unwrap();
+        let model = crate::synthetic::random_model(4, 256, solo_model::Precision::Bf16).unwrap();
         let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
         let mut fused = model.try_new_state().unwrap();
         let first = argmax(&model.prefill(&mut fused, &prompt, Logits::Last).unwrap());
@@ -575,7 +589,7 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn screened_greedy_decode_matches_full_logits() {
-        let mut model = crate::synthetic::random_model(4, 256).unwrap();
+        let mut model = crate::synthetic::random_model(4, 256, solo_model::Precision::Bf16).unwrap();
         let prompt: Vec<u32> = (0..24u32).map(|i| i * 7919 % 200_000).collect();
         let mut full = model.try_new_state().unwrap();
         let first = argmax(&model.prefill(&mut full, &prompt, Logits::Last).unwrap());
@@ -606,7 +620,7 @@ mod tests {
     #[ignore = "needs an NVIDIA GPU"]
     fn server_request_costs() {
         use std::time::Instant;
-        let model = crate::synthetic::random_model(40, 32_768).unwrap();
+        let model = crate::synthetic::random_model(40, 32_768, solo_model::Precision::Bf16).unwrap();
         let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         let mut state = model.try_new_state().unwrap();

@@ -23,3 +23,16 @@ extern "C" __global__ void fill_random_f32(float* __restrict__ dst, long long n,
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
         dst[i] = center + scale * hash_uniform(seed, i);
 }
+
+// FP8 e4m3 weights: q = e4m3(448 · u), u uniform in [-1, 1) (their block scales are filled with
+// fill_random_f32, centre scale/448, spread 0, so w = q · s spans ±scale like the bf16 fill).
+extern "C" __global__ void fill_random_fp8(unsigned char* __restrict__ dst, long long n, unsigned long long seed,
+                                           float center, float scale) {
+    pdl_wait();
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        const float v = center + scale * hash_uniform(seed, i);
+        unsigned short two;
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(two) : "f"(0.f), "f"(v));  // low byte: v
+        dst[i] = (unsigned char)(two & 0xff);
+    }
+}

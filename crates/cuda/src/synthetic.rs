@@ -1,17 +1,19 @@
 //! The full-size model (the real config, 40 layers) with random weights made directly in GPU
-//! memory, for `solo bench --synthetic`. Scales keep activations O(1) like a trained model:
-//! matrices U(±√(3/fan_in)), norm weights near 1, decays spread out.
+//! memory, for `solo bench --synthetic [--precision fp8]`. Scales keep activations O(1) like a
+//! trained model: matrices U(±√(3/fan_in)), norm weights near 1, decays spread out. FP8 makes
+//! the matrices the FP8 release quantises e4m3 with block scales (the rest stays bf16), in the
+//! layout `weights.rs` uploads a checkpoint to.
 
 use crate::kernels::Source;
 use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
-use crate::weights::{AttentionGpu, GdnGpu, LayerGpu, Matrix, MixerGpu, ModelGpu, MoeGpu, Vector};
+use crate::weights::{AttentionGpu, ExpertScales, GdnGpu, LayerGpu, Matrix, MixerGpu, ModelGpu, MoeGpu, Vector};
 use anyhow::Result;
-use solo_model::{LayerKind, ModelConfig};
+use solo_model::{LayerKind, ModelConfig, Precision};
 
 pub const SOURCE: Source = Source {
     file: "synthetic.cu",
     text: include_str!("synthetic.cu"),
-    functions: &["fill_random_bf16", "fill_random_f32"],
+    functions: &["fill_random_bf16", "fill_random_f32", "fill_random_fp8"],
 };
 
 /// The real model's config.json (text part), 40 layers or `layers`.
@@ -37,6 +39,8 @@ struct Maker<'g> {
     gpu: &'g Gpu,
     seed: u64,
     buffers: Vec<DevBuf>,
+    /// Whether the matrices the FP8 release quantises are made e4m3.
+    fp8: bool,
 }
 
 impl Maker<'_> {
@@ -55,9 +59,27 @@ impl Maker<'_> {
         Ok(ptr)
     }
 
+    /// A bf16 matrix U(±√(3/cols)).
     fn matrix(&mut self, rows: usize, cols: usize) -> Result<Matrix> {
         let ptr = self.fill("fill_random_bf16", 2, rows * cols, 0.0, (3.0 / cols as f32).sqrt())?;
-        Ok(Matrix { ptr, rows, cols })
+        Ok(Matrix::bf16(ptr, rows, cols))
+    }
+
+    /// A matrix the FP8 release quantises: bf16, or e4m3 with block scales (the same spread).
+    fn quantised(&mut self, rows: usize, cols: usize) -> Result<Matrix> {
+        if !self.fp8 {
+            return self.matrix(rows, cols);
+        }
+        let (ptr, scales) = self.fp8_rows(rows, cols)?;
+        Ok(Matrix { ptr, rows, cols, fp8_scales: Some(scales) })
+    }
+
+    /// e4m3 [rows, cols] U(±448) and f32 scales [rows/128, cols/128] √(3/cols)/448.
+    fn fp8_rows(&mut self, rows: usize, cols: usize) -> Result<(DevPtr, DevPtr)> {
+        let ptr = self.fill("fill_random_fp8", 1, rows * cols, 0.0, 448.0)?;
+        let s = (3.0 / cols as f32).sqrt() / 448.0;
+        let scales = self.fill("fill_random_f32", 4, rows.div_ceil(128) * cols.div_ceil(128), s, 0.0)?;
+        Ok((ptr, scales))
     }
 
     fn vector(&mut self, len: usize, center: f32, scale: f32) -> Result<Vector> {
@@ -67,24 +89,25 @@ impl Maker<'_> {
 
 /// One random bf16 matrix [rows, cols] as the synthetic model's are made, with the buffer that owns it.
 pub fn random_matrix(gpu: &Gpu, rows: usize, cols: usize, seed: u64) -> Result<(Matrix, DevBuf)> {
-    let mut m = Maker { gpu, seed, buffers: Vec::new() };
+    let mut m = Maker { gpu, seed, buffers: Vec::new(), fp8: false };
     let w = m.matrix(rows, cols)?;
     Ok((w, m.buffers.pop().unwrap()))
 }
 
 /// The real model with `layers` layers and random weights, ready to run with contexts up to
 /// `max_seq` tokens (`solo bench --synthetic`, and the GPU tests of the whole model).
-pub fn random_model(layers: usize, max_seq: usize) -> Result<crate::model::CudaModel> {
+pub fn random_model(layers: usize, max_seq: usize, precision: Precision) -> Result<crate::model::CudaModel> {
     let gpu = Gpu::new()?;
     let cfg = real_config(layers);
-    let weights = random_weights(&gpu, &cfg)?;
+    let weights = random_weights(&gpu, &cfg, precision)?;
     crate::model::CudaModel::from_gpu_weights(gpu, cfg, weights, max_seq)
 }
 
 /// Random full-size weights for `cfg` (which must have the real widths).
-pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig) -> Result<ModelGpu> {
+pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig, precision: Precision) -> Result<ModelGpu> {
     crate::weights::check_real_widths(cfg)?;
-    let mut m = Maker { gpu, seed: 0x5017, buffers: Vec::new() };
+    let fp8 = precision == Precision::Fp8Block128;
+    let mut m = Maker { gpu, seed: 0x5017, buffers: Vec::new(), fp8 };
     let h = cfg.hidden_size;
     let embed_tokens = m.matrix(cfg.vocab_size, h)?;
     let final_norm = m.vector(h, 1.0, 0.1)?;
@@ -93,44 +116,57 @@ pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig) -> Result<ModelGpu> {
     for kind in &cfg.layer_types {
         let mixer = match kind {
             LayerKind::GatedDeltaNet => {
-                let in_proj = m.matrix(8192 + 4096 + 32 + 32, h)?;
+                // FP8: qkv | z quantised, b | a a bf16 matrix of their own (as `weights.rs` uploads)
+                let (in_proj, ba) = if fp8 {
+                    (m.quantised(8192 + 4096, h)?, m.matrix(64, h)?)
+                } else {
+                    let all = m.matrix(8192 + 4096 + 64, h)?;
+                    (all, all.rows(12288, 64))
+                };
                 MixerGpu::GatedDeltaNet(GdnGpu {
                     in_proj,
                     in_proj_qkv: in_proj.rows(0, 8192),
                     in_proj_z: in_proj.rows(8192, 4096),
-                    in_proj_b: in_proj.rows(12288, 32),
-                    in_proj_a: in_proj.rows(12320, 32),
+                    in_proj_b: ba.rows(0, 32),
+                    in_proj_a: ba.rows(32, 32),
                     conv1d: m.vector(8192 * 4, 0.0, 0.5)?,
                     a_log: m.vector(32, 1.4, 1.3)?,
                     dt_bias: m.vector(32, 0.0, 1.0)?,
                     norm: m.vector(128, 1.0, 0.1)?,
-                    out_proj: m.matrix(h, 4096)?,
+                    out_proj: m.quantised(h, 4096)?,
                 })
             }
             LayerKind::FullAttention => {
-                let qkv_proj = m.matrix(16 * 512 + 2 * 512, h)?;
+                let qkv_proj = m.quantised(16 * 512 + 2 * 512, h)?;
                 MixerGpu::FullAttention(AttentionGpu {
                     qkv_proj,
                     q_proj: qkv_proj.rows(0, 16 * 512),
                     k_proj: qkv_proj.rows(16 * 512, 512),
                     v_proj: qkv_proj.rows(16 * 512 + 512, 512),
-                    o_proj: m.matrix(h, 4096)?,
+                    o_proj: m.quantised(h, 4096)?,
                     q_norm: m.vector(256, 1.0, 0.1)?,
                     k_norm: m.vector(256, 1.0, 0.1)?,
                 })
             }
         };
         let experts = cfg.num_experts + 1; // + the shared expert
-        let gate_up = m.fill("fill_random_bf16", 2, experts * 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
-        let down = m.fill("fill_random_bf16", 2, experts * h * 512, 0.0, (3.0f32 / 512.0).sqrt())?;
+        let (gate_up, down, fp8_scales) = if fp8 {
+            let (gate_up, gs) = m.fp8_rows(experts * 1024, h)?;
+            let (down, ds) = m.fp8_rows(experts * h, 512)?;
+            (gate_up, down, Some(ExpertScales { gate_up: gs, down: ds }))
+        } else {
+            let gate_up = m.fill("fill_random_bf16", 2, experts * 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
+            let down = m.fill("fill_random_bf16", 2, experts * h * 512, 0.0, (3.0f32 / 512.0).sqrt())?;
+            (gate_up, down, None)
+        };
         layers.push(LayerGpu {
             input_norm: m.vector(h, 1.0, 0.1)?,
             post_attention_norm: m.vector(h, 1.0, 0.1)?,
             mixer,
             // router: 256 experts' rows + the shared expert's gate row
-            moe: MoeGpu { router: m.matrix(cfg.num_experts + 1, h)?, gate_up, down },
+            moe: MoeGpu { router: m.matrix(cfg.num_experts + 1, h)?, gate_up, down, fp8_scales },
         });
     }
     gpu.sync()?;
-    Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, buffers: m.buffers })
+    Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, precision, buffers: m.buffers })
 }

@@ -1,27 +1,52 @@
 //! The weights in GPU memory, in the layouts the kernels read.
 //!
-//! Matrices stay bf16 row-major `[out, in]`. Small vectors (norm weights, gates' constants,
-//! conv taps) become f32; zero-centred norm weights are stored as `1 + w`. The shared expert is
-//! appended to the routed experts as expert `EXPERTS` (index 256), so one kernel serves both.
+//! Matrices stay as the checkpoint stores them, row-major `[out, in]`: bf16, or for the FP8
+//! checkpoint e4m3 with f32 block scales `[out/128, in/128]` beside them (the kernels take both;
+//! prefill dequantises a layer at a time into bf16, see `model.rs`). Small vectors (norm weights,
+//! gates' constants, conv taps) become f32; zero-centred norm weights are stored as `1 + w`. The
+//! shared expert is appended to the routed experts as expert `EXPERTS` (index 256), so one
+//! kernel serves both.
 
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use anyhow::{bail, Result};
+use solo_model::tensor::FP8_BLOCK;
 use solo_model::weights::{AttentionWeights, ExpertWeights, GdnWeights, Mixer, MoeWeights};
-use solo_model::{ModelConfig, ModelWeights, Tensor};
+use solo_model::{DType, ModelConfig, ModelWeights, Precision, Tensor};
 
-/// A bf16 matrix `[rows, cols]` on the GPU.
+/// A matrix `[rows, cols]` on the GPU: bf16, or e4m3 with its block scales.
 #[derive(Clone, Copy, Debug)]
 pub struct Matrix {
     pub ptr: DevPtr,
     pub rows: usize,
     pub cols: usize,
+    /// For an FP8 matrix: f32 `[ceil(rows/128), ceil(cols/128)]`, w = q · s of its block.
+    pub fp8_scales: Option<DevPtr>,
 }
 
 impl Matrix {
-    /// Rows `first..first + n` as a matrix of their own (a view: same memory).
+    /// A bf16 matrix.
+    pub fn bf16(ptr: DevPtr, rows: usize, cols: usize) -> Matrix {
+        Matrix { ptr, rows, cols, fp8_scales: None }
+    }
+
+    /// Bytes per element.
+    pub fn elem_bytes(&self) -> usize {
+        if self.fp8_scales.is_some() {
+            1
+        } else {
+            2
+        }
+    }
+
+    /// Rows `first..first + n` as a matrix of their own (a view: same memory). An FP8 view
+    /// starts at a block row (`first` a multiple of 128).
     pub fn rows(&self, first: usize, n: usize) -> Matrix {
         assert!(first + n <= self.rows, "rows {first}..{} of a {}-row matrix", first + n, self.rows);
-        Matrix { ptr: self.ptr + (first * self.cols * 2) as DevPtr, rows: n, cols: self.cols }
+        let fp8_scales = self.fp8_scales.map(|s| {
+            assert!(first.is_multiple_of(FP8_BLOCK), "an FP8 view must start at a block row, not {first}");
+            s + (first / FP8_BLOCK * self.cols.div_ceil(FP8_BLOCK) * 4) as DevPtr
+        });
+        Matrix { ptr: self.ptr + (first * self.cols * self.elem_bytes()) as DevPtr, rows: n, cols: self.cols, fp8_scales }
     }
 }
 
@@ -32,9 +57,11 @@ pub struct Vector {
     pub len: usize,
 }
 
+#[derive(Clone)]
 pub struct GdnGpu {
     /// [12352, 2048]: the four input projections stacked (one decode GEMV reads them all); the
-    /// next four fields are views of it
+    /// next four fields are views of it. FP8: [12288, 2048], qkv and z only; b and a (bf16 in
+    /// the format) are a second matrix [64, 2048] that `in_proj_b` and `in_proj_a` view
     pub in_proj: Matrix,
     /// [8192, 2048]: rows [q 16×128 | k 16×128 | v 32×128]
     pub in_proj_qkv: Matrix,
@@ -56,6 +83,7 @@ pub struct GdnGpu {
     pub out_proj: Matrix,
 }
 
+#[derive(Clone)]
 pub struct AttentionGpu {
     /// [9216, 2048]: q_proj, k_proj, v_proj stacked (one decode GEMV); the next three are views
     pub qkv_proj: Matrix,
@@ -73,21 +101,35 @@ pub struct AttentionGpu {
     pub k_norm: Vector,
 }
 
+#[derive(Clone)]
 pub enum MixerGpu {
     GatedDeltaNet(GdnGpu),
     FullAttention(AttentionGpu),
 }
 
+#[derive(Clone)]
 pub struct MoeGpu {
     /// [257, 2048]: the 256 router rows, then shared_expert_gate as row 256 (one product gives
     /// the routing logits and the shared expert's gate logit)
     pub router: Matrix,
-    /// bf16 [257, 1024, 2048]: per expert 512 gate rows then 512 up rows; expert 256 is the shared expert
+    /// bf16 (or e4m3) [257, 1024, 2048]: per expert 512 gate rows then 512 up rows; expert 256 is
+    /// the shared expert
     pub gate_up: DevPtr,
-    /// bf16 [257, 2048, 512]; expert 256 is the shared expert
+    /// bf16 (or e4m3) [257, 2048, 512]; expert 256 is the shared expert
+    pub down: DevPtr,
+    /// For FP8 experts, their block scales.
+    pub fp8_scales: Option<ExpertScales>,
+}
+
+/// The block scales of FP8 experts, f32: gate_up [257, 8, 16] (per expert 4 block rows of gate,
+/// then 4 of up), down [257, 16, 4].
+#[derive(Clone, Copy, Debug)]
+pub struct ExpertScales {
+    pub gate_up: DevPtr,
     pub down: DevPtr,
 }
 
+#[derive(Clone)]
 pub struct LayerGpu {
     /// f32 [2048], 1 + w
     pub input_norm: Vector,
@@ -105,6 +147,7 @@ pub struct ModelGpu {
     /// [248320, 2048]
     pub lm_head: Matrix,
     pub layers: Vec<LayerGpu>,
+    pub precision: Precision,
     /// Owns every allocation the pointers above point into (freed with the model).
     #[allow(dead_code)]
     pub(crate) buffers: Vec<DevBuf>,
@@ -162,22 +205,49 @@ impl<'g> Uploader<'g> {
         ptr
     }
 
-    /// A 2-D tensor as a bf16 matrix (converted if stored otherwise).
+    /// A 2-D tensor as a matrix: FP8 as it is with its scales, anything else as bf16.
     pub fn matrix(&mut self, t: &Tensor) -> Result<Matrix> {
-        let (rows, cols) = (t.shape[0], t.row_len());
-        let ptr = self.keep(self.gpu.upload(&bf16_bytes(t))?);
-        Ok(Matrix { ptr, rows, cols })
+        Ok(self.stacked(&[t])?.0)
     }
 
-    /// 2-D tensors of one width stacked row-wise in one bf16 matrix, and a view of each part.
-    pub fn stacked(&mut self, parts: &[&Tensor]) -> Result<(Matrix, Vec<Matrix>)> {
+    /// 2-D tensors of one width stacked row-wise in one bf16 matrix, whatever their format (an
+    /// FP8 part is dequantised): for what the kernels read only as bf16 (embeddings, lm_head,
+    /// router; bf16 in the FP8 release).
+    pub fn stacked_bf16(&mut self, parts: &[&Tensor]) -> Result<Matrix> {
         let cols = parts[0].row_len();
         if let Some(p) = parts.iter().find(|p| p.row_len() != cols) {
             bail!("cannot stack a {}-wide matrix under {cols}-wide ones", p.row_len());
         }
         let bytes: Vec<u8> = parts.iter().flat_map(|p| bf16_bytes(p)).collect();
-        let rows = bytes.len() / (2 * cols);
-        let whole = Matrix { ptr: self.keep(self.gpu.upload(&bytes)?), rows, cols };
+        let rows = parts.iter().map(|p| p.shape[0]).sum();
+        Ok(Matrix::bf16(self.keep(self.gpu.upload(&bytes)?), rows, cols))
+    }
+
+    /// 2-D tensors of one width and format stacked row-wise in one matrix, and a view of each
+    /// part (FP8 parts must fill whole block rows, as the real model's all do).
+    pub fn stacked(&mut self, parts: &[&Tensor]) -> Result<(Matrix, Vec<Matrix>)> {
+        let cols = parts[0].row_len();
+        if let Some(p) = parts.iter().find(|p| p.row_len() != cols) {
+            bail!("cannot stack a {}-wide matrix under {cols}-wide ones", p.row_len());
+        }
+        let fp8 = parts[0].dtype == DType::F8E4M3;
+        if parts.iter().any(|p| (p.dtype == DType::F8E4M3) != fp8) {
+            bail!("cannot stack FP8 and bf16 matrices in one");
+        }
+        let (bytes, fp8_scales) = if fp8 {
+            let mut bytes = Vec::new();
+            let mut scales = Vec::new();
+            for p in parts {
+                let (q, s) = fp8_parts(p)?;
+                bytes.extend_from_slice(q);
+                scales.extend(s);
+            }
+            (bytes, Some(self.keep(self.gpu.upload_f32(&scales)?)))
+        } else {
+            (parts.iter().flat_map(|p| bf16_bytes(p)).collect::<Vec<u8>>(), None)
+        };
+        let rows = parts.iter().map(|p| p.shape[0]).sum();
+        let whole = Matrix { ptr: self.keep(self.gpu.upload(&bytes)?), rows, cols, fp8_scales };
         let mut first = 0;
         let views = parts
             .iter()
@@ -200,19 +270,43 @@ impl<'g> Uploader<'g> {
         Ok(Vector { ptr, len: v.len() })
     }
 
-    /// Routed experts plus the shared one as expert `experts.len()`: (gate_up, down) buffers.
-    pub fn experts(&mut self, experts: &[ExpertWeights], shared: &ExpertWeights) -> Result<(DevPtr, DevPtr)> {
+    /// Routed experts plus the shared one as expert `experts.len()`: (gate_up, down) buffers,
+    /// and their block scales when they are FP8 (all or none of them).
+    pub fn experts(
+        &mut self,
+        experts: &[ExpertWeights],
+        shared: &ExpertWeights,
+    ) -> Result<(DevPtr, DevPtr, Option<ExpertScales>)> {
         let all: Vec<&ExpertWeights> = experts.iter().chain(std::iter::once(shared)).collect();
-        let mut gate_up = Vec::new();
-        let mut down = Vec::new();
-        for e in &all {
-            gate_up.extend(bf16_bytes(&e.gate));
-            gate_up.extend(bf16_bytes(&e.up));
-            down.extend(bf16_bytes(&e.down));
+        let fp8 = shared.gate.dtype == DType::F8E4M3;
+        if all.iter().any(|e| [&e.gate, &e.up, &e.down].iter().any(|t| (t.dtype == DType::F8E4M3) != fp8)) {
+            bail!("the experts of a layer mix FP8 and bf16 matrices; solo reads all of one precision");
         }
-        let gu = self.keep(self.gpu.upload(&gate_up)?);
-        let d = self.keep(self.gpu.upload(&down)?);
-        Ok((gu, d))
+        let (mut gate_up, mut down) = (Vec::new(), Vec::new());
+        if !fp8 {
+            for e in &all {
+                gate_up.extend(bf16_bytes(&e.gate));
+                gate_up.extend(bf16_bytes(&e.up));
+                down.extend(bf16_bytes(&e.down));
+            }
+            return Ok((self.keep(self.gpu.upload(&gate_up)?), self.keep(self.gpu.upload(&down)?), None));
+        }
+        let (mut gate_up_s, mut down_s) = (Vec::new(), Vec::new());
+        for e in &all {
+            for t in [&e.gate, &e.up] {
+                let (q, s) = fp8_parts(t)?;
+                gate_up.extend_from_slice(q);
+                gate_up_s.extend(s);
+            }
+            let (q, s) = fp8_parts(&e.down)?;
+            down.extend_from_slice(q);
+            down_s.extend(s);
+        }
+        let scales = ExpertScales {
+            gate_up: self.keep(self.gpu.upload_f32(&gate_up_s)?),
+            down: self.keep(self.gpu.upload_f32(&down_s)?),
+        };
+        Ok((self.keep(self.gpu.upload(&gate_up)?), self.keep(self.gpu.upload(&down)?), Some(scales)))
     }
 
     pub fn finish(self) -> Vec<DevBuf> {
@@ -220,23 +314,43 @@ impl<'g> Uploader<'g> {
     }
 }
 
-/// The tensor's bytes as bf16 (a copy; converted from f16/f32 if needed).
+/// The tensor's bytes as bf16 (a copy; converted from f16/f32 if needed, dequantised from FP8).
 fn bf16_bytes(t: &Tensor) -> Vec<u8> {
     match t.dtype {
-        solo_model::DType::BF16 => t.bytes().to_vec(),
+        DType::BF16 => t.bytes().to_vec(),
         _ => t.to_f32().iter().flat_map(|v| half::bf16::from_f32(*v).to_le_bytes()).collect(),
     }
 }
 
+/// An FP8 matrix's e4m3 bytes and its block scales `[ceil(rows/128), ceil(cols/128)]`, whole
+/// block rows (a view that starts inside a block row cannot be laid out for the kernels).
+fn fp8_parts(t: &Tensor) -> Result<(&[u8], Vec<f32>)> {
+    let Some(s) = t.scales.as_ref() else { bail!("an F8_E4M3 tensor without block scales: {t:?}") };
+    let (rows, cols) = (t.shape[0], t.row_len());
+    if !s.first_row.is_multiple_of(FP8_BLOCK) || !rows.is_multiple_of(FP8_BLOCK) || !cols.is_multiple_of(16) {
+        bail!("the CUDA backend takes FP8 matrices in whole 128-row blocks and 16-column pieces, not {t:?}");
+    }
+    let block_rows = s.first_row / FP8_BLOCK..(s.first_row + rows) / FP8_BLOCK;
+    let scales = s.values[block_rows.start * s.block_cols..block_rows.end * s.block_cols].to_vec();
+    Ok((t.bytes(), scales))
+}
+
 impl GdnGpu {
     pub fn upload(up: &mut Uploader, g: &GdnWeights) -> Result<Self> {
-        let (in_proj, v) = up.stacked(&[&g.in_proj_qkv, &g.in_proj_z, &g.in_proj_b, &g.in_proj_a])?;
+        let (in_proj, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a) = if g.in_proj_qkv.dtype == DType::F8E4M3 {
+            let (in_proj, v) = up.stacked(&[&g.in_proj_qkv, &g.in_proj_z])?;
+            let (_, ba) = up.stacked(&[&g.in_proj_b, &g.in_proj_a])?;
+            (in_proj, v[0], v[1], ba[0], ba[1])
+        } else {
+            let (in_proj, v) = up.stacked(&[&g.in_proj_qkv, &g.in_proj_z, &g.in_proj_b, &g.in_proj_a])?;
+            (in_proj, v[0], v[1], v[2], v[3])
+        };
         Ok(GdnGpu {
             in_proj,
-            in_proj_qkv: v[0],
-            in_proj_z: v[1],
-            in_proj_b: v[2],
-            in_proj_a: v[3],
+            in_proj_qkv,
+            in_proj_z,
+            in_proj_b,
+            in_proj_a,
             conv1d: up.vector(&g.conv1d, false)?,
             a_log: up.vector(&g.a_log, false)?,
             dt_bias: up.vector(&g.dt_bias, false)?,
@@ -263,8 +377,8 @@ impl AttentionGpu {
 
 impl MoeGpu {
     pub fn upload(up: &mut Uploader, m: &MoeWeights) -> Result<Self> {
-        let (gate_up, down) = up.experts(&m.experts, &m.shared_expert)?;
-        Ok(MoeGpu { router: up.stacked(&[&m.router, &m.shared_expert_gate])?.0, gate_up, down })
+        let (gate_up, down, fp8_scales) = up.experts(&m.experts, &m.shared_expert)?;
+        Ok(MoeGpu { router: up.stacked_bf16(&[&m.router, &m.shared_expert_gate])?, gate_up, down, fp8_scales })
     }
 }
 
@@ -273,9 +387,9 @@ impl ModelGpu {
     pub fn upload(gpu: &Gpu, cfg: &ModelConfig, w: &ModelWeights) -> Result<Self> {
         check_real_widths(cfg)?;
         let mut up = Uploader::new(gpu);
-        let embed_tokens = up.matrix(&w.embed_tokens)?;
+        let embed_tokens = up.stacked_bf16(&[&w.embed_tokens])?;
         let final_norm = up.vector(&w.final_norm, true)?;
-        let lm_head = up.matrix(&w.lm_head)?;
+        let lm_head = up.stacked_bf16(&[&w.lm_head])?;
         let mut layers = Vec::new();
         for layer in &w.layers {
             let mixer = match &layer.mixer {
@@ -289,6 +403,89 @@ impl ModelGpu {
                 moe: MoeGpu::upload(&mut up, &layer.moe)?,
             });
         }
-        Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, buffers: up.finish() })
+        Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, precision: w.precision, buffers: up.finish() })
     }
 }
+
+impl ModelGpu {
+    /// GPU memory the weights take.
+    pub fn bytes(&self) -> usize {
+        self.buffers.iter().map(|b| b.bytes).sum()
+    }
+}
+
+impl LayerGpu {
+    /// Bytes of the bf16 copy `dequantized` makes of this layer's FP8 matrices (0 for bf16).
+    pub fn dequantized_bytes(&self) -> usize {
+        self.fp8_matrices().iter().map(|m| m.rows * m.cols * 2).sum()
+    }
+
+    /// The FP8 matrices prefill reads (each stacked matrix once; the experts as two matrices).
+    fn fp8_matrices(&self) -> Vec<Matrix> {
+        let mut out = match &self.mixer {
+            MixerGpu::GatedDeltaNet(g) => vec![g.in_proj, g.out_proj],
+            MixerGpu::FullAttention(a) => vec![a.qkv_proj, a.o_proj],
+        };
+        if let Some(s) = self.moe.fp8_scales {
+            let (e, hidden, inter) = (EXPERTS_WITH_SHARED, HIDDEN, EXPERT_DIM);
+            out.push(Matrix { ptr: self.moe.gate_up, rows: e * 2 * inter, cols: hidden, fp8_scales: Some(s.gate_up) });
+            out.push(Matrix { ptr: self.moe.down, rows: e * hidden, cols: inter, fp8_scales: Some(s.down) });
+        }
+        out.retain(|m| m.fp8_scales.is_some());
+        out
+    }
+
+    /// This layer with every FP8 matrix dequantised (w = q · s, rounded to bf16) into `buf`:
+    /// what prefill multiplies, on the tensor cores' bf16 path. Vectors and bf16 matrices are
+    /// shared with `self`; the copy is valid until `buf` is written again.
+    pub fn dequantized(&self, gpu: &Gpu, buf: &DevBuf) -> Result<LayerGpu> {
+        if self.moe.fp8_scales.is_none() && self.fp8_matrices().is_empty() {
+            return Ok(self.clone());
+        }
+        if self.dequantized_bytes() > buf.bytes {
+            bail!("the prefill buffer holds {} bytes, a dequantised layer needs {}", buf.bytes, self.dequantized_bytes());
+        }
+        let mut at = buf.ptr();
+        let mut deq = |m: &Matrix| -> Result<Matrix> {
+            if m.fp8_scales.is_none() {
+                return Ok(*m);
+            }
+            let out = Matrix::bf16(at, m.rows, m.cols);
+            at += (m.rows * m.cols * 2) as DevPtr;
+            crate::ops::linear::dequantize(gpu, m, out.ptr)?;
+            Ok(out)
+        };
+        let mut layer = self.clone();
+        match &mut layer.mixer {
+            MixerGpu::GatedDeltaNet(g) => {
+                g.in_proj = deq(&g.in_proj)?;
+                g.in_proj_qkv = g.in_proj.rows(0, g.in_proj_qkv.rows);
+                g.in_proj_z = g.in_proj.rows(g.in_proj_qkv.rows, g.in_proj_z.rows);
+                g.out_proj = deq(&g.out_proj)?;
+            }
+            MixerGpu::FullAttention(a) => {
+                let (q, k) = (a.q_proj.rows, a.k_proj.rows);
+                a.qkv_proj = deq(&a.qkv_proj)?;
+                a.q_proj = a.qkv_proj.rows(0, q);
+                a.k_proj = a.qkv_proj.rows(q, k);
+                a.v_proj = a.qkv_proj.rows(q + k, a.v_proj.rows);
+                a.o_proj = deq(&a.o_proj)?;
+            }
+        }
+        if let Some(s) = self.moe.fp8_scales {
+            let (e, hidden, inter) = (EXPERTS_WITH_SHARED, HIDDEN, EXPERT_DIM);
+            let gate_up = Matrix { ptr: self.moe.gate_up, rows: e * 2 * inter, cols: hidden, fp8_scales: Some(s.gate_up) };
+            let down = Matrix { ptr: self.moe.down, rows: e * hidden, cols: inter, fp8_scales: Some(s.down) };
+            layer.moe.gate_up = deq(&gate_up)?.ptr;
+            layer.moe.down = deq(&down)?.ptr;
+            layer.moe.fp8_scales = None;
+        }
+        Ok(layer)
+    }
+}
+
+/// The real model's widths the expert buffers are laid out with: 256 routed experts and the
+/// shared one, hidden 2048, expert width 512.
+const EXPERTS_WITH_SHARED: usize = 257;
+const HIDDEN: usize = 2048;
+const EXPERT_DIM: usize = 512;

@@ -20,7 +20,7 @@ pub struct StoredTensor {
 
 /// Every tensor of every safetensors file of a checkpoint, by name.
 ///
-/// A tensor whose dtype solo cannot read (say, an F8 scale in a future format) is kept with the
+/// A tensor whose dtype solo cannot read (say, F8_E5M2 or a packed int4) is kept with the
 /// reason as its `Err`, so the error surfaces only if a backend actually asks for it.
 pub struct Checkpoint {
     pub dir: PathBuf,
@@ -120,7 +120,10 @@ fn read_file(path: &Path, name: &str) -> Result<FileTensors> {
             StDtype::BF16 => Ok(DType::BF16),
             StDtype::F16 => Ok(DType::F16),
             StDtype::F32 => Ok(DType::F32),
-            other => Err(format!("{name}: tensor `{tensor_name}` has dtype {other:?}, which solo does not read yet")),
+            StDtype::F8_E4M3 => Ok(DType::F8E4M3),
+            other => Err(format!(
+                "{name}: tensor `{tensor_name}` has dtype {other:?}; solo reads BF16, F16, F32 and F8_E4M3 (with 128×128 block scales)"
+            )),
         }
         .map(|dtype| Tensor::new(map.clone(), data_start + begin, end - begin, dtype, info.shape.clone()));
         out.push((tensor_name, tensor));

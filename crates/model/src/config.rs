@@ -18,6 +18,64 @@ pub enum LayerKind {
     FullAttention,
 }
 
+/// How the checkpoint stores its matrices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// bf16 (or f16/f32) everywhere.
+    Bf16,
+    /// The official FP8 release: the large matrices F8_E4M3 with a scale per 128×128 block
+    /// (`quantization_config = {quant_method: "fp8", fmt: "e4m3", weight_block_size: [128, 128]}`);
+    /// embeddings, lm_head, router, gates, conv, norms and the GDN a/b rows stay bf16/f32.
+    Fp8Block128,
+}
+
+impl Precision {
+    /// As solo prints it (`solo run`, `bench`, `/v1/models`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Bf16 => "bf16",
+            Precision::Fp8Block128 => "fp8-block128",
+        }
+    }
+}
+
+/// The formats solo reads, for the message that refuses another.
+const SUPPORTED_FORMATS: &str = "solo reads bf16 checkpoints and the official FP8 one \
+     (quant_method fp8, fmt e4m3, weight_block_size [128, 128])";
+
+/// The precision `config.json` declares: none, or the official FP8 block format. Every other
+/// quantisation (GPTQ, AWQ, compressed-tensors, bitsandbytes, MLX's `quantization`, FP8 e5m2,
+/// another block size) is refused in one line naming what was found.
+fn declared_precision(top: &serde_json::Value, text: &serde_json::Value) -> Result<Precision> {
+    if let Some(q) = top.get("quantization").or_else(|| text.get("quantization")) {
+        let bits = q.get("bits").map(|b| b.to_string()).unwrap_or_else(|| "?".into());
+        let group = q.get("group_size").map(|b| b.to_string()).unwrap_or_else(|| "?".into());
+        bail!("config.json has an MLX `quantization` ({bits}-bit, group {group}); {SUPPORTED_FORMATS}");
+    }
+    let Some(q) = top.get("quantization_config").or_else(|| text.get("quantization_config")) else {
+        return Ok(Precision::Bf16);
+    };
+    let method = q.get("quant_method").and_then(|v| v.as_str()).unwrap_or("(none)");
+    if method != "fp8" {
+        bail!("config.json's quantization_config has quant_method `{method}`; {SUPPORTED_FORMATS}");
+    }
+    let fmt = q.get("fmt").and_then(|v| v.as_str()).unwrap_or("e4m3");
+    if fmt != "e4m3" {
+        bail!("config.json's quantization_config has fmt `{fmt}` (FP8 {fmt}); {SUPPORTED_FORMATS}");
+    }
+    match q.get("weight_block_size") {
+        Some(b) if b.as_array().is_some_and(|a| a.len() == 2 && a.iter().all(|v| v.as_u64() == Some(128))) => {}
+        Some(b) => bail!("config.json's quantization_config has weight_block_size {b}; {SUPPORTED_FORMATS}"),
+        None => bail!("config.json's quantization_config (fp8) has no weight_block_size (per-tensor FP8); {SUPPORTED_FORMATS}"),
+    }
+    if let Some(scheme) = q.get("activation_scheme").and_then(|v| v.as_str()) {
+        if scheme != "dynamic" {
+            bail!("config.json's quantization_config has activation_scheme `{scheme}`; {SUPPORTED_FORMATS}");
+        }
+    }
+    Ok(Precision::Fp8Block128)
+}
+
 /// Every width and constant of the text model. Field names follow `config.json`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelConfig {
@@ -51,6 +109,9 @@ pub struct ModelConfig {
 
     /// End-of-sequence ids named in config.json (top level and `text_config`).
     pub eos_token_ids: Vec<u32>,
+
+    /// The precision `quantization_config` declares (the loader checks every tensor against it).
+    pub precision: Precision,
 }
 
 impl ModelConfig {
@@ -88,13 +149,13 @@ impl ModelConfig {
             "" => bail!("no `model_type`: not a Qwen3.5/3.6-MoE config"),
             other => bail!("model_type `{other}` is not Qwen3.5/3.6-MoE (`qwen3_5_moe`); solo runs only that model"),
         };
-        let raw: RawTextConfig =
-            serde_json::from_value(text_json).context("text config has missing or mistyped keys")?;
+        let precision = declared_precision(&top, &text_json)?;
+        let raw: RawTextConfig = serde_json::from_value(text_json).context("text config has missing or mistyped keys")?;
         let mut eos = Vec::new();
         for v in [top.get("eos_token_id"), raw.eos_token_id.as_ref()].into_iter().flatten() {
             push_ids(v, &mut eos);
         }
-        raw.into_config(eos)
+        raw.into_config(eos, precision)
     }
 }
 
@@ -175,7 +236,7 @@ fn default_eps() -> f32 {
 }
 
 impl RawTextConfig {
-    fn into_config(self, eos_token_ids: Vec<u32>) -> Result<ModelConfig> {
+    fn into_config(self, eos_token_ids: Vec<u32>, precision: Precision) -> Result<ModelConfig> {
         let n = self.num_hidden_layers;
         let layer_types = match (&self.layer_types, self.full_attention_interval) {
             (Some(list), _) => list
@@ -242,6 +303,7 @@ impl RawTextConfig {
             moe_intermediate_size: self.moe_intermediate_size,
             shared_expert_intermediate_size: self.shared_expert_intermediate_size,
             eos_token_ids,
+            precision,
         };
         cfg.check()?;
         Ok(cfg)
@@ -349,6 +411,41 @@ mod tests {
         j["text_config"].as_object_mut().unwrap().remove("head_dim");
         let err = ModelConfig::from_json(&j.to_string()).unwrap_err();
         assert!(format!("{err:#}").contains("head_dim"), "{err:#}");
+    }
+
+    #[test]
+    fn fp8_block_config_is_read() {
+        let mut j = release_like();
+        j["quantization_config"] = serde_json::json!({"quant_method": "fp8", "fmt": "e4m3",
+            "activation_scheme": "dynamic", "weight_block_size": [128, 128], "modules_to_not_convert": ["lm_head"]});
+        assert_eq!(ModelConfig::from_json(&j.to_string()).unwrap().precision, Precision::Fp8Block128);
+        assert_eq!(ModelConfig::from_json(&release_like().to_string()).unwrap().precision, Precision::Bf16);
+    }
+
+    #[test]
+    fn unsupported_quantisations_name_what_was_found() {
+        let fp8 = |fmt: &str, block: serde_json::Value| {
+            let mut q = serde_json::json!({"quant_method": "fp8", "fmt": fmt});
+            if !block.is_null() {
+                q["weight_block_size"] = block;
+            }
+            q
+        };
+        let cases = [
+            ("quantization_config", serde_json::json!({"quant_method": "gptq", "bits": 4}), "`gptq`"),
+            ("quantization_config", serde_json::json!({"quant_method": "awq"}), "`awq`"),
+            ("quantization_config", fp8("e5m2", serde_json::json!([128, 128])), "e5m2"),
+            ("quantization_config", fp8("e4m3", serde_json::json!([64, 64])), "[64,64]"),
+            ("quantization_config", fp8("e4m3", serde_json::Value::Null), "per-tensor"),
+            ("quantization", serde_json::json!({"group_size": 64, "bits": 4}), "MLX"),
+        ];
+        for (key, value, found) in cases {
+            let mut j = release_like();
+            j[key] = value;
+            let err = format!("{:#}", ModelConfig::from_json(&j.to_string()).unwrap_err());
+            assert!(err.contains(found) && err.contains("solo reads"), "{err}");
+            assert!(!err.contains('\n'), "{err}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod weights;
 pub use backend::{Backend, Logits};
 pub use checkpoint::Checkpoint;
 pub use config::{LayerKind, ModelConfig};
+pub use config::Precision;
 pub use tensor::{DType, Tensor};
 pub use weights::ModelWeights;
 

@@ -2,6 +2,10 @@
 //!
 //! Views are cheap to clone (an `Arc` to the map plus a byte range), so expert slices of a fused
 //! tensor and whole tensors look the same to the backends, and nothing is copied at load time.
+//!
+//! An FP8 weight (`F8_E4M3`, the official block format) carries its block scales: the value of
+//! element (r, c) is `q[r, c] · s[r / 128, c / 128]`, and every read below returns that product in
+//! f32, so a reader of any precision sees the same real-valued matrix.
 
 use half::{bf16, f16};
 use memmap2::Mmap;
@@ -13,16 +17,73 @@ pub enum DType {
     BF16,
     F16,
     F32,
+    /// FP8 e4m3 (1 sign, 4 exponent bits with bias 7, 3 mantissa bits; no infinities, S.1111.111
+    /// is NaN): only as a block-scaled matrix (`BlockScales`).
+    F8E4M3,
 }
 
 impl DType {
     pub fn size(self) -> usize {
         match self {
+            DType::F8E4M3 => 1,
             DType::BF16 | DType::F16 => 2,
             DType::F32 => 4,
         }
     }
+
+    /// The safetensors name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::BF16 => "BF16",
+            DType::F16 => "F16",
+            DType::F32 => "F32",
+            DType::F8E4M3 => "F8_E4M3",
+        }
+    }
 }
+
+/// Rows and columns of a weight block that shares one scale (`weight_block_size` [128, 128]).
+pub const FP8_BLOCK: usize = 128;
+
+/// The block scales of an FP8 matrix `[rows, cols]`: `scales` is `[ceil(rows/128), ceil(cols/128)]`
+/// (the checkpoint's `weight_scale_inv`, a multiplier despite its name). `first_row` is where a
+/// row view (`Tensor::rows`) starts inside the matrix the scales were made for.
+#[derive(Clone, Debug)]
+pub struct BlockScales {
+    /// The scales as f32, row-major `[ceil(rows/128), ceil(cols/128)]`.
+    pub values: Arc<Vec<f32>>,
+    /// Columns of `values` (= ceil(cols / 128)).
+    pub block_cols: usize,
+    pub first_row: usize,
+}
+
+impl BlockScales {
+    /// The scale of element (r, c) of the view.
+    pub fn at(&self, r: usize, c: usize) -> f32 {
+        self.values[(self.first_row + r) / FP8_BLOCK * self.block_cols + c / FP8_BLOCK]
+    }
+}
+
+/// e4m3 → f32, exactly (every e4m3 value is an f32).
+pub fn f8e4m3_to_f32(bits: u8) -> f32 {
+    F8E4M3_TABLE[bits as usize]
+}
+
+static F8E4M3_TABLE: std::sync::LazyLock<[f32; 256]> = std::sync::LazyLock::new(|| {
+    let mut t = [0.0f32; 256];
+    for (bits, v) in t.iter_mut().enumerate() {
+        let sign = if bits & 0x80 != 0 { -1.0 } else { 1.0 };
+        let (e, m) = ((bits >> 3) & 0xf, bits & 0x7);
+        *v = if e == 0xf && m == 0x7 {
+            f32::NAN
+        } else if e == 0 {
+            sign * (m as f32 / 8.0) * 2f32.powi(-6) // subnormal
+        } else {
+            sign * (1.0 + m as f32 / 8.0) * 2f32.powi(e as i32 - 7)
+        };
+    }
+    t
+});
 
 #[derive(Clone)]
 pub struct Tensor {
@@ -32,6 +93,8 @@ pub struct Tensor {
     len: usize,
     pub dtype: DType,
     pub shape: Vec<usize>,
+    /// Present exactly when `dtype` is `F8E4M3` (a 2-D matrix).
+    pub scales: Option<BlockScales>,
 }
 
 impl std::fmt::Debug for Tensor {
@@ -44,7 +107,17 @@ impl Tensor {
     /// The caller guarantees `start + len` lies inside the map and `len` matches shape × dtype.
     pub(crate) fn new(map: Arc<Mmap>, start: usize, len: usize, dtype: DType, shape: Vec<usize>) -> Self {
         debug_assert_eq!(len, shape.iter().product::<usize>() * dtype.size());
-        Tensor { map, start, len, dtype, shape }
+        Tensor { map, start, len, dtype, shape, scales: None }
+    }
+
+    /// This FP8 matrix with its block scales (`scales`: `[ceil(rows/128), ceil(cols/128)]` as f32,
+    /// row-major). The caller has checked the shapes (the loader names the tensor when they differ).
+    pub fn with_block_scales(mut self, scales: Vec<f32>) -> Tensor {
+        assert!(self.dtype == DType::F8E4M3 && self.shape.len() == 2, "block scales on a {:?} tensor", self);
+        let block_cols = self.shape[1].div_ceil(FP8_BLOCK);
+        assert_eq!(scales.len(), self.shape[0].div_ceil(FP8_BLOCK) * block_cols, "block scales of {:?}", self.shape);
+        self.scales = Some(BlockScales { values: Arc::new(scales), block_cols, first_row: 0 });
+        self
     }
 
     /// A tensor over bytes held in memory (random test weights, synthetic models), little-endian.
@@ -88,10 +161,13 @@ impl Tensor {
         let row_bytes = self.row_len() * self.dtype.size();
         let mut shape = self.shape.clone();
         shape[0] = count;
-        Tensor::new(self.map.clone(), self.start + first * row_bytes, count * row_bytes, self.dtype, shape)
+        let mut view = Tensor::new(self.map.clone(), self.start + first * row_bytes, count * row_bytes, self.dtype, shape);
+        view.scales = self.scales.clone().map(|s| BlockScales { first_row: s.first_row + first, ..s });
+        view
     }
 
     fn squeeze_first(mut self) -> Tensor {
+        assert!(self.scales.is_none(), "an FP8 matrix has no dim to index");
         self.shape.remove(0);
         self
     }
@@ -114,6 +190,15 @@ impl Tensor {
             DType::F32 => {
                 for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
                     *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+            }
+            // w = q · s of its block
+            DType::F8E4M3 => {
+                let scales = self.scales.as_ref().expect("an F8_E4M3 tensor is read only with its block scales");
+                let cols = self.row_len();
+                for (i, (o, &q)) in out.iter_mut().zip(bytes).enumerate() {
+                    let at = offset + i;
+                    *o = f8e4m3_to_f32(q) * scales.at(at / cols, at % cols);
                 }
             }
         }

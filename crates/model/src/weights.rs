@@ -5,10 +5,14 @@
 //! (`experts.gate_up_proj [E, 2I, H]`, `experts.down_proj [E, H, I]`) or stored per expert; both
 //! become per-expert views here. Vision-tower and `mtp.*` tensors are skipped; any other tensor the
 //! model does not use is an error, so name drift fails loudly.
+//!
+//! In an FP8 checkpoint a matrix `X.weight` may be F8_E4M3; its sibling `X.weight_scale_inv`
+//! (`[ceil(out/128), ceil(in/128)]`, bf16/f16/f32, a multiplier: w = q · s) is taken with it and
+//! travels inside the `Tensor`, so every reader sees the dequantised values.
 
 use crate::checkpoint::{Checkpoint, StoredTensor};
-use crate::config::{LayerKind, ModelConfig};
-use crate::tensor::Tensor;
+use crate::config::{LayerKind, ModelConfig, Precision};
+use crate::tensor::{DType, Tensor, FP8_BLOCK};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 
@@ -20,6 +24,8 @@ pub struct ModelWeights {
     /// [vocab, hidden]; the embedding itself when `tie_word_embeddings`
     pub lm_head: Tensor,
     pub layers: Vec<LayerWeights>,
+    /// `Fp8Block128` when any matrix is stored F8_E4M3, else `Bf16`.
+    pub precision: Precision,
 }
 
 pub struct LayerWeights {
@@ -97,7 +103,7 @@ pub struct ExpertWeights {
 
 impl ModelWeights {
     pub fn load(ckpt: &Checkpoint, cfg: &ModelConfig) -> Result<Self> {
-        let mut t = Taker::new(ckpt);
+        let mut t = Taker::new(ckpt, cfg.precision);
         let h = cfg.hidden_size;
         let embed_tokens = t.take("embed_tokens.weight", &[cfg.vocab_size, h])?;
         let final_norm = t.take("norm.weight", &[h])?;
@@ -107,8 +113,9 @@ impl ModelWeights {
             t.take_global("lm_head.weight", &[cfg.vocab_size, h])?
         };
         let layers = (0..cfg.num_hidden_layers).map(|i| load_layer(&mut t, cfg, i)).collect::<Result<Vec<_>>>()?;
+        let precision = if t.fp8_matrices > 0 { Precision::Fp8Block128 } else { Precision::Bf16 };
         t.finish()?;
-        Ok(ModelWeights { embed_tokens, final_norm, lm_head, layers })
+        Ok(ModelWeights { embed_tokens, final_norm, lm_head, layers, precision })
     }
 }
 
@@ -188,10 +195,14 @@ struct Taker {
     prefix: &'static str,
     /// The checkpoint's weight files, for naming where a missing tensor was looked for.
     files: String,
+    /// What config.json declares: F8 tensors are refused unless it is `Fp8Block128`.
+    precision: Precision,
+    /// F8_E4M3 matrices taken so far.
+    fp8_matrices: usize,
 }
 
 impl Taker {
-    fn new(ckpt: &Checkpoint) -> Self {
+    fn new(ckpt: &Checkpoint, precision: Precision) -> Self {
         let prefix = if ckpt.tensors.keys().any(|k| k.starts_with("model.language_model.")) {
             "model.language_model."
         } else {
@@ -199,7 +210,7 @@ impl Taker {
         };
         let files: std::collections::BTreeSet<&str> = ckpt.tensors.values().map(|t| t.file.as_str()).collect();
         let files = files.into_iter().collect::<Vec<_>>().join(", ");
-        Taker { left: ckpt.tensors.clone(), prefix, files }
+        Taker { left: ckpt.tensors.clone(), prefix, files, precision, fp8_matrices: 0 }
     }
 
     fn has(&self, name: &str) -> bool {
@@ -220,7 +231,43 @@ impl Taker {
         if tensor.shape != shape {
             bail!("{}: tensor `{name}` has shape {:?} but config.json implies {:?}", stored.file, tensor.shape, shape);
         }
+        if tensor.dtype == DType::F8E4M3 {
+            return self.with_scales(name, &stored.file, tensor);
+        }
         Ok(tensor)
+    }
+
+    /// An F8_E4M3 matrix with its block scales `{name}_scale_inv`, every fact checked.
+    fn with_scales(&mut self, name: &str, file: &str, tensor: Tensor) -> Result<Tensor> {
+        if self.precision != Precision::Fp8Block128 {
+            bail!("{file}: tensor `{name}` is F8_E4M3 but config.json declares no FP8 quantization_config");
+        }
+        if tensor.shape.len() != 2 {
+            bail!("{file}: tensor `{name}` is F8_E4M3 with shape {:?}; solo reads FP8 only as 2-D block-scaled matrices", tensor.shape);
+        }
+        let scale_name = format!("{name}_scale_inv");
+        let Some(stored) = self.left.remove(&scale_name) else {
+            bail!("{file}: tensor `{name}` is F8_E4M3 but its block scales `{scale_name}` are missing ({})", self.files);
+        };
+        let scales = stored.tensor.map_err(anyhow::Error::msg)?;
+        let (rows, cols) = (tensor.shape[0], tensor.shape[1]);
+        let want = [rows.div_ceil(FP8_BLOCK), cols.div_ceil(FP8_BLOCK)];
+        if scales.shape != want {
+            bail!(
+                "{}: tensor `{scale_name}` has shape {:?} but its weight [{rows}, {cols}] in 128×128 blocks needs {want:?}",
+                stored.file,
+                scales.shape
+            );
+        }
+        if scales.dtype == DType::F8E4M3 {
+            bail!("{}: tensor `{scale_name}` is F8_E4M3; block scales are BF16, F16 or F32", stored.file);
+        }
+        let values = scales.to_f32();
+        if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
+            bail!("{}: tensor `{scale_name}` holds a scale of {bad}", stored.file);
+        }
+        self.fp8_matrices += 1;
+        Ok(tensor.with_block_scales(values))
     }
 
     /// Fails on any tensor that is neither used nor known to be skippable.

@@ -4,80 +4,14 @@
 //!
 //! Each broken case copies a fixture into a temp dir, breaks one thing, and calls `solo_model::load`.
 
-use safetensors::{tensor::TensorView, Dtype, SafeTensors};
+mod common;
+
+use common::*;
+use safetensors::{Dtype, SafeTensors};
 use solo_model::weights::Mixer;
-use solo_model::{DType, LayerKind, ModelConfig, ModelWeights, Tensor};
-use std::path::{Path, PathBuf};
+use solo_model::{DType, LayerKind, Tensor};
+use std::path::Path;
 use tempfile::TempDir;
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures")).join(name)
-}
-
-/// A copy of a fixture's checkpoint files (not its HF reference outputs) in a fresh temp dir.
-fn copy_fixture(name: &str) -> TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(fixture(name)).unwrap() {
-        let path = entry.unwrap().path();
-        let file = path.file_name().unwrap();
-        if file != "hf_reference.safetensors" {
-            std::fs::copy(&path, tmp.path().join(file)).unwrap();
-        }
-    }
-    tmp
-}
-
-fn load_ok(dir: &Path) -> (ModelConfig, ModelWeights) {
-    solo_model::load(dir).unwrap_or_else(|e| panic!("loading {}: {e:#}", dir.display()))
-}
-
-/// The error `load` gives, as the CLI prints it; it must be a single line.
-fn load_err(dir: &Path) -> String {
-    match solo_model::load(dir) {
-        Ok(_) => panic!("{} loaded but should not have", dir.display()),
-        Err(e) => {
-            let text = format!("{e:#}");
-            assert!(!text.contains('\n'), "error is not one line:\n{text}");
-            text
-        }
-    }
-}
-
-fn assert_names(err: &str, parts: &[&str]) {
-    for part in parts {
-        assert!(err.contains(part), "error does not name `{part}`: {err}");
-    }
-}
-
-/// One tensor of a safetensors file, owned.
-struct Owned {
-    name: String,
-    dtype: Dtype,
-    shape: Vec<usize>,
-    data: Vec<u8>,
-}
-
-fn read_tensors(path: &Path) -> Vec<Owned> {
-    let bytes = std::fs::read(path).unwrap();
-    let st = SafeTensors::deserialize(&bytes).unwrap();
-    st.tensors()
-        .into_iter()
-        .map(|(name, v)| Owned { name, dtype: v.dtype(), shape: v.shape().to_vec(), data: v.data().to_vec() })
-        .collect()
-}
-
-fn write_tensors(path: &Path, tensors: &[Owned]) {
-    let views: Vec<(String, TensorView)> =
-        tensors.iter().map(|t| (t.name.clone(), TensorView::new(t.dtype, t.shape.clone(), &t.data).unwrap())).collect();
-    safetensors::serialize_to_file(views, None, path).unwrap();
-}
-
-/// Reads a safetensors file, lets `edit` change its tensors, and writes it back.
-fn rewrite(path: &Path, edit: impl FnOnce(&mut Vec<Owned>)) {
-    let mut tensors = read_tensors(path);
-    edit(&mut tensors);
-    write_tensors(path, &tensors);
-}
 
 /// Cuts a file to its first `len` bytes.
 fn truncate(path: &Path, len: u64) {

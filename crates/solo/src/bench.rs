@@ -13,14 +13,32 @@
 
 use anyhow::{bail, Context, Result};
 use solo_model::sampler::{argmax, Sampler, SamplerConfig, SplitMix};
-use solo_model::{Backend, Logits};
+use solo_model::{Backend, Logits, Precision};
 use std::path::PathBuf;
 use std::time::Instant;
+
+/// `--precision` of `solo bench --synthetic`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum PrecisionArg {
+    Bf16,
+    Fp8,
+}
+
+impl From<PrecisionArg> for Precision {
+    fn from(p: PrecisionArg) -> Precision {
+        match p {
+            PrecisionArg::Bf16 => Precision::Bf16,
+            PrecisionArg::Fp8 => Precision::Fp8Block128,
+        }
+    }
+}
 
 pub struct BenchArgs {
     pub model: Option<PathBuf>,
     pub synthetic: bool,
     pub layers: usize,
+    /// Of the synthetic model's weights.
+    pub precision: Precision,
     pub contexts: Vec<usize>,
     pub decode_steps: usize,
     pub rounds: usize,
@@ -63,7 +81,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (mut model, source) = match (&args.model, args.synthetic) {
         (Some(dir), false) => (solo_cuda::load(dir, max_seq)?, dir.display().to_string()),
         (None, true) => {
-            let model = solo_cuda::synthetic::random_model(args.layers, max_seq)?;
+            let model = solo_cuda::synthetic::random_model(args.layers, max_seq, args.precision)?;
             (model, format!("synthetic, {} layers, random weights", args.layers))
         }
         _ => bail!("give exactly one of --model DIR or --synthetic"),
@@ -136,7 +154,12 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     }
     let (used, total) = model.memory_used()?;
     let commit = env!("SOLO_COMMIT");
-    println!("solo bench — {} — bf16 weights, f32 state — commit {commit}", model.gpu.name);
+    let precision = model.weights.precision.name();
+    let weight_gib = gib(model.weights.bytes());
+    println!(
+        "solo bench — {} — {precision} weights ({weight_gib:.1} GiB), f32 state — commit {commit}",
+        model.gpu.name
+    );
     let pdl = model.gpu.pdl_launched();
     println!(
         "kernels launched with programmatic dependent launch: {}",
@@ -201,7 +224,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     );
     if let Some(path) = args.json {
         let report = serde_json::json!({
-            "gpu": model.gpu.name, "commit": commit, "precision": "bf16 weights, f32 recurrent state, bf16 KV cache",
+            "gpu": model.gpu.name, "commit": commit, "precision": precision, "weights_bytes": model.weights.bytes(),
+            "state": "f32 recurrent state, bf16 KV cache",
             "model": source, "decode_steps": args.decode_steps, "rounds": args.rounds,
             "gpu_memory_used_bytes": used, "gpu_memory_total_bytes": total, "results": rows,
         });

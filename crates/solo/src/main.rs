@@ -80,6 +80,10 @@ enum Command {
         /// Layers of the synthetic model.
         #[arg(long, default_value_t = 40)]
         layers: usize,
+        /// Weights of the synthetic model: bf16, or fp8 (the official FP8 checkpoint's format:
+        /// e4m3 with 128×128 block scales where it quantises, bf16 elsewhere).
+        #[arg(long, value_enum, default_value_t = bench::PrecisionArg::Bf16, requires = "synthetic")]
+        precision: bench::PrecisionArg,
         #[arg(long, value_delimiter = ',', default_value = "256,4096,32768,131072")]
         contexts: Vec<usize>,
         #[arg(long, default_value_t = 128)]
@@ -131,6 +135,7 @@ fn main() {
             model,
             synthetic,
             layers,
+            precision,
             contexts,
             decode_steps,
             rounds,
@@ -142,6 +147,7 @@ fn main() {
             model,
             synthetic,
             layers,
+            precision: precision.into(),
             contexts,
             decode_steps,
             rounds,

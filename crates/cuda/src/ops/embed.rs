@@ -33,7 +33,7 @@ mod tests {
         let tb = gpu.upload(&bf16_bytes(&table)).unwrap();
         let ib = gpu.upload_i32(&ids).unwrap();
         let hb = gpu.upload_f32(&vec![f32::NAN; ids.len() * width]).unwrap();
-        embed(gpu, &Matrix { ptr: tb.ptr(), rows: vocab, cols: width }, ib.ptr(), ids.len(), hb.ptr()).unwrap();
+        embed(gpu, &Matrix::bf16(tb.ptr(), vocab, width), ib.ptr(), ids.len(), hb.ptr()).unwrap();
         let got = gpu.download_f32(hb.ptr(), ids.len() * width).unwrap();
         let want: Vec<f32> =
             ids.iter().flat_map(|&i| table[i as usize * width..(i as usize + 1) * width].to_vec()).collect();

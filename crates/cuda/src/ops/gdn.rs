@@ -16,7 +16,7 @@ use crate::kernels::Source;
 use crate::ops::linear::{gemv_norm_conv, linear};
 use crate::ops::Scratch;
 use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
-use crate::weights::{GdnGpu, Vector};
+use crate::weights::{GdnGpu, Matrix, Vector};
 use anyhow::{ensure, Result};
 
 pub const SOURCE_CONV: Source =
@@ -173,7 +173,10 @@ pub fn gdn_decode(
     let proj = scratch.ptr(0);
     let f32_at = |i: usize| proj + (i * 4) as DevPtr;
     let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
-    gemv_norm_conv(gpu, h, norm, eps, &w.in_proj, proj, state.conv.ptr(), w.conv1d.ptr, buf.mixed)?;
+    // b | a, contiguous: inside in_proj (bf16) or their own matrix (FP8, where they stay bf16)
+    ensure!(w.in_proj_a.ptr == w.in_proj_b.ptr + (V_HEADS * w.in_proj_b.cols * 2) as DevPtr, "GDN: a must follow b");
+    let tail = Matrix::bf16(w.in_proj_b.ptr, 2 * V_HEADS, w.in_proj_b.cols);
+    gemv_norm_conv(gpu, h, norm, eps, &w.in_proj, &tail, proj, state.conv.ptr(), w.conv1d.ptr, buf.mixed)?;
     decode_step(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, state.recurrent.ptr(), buf.y)?;
     Ok(buf.y)
 }

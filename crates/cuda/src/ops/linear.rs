@@ -14,11 +14,17 @@ pub const SOURCE: Source = Source {
     text: include_str!("gemv.cu"),
     functions: &["gemv_bf16", "gemv_norm_bf16", "gemv_norm_conv_bf16"],
 };
+pub const SOURCE_FP8: Source = Source {
+    file: "gemv_fp8.cu",
+    text: include_str!("gemv_fp8.cu"),
+    functions: &["gemv_norm_fp8", "gemv_norm_conv_fp8", "dequantize_fp8"],
+};
 pub const SOURCE_CAST: Source =
     Source { file: "cast.cu", text: include_str!("cast.cu"), functions: &["cast_f32_to_bf16"] };
 
 /// y (f32 [t, w.rows]) = x (bf16 [t, w.cols]) · wᵀ.
 pub fn linear(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
+    ensure!(w.fp8_scales.is_none(), "linear: an FP8 matrix (prefill dequantises it first: `dequantize`)");
     if t == 1 {
         gemv(gpu, x, w, y, false)
     } else {
@@ -72,6 +78,23 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
         w.cols,
         norm.len
     );
+    if let Some(scales) = w.fp8_scales {
+        return gpu.launch(
+            "gemv_norm_fp8",
+            gemv_blocks(gpu),
+            256,
+            gemv_shared_bytes(w.cols),
+            &[
+                Arg::Ptr(w.ptr),
+                Arg::Ptr(scales),
+                Arg::Ptr(h),
+                Arg::Ptr(norm.ptr),
+                Arg::Ptr(y),
+                Arg::I32(w.rows as i32),
+                Arg::F32(eps),
+            ],
+        );
+    }
     gpu.launch(
         "gemv_norm_bf16",
         gemv_blocks(gpu),
@@ -84,7 +107,8 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
 /// `gemv_norm` for the GDN decode step's in-projection w (12352 rows: qkv | z | b | a) with the
 /// causal conv + SiLU folded in: mixed (f32 [8192]) = silu(conv(qkv)) and the window conv_state
 /// (f32 [3, 8192]) shifted by the new qkv row (taps f32 [8192, 4]); y (f32 [12352]) gets z, b, a
-/// at rows 8192.. (its first 8192 entries are not written).
+/// at rows 8192.. (its first 8192 entries are not written). FP8 (`w` 12288 rows qkv | z):
+/// `tail` holds the bf16 b | a rows [64, 2048], which the bf16 form finds inside `w`.
 #[allow(clippy::too_many_arguments)]
 pub fn gemv_norm_conv(
     gpu: &Gpu,
@@ -92,11 +116,40 @@ pub fn gemv_norm_conv(
     norm: &Vector,
     eps: f32,
     w: &Matrix,
+    tail: &Matrix,
     y: DevPtr,
     conv_state: DevPtr,
     taps: DevPtr,
     mixed: DevPtr,
 ) -> Result<()> {
+    if let Some(scales) = w.fp8_scales {
+        ensure!(
+            w.cols == 2048 && w.rows == 12288 && tail.rows == 64 && tail.fp8_scales.is_none(),
+            "gemv_norm_conv_fp8: {}x{} with a {}-row tail",
+            w.rows,
+            w.cols,
+            tail.rows
+        );
+        return gpu.launch(
+            "gemv_norm_conv_fp8",
+            gemv_blocks(gpu),
+            256,
+            gemv_shared_bytes(w.cols),
+            &[
+                Arg::Ptr(w.ptr),
+                Arg::Ptr(scales),
+                Arg::Ptr(tail.ptr),
+                Arg::Ptr(h),
+                Arg::Ptr(norm.ptr),
+                Arg::Ptr(y),
+                Arg::I32(w.rows as i32),
+                Arg::F32(eps),
+                Arg::Ptr(conv_state),
+                Arg::Ptr(taps),
+                Arg::Ptr(mixed),
+            ],
+        );
+    }
     ensure!(
         w.cols == 2048 && norm.len == 2048 && w.rows > 8192,
         "gemv_norm_conv: {}x{} / norm {}",
@@ -120,6 +173,20 @@ pub fn gemv_norm_conv(
             Arg::Ptr(taps),
             Arg::Ptr(mixed),
         ],
+    )
+}
+
+/// out (bf16, `w.rows × w.cols`) = the FP8 matrix w dequantised (w = q · s, rounded to bf16):
+/// what prefill multiplies.
+pub fn dequantize(gpu: &Gpu, w: &Matrix, out: DevPtr) -> Result<()> {
+    let Some(scales) = w.fp8_scales else { anyhow::bail!("dequantize: not an FP8 matrix") };
+    ensure!(w.cols.is_multiple_of(16), "dequantize: {} columns (a multiple of 16)", w.cols);
+    gpu.launch(
+        "dequantize_fp8",
+        (4 * gpu.sms, 1, 1),
+        256,
+        0,
+        &[Arg::Ptr(w.ptr), Arg::Ptr(scales), Arg::Ptr(out), Arg::I64(w.rows as i64), Arg::I32(w.cols as i32)],
     )
 }
 
@@ -180,7 +247,7 @@ mod tests {
             let wbuf = gpu.upload(&bf16_bytes(&wv)).unwrap();
             let xbuf = gpu.upload(&bf16_bytes(&xv)).unwrap();
             let ybuf = gpu.upload_f32(&vec![f32::NAN; t * rows]).unwrap();
-            let w = Matrix { ptr: wbuf.ptr(), rows, cols };
+            let w = Matrix::bf16(wbuf.ptr(), rows, cols);
             linear(gpu, xbuf.ptr(), &w, t, ybuf.ptr()).unwrap();
             let got = gpu.download_f32(ybuf.ptr(), t * rows).unwrap();
             assert_close(&format!("linear {t}x{cols} -> {rows}"), &got, &want, 1e-5);
@@ -196,7 +263,7 @@ mod tests {
         let upload_matrix = |seed: u64, rows: usize, cols: usize| {
             let wv = round_bf16(&random(seed, rows * cols, (3.0 / cols as f32).sqrt()));
             let buf = gpu.upload(&bf16_bytes(&wv)).unwrap();
-            let m = Matrix { ptr: buf.ptr(), rows, cols };
+            let m = Matrix::bf16(buf.ptr(), rows, cols);
             (Tensor::from_f32_as_bf16(vec![rows, cols], &wv), m, buf)
         };
         for &(rows, cols) in &[(2048, 4096), (300, 2048)] {
@@ -250,7 +317,7 @@ mod tests {
         let y = gpu.alloc(12352 * 4).unwrap();
         for &(rows, cols) in &[(2048usize, 4096usize), (4096, 2048), (12352, 2048)] {
             let bufs: Vec<_> = (0..16).map(|_| gpu.alloc(rows * cols * 2).unwrap()).collect();
-            let m = |i: usize| Matrix { ptr: bufs[i % 16].ptr(), rows, cols };
+            let m = |i: usize| Matrix::bf16(bufs[i % 16].ptr(), rows, cols);
             let call = |i: usize| {
                 if cols == 4096 {
                     gemv(gpu, x.ptr(), &m(i), y.ptr(), true).unwrap()

@@ -189,7 +189,7 @@ mod tests {
         let rows = 60_000;
         let wv = hard_matrix(rows, 11);
         let wbuf = gpu.upload(&bf16_bytes(&wv)).unwrap();
-        let w = Matrix { ptr: wbuf.ptr(), rows, cols: 2048 };
+        let w = Matrix::bf16(wbuf.ptr(), rows, 2048);
         let screen = LmHeadScreen::new(gpu, &w).unwrap();
         let norm_w: Vec<f32> = random(5, 2048, 0.3).iter().map(|v| 1.0 + v).collect();
         let nb = gpu.upload_f32(&norm_w).unwrap();

@@ -21,7 +21,7 @@ use crate::kernels::Source;
 use crate::ops::linear::{gemv, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{Arg, DevPtr, Gpu};
-use crate::weights::{Matrix, MoeGpu, Vector};
+use crate::weights::{ExpertScales, Matrix, MoeGpu, Vector};
 use anyhow::{ensure, Result};
 
 pub const SOURCE_ROUTER: Source = Source {
@@ -29,8 +29,11 @@ pub const SOURCE_ROUTER: Source = Source {
     text: include_str!("moe_router.cu"),
     functions: &["moe_route", "moe_route_decode", "moe_plan", "moe_permute"],
 };
-pub const SOURCE_DECODE: Source =
-    Source { file: "moe_decode.cu", text: include_str!("moe_decode.cu"), functions: &["moe_decode_block"] };
+pub const SOURCE_DECODE: Source = Source {
+    file: "moe_decode.cu",
+    text: include_str!("moe_decode.cu"),
+    functions: &["moe_decode_block", "moe_decode_block_fp8"],
+};
 pub const SOURCE_EXPERTS: Source = Source {
     file: "moe_experts.cu",
     text: include_str!("moe_experts.cu"),
@@ -143,6 +146,7 @@ fn moe_block_path(
     out: DevPtr,
     grouped: bool,
 ) -> Result<()> {
+    ensure!(w.fp8_scales.is_none(), "moe_block: FP8 experts (prefill dequantises them first)");
     let l = Layout::new(scratch, t)?;
     route(gpu, w, x, t, &l, grouped)?;
     gpu.zero(out, t * HIDDEN * 4)?; // both expert paths add into `out`
@@ -177,11 +181,57 @@ pub fn moe_decode(
     eps: f32,
     scratch: &Scratch,
 ) -> Result<()> {
+    if let Some(scales) = w.fp8_scales {
+        return moe_decode_fp8(gpu, mixer, w, scales, h, norm, eps, scratch);
+    }
     // the fused kernel wants a block per router row (2 per SM): ≥ 129 SMs (H100 SXM, H200)
     if 2 * gpu.sms < ROUTER_ROWS as u32 || std::env::var("SOLO_MOE_FUSED").is_ok_and(|v| v == "0") {
         return moe_decode_kernels(gpu, mixer, w, h, norm, eps, scratch);
     }
     moe_decode_stamped(gpu, mixer, w, h, norm, eps, scratch, 0)
+}
+
+/// `moe_decode` for FP8 weights (the mixer's output projection and the experts e4m3 with block
+/// scales): `moe_decode_block_fp8`, the fused kernel's FP8 form (it has no four-kernel form).
+#[allow(clippy::too_many_arguments)]
+fn moe_decode_fp8(
+    gpu: &Gpu,
+    mixer: MixerOut,
+    w: &MoeGpu,
+    scales: ExpertScales,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    scratch: &Scratch,
+) -> Result<()> {
+    check_decode_shapes(&mixer, w, norm)?;
+    ensure!(2 * gpu.sms >= ROUTER_ROWS as u32, "FP8 decode needs a GPU with at least 129 SMs (it has {})", gpu.sms);
+    let Some(w_o_scales) = mixer.w.fp8_scales else {
+        anyhow::bail!("moe_decode: FP8 experts with a bf16 output projection")
+    };
+    let l = Layout::new(scratch, 1)?;
+    gpu.launch_early(
+        "moe_decode_block_fp8",
+        (2 * gpu.sms, 1, 1),
+        256,
+        MOE_DECODE_SHARED as u32,
+        &[
+            Arg::Ptr(mixer.w.ptr),
+            Arg::Ptr(w_o_scales),
+            Arg::Ptr(mixer.y),
+            Arg::Ptr(w.router.ptr),
+            Arg::Ptr(w.gate_up),
+            Arg::Ptr(scales.gate_up),
+            Arg::Ptr(w.down),
+            Arg::Ptr(scales.down),
+            Arg::Ptr(h),
+            Arg::Ptr(norm.ptr),
+            Arg::F32(eps),
+            Arg::Ptr(l.logits),
+            Arg::Ptr(l.act),
+            Arg::Ptr(scratch.grid_barrier()),
+        ],
+    )
 }
 
 /// `moe_decode_block`; with `stamps` (not 0), block 0 writes its clock at each phase mark there (i64 [12]).
@@ -598,7 +648,7 @@ mod tests {
             let w_f32 = round_bf16(&random(23, HIDDEN * MIXER_OUT, (3.0 / MIXER_OUT as f32).sqrt()));
             let y_f32 = round_bf16(&random(24, MIXER_OUT, 1.0));
             let (w, y) = (gpu.upload(&bf16_bytes(&w_f32)).unwrap(), gpu.upload(&bf16_bytes(&y_f32)).unwrap());
-            let w_o = Matrix { ptr: w.ptr(), rows: HIDDEN, cols: MIXER_OUT };
+            let w_o = Matrix::bf16(w.ptr(), HIDDEN, MIXER_OUT);
             MixerFixture { _w: w, w_o, y, w_f32, y_f32 }
         }
 

@@ -518,7 +518,7 @@ mod tests {
     #[ignore = "needs an NVIDIA GPU"]
     fn decode_sampled_matches_host_sampling() {
         use solo_model::{Backend, Logits};
-        let model = crate::synthetic::random_model(4, 64).unwrap();
+        let model = crate::synthetic::random_model(4, 64, solo_model::Precision::Bf16).unwrap();
         let prompt = [11u32, 4_096, 77_000, 248_000, 5];
         // One prefill, copied for every run: the grouped MoE prefill adds with f32 atomics, so two
         // prefills of the same prompt differ in the last bits, and on a random model such a
