@@ -2,6 +2,7 @@
 // Conventions: weights bf16 row-major [out, in]; activations between kernels f32 unless a
 // kernel's comment says bf16 (inputs of matrix products are bf16); all accumulation in f32.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 typedef __nv_bfloat16 bf16;
 
@@ -373,21 +374,36 @@ __device__ __forceinline__ float2 fp8x2_to_float2(unsigned short two) {
     return make_float2(lo, hi);
 }
 
-// Σ_i q[i] · x[i] for 16 e4m3 weights packed in a uint4 (the block scale is applied by the caller,
-// once per piece: every piece lies inside one 128-column block).
-__device__ __forceinline__ float dot16_fp8(uint4 w, const float (&x)[16]) {
+// The FP8 dots run on the half-precision units: two e4m3 weights become an exact f16 pair in one
+// conversion, and one HFMA2 multiplies and adds two of them, where widening every weight to f32
+// first makes the conversions, not the bytes, the decode GEMVs' bound. x is held as f16 pairs
+// scaled by FP8_X_SCALE = 2^-4 (exact), so that a piece's sum of 8 products per half stays far
+// from f16's 65504 (|q| ≤ 448); each piece's f16 sum is widened to f32 and the caller multiplies
+// it by its block scale · 16. The f16 products and sums round to 11 bits (≈ 5e-4 relative per
+// piece), below the 8 bits bf16 weights are rounded to.
+#define FP8_X_SCALE 0.0625f
+#define FP8_X_UNSCALE 16.f
+
+// Σ_i q[i] · x[i] · 2^-4 for 16 e4m3 weights packed in a uint4 and x as 8 f16 pairs (scaled).
+__device__ __forceinline__ float dot16_fp8(uint4 w, const __half2 (&x)[8]) {
     const unsigned int words[4] = {w.x, w.y, w.z, w.w};
-    float a = 0.f, b = 0.f;
+    __half2 acc = __float2half2_rn(0.f);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        const float2 p = fp8x2_to_float2((unsigned short)(words[i] & 0xffff));
-        const float2 q = fp8x2_to_float2((unsigned short)(words[i] >> 16));
-        a = fmaf(p.x, x[4 * i], a);
-        b = fmaf(p.y, x[4 * i + 1], b);
-        a = fmaf(q.x, x[4 * i + 2], a);
-        b = fmaf(q.y, x[4 * i + 3], b);
+        unsigned int lo, hi;
+        asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(lo) : "h"((unsigned short)(words[i] & 0xffff)));
+        asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(hi) : "h"((unsigned short)(words[i] >> 16)));
+        acc = __hfma2(*reinterpret_cast<const __half2*>(&lo), x[2 * i], acc);
+        acc = __hfma2(*reinterpret_cast<const __half2*>(&hi), x[2 * i + 1], acc);
     }
-    return a + b;
+    const float2 f = __half22float2(acc);
+    return f.x + f.y;
+}
+
+// 16 f32 (consecutive, or as given) → the 8 scaled f16 pairs dot16_fp8 takes.
+__device__ __forceinline__ void to_x16(const float (&v)[16], __half2 (&out)[8]) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) out[i] = __floats2half2_rn(v[2 * i] * FP8_X_SCALE, v[2 * i + 1] * FP8_X_SCALE);
 }
 
 // 16 consecutive f32 from shared memory (16-byte aligned) into registers.

@@ -612,6 +612,34 @@ mod tests {
         assert_eq!(last, want[16], "greedy decode with the full lm_head ends elsewhere");
     }
 
+    /// FP8 weights: the decode step (FP8 kernels reading e4m3 and block scales) against the
+    /// forward pass for one token (each layer dequantised to bf16, then the bf16 kernels), on a
+    /// 4-layer model of the real widths. The two differ by the bf16 rounding of the dequantised
+    /// weights, so the bound is that of bf16 noise, not of summation order.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn fp8_decode_step_matches_dequantized_forward() {
+        let model = crate::synthetic::random_model(4, 256, solo_model::Precision::Fp8Block128).unwrap();
+        assert_eq!(model.weights.precision, solo_model::Precision::Fp8Block128);
+        let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
+        let mut fused = model.try_new_state().unwrap();
+        let first = argmax(&model.prefill(&mut fused, &prompt, Logits::Last).unwrap());
+        let mut unfused = model.copy_state(&fused).unwrap();
+        let mut token = first;
+        let mut worst = 0f32;
+        for step in 0..8 {
+            let la = model.decode(&mut fused, token).unwrap(); // the graph, FP8 kernels
+            let lb = model.prefill(&mut unfused, &[token], Logits::Last).unwrap(); // dequantised forward
+            let scale = lb.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let diff = la.iter().zip(&lb).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+            assert!(la.iter().all(|v| v.is_finite()), "step {step}: non-finite logits");
+            worst = worst.max(diff / scale);
+            token = argmax(&lb);
+        }
+        eprintln!("FP8 decode step vs dequantised forward: worst max|Δlogit| / max|logit| = {worst:.2e}");
+        assert!(worst < 3e-2, "FP8 decode step differs from the dequantised forward by {worst:.2e}");
+    }
+
     /// What a server request pays around its decode steps, on the full 40-layer model with a
     /// 32K-token KV cache: a new state, a copy of one (a prefix-cache resume), the first
     /// `decode_pick` of a state (it captures that state's graph) and the ones after. Prints

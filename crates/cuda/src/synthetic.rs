@@ -74,10 +74,11 @@ impl Maker<'_> {
         Ok(Matrix { ptr, rows, cols, fp8_scales: Some(scales) })
     }
 
-    /// e4m3 [rows, cols] U(±448) and f32 scales [rows/128, cols/128] √(3/cols)/448.
+    /// e4m3 [rows, cols] U(±448) and f32 scales [rows/128, cols/128] ≈ √(3/cols)/448, a power of
+    /// two: then every q · s is a bf16 value, and prefill's bf16 copy of the weights is exact.
     fn fp8_rows(&mut self, rows: usize, cols: usize) -> Result<(DevPtr, DevPtr)> {
         let ptr = self.fill("fill_random_fp8", 1, rows * cols, 0.0, 448.0)?;
-        let s = (3.0 / cols as f32).sqrt() / 448.0;
+        let s = ((3.0 / cols as f32).sqrt() / 448.0).log2().round().exp2();
         let scales = self.fill("fill_random_f32", 4, rows.div_ceil(128) * cols.div_ceil(128), s, 0.0)?;
         Ok((ptr, scales))
     }

@@ -64,6 +64,27 @@ impl BlockScales {
     }
 }
 
+/// f32 → the nearest e4m3 (ties to the even code), saturating at ±448: torch's
+/// `to(float8_e4m3fn)` for finite values.
+pub fn f32_to_f8e4m3(v: f32) -> u8 {
+    let sign = if v.is_sign_negative() { 0x80 } else { 0 };
+    let a = v.abs().min(448.0);
+    // codes 0x00..=0x7e are the non-negative finite values in increasing order
+    let table = &F8E4M3_TABLE[..0x7f];
+    let hi = table.partition_point(|&t| t < a).min(0x7e);
+    let code = if hi == 0 {
+        0
+    } else {
+        let (lo_d, hi_d) = (a - table[hi - 1], table[hi] - a);
+        if lo_d < hi_d || (lo_d == hi_d && (hi - 1) % 2 == 0) {
+            hi - 1
+        } else {
+            hi
+        }
+    };
+    sign | code as u8
+}
+
 /// e4m3 → f32, exactly (every e4m3 value is an f32).
 pub fn f8e4m3_to_f32(bits: u8) -> f32 {
     F8E4M3_TABLE[bits as usize]
@@ -127,6 +148,26 @@ impl Tensor {
         map[..bytes.len()].copy_from_slice(bytes);
         let map = Arc::new(map.make_read_only().expect("read-only map"));
         Tensor::new(map, 0, bytes.len(), dtype, shape)
+    }
+
+    /// The FP8 matrix the official recipe makes of `values` ([rows, cols] row-major): per 128×128
+    /// block s = amax / 448 (as f32), q = e4m3(w / s). For tests and tools; the loader reads
+    /// checkpoints that were quantised this way.
+    pub fn quantize_fp8(rows: usize, cols: usize, values: &[f32]) -> Tensor {
+        assert_eq!(values.len(), rows * cols);
+        let (br, bc) = (rows.div_ceil(FP8_BLOCK), cols.div_ceil(FP8_BLOCK));
+        let mut scales = vec![0.0f32; br * bc];
+        for (i, v) in values.iter().enumerate() {
+            let b = (i / cols) / FP8_BLOCK * bc + (i % cols) / FP8_BLOCK;
+            scales[b] = scales[b].max(v.abs());
+        }
+        scales.iter_mut().for_each(|s| *s = s.max(1e-12) / 448.0);
+        let q: Vec<u8> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| f32_to_f8e4m3(v / scales[(i / cols) / FP8_BLOCK * bc + (i % cols) / FP8_BLOCK]))
+            .collect();
+        Tensor::from_bytes(DType::F8E4M3, vec![rows, cols], &q).with_block_scales(scales)
     }
 
     /// A bf16 tensor holding `values` rounded to bf16.
@@ -215,5 +256,36 @@ impl Tensor {
         let mut out = vec![0.0; self.numel()];
         self.read_f32(0, &mut out);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn e4m3_round_trips_and_rounds_to_nearest() {
+        for code in 0..=0xffu8 {
+            let v = f8e4m3_to_f32(code);
+            if v.is_finite() && !(v == 0.0 && code == 0x80) {
+                assert_eq!(f32_to_f8e4m3(v), code, "code {code:#x} ({v})");
+            }
+        }
+        assert_eq!(f8e4m3_to_f32(f32_to_f8e4m3(1.06)), 1.0); // 1.0 and 1.125 are neighbours
+        assert_eq!(f8e4m3_to_f32(f32_to_f8e4m3(1.07)), 1.125);
+        assert_eq!(f8e4m3_to_f32(f32_to_f8e4m3(1e6)), 448.0);
+        assert_eq!(f8e4m3_to_f32(f32_to_f8e4m3(-1e6)), -448.0);
+    }
+
+    #[test]
+    fn quantize_fp8_stays_within_half_a_step() {
+        let (rows, cols) = (200, 300);
+        let values: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919 % 1000) as f32 / 500.0 - 1.0) * (1 + i % 3) as f32).collect();
+        let t = Tensor::quantize_fp8(rows, cols, &values);
+        let back = t.to_f32();
+        for (i, (a, b)) in values.iter().zip(&back).enumerate() {
+            let s = t.scales.as_ref().unwrap().at(i / cols, i % cols);
+            assert!((a - b).abs() <= a.abs() / 16.0 + 2f32.powi(-10) * s, "element {i}: {a} became {b}");
+        }
     }
 }

@@ -8,8 +8,9 @@
 //
 // Lane l owns the 16-byte pieces j·512 + 16·l (16 weights, columns j·512 + 16·l ..+16) of every
 // row: each piece lies inside one 128-column block, whose scale multiplies the piece's dot
-// (block 4·j + l/8 of the row's block row r/128). The lane keeps its 64 x values in registers
-// and the scales of the rows in flight (fetched when a row is requested).
+// (block 4·j + l/8 of the row's block row r/128; dot16_fp8 in common.cuh). The lane keeps its
+// 64 x values in registers (f16 pairs) and the scales of the rows in flight (fetched when a row
+// is requested).
 
 #define FP8_WARPS 8
 
@@ -44,7 +45,7 @@ struct Fp8Stream {
                 cp_async16(ring + d * IN + j * 512 + lane * 16, W + (size_t)r * IN + j * 512 + lane * 16, true);
             const float* sr = scales + (r / 128) * BLOCKS + (lane >> 3);
 #pragma unroll
-            for (int j = 0; j < PIECES; j++) s[j] = __ldg(sr + 4 * j);
+            for (int j = 0; j < PIECES; j++) s[j] = __ldg(sr + 4 * j) * FP8_X_UNSCALE;
         }
         cp_async_commit();
     }
@@ -58,9 +59,13 @@ struct Fp8Stream {
                                         const float* xs, float (&s)[DEPTH][PIECES], Store store,
                                         Ahead before_refill) const {
         const int lane = threadIdx.x & 31;
-        float xv[PIECES][16];
+        __half2 xv[PIECES][8];
 #pragma unroll
-        for (int j = 0; j < PIECES; j++) load16(xs + j * 512 + lane * 16, xv[j]);
+        for (int j = 0; j < PIECES; j++) {
+            float v[16];
+            load16(xs + j * 512 + lane * 16, v);
+            to_x16(v, xv[j]);
+        }
         for (int k0 = 0; first + k0 * stride < rows; k0 += DEPTH) {
 #pragma unroll
             for (int d = 0; d < DEPTH; d++) {
@@ -89,7 +94,7 @@ struct Fp8Stream {
 
 // y = W · RMSNorm(h) (h f32 [2048], w1p the norm weight 1 + w): gemv_norm_bf16 for FP8 rows.
 // Dynamic shared memory 72 KB.
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, 2)
     gemv_norm_fp8(const unsigned char* __restrict__ w, const float* __restrict__ scales, const float* __restrict__ h,
                   const float* __restrict__ w1p, float* __restrict__ y, int out_dim, float eps) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -112,9 +117,10 @@ extern "C" __global__ void __launch_bounds__(256)
 //   conv_state f32 [3, 8192] (oldest first), taps f32 [8192, 4], mixed f32 [8192] = silu(conv),
 //   y f32 [12352] gets z, b, a (its qkv part is left unwritten).
 // The 64 tail rows go to the grid's last 64 warps (they have the fewest FP8 rows), which load
-// their row into registers before pdl_wait and take its dot after their stream.
+// their row into registers before pdl_wait and take its dot before their stream.
+// (2 blocks per SM: at most 128 registers, or the SM holds half the bytes in flight.)
 #define GDN_TAIL_ROWS 64
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, 2)
     gemv_norm_conv_fp8(const unsigned char* __restrict__ w, const float* __restrict__ scales,
                        const bf16* __restrict__ tail, const float* __restrict__ h, const float* __restrict__ w1p,
                        float* __restrict__ y, int out_dim, float eps, float* __restrict__ conv_state,
@@ -151,6 +157,16 @@ extern "C" __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int d = 0; d < DEPTH; d++) fetch_window(st.first + d * st.stride, d);
     stage_rms_norm(h, w1p, eps, xs, red);
+    if (tail_row >= 0) {  // first, so that its registers are free for the stream
+        float acc = 0.f;
+#pragma unroll
+        for (int j = 0; j < HIDDEN / 256; j++) {
+            const float* x = xs + j * 256 + lane * 8;
+            acc += dot_piece(tw[j], *reinterpret_cast<const float4*>(x), *reinterpret_cast<const float4*>(x + 4));
+        }
+        acc = warp_sum(acc);
+        if (lead) y[out_dim + tail_row] = acc;
+    }
     st.run(
         w, scales, xs, s,
         [&](int r, int d, float v) {
@@ -166,16 +182,6 @@ extern "C" __global__ void __launch_bounds__(256)
             }
         },
         fetch_window);
-    if (tail_row >= 0) {
-        float acc = 0.f;
-#pragma unroll
-        for (int j = 0; j < HIDDEN / 256; j++) {
-            const float* x = xs + j * 256 + lane * 8;
-            acc += dot_piece(tw[j], *reinterpret_cast<const float4*>(x), *reinterpret_cast<const float4*>(x + 4));
-        }
-        acc = warp_sum(acc);
-        if (lead) y[out_dim + tail_row] = acc;
-    }
 }
 
 // Prefill reads bf16 weights: out (bf16 [rows, cols]) = q · s, for an FP8 matrix q (e4m3

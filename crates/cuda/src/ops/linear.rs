@@ -228,7 +228,7 @@ pub fn cast_bf16(gpu: &Gpu, src: DevPtr, dst: DevPtr, n: usize) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ops::testutil::*;
     use solo_model::Tensor;
@@ -334,6 +334,84 @@ mod tests {
                 mb / cold
             );
         }
+    }
+
+    /// The FP8 GEMVs multiply in f16 (`dot16_fp8` in common.cuh: ~5e-4 per 16-weight piece).
+    pub(crate) const FP8_TOL: f32 = 1e-3;
+
+    /// A random FP8 matrix (the official block recipe) on the CPU and on the GPU.
+    fn fp8_matrix(seed: u64, rows: usize, cols: usize) -> (Tensor, Matrix, Vec<crate::runtime::DevBuf>) {
+        let t = Tensor::quantize_fp8(rows, cols, &random(seed, rows * cols, (3.0 / cols as f32).sqrt()));
+        let mut up = crate::weights::Uploader::new(gpu());
+        let m = up.matrix(&t).unwrap();
+        assert!(m.fp8_scales.is_some());
+        (t, m, up.finish())
+    }
+
+    /// The FP8 decode GEMV (input norm folded in) against the CPU's matmul over the dequantised
+    /// weights, and the prefill's dequantisation bit for bit against the CPU's (q·s, to bf16).
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn fp8_gemv_and_dequantize_match_cpu() {
+        let gpu = gpu();
+        let h = random(4, 2048, 3.0);
+        let norm_w = random(5, 2048, 0.3);
+        let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h, &norm_w, 1e-6));
+        let hb = gpu.upload_f32(&h).unwrap();
+        let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: 2048 };
+        for rows in [9216, 384] {
+            let (w_cpu, w, _bufs) = fp8_matrix(6 + rows as u64, rows, 2048);
+            let y = gpu.upload_f32(&vec![f32::NAN; rows]).unwrap();
+            gemv_norm(gpu, hb.ptr(), &norm, 1e-6, &w, y.ptr()).unwrap();
+            let got = gpu.download_f32(y.ptr(), rows).unwrap();
+            assert_close(&format!("FP8 W·RMSNorm(h), {rows} rows"), &got, &solo_cpu::ops::matmul(&x, &w_cpu), FP8_TOL);
+
+            let out = gpu.upload(&vec![0xFFu8; rows * 2048 * 2]).unwrap();
+            dequantize(gpu, &w, out.ptr()).unwrap();
+            let got = bf16_from_bytes(&gpu.download(out.ptr(), rows * 2048 * 2).unwrap());
+            assert_eq!(got, round_bf16(&w_cpu.to_f32()), "dequantize, {rows} rows");
+        }
+    }
+
+    /// The GDN in-projection in FP8 (qkv | z e4m3, b | a bf16 in their own matrix) with the conv
+    /// folded in, against the CPU: y's z/b/a rows, the conv's output and the shifted window.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn fp8_gemv_norm_conv_matches_cpu() {
+        let gpu = gpu();
+        let (conv, rows8) = (8192, 12288);
+        let h = random(14, 2048, 3.0);
+        let norm_w = random(15, 2048, 0.3);
+        let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h, &norm_w, 1e-6));
+        let qz = Tensor::quantize_fp8(rows8, 2048, &random(16, rows8 * 2048, 0.04));
+        let ba = Tensor::from_f32_as_bf16(vec![64, 2048], &random(17, 64 * 2048, 0.04));
+        let mut up = crate::weights::Uploader::new(gpu);
+        let (w, _) = up.stacked(&[&qz]).unwrap();
+        let tail = up.matrix(&ba).unwrap();
+        let _bufs = up.finish();
+        let state: Vec<f32> = random(18, 3 * conv, 1.0);
+        let taps: Vec<f32> = random(19, 4 * conv, 0.6);
+        let (hb, sb, tb) = (gpu.upload_f32(&h).unwrap(), gpu.upload_f32(&state).unwrap(), gpu.upload_f32(&taps).unwrap());
+        let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: 2048 };
+        let y = gpu.upload_f32(&vec![f32::NAN; rows8 + 64]).unwrap();
+        let mixed = gpu.upload_f32(&vec![f32::NAN; conv]).unwrap();
+        gemv_norm_conv(gpu, hb.ptr(), &norm, 1e-6, &w, &tail, y.ptr(), sb.ptr(), tb.ptr(), mixed.ptr()).unwrap();
+
+        let mut full = solo_cpu::ops::matmul(&x, &qz);
+        full.extend(solo_cpu::ops::matmul(&x, &ba));
+        let got_y = gpu.download_f32(y.ptr(), rows8 + 64).unwrap();
+        assert_close("FP8 in-projection: z, b, a rows", &got_y[conv..], &full[conv..], FP8_TOL);
+        let (mut want_mixed, mut want_state) = (vec![0.0; conv], state.clone());
+        for r in 0..conv {
+            let (s0, s1, s2, v) = (state[r], state[conv + r], state[2 * conv + r], full[r]);
+            let c = taps[4 * r] * s0 + taps[4 * r + 1] * s1 + taps[4 * r + 2] * s2 + taps[4 * r + 3] * v;
+            want_mixed[r] = solo_cpu::ops::silu(c);
+            (want_state[r], want_state[conv + r], want_state[2 * conv + r]) = (s1, s2, v);
+        }
+        assert_close("FP8 in-projection: conv output", &gpu.download_f32(mixed.ptr(), conv).unwrap(), &want_mixed, FP8_TOL);
+        assert_close("FP8 in-projection: conv window", &gpu.download_f32(sb.ptr(), 3 * conv).unwrap(), &want_state, FP8_TOL);
     }
 
     #[test]

@@ -479,6 +479,33 @@ mod tests {
         })
     }
 
+    /// `fixture()`'s layer with its experts quantised to FP8 (the official block recipe).
+    fn fixture_fp8() -> &'static Fixture {
+        static F: OnceLock<Fixture> = OnceLock::new();
+        F.get_or_init(|| {
+            let bf = fixture();
+            let q = |t: &Tensor| Tensor::quantize_fp8(t.shape[0], t.shape[1], &t.to_f32());
+            let qe = |e: &ExpertWeights| ExpertWeights { gate: q(&e.gate), up: q(&e.up), down: q(&e.down) };
+            let mut experts: Vec<Option<ExpertWeights>> = (0..EXPERTS).map(|_| None).collect();
+            std::thread::scope(|s| {
+                for (part, src) in experts.chunks_mut(16).zip(bf.cpu.experts.chunks(16)) {
+                    s.spawn(move || part.iter_mut().zip(src).for_each(|(slot, e)| *slot = Some(qe(e))));
+                }
+            });
+            let cpu = MoeWeights {
+                router: bf.cpu.router.clone(),
+                experts: experts.into_iter().map(|e| e.unwrap()).collect(),
+                shared_expert: qe(&bf.cpu.shared_expert),
+                shared_expert_gate: bf.cpu.shared_expert_gate.clone(),
+            };
+            let mut up = Uploader::new(gpu());
+            let gpu_w = MoeGpu::upload(&mut up, &cpu).unwrap();
+            assert!(gpu_w.fp8_scales.is_some() && gpu_w.router.fp8_scales.is_none());
+            std::mem::forget(up.finish());
+            Fixture { cfg: crate::synthetic::real_config(4), cpu, gpu: gpu_w }
+        })
+    }
+
     fn input(seed: u64, t: usize) -> Vec<f32> {
         round_bf16(&random(seed, t * HIDDEN, 1.7))
     }
@@ -703,6 +730,40 @@ mod tests {
                 "launch {round}: the fused kernel and the four kernels differ in {} of {HIDDEN} bits",
                 HIDDEN - same
             );
+        }
+    }
+
+    /// The FP8 form of the decode step's MoE kernel (W_o and the experts e4m3 with block scales,
+    /// the router bf16) against the CPU over the dequantised weights, over three launches.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn moe_decode_fp8_matches_cpu() {
+        let gpu = gpu();
+        let f = fixture_fp8();
+        let w_o = Tensor::quantize_fp8(HIDDEN, MIXER_OUT, &random(23, HIDDEN * MIXER_OUT, (3.0 / MIXER_OUT as f32).sqrt()));
+        let y = round_bf16(&random(24, MIXER_OUT, 1.0));
+        let mut up = Uploader::new(gpu);
+        let w_o_gpu = up.matrix(&w_o).unwrap();
+        let _bufs = up.finish();
+        let yb = gpu.upload(&bf16_bytes(&y)).unwrap();
+        let mixer = MixerOut { w: &w_o_gpu, y: yb.ptr() };
+        let h = random(21, HIDDEN, 2.0);
+        let mut h1 = h.clone();
+        solo_cpu::ops::add_in_place(&mut h1, &solo_cpu::ops::matmul(&y, &w_o));
+        let norm_w = random(22, HIDDEN, 0.3);
+        let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
+        assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
+        let mut want = h1.clone();
+        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, &x));
+        let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
+        let scratch = Scratch::new(gpu, 1).unwrap();
+        poison_scratch(&scratch);
+        for round in 0..3 {
+            let hb = gpu.upload_f32(&h).unwrap();
+            moe_decode(gpu, MixerOut { ..mixer }, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+            let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
+            assert_close(&format!("moe_decode FP8, launch {round}"), &got, &want, crate::ops::linear::tests::FP8_TOL);
         }
     }
 

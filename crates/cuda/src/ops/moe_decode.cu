@@ -341,11 +341,15 @@ extern "C" __global__ void __maxnreg__(96)
 
 // This lane's x values for FP8 rows of HIDDEN: columns j·512 + 16·lane .. +16.
 struct LaneX8 {
-    float v[HIDDEN / 512][16];
+    __half2 v[HIDDEN / 512][8];
     __device__ __forceinline__ void load(const float* xs) {
         const int lane = threadIdx.x & 31;
 #pragma unroll
-        for (int j = 0; j < HIDDEN / 512; j++) load16(xs + j * 512 + lane * 16, v[j]);
+        for (int j = 0; j < HIDDEN / 512; j++) {
+            float f[16];
+            load16(xs + j * 512 + lane * 16, f);
+            to_x16(f, v[j]);
+        }
     }
 };
 
@@ -366,7 +370,7 @@ __device__ __forceinline__ float expert_row_dot_fp8(const unsigned char* row, co
     for (int j = 0; j < HIDDEN / 512; j++)
         acc += __ldg(scale_row + 4 * j + (lane >> 3)) *
                dot16_fp8(*reinterpret_cast<const uint4*>(row + j * 512 + lane * 16), x.v[j]);
-    return warp_sum(acc);
+    return warp_sum(acc) * FP8_X_UNSCALE;
 }
 
 __device__ __forceinline__ const unsigned char* gate_row_fp8(const unsigned char* gate_up, int expert, int i) {
@@ -434,9 +438,11 @@ extern "C" __global__ void __maxnreg__(96)
                 float yv[16];
                 unpack8(ys[j * 64 + 2 * lane], yv);
                 unpack8(ys[j * 64 + 2 * lane + 1], yv + 8);
-                acc += wo_s[j] * dot16_fp8(*reinterpret_cast<const uint4*>(ring + j * 512 + lane * 16), yv);
+                __half2 yh[8];
+                to_x16(yv, yh);
+                acc += wo_s[j] * dot16_fp8(*reinterpret_cast<const uint4*>(ring + j * 512 + lane * 16), yh);
             }
-            hc = old + warp_sum(acc);
+            hc = old + warp_sum(acc) * FP8_X_UNSCALE;
             if (lane == 0) h[c] = hc;
         }
     }
@@ -538,9 +544,11 @@ extern "C" __global__ void __maxnreg__(96)
             const unsigned char* w = slot < TOP_K ? ring + slot * EXPERT_DIM : shared_down;
             float a[16];
             load16(&s.act[slot][lane * 16], a);
-            acc += s.weights[slot] * (down_s[slot] * dot16_fp8(*reinterpret_cast<const uint4*>(w + lane * 16), a));
+            __half2 ah[8];
+            to_x16(a, ah);
+            acc += s.weights[slot] * (down_s[slot] * dot16_fp8(*reinterpret_cast<const uint4*>(w + lane * 16), ah));
         }
-        acc = warp_sum(acc);
+        acc = warp_sum(acc) * FP8_X_UNSCALE;
         if (lane == 0) h[c] = hc + acc;
     }
 }
