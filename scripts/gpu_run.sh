@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a session runs on the GPU machine, in one call (it keeps nothing between calls):
+# What the GPU machine runs, in one call (it keeps nothing between calls):
 #   scripts/gpu_run.sh [tests] [parity] [bench CONTEXTS ROUNDS]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
