@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# What a session runs on the GPU machine, in one call (it keeps nothing between calls):
+# What the GPU machine runs, in one call (it keeps nothing between calls):
 #   scripts/gpu_run.sh [tests] [parity] [bench CONTEXTS ROUNDS]
-# (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; SOLO_PDL=1 turns
-# programmatic dependent launch on)
+# (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
 #   gpu-bin/solo             (cargo build --release -p solo)
 #   gpu-bin/solo_cuda_tests  (the solo-cuda unit-test binary: cargo test --release -p solo-cuda --no-run)

@@ -55,17 +55,12 @@ pub struct Gpu {
     pub name: String,
     /// Streaming multiprocessors (the streaming decode GEMVs run two blocks on each).
     pub sms: u32,
-    /// Launch kernels with programmatic dependent launch (PDL): a kernel may be scheduled while
-    /// the one before it drains, and waits for it with `griddepcontrol.wait` (`pdl_wait()` in
-    /// common.cuh) before it reads anything that kernel wrote. Off by default — on the H200 the
-    /// decode step measured 1–15 % slower with it for every kernel (bench/NOTES.md);
-    /// `SOLO_PDL=1` turns it on. Three kernels always use it (`launch_early`): the GDN step,
-    /// the decode attention and the decode step's MoE kernel.
-    pub pdl: bool,
-    /// Kernels launched with PDL even without `SOLO_PDL=1` (`SOLO_PDL_KERNELS=name,name`: for
-    /// measuring which kernel boundaries gain from it).
-    pdl_kernels: Vec<String>,
-    /// The kernels launched with PDL so far (for `solo bench`'s header).
+    /// The kernels launched with programmatic dependent launch (PDL, `launch_early`) so far, for
+    /// `solo bench`'s header. With PDL a kernel may be scheduled while the one before it drains,
+    /// and waits for it with `griddepcontrol.wait` (`pdl_wait()` in common.cuh) before it reads
+    /// anything that kernel wrote. Three kernels use it: the GDN step, the decode attention and
+    /// the decode step's MoE kernel; for every other kernel the H200's decode step measured
+    /// 1–15 % slower with it (bench/RESULTS.md).
     pdl_launched: std::sync::Mutex<std::collections::BTreeSet<&'static str>>,
     /// While `Some`, every launch records a CUDA event after itself, tagged with the kernel's
     /// name (`profile::profile_launches`).
@@ -113,9 +108,6 @@ impl Gpu {
             }
         }
         let blas = CudaBlas::new(stream.clone()).map_err(|e| anyhow!("cannot start cuBLAS: {e:?}"))?;
-        let pdl = std::env::var("SOLO_PDL").is_ok_and(|v| v == "1");
-        let pdl_kernels =
-            std::env::var("SOLO_PDL_KERNELS").map(|v| v.split(',').map(str::to_string).collect()).unwrap_or_default();
         let sms = ctx
             .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(|e| anyhow!("{e:?}"))? as u32;
@@ -127,8 +119,6 @@ impl Gpu {
             blas,
             name,
             sms,
-            pdl,
-            pdl_kernels,
             pdl_launched: Default::default(),
             recorder: Default::default(),
         })
@@ -197,13 +187,12 @@ impl Gpu {
         self.stream.synchronize().map_err(|e| anyhow!("CUDA error: {e:?}"))
     }
 
-    /// Launches kernel `name` on the model's stream (with PDL when `self.pdl` or `name` is one of `pdl_kernels`).
+    /// Launches kernel `name` on the model's stream (without PDL).
     pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, shared_bytes: u32, args: &[Arg]) -> Result<()> {
-        let pdl = self.pdl || self.pdl_kernels.iter().any(|k| k == name);
-        self.launch_with(name, grid, block, shared_bytes, args, pdl)
+        self.launch_with(name, grid, block, shared_bytes, args, false)
     }
 
-    /// `launch` with PDL whatever `SOLO_PDL` says: for a kernel whose blocks request what the
+    /// `launch` with PDL: for a kernel whose blocks request what the
     /// kernel before does not write (weights, state, old cache rows) before `pdl_wait()` and fit
     /// beside that kernel (`moe_decode_block`, `gdn_decode_step`, `attn_decode`).
     pub fn launch_early(

@@ -114,7 +114,7 @@ __device__ __forceinline__ void gemv_x(const bf16* __restrict__ w, const bf16* _
 
 // in 4096 (out_proj, o_proj: 2048 rows, ~2 per warp of a streaming grid) runs faster as plain
 // tiles: GemvTile<4096>, 8 rows per block, every block's weights requested at once
-// (11.1 against 11.5 µs, H200, bench/NOTES.md v2.9). Grid ceil(out / 8) blocks; dynamic shared memory 16 KB.
+// (11.1 against 11.5 µs, H200, bench/RESULTS.md). Grid ceil(out / 8) blocks; dynamic shared memory 16 KB.
 __device__ __forceinline__ void gemv_tiles_4096(const bf16* __restrict__ w, const bf16* __restrict__ x,
                                                 float* __restrict__ y, int out_dim, bool accumulate) {
     extern __shared__ __align__(16) float xs[];

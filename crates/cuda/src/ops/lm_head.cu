@@ -55,7 +55,7 @@
 
 // The copy engine (cp.async.bulk, completing on an mbarrier): the screen's rows arrive through
 // it, one request per 4 KB (a step 0.4 % faster than with 16-byte cp.async from every lane,
-// bench/NOTES.md session 10).
+// bench/RESULTS.md).
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 __device__ __forceinline__ void mbar_init(unsigned long long* bar) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");

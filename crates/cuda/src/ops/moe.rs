@@ -169,9 +169,8 @@ pub struct MixerOut<'a> {
 /// h += mixer.w · mixer.y, then h += MoE(RMSNorm(h; norm)), in one persistent kernel
 /// (`moe_decode_block`) launched with PDL, so that its weight requests overlap the kernel before.
 /// Fixed launch shapes, no host sync (graph-capturable). Scratch buffers 0 and 1, and the
-/// scratch's grid barrier. `SOLO_MOE_FUSED=0` runs the four-kernel form instead
-/// (`moe_decode_kernels`; the same bits; also on GPUs with fewer than 129 SMs); `SOLO_MOE_PDL=0`
-/// launches the fused kernel without PDL.
+/// scratch's grid barrier. On GPUs with fewer than 129 SMs it runs the four-kernel form
+/// (`moe_decode_kernels`; the same bits).
 pub fn moe_decode(
     gpu: &Gpu,
     mixer: MixerOut,
@@ -185,10 +184,26 @@ pub fn moe_decode(
         return moe_decode_fp8(gpu, mixer, w, scales, h, norm, eps, scratch);
     }
     // the fused kernel wants a block per router row (2 per SM): ≥ 129 SMs (H100 SXM, H200)
-    if 2 * gpu.sms < ROUTER_ROWS as u32 || std::env::var("SOLO_MOE_FUSED").is_ok_and(|v| v == "0") {
+    if 2 * gpu.sms < ROUTER_ROWS as u32 {
         return moe_decode_kernels(gpu, mixer, w, h, norm, eps, scratch);
     }
-    moe_decode_stamped(gpu, mixer, w, h, norm, eps, scratch, 0)
+    check_decode_shapes(&mixer, w, norm)?;
+    let l = Layout::new(scratch, 1)?;
+    let args = [
+        Arg::Ptr(mixer.w.ptr),
+        Arg::Ptr(mixer.y),
+        Arg::Ptr(w.router.ptr),
+        Arg::Ptr(w.gate_up),
+        Arg::Ptr(w.down),
+        Arg::Ptr(h),
+        Arg::Ptr(norm.ptr),
+        Arg::F32(eps),
+        Arg::Ptr(l.logits),
+        Arg::Ptr(l.act),
+        Arg::Ptr(scratch.grid_barrier()),
+    ];
+    // 2 blocks on every SM, all resident: the phases meet at grid barriers
+    gpu.launch_early("moe_decode_block", (2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32, &args)
 }
 
 /// `moe_decode` for FP8 weights (the mixer's output projection and the experts e4m3 with block
@@ -232,43 +247,6 @@ fn moe_decode_fp8(
             Arg::Ptr(scratch.grid_barrier()),
         ],
     )
-}
-
-/// `moe_decode_block`; with `stamps` (not 0), block 0 writes its clock at each phase mark there (i64 [12]).
-#[allow(clippy::too_many_arguments)]
-fn moe_decode_stamped(
-    gpu: &Gpu,
-    mixer: MixerOut,
-    w: &MoeGpu,
-    h: DevPtr,
-    norm: &Vector,
-    eps: f32,
-    scratch: &Scratch,
-    stamps: DevPtr,
-) -> Result<()> {
-    check_decode_shapes(&mixer, w, norm)?;
-    let l = Layout::new(scratch, 1)?;
-    let args = [
-        Arg::Ptr(mixer.w.ptr),
-        Arg::Ptr(mixer.y),
-        Arg::Ptr(w.router.ptr),
-        Arg::Ptr(w.gate_up),
-        Arg::Ptr(w.down),
-        Arg::Ptr(h),
-        Arg::Ptr(norm.ptr),
-        Arg::F32(eps),
-        Arg::Ptr(l.logits),
-        Arg::Ptr(l.act),
-        Arg::Ptr(scratch.grid_barrier()),
-        Arg::Ptr(stamps),
-    ];
-    // 2 blocks on every SM, all resident: the phases meet at grid barriers
-    let (name, grid) = ("moe_decode_block", (2 * gpu.sms, 1, 1));
-    if std::env::var("SOLO_MOE_PDL").is_ok_and(|v| v == "0") {
-        gpu.launch(name, grid, 256, MOE_DECODE_SHARED as u32, &args)
-    } else {
-        gpu.launch_early(name, grid, 256, MOE_DECODE_SHARED as u32, &args)
-    }
 }
 
 /// `moe_decode` as four kernels: the output projection (`gemv_bf16`, accumulating into h),
@@ -764,51 +742,6 @@ mod tests {
             moe_decode(gpu, MixerOut { ..mixer }, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
             let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
             assert_close(&format!("moe_decode FP8, launch {round}"), &got, &want, crate::ops::linear::tests::FP8_TOL);
-        }
-    }
-
-    /// Where moe_decode_block's time goes: block 0's clock at its phase marks. Prints only.
-    #[test]
-    #[ignore = "needs an NVIDIA GPU"]
-    fn moe_decode_phases() {
-        let gpu = gpu();
-        let f = fixture();
-        let mixer = MixerFixture::new();
-        let h = gpu.upload_f32(&random(21, HIDDEN, 2.0)).unwrap();
-        let nb = gpu.upload_f32(&vec![1.0; HIDDEN]).unwrap();
-        let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
-        let scratch = Scratch::new(gpu, 1).unwrap();
-        let stamps = gpu.alloc(16 * 8).unwrap();
-        let names = [
-            "issue",
-            "out_proj",
-            "barrier 0",
-            "norm",
-            "router dot",
-            "barrier 1 (shared pairs)",
-            "routing",
-            "gate/up",
-            "barrier 2",
-            "act staged",
-            "down",
-        ];
-        for round in 0..4 {
-            // a cold L2 between rounds: stream 200 MB through it
-            let junk = gpu.alloc(200 << 20).unwrap();
-            gpu.zero(junk.ptr(), 200 << 20).unwrap();
-            moe_decode_stamped(gpu, mixer.out(), &f.gpu, h.ptr(), &norm, 1e-6, &scratch, stamps.ptr()).unwrap();
-            let b = gpu.download(stamps.ptr(), 12 * 8).unwrap();
-            let t: Vec<i64> = b.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
-            let line: Vec<String> = names
-                .iter()
-                .enumerate()
-                .map(|(i, n)| format!("{n} {:.2}", (t[i + 1] - t[i]) as f64 / 1980.0))
-                .collect();
-            eprintln!(
-                "round {round} (µs at 1.98 GHz): {} | total {:.2}",
-                line.join(", "),
-                (t[11] - t[0]) as f64 / 1980.0
-            );
         }
     }
 

@@ -33,8 +33,7 @@
 // [257, 2048]; gate_up bf16 [257, 1024, 2048]; down bf16 [257, 2048, 512]; h f32 [2048] (read,
 // then added to); w1p f32 [2048] (the post-attention norm, 1 + w); logits f32 [257], act f32
 // [9, 512] (scratch, written); arrivals u64 (grid_barrier's count, a multiple of the grid between
-// launches); stamps: null, or i64 [12] where block 0 notes its clock at each phase mark (the
-// moe_decode_phases test).
+// launches).
 
 #define MOE_WARPS 8
 #define PAIRS (EXPERT_DIM)             // (gate, up) row pairs per expert
@@ -140,9 +139,7 @@ extern "C" __global__ void __maxnreg__(96)
     moe_decode_block(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
                      const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
                      const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-                     unsigned long long* __restrict__ arrivals, long long* __restrict__ stamps) {
-#define STAMP(i) if (stamps && blockIdx.x == 0 && threadIdx.x == 0) stamps[i] = clock64();
-    STAMP(0)
+                     unsigned long long* __restrict__ arrivals) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     MoeDecodeShared& s = *reinterpret_cast<MoeDecodeShared*>(smem_raw);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -178,7 +175,6 @@ extern "C" __global__ void __maxnreg__(96)
     unsigned long long base;
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(base) : "l"(arrivals) : "memory");
     base -= base % G;
-    STAMP(1)
     // y → shared memory (bf16, in xs's 8 KB), then h[c] += W_o[c] · y: each lane its 16 pieces
     // j·256 + 8·lane in order with dot_piece, then the warp (GemvTile<4096>::dot's order). hc
     // keeps h[c] for phase 3 (only this warp writes it).
@@ -212,19 +208,15 @@ extern "C" __global__ void __maxnreg__(96)
         request_row(ring, gate_row(gate_up, SHARED_EXPERT, gw));
         request_row(ring1, gate_row(gate_up, SHARED_EXPERT, gw) + (size_t)EXPERT_DIM * HIDDEN);
     }
-    STAMP(2)
     grid_barrier(arrivals, base + G);
-    STAMP(3)
 
     // ---- 1. router logits; the shared expert's (gate, up) pair while the barrier completes.
     stage_rms_norm(h, w1p, eps, s.xs, s.red);  // h from L2 (other blocks wrote it)
-    STAMP(4)
     if (warp == 0 && blockIdx.x < ROUTER_ROWS) {
         cp_async_wait_pending(shared_first ? 2 : 0);  // the router row (and the shared down row)
         const float v = router_row_dot(router_row, s.xs);
         if (lane == 0) logits[blockIdx.x] = v;
     }
-    STAMP(5)
     grid_arrive(arrivals);
     // The (gate, up) pairs are numbered shared expert first: pair p < 512 is the shared expert's
     // row pair p, pair 512 + q the routed one q = slot·512 + i; warp gw takes pairs gw, gw + W, ...
@@ -238,12 +230,10 @@ extern "C" __global__ void __maxnreg__(96)
         if (lane == 0) act[TOP_K * EXPERT_DIM + gw] = silu(g) * u;
     }
     grid_wait(arrivals, base + 2 * G);
-    STAMP(6)
 
     // ---- 2. the routed experts' gate/up
     if (warp == 0) route_token(logits, s.ids, s.weights, nullptr);
     __syncthreads();
-    STAMP(7)
     {
         auto row = [&](int k) {
             const int p = gw + (k >> 1) * W - PAIRS;  // k past the shared pair: a routed pair
@@ -281,9 +271,7 @@ extern "C" __global__ void __maxnreg__(96)
         }
     }
     cp_async_commit();
-    STAMP(8)
     grid_barrier(arrivals, base + 3 * G);
-    STAMP(9)
 
     // ---- 3. down, weighted over the slots, added to h
     pdl_trigger();
@@ -302,7 +290,6 @@ extern "C" __global__ void __maxnreg__(96)
         }
     }
     __syncthreads();
-    STAMP(10)
     if (c < HIDDEN) {
         cp_async_wait<0>();
         float sum = 0.f;
@@ -326,7 +313,6 @@ extern "C" __global__ void __maxnreg__(96)
         }
         if (lane == 0) h[c] = hc + sum;
     }
-    STAMP(11)
 }
 
 // ---------------------------------------------------------------------------------------------
