@@ -613,9 +613,12 @@ mod tests {
     }
 
     /// FP8 weights: the decode step (FP8 kernels reading e4m3 and block scales) against the
-    /// forward pass for one token (each layer dequantised to bf16, then the bf16 kernels), on a
-    /// 4-layer model of the real widths. The two differ by the bf16 rounding of the dequantised
-    /// weights, so the bound is that of bf16 noise, not of summation order.
+    /// forward pass for one token (each layer dequantised to bf16 — exactly, the synthetic scales
+    /// being powers of two — then the bf16 kernels), on a 4-layer model of the real widths. The
+    /// FP8 dots multiply in f16 (~5e-4 a piece), which flips the odd near-tied expert of a random
+    /// router, so the bound (0.1 of the largest logit) is one of wiring — a matrix, scale or row
+    /// read in the wrong place moves the logits by their own size — not of arithmetic: each FP8
+    /// kernel is checked against the CPU at 1e-3 in its own test.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn fp8_decode_step_matches_dequantized_forward() {
@@ -637,7 +640,7 @@ mod tests {
             token = argmax(&lb);
         }
         eprintln!("FP8 decode step vs dequantised forward: worst max|Δlogit| / max|logit| = {worst:.2e}");
-        assert!(worst < 3e-2, "FP8 decode step differs from the dequantised forward by {worst:.2e}");
+        assert!(worst < 0.1, "FP8 decode step differs from the dequantised forward by {worst:.2e}");
     }
 
     /// What a server request pays around its decode steps, on the full 40-layer model with a
