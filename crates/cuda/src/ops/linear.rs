@@ -38,6 +38,10 @@ fn gemv_shared_bytes(cols: usize) -> u32 {
     (8 * (4096 / cols) * cols * 2 + cols * 4) as u32
 }
 
+/// Dynamic shared memory of the FP8 GEMVs (`Fp8Smem` in gemv_fp8.cu): 8 warps' 2-tile rings
+/// (16 rows × 256 bytes), x as f32 and as two e4m3 parts, 16 group scales, 8 × 16 partial sums.
+const FP8_GEMV_SHARED: u32 = (8 * 2 * 16 * 256 + 2048 * 4 + 2 * 2048 + 16 * 4 + 8 * 16 * 4) as u32;
+
 /// Blocks of the streaming GEMVs: two per SM.
 fn gemv_blocks(gpu: &Gpu) -> (u32, u32, u32) {
     (2 * gpu.sms, 1, 1)
@@ -83,7 +87,7 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
             "gemv_norm_fp8",
             gemv_blocks(gpu),
             256,
-            gemv_shared_bytes(w.cols),
+            FP8_GEMV_SHARED,
             &[
                 Arg::Ptr(w.ptr),
                 Arg::Ptr(scales),
@@ -134,7 +138,7 @@ pub fn gemv_norm_conv(
             "gemv_norm_conv_fp8",
             gemv_blocks(gpu),
             256,
-            gemv_shared_bytes(w.cols),
+            FP8_GEMV_SHARED,
             &[
                 Arg::Ptr(w.ptr),
                 Arg::Ptr(scales),
