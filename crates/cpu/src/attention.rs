@@ -1,5 +1,13 @@
-//! Gated full attention (model-spec §3.2): per-head q/gate split, q/k RMSNorm, partial RoPE,
-//! causal GQA softmax attention over the KV cache, sigmoid output gate.
+//! Gated full attention, per token x (normalised):
+//!
+//! ```text
+//! [q_h | gate_h] = (W_q x)_h          each query head's 2d rows: its query, then its gate
+//! k_j = W_k x, v_j = W_v x            kv head j serves query heads j·Hq/Hkv .. (j+1)·Hq/Hkv − 1
+//! q_h, k_j ← RMSN(·; q_norm / k_norm) over the head's d dims, then RoPE on their first R dims
+//! o_h = Σ_{p ≤ t} softmax_p(q_h · k_p / √d) v_p        causal, over the cache and the new tokens
+//! out = W_o (o ∘ σ(gate))
+//! ```
+//! RoPE is NeoX-style: dims i and i + R/2 rotate together by position · θ^(−2i/R).
 //!
 //! Notation: Hq/Hkv query/kv heads, d = head_dim, R = rotary dims, T new tokens, P cached tokens.
 
@@ -28,7 +36,7 @@ pub fn attention_forward(
     let (hq, hkv, d) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim);
     let eps = cfg.rms_norm_eps;
 
-    // q_proj rows are per head [d query | d gate] (pitfall 1), so split each 2d-wide head.
+    // q_proj rows are per head [d query | d gate] (not all queries then all gates), so split each 2d-wide head.
     let qg = matmul(x, &w.q_proj); // [T, Hq, 2d]
     let t_len = qg.len() / (hq * 2 * d);
     let mut q = Vec::with_capacity(t_len * hq * d); // [T, Hq, d]

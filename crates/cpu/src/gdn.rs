@@ -1,7 +1,16 @@
-//! Gated DeltaNet mixer (model-spec §3.1): causal conv, gates, delta rule, gated RMSNorm.
+//! Gated DeltaNet mixer, per token x (normalised):
+//!
+//! ```text
+//! [q | k | v] = silu(causal depthwise conv over time (kernel K) of W_qkv x)
+//! z = W_z x,  β = σ(W_b x),  g = −exp(A_log) · softplus(W_a x + dt_bias)      per value head
+//! q ← q / ‖q‖ / √dk,  k ← k / ‖k‖                                             per key head
+//! S ← e^g S;  S ← S + k ⊗ β (v − Sᵀk);  o = Sᵀ q                              the delta rule
+//! out = W_out (RMSNorm(o) · w ∘ silu(z))          gated norm, per value head, plain w
+//! ```
 //!
 //! Notation: Hk/Hv key/value heads, dk/dv their head dims, K the conv kernel, T tokens.
-//! Value head j reads key head j / (Hv/Hk) (pitfall 2: interleaved, not tiled).
+//! Value head j reads key head j / (Hv/Hk): consecutive value heads share a key head
+//! (interleaved, not tiled).
 
 use crate::ops::{inv_rms, matmul, sigmoid, silu, softplus};
 use rayon::prelude::*;
@@ -153,7 +162,8 @@ pub struct HeadInputs<'a> {
     pub dv: usize,
 }
 
-/// The delta rule token by token (model-spec §3.1.7). `s`: [dk, dv], updated. Returns o: [T, dv].
+/// The delta rule token by token: S ← e^g S, then S += k ⊗ β (v − Sᵀk), o = Sᵀq. `s`: [dk, dv],
+/// updated. Returns o: [T, dv].
 pub fn delta_rule_recurrent(x: &HeadInputs, s: &mut [f32]) -> Vec<f32> {
     let (dk, dv) = (x.dk, x.dv);
     let t_len = x.g.len();
@@ -182,7 +192,8 @@ pub fn delta_rule_recurrent(x: &HeadInputs, s: &mut [f32]) -> Vec<f32> {
     out
 }
 
-/// The delta rule in chunks (model-spec §3.1.8; the WY/UT form). Same contract as the recurrent one.
+/// The delta rule in chunks (the WY/UT form: the same S and o, summed in another order). Same
+/// contract as the recurrent one.
 ///
 /// Within a chunk, γ is the cumulative log decay and D_ij = exp(γ_i − γ_j) for j ≤ i:
 ///   A = strict_lower(diag(β) K Kᵀ ∘ D),  U = (I + A)⁻¹ (β ∘ V),  W = (I + A)⁻¹ (β e^γ ∘ K)

@@ -1,4 +1,5 @@
-//! The whole forward pass (model-spec §3), top to bottom:
+//! The whole forward pass, top to bottom (RMSN(h; w) = h / √(mean(h²) + eps) · (1 + w), the
+//! zero-centred RMSNorm every norm here uses; only the GDN's gated norm multiplies by w itself):
 //!
 //! ```text
 //! h = embed[ids]

@@ -1,5 +1,11 @@
-//! Mixture-of-experts block (model-spec §3.3): softmax router, top-k, renormalise, SwiGLU experts,
-//! plus the shared expert scaled by a per-token sigmoid gate.
+//! Mixture-of-experts block, for a normalised token x:
+//!
+//! ```text
+//! p = softmax(W_router x)                       over the E routed experts
+//! S = the k experts with the largest p;  w_e = p_e / Σ_{e' ∈ S} p_e'     (renormalised)
+//! expert_e(x) = W_down,e (silu(W_gate,e x) ∘ W_up,e x)                    (SwiGLU)
+//! MoE(x) = Σ_{e ∈ S} w_e expert_e(x) + σ(w_shared_gate · x) shared(x)    shared: a SwiGLU too
+//! ```
 
 use crate::ops::{matmul, sigmoid, silu, softmax};
 use solo_model::weights::{ExpertWeights, MoeWeights};

@@ -15,7 +15,7 @@ typedef long long int64_t;
 #define INFINITY __int_as_float(0x7f800000)
 #endif
 
-// The real model's widths (model-spec §1). Kernels may rely on them; the CUDA backend refuses
+// The real model's widths (Qwen3.6-35B-A3B's config.json). Kernels may rely on them; the CUDA backend refuses
 // checkpoints with other widths.
 #define HIDDEN 2048
 #define VOCAB 248320

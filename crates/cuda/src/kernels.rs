@@ -55,6 +55,7 @@ mod tests {
     #[test]
     fn kernels_compile_with_nvrtc() {
         assert!(
+// SAFETY: only probes whether the shared library can be opened.
             unsafe { cudarc::nvrtc::sys::is_culib_present() },
             "libnvrtc not found: run .ci/run, or `pip install nvidia-cuda-nvrtc==13.0.* nvidia-cuda-runtime==13.0.*` \
              and set LD_LIBRARY_PATH=<site-packages>/nvidia/cu13/lib SOLO_CUDA_INCLUDE=<site-packages>/nvidia/cu13/include"

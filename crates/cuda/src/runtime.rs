@@ -75,9 +75,11 @@ impl Gpu {
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             bail!("no CUDA driver library (libcuda.so): --backend cuda needs an NVIDIA GPU and its driver");
         }
+        // SAFETY: as above, for NVRTC.
         if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
             bail!("no NVRTC library (libnvrtc.so, CUDA 13): install the CUDA toolkit or `pip install nvidia-cuda-nvrtc==13.0.*` and put its lib/ on LD_LIBRARY_PATH");
         }
+        // SAFETY: as above, for cuBLAS.
         if !unsafe { cudarc::cublas::sys::is_culib_present() } {
             bail!("no cuBLAS library (libcublas.so, CUDA 13): install the CUDA toolkit");
         }
@@ -87,6 +89,8 @@ impl Gpu {
         }
         let ctx = CudaContext::new(0).map_err(|e| anyhow!("cannot open GPU 0: {e:?}"))?;
         // One stream, strictly ordered: no per-buffer events (they would also break graph capture).
+        // SAFETY: called before any buffer or stream exists, so no event is pending; every later
+        // use is on the one stream, which orders it.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(|e| anyhow!("cannot create a CUDA stream: {e:?}"))?;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
@@ -150,6 +154,8 @@ impl Gpu {
 
     /// Copies host bytes to `ptr` on the model's stream and waits for the copy.
     pub fn write(&self, ptr: DevPtr, data: &[u8]) -> Result<()> {
+        // SAFETY: `data` is borrowed until `sync()` below has waited for the copy; `ptr` is the
+        // caller's device allocation of at least `data.len()` bytes.
         unsafe { cudarc::driver::result::memcpy_htod_async(ptr, data, self.stream.cu_stream()) }
             .map_err(|e| anyhow!("upload: {e:?}"))?;
         self.sync()
@@ -159,6 +165,8 @@ impl Gpu {
     pub fn download(&self, ptr: DevPtr, bytes: usize) -> Result<Vec<u8>> {
         let mut host = vec![0u8; bytes];
         self.sync()?;
+        // SAFETY: `host` holds `bytes` bytes; the copy is synchronous; `ptr` is the caller's device
+        // allocation of at least `bytes` bytes.
         unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, ptr) }.map_err(|e| anyhow!("download: {e:?}"))?;
         Ok(host)
     }
@@ -173,12 +181,17 @@ impl Gpu {
 
     /// Device-to-device copy on the model's stream.
     pub fn copy(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<()> {
+        // SAFETY: device memory only, ordered on the model's stream; `dst` and `src` are the caller's
+        // allocations of at least `bytes` bytes, which outlive the stream's work (buffers are freed
+        // on the same stream).
         unsafe { cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }
             .map_err(|e| anyhow!("device copy: {e:?}"))
     }
 
     /// Sets `bytes` bytes at `ptr` to zero on the model's stream.
     pub fn zero(&self, ptr: DevPtr, bytes: usize) -> Result<()> {
+        // SAFETY: device memory only, ordered on the model's stream; `ptr` is the caller's
+        // allocation of at least `bytes` bytes.
         unsafe { cudarc::driver::result::memset_d8_async(ptr, 0, bytes, self.stream.cu_stream()) }
             .map_err(|e| anyhow!("memset: {e:?}"))
     }
@@ -244,6 +257,7 @@ impl Gpu {
         let mut pdl = sys::CUlaunchAttribute {
             id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
             pad: [0; 4],
+            // SAFETY: the value is a C union of plain integers, for which all-zero bytes are valid.
             value: unsafe { std::mem::zeroed() },
         };
         pdl.value.programmaticStreamSerializationAllowed = 1;

@@ -8,16 +8,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 struct Counting;
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
 
+// SAFETY: every method forwards to the system allocator with the caller's arguments, so it
+// keeps GlobalAlloc's contract; the counter is a relaxed atomic that allocates nothing.
 unsafe impl std::alloc::GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's `layout`, as GlobalAlloc::alloc requires.
         unsafe { std::alloc::System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` came from this allocator (so from System) with `layout`.
         unsafe { std::alloc::System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `ptr` came from this allocator (so from System) with `layout`; `size` is the caller's.
         unsafe { std::alloc::System.realloc(ptr, layout, size) }
     }
 }

@@ -2,8 +2,8 @@
 //!
 //! The release nests the text model under `text_config` (model_type `qwen3_5_moe`); a plain text
 //! config (model_type `qwen3_5_moe_text`) is accepted too. Values come from the file, never from
-//! class defaults (model-spec §1, pitfall 13): only keys the release itself omits get defaults, and
-//! those follow Hugging Face's rules.
+//! class defaults (transformers' defaults differ from the release in places): only keys the release
+//! itself omits get defaults, and those follow Hugging Face's rules.
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;

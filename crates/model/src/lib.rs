@@ -4,6 +4,7 @@ pub mod backend;
 pub mod checkpoint;
 pub mod config;
 pub mod sampler;
+pub mod sampling;
 pub mod tensor;
 pub mod weights;
 

@@ -1,6 +1,7 @@
 //! Picks the next token from a row of logits: greedy at temperature 0, otherwise temperature,
 //! top-k and top-p (nucleus) sampling with a seeded generator; plus the logit adjustments and
-//! log-probabilities the server offers (penalties, min-p, logprobs).
+//! log-probabilities the server offers (penalties, min-p, logprobs). Which side picks, and the
+//! order of the draw both sides follow: `crate::sampling`.
 
 #[derive(Clone, Debug)]
 pub struct SamplerConfig {

@@ -1,6 +1,6 @@
 //! The model's weights by role, taken from a checkpoint and shape-checked against its config.
 //!
-//! Tensor names are the release's (model-spec §2): `model.language_model.` prefix (or `model.` for
+//! Tensor names are the release's: `model.language_model.` prefix (or `model.` for
 //! a text-only save), `lm_head.weight` without prefix. Experts may be fused
 //! (`experts.gate_up_proj [E, 2I, H]`, `experts.down_proj [E, H, I]`) or stored per expert; both
 //! become per-expert views here. Vision-tower and `mtp.*` tensors are skipped; any other tensor the

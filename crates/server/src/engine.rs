@@ -10,6 +10,7 @@ use crate::generate;
 use crate::metrics::Metrics;
 use crate::prefix_cache::PrefixCache;
 use anyhow::Result;
+use solo_model::sampling::Extras;
 use solo_model::{Backend, ModelConfig};
 use solo_text::Tokenizer;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -35,10 +36,16 @@ pub struct Sampling {
 }
 
 impl Sampling {
-    /// Only temperature, top-k and top-p: what a backend can sample without the host
-    /// (`Backend::decode_and_pick`).
-    pub fn is_plain(&self) -> bool {
-        self.min_p <= 0.0 && self.presence_penalty == 0.0 && self.frequency_penalty == 0.0 && self.logit_bias.is_empty()
+    /// What this asks for beyond temperature, top-k and top-p (`solo_model::sampling::is_plain`
+    /// decides with the job's logprobs and forced tokens).
+    pub fn extras(&self) -> Extras {
+        Extras {
+            min_p: self.min_p,
+            presence_penalty: self.presence_penalty,
+            frequency_penalty: self.frequency_penalty,
+            logit_bias: !self.logit_bias.is_empty(),
+            ..Extras::default()
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use crate::prefix_cache::PrefixCache;
 use crate::stop::StopMatcher;
 use anyhow::Result;
 use solo_model::sampler::{self, Sampler, SamplerConfig};
+use solo_model::sampling::{self, Extras};
 use solo_model::{Backend, Logits};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering::Relaxed;
@@ -71,7 +72,9 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
     // With only temperature, top-k and top-p to apply (and no tokens to force), the backend picks
     // each next token itself where it can (`decode_and_pick`: the logits stay on the GPU); the
     // token it picked waits in `picked`, and `logits` is stale (until `picked_logits`).
-    let plain = job.forced.is_none() && job.logprobs.is_none() && job.sampling.is_plain();
+    let extras =
+        Extras { logprobs: job.logprobs.is_some(), forced_tokens: job.forced.is_some(), ..job.sampling.extras() };
+    let plain = sampling::is_plain(&extras);
     let mut picked: Option<u32> = None;
     let mut logits_stale = false;
 

@@ -1,5 +1,5 @@
 //! Tool-call arguments: the model writes each parameter as raw text between
-//! `<parameter=NAME>` and `</parameter>` (model-spec §4); OpenAI clients want a JSON object. The
+//! `<parameter=NAME>` and `</parameter>` (inside `<tool_call><function=NAME>`); OpenAI clients want a JSON object. The
 //! text becomes a JSON value by the type the request's tool schema gives the parameter, as
 //! vLLM's `qwen3_coder` parser does: strings stay strings, numbers and booleans are parsed,
 //! objects and arrays are read as JSON; anything that does not parse stays a string.

@@ -64,7 +64,8 @@ struct Row {
     host_sampled_decode_tok_s: Option<f64>,
 }
 
-/// The sampling the server's step is timed with: the checkpoint's defaults (model-spec).
+/// The sampling the server's step is timed with: the checkpoint's defaults
+/// (its generation_config.json).
 const SERVER_SAMPLING: SamplerConfig = SamplerConfig { temperature: 1.0, top_k: 20, top_p: 0.95, seed: 1 };
 
 pub fn bench(args: BenchArgs) -> Result<()> {

@@ -3,7 +3,7 @@
 //! The checkpoint spreads this over two files: `generation_config.json` (`eos_token_id`, for
 //! Qwen3.6 `[248046 <|im_end|>, 248044 <|endoftext|>]`) and `config.json` (`eos_token_id` at the
 //! top level or, for the multimodal wrapper, under `text_config`). Class defaults are not to be
-//! trusted (model-spec §6.13), so we take the union of what the files say.
+//! trusted (transformers' defaults are not the release's), so we take the union of what the files say.
 
 use anyhow::{Context, Result};
 use serde_json::Value;

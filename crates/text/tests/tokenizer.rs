@@ -52,7 +52,7 @@ fn special_tokens_are_recognised_and_skippable() {
     assert_eq!(&got[got.len() - 2..], &[im_end, tool_call]);
     assert_eq!(tok.encode("").unwrap(), Vec::<u32>::new());
 
-    // `<tool_call>` is not a special token (model-spec §4), so skipping specials keeps it.
+    // `<tool_call>` is not a special token (the release's tokenizer_config says so), so skipping specials keeps it.
     assert_eq!(tok.decode(&got, true).unwrap(), "hi<tool_call>");
     assert_eq!(tok.decode(&got, false).unwrap(), "<|im_start|>hi<|im_end|><tool_call>");
 }

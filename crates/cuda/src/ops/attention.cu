@@ -1,4 +1,4 @@
-// Gated attention, steps 3-5 (model-spec §3.2): causal GQA softmax attention over the KV cache,
+// Gated attention, steps 3-5 (the formulas: crates/cpu/src/attention.rs): causal GQA softmax attention over the KV cache,
 // then o * sigmoid(gate).
 //
 // A "row" is one (token, query head) pair. The 8 query heads that share a KV head are consecutive

@@ -1,4 +1,4 @@
-//! Gated full attention (model-spec §3.2) over a bf16 KV cache.
+//! Gated full attention over a bf16 KV cache (the formulas: crates/cpu/src/attention.rs).
 //!
 //! `attention_mixer` runs: q/k/v projections (`linear`) → `qk_norm_rope` (q/k RMSNorm, partial
 //! NeoX RoPE, KV append) → `attn_prefill` or `attn_decode` (causal GQA flash attention on the

@@ -1,4 +1,4 @@
-// Gated attention, step 2 (model-spec §3.2): q/k RMSNorm, partial NeoX RoPE, KV-cache append.
+// Gated attention, step 2 (the formulas: crates/cpu/src/attention.rs): q/k RMSNorm, partial NeoX RoPE, KV-cache append.
 //
 // The current position is read from device memory (`pos`: the position of the first token of
 // this call), never passed by value, so a captured decode graph replays for any position.

@@ -1,4 +1,4 @@
-//! The Gated DeltaNet mixer on the GPU (model-spec §3.1): projections, causal conv + SiLU, gates,
+//! The Gated DeltaNet mixer on the GPU (the formulas: crates/cpu/src/gdn.rs): projections, causal conv + SiLU, gates,
 //! q/k l2-norm, the delta rule with an fp32 state, gated RMSNorm, out_proj.
 //!
 //! Kernels (`gdn_conv.cu`, `gdn_delta.cu`; launch geometry in each kernel's comment):

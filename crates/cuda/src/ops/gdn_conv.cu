@@ -1,9 +1,10 @@
-// Gated DeltaNet: the causal depthwise conv over time (model-spec §3.1.2), then SiLU.
+// Gated DeltaNet: the causal depthwise conv over time, then SiLU:
+// out[t][c] = silu(Σ_{j<K} w[c][j] · x[t − K + 1 + j][c]), earlier positions from the window.
 //
 // gdn_conv_silu
 //   qkv   f32 [T, 8192]  pre-conv rows (the in_proj_qkv output)
 //   state f32 [3, 8192]  the 3 pre-conv rows before this call, oldest first; replaced by the last
-//                        3 rows of [state; qkv] (pitfall 7: raw pre-conv values, not post-SiLU)
+//                        3 rows of [state; qkv] (raw pre-conv values, not post-SiLU)
 //   taps  f32 [8192, 4]  channel-major; tap 3 multiplies the current token
 //   out   f32 [T, 8192]  silu(Σ_j taps[c, j] · row_{t-3+j}[c]), rows before the call from `state`
 // Geometry: grid (8192 / 256, ceil(T / CONV_TOKENS)), 256 threads. A thread owns one channel over

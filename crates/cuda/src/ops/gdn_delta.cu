@@ -1,9 +1,9 @@
-// Gated DeltaNet after the conv (model-spec §3.1.4–9): gates, q/k l2-norm, the delta rule with
-// an fp32 state, and the gated RMSNorm. Value head h reads key head h / 2 (pitfall 2).
+// Gated DeltaNet after the conv (the formulas: crates/cpu/src/gdn.rs): gates, q/k l2-norm, the delta rule with
+// an fp32 state, and the gated RMSNorm. Value head h reads key head h / 2 (interleaved, not tiled).
 //
 // Layouts shared by every kernel here:
 //   mixed  f32 [T, 8192]   conv+SiLU output, [q 16×128 | k 16×128 | v 32×128] per token
-//   S      f32 [32, 128, 128]  S[h][r][c]: key dim r → value dim c (model-spec §3.1.7)
+//   S      f32 [32, 128, 128]  S[h][r][c]: key dim r → value dim c
 //   z      f32 [T, 4096];  b, a  f32 [T, 32];  a_log, dt_bias f32 [32];  norm_w f32 [128] (plain w)
 //   gates  f32 [T, GATES_STRIDE]  per token: g[32] | beta[32] | kq[16] (k·q of each key head,
 //          after normalisation and the q scale), written by gdn_prep for the prefill scan
@@ -14,7 +14,7 @@
 #define GDN_KEY_DIM 2048                   // 16 key heads × 128
 #define GDN_VALUE_DIM 4096                 // 32 value heads × 128
 #define GDN_Q_SCALE 0.08838834764831845f  // 1 / sqrt(128)
-#define GDN_L2_EPS 1e-6f                  // inside the sum (pitfall 6)
+#define GDN_L2_EPS 1e-6f                  // inside the sum: x / √(Σx² + eps), as FLA
 #define GATES_STRIDE 80
 #define GATE_BETA 32
 #define GATE_KQ 64
@@ -215,7 +215,7 @@ gdn_prep(float* __restrict__ mixed, const float* __restrict__ b, const float* __
 // tokens at a time by cp.async, double-buffered: the next chunk loads while this one runs.
 // The scan is bound by instruction issue and latency (~4 flops per state element per token on
 // the CUDA cores, one warp per scheduler): H200, all 32 heads, 257 ns/token at T = 8192, so
-// ~1.0 s for 131K tokens × 30 layers. The chunked form on tensor cores (model-spec §3.1.8) is the
+// ~1.0 s for 131K tokens × 30 layers. The chunked form on tensor cores (the WY/UT form, crates/cpu/src/gdn.rs) is the
 // way past it.
 #define SCAN_TOKENS 16
 
@@ -365,7 +365,7 @@ gdn_prefill_scan(const float* __restrict__ mixed, const float* __restrict__ gate
 
 // ---------------------------------------------------------------------------------------------
 // gdn_gated_norm: out[t, h, :] = bf16( w · (o · rsqrt(mean(o²) + eps)) · silu(z) ) per token and
-// value head (model-spec §3 "Gated RMSNorm"; plain w, norm first, then the gate).
+// value head (out = RMSNorm(o) · w ∘ silu(z): plain w, norm first, then the gate).
 // Geometry: one warp per (token, head) row of 128, lane holds 4; 8 rows per 256-thread block.
 extern "C" __global__ void __launch_bounds__(256)
 gdn_gated_norm(const float* __restrict__ o, const float* __restrict__ z, const float* __restrict__ norm_w,

@@ -199,6 +199,9 @@ pub fn dequantize(gpu: &Gpu, w: &Matrix, out: DevPtr) -> Result<()> {
 pub fn gemm(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
     let (alpha, beta) = (1.0f32, 0.0f32);
     let (m, n, k) = (w.rows as i32, t as i32, w.cols as i32);
+    // SAFETY: cuBLAS on the model's stream reads W [out, in] and X [t, in] (bf16) and writes
+    // Y [t, out] (f32): the caller's allocations of those sizes; alpha and beta live across the
+    // call (cuBLAS reads host scalars before it returns).
     unsafe {
         cudarc::cublas::result::gemm_ex(
             *gpu.blas.handle(),

@@ -79,8 +79,8 @@ impl LmHeadScreen {
 
     /// logits (f32 [rows]) = w · RMSNorm(h; norm) for the rows that could be among the top k,
     /// −∞ for the rest, k the sampler's top_k in `params` (1 when greedy, as the sampler takes
-    /// it): the GPU sampler then picks from them what it picks from the full logits. Two
-    /// kernels; graph-capturable.
+    /// it): the GPU sampler then picks from them what it picks from the full logits (the rule:
+    /// `solo_model::sampling`). Two kernels; graph-capturable.
     pub fn top_logits(
         &self,
         gpu: &Gpu,

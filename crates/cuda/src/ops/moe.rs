@@ -1,4 +1,4 @@
-//! The mixture-of-experts block (model-spec §3.3) on the GPU.
+//! The mixture-of-experts block on the GPU (the formulas: crates/cpu/src/moe.rs).
 //!
 //! Routing stays on the device: router logits (`linear`; the router matrix carries the shared
 //! expert's gate as row 256) → `moe_route` (softmax, top-8, renormalise, shared-expert gate;

@@ -1,5 +1,5 @@
 // The decode step's end of a layer for one token in one persistent kernel: the mixer's output
-// projection (out_proj / o_proj) and the whole MoE block (model-spec §3.3),
+// projection (out_proj / o_proj) and the whole MoE block,
 //   h += W_o · y;   h += Σ_slot w_slot · down_e(silu(gate_e·x) ∘ up_e·x),   x = RMSNorm(h)·w1p,
 // routing included. It gives the very bits of gemv_bf16 (accumulate) → moe_route_decode →
 // moe_gate_up_gemv → moe_down_gemv (the same expressions in the same order), without their

@@ -1,4 +1,4 @@
-// MoE experts (model-spec §3.3): y = Σ_slot w_slot · down_e(silu(gate_e·x) ∘ up_e·x) over the 9
+// MoE experts: y = Σ_slot w_slot · down_e(silu(gate_e·x) ∘ up_e·x) over the 9
 // slots of each token (8 routed experts + the shared expert, index 256).
 //
 // Weights: gate_up bf16 [257, 1024, 2048] (per expert 512 gate rows then 512 up rows), down bf16

@@ -1,4 +1,4 @@
-// MoE routing (model-spec §3.3): softmax over 256 experts, top-8, renormalise; the shared
+// MoE routing (the formulas: crates/cpu/src/moe.rs): softmax over 256 experts, top-8, renormalise; the shared
 // expert's sigmoid gate; and, for prefill, grouping the (token, expert) pairs by expert on the
 // device (counting sort) so the grouped GEMMs in moe_experts.cu can run without a host readback.
 // The slots and `route_token` (one token's routing) are in common.cuh: moe_decode.cu routes too.

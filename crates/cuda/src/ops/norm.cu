@@ -1,4 +1,4 @@
-// Zero-centred RMSNorm (model-spec §3): out = bf16(h · rsqrt(mean(h²) + eps) · w1p), where w1p
+// Zero-centred RMSNorm: out = bf16(h · rsqrt(mean(h²) + eps) · w1p), where w1p
 // already holds 1 + w; rows of HIDDEN. One block per token row; the row's statistics in f32
 // (`rms_scale` in common.cuh, which the decode GEMVs that fold the norm in use too).
 //

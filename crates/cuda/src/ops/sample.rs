@@ -1,10 +1,11 @@
 //! Picking the next token on the device: greedy (`argmax.cu`), or temperature / top-k / top-p
 //! sampling with the CPU sampler's semantics (`sample_topk.cu`); and advancing the device-side
-//! position.
+//! position. Which requests the device picks for, and the draw both sides follow:
+//! `solo_model::sampling`.
 
 use crate::kernels::Source;
 use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
-use anyhow::{bail, ensure, Result};
+use anyhow::{anyhow, ensure, Result};
 use solo_model::sampler::SamplerConfig;
 
 pub const SOURCE: Source = Source {
@@ -49,7 +50,7 @@ pub fn advance_position(gpu: &Gpu, pos: DevPtr, n: usize) -> Result<()> {
 /// Blocks of the first sampling pass (SAMPLE_PARTS in sample_topk.cu).
 pub const SAMPLE_PARTS: usize = 128;
 /// The most candidates the GPU sampler keeps: `top_k` must be in 1..=SAMPLE_MAX_TOP_K.
-pub const SAMPLE_MAX_TOP_K: usize = 64;
+pub const SAMPLE_MAX_TOP_K: usize = solo_model::sampling::DEVICE_MAX_TOP_K;
 /// Bytes of device scratch `sample` needs: SAMPLE_PARTS sorted lists of 64 candidate keys (u64).
 pub const SAMPLE_SCRATCH_BYTES: usize = SAMPLE_PARTS * SAMPLE_MAX_TOP_K * 8;
 /// Threads per block of both sampling kernels (SAMPLE_THREADS in sample_topk.cu).
@@ -90,25 +91,10 @@ impl SamplingParamsGpu {
         gpu.write(self.ptr(), &b)
     }
 
-    /// The device bytes for `cfg`, or an error for what the GPU sampler cannot do. Temperature
-    /// ≤ 0 is greedy (top_k and top_p are then ignored, as on the CPU); otherwise top_k must be
-    /// in 1..=64 (the CPU's top_k 0, "no cut", is not supported here).
+    /// The device bytes for `cfg`, or an error for what the GPU sampler cannot do
+    /// (`solo_model::sampling::device_can_pick`: greedy, or top_k in 1..=64).
     pub fn encode(cfg: &SamplerConfig) -> Result<[u8; Self::BYTES]> {
-        ensure!(!cfg.temperature.is_nan(), "sampling temperature is NaN");
-        let greedy = cfg.temperature <= 0.0;
-        if !greedy {
-            if cfg.top_k == 0 {
-                bail!(
-                    "GPU sampling needs top_k in 1..={SAMPLE_MAX_TOP_K}: top_k 0 (no cut) is only supported by the CPU sampler"
-                );
-            }
-            ensure!(
-                cfg.top_k <= SAMPLE_MAX_TOP_K,
-                "GPU sampling supports top_k up to {SAMPLE_MAX_TOP_K}, got {}",
-                cfg.top_k
-            );
-            ensure!(!cfg.top_p.is_nan(), "sampling top_p is NaN");
-        }
+        solo_model::sampling::device_can_pick(cfg).map_err(|why| anyhow!("{why}"))?;
         let top_k = cfg.top_k.clamp(1, SAMPLE_MAX_TOP_K) as i32;
         let mut b = [0u8; Self::BYTES];
         b[0..4].copy_from_slice(&cfg.temperature.to_le_bytes());
