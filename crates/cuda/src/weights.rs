@@ -46,7 +46,12 @@ impl Matrix {
             assert!(first.is_multiple_of(FP8_BLOCK), "an FP8 view must start at a block row, not {first}");
             s + (first / FP8_BLOCK * self.cols.div_ceil(FP8_BLOCK) * 4) as DevPtr
         });
-        Matrix { ptr: self.ptr + (first * self.cols * self.elem_bytes()) as DevPtr, rows: n, cols: self.cols, fp8_scales }
+        Matrix {
+            ptr: self.ptr + (first * self.cols * self.elem_bytes()) as DevPtr,
+            rows: n,
+            cols: self.cols,
+            fp8_scales,
+        }
     }
 }
 
@@ -443,7 +448,11 @@ impl LayerGpu {
             return Ok(self.clone());
         }
         if self.dequantized_bytes() > buf.bytes {
-            bail!("the prefill buffer holds {} bytes, a dequantised layer needs {}", buf.bytes, self.dequantized_bytes());
+            bail!(
+                "the prefill buffer holds {} bytes, a dequantised layer needs {}",
+                buf.bytes,
+                self.dequantized_bytes()
+            );
         }
         let mut at = buf.ptr();
         let mut deq = |m: &Matrix| -> Result<Matrix> {
@@ -474,7 +483,8 @@ impl LayerGpu {
         }
         if let Some(s) = self.moe.fp8_scales {
             let (e, hidden, inter) = (EXPERTS_WITH_SHARED, HIDDEN, EXPERT_DIM);
-            let gate_up = Matrix { ptr: self.moe.gate_up, rows: e * 2 * inter, cols: hidden, fp8_scales: Some(s.gate_up) };
+            let gate_up =
+                Matrix { ptr: self.moe.gate_up, rows: e * 2 * inter, cols: hidden, fp8_scales: Some(s.gate_up) };
             let down = Matrix { ptr: self.moe.down, rows: e * hidden, cols: inter, fp8_scales: Some(s.down) };
             layer.moe.gate_up = deq(&gate_up)?.ptr;
             layer.moe.down = deq(&down)?.ptr;

@@ -66,7 +66,9 @@ fn declared_precision(top: &serde_json::Value, text: &serde_json::Value) -> Resu
     match q.get("weight_block_size") {
         Some(b) if b.as_array().is_some_and(|a| a.len() == 2 && a.iter().all(|v| v.as_u64() == Some(128))) => {}
         Some(b) => bail!("config.json's quantization_config has weight_block_size {b}; {SUPPORTED_FORMATS}"),
-        None => bail!("config.json's quantization_config (fp8) has no weight_block_size (per-tensor FP8); {SUPPORTED_FORMATS}"),
+        None => bail!(
+            "config.json's quantization_config (fp8) has no weight_block_size (per-tensor FP8); {SUPPORTED_FORMATS}"
+        ),
     }
     if let Some(scheme) = q.get("activation_scheme").and_then(|v| v.as_str()) {
         if scheme != "dynamic" {
@@ -150,7 +152,8 @@ impl ModelConfig {
             other => bail!("model_type `{other}` is not Qwen3.5/3.6-MoE (`qwen3_5_moe`); solo runs only that model"),
         };
         let precision = declared_precision(&top, &text_json)?;
-        let raw: RawTextConfig = serde_json::from_value(text_json).context("text config has missing or mistyped keys")?;
+        let raw: RawTextConfig =
+            serde_json::from_value(text_json).context("text config has missing or mistyped keys")?;
         let mut eos = Vec::new();
         for v in [top.get("eos_token_id"), raw.eos_token_id.as_ref()].into_iter().flatten() {
             push_ids(v, &mut eos);

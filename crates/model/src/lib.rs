@@ -10,8 +10,8 @@ pub mod weights;
 
 pub use backend::{Backend, Logits};
 pub use checkpoint::Checkpoint;
-pub use config::{LayerKind, ModelConfig};
 pub use config::Precision;
+pub use config::{LayerKind, ModelConfig};
 pub use tensor::{DType, Tensor};
 pub use weights::ModelWeights;
 

@@ -202,7 +202,8 @@ impl Tensor {
         let row_bytes = self.row_len() * self.dtype.size();
         let mut shape = self.shape.clone();
         shape[0] = count;
-        let mut view = Tensor::new(self.map.clone(), self.start + first * row_bytes, count * row_bytes, self.dtype, shape);
+        let mut view =
+            Tensor::new(self.map.clone(), self.start + first * row_bytes, count * row_bytes, self.dtype, shape);
         view.scales = self.scales.clone().map(|s| BlockScales { first_row: s.first_row + first, ..s });
         view
     }
@@ -280,7 +281,8 @@ mod tests {
     #[test]
     fn quantize_fp8_stays_within_half_a_step() {
         let (rows, cols) = (200, 300);
-        let values: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919 % 1000) as f32 / 500.0 - 1.0) * (1 + i % 3) as f32).collect();
+        let values: Vec<f32> =
+            (0..rows * cols).map(|i| ((i * 7919 % 1000) as f32 / 500.0 - 1.0) * (1 + i % 3) as f32).collect();
         let t = Tensor::quantize_fp8(rows, cols, &values);
         let back = t.to_f32();
         for (i, (a, b)) in values.iter().zip(&back).enumerate() {

@@ -37,6 +37,8 @@ pub struct LayerWeights {
     pub moe: MoeWeights,
 }
 
+// One per layer, built once: the size difference of the variants costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 pub enum Mixer {
     GatedDeltaNet(GdnWeights),
     FullAttention(AttentionWeights),
@@ -243,11 +245,17 @@ impl Taker {
             bail!("{file}: tensor `{name}` is F8_E4M3 but config.json declares no FP8 quantization_config");
         }
         if tensor.shape.len() != 2 {
-            bail!("{file}: tensor `{name}` is F8_E4M3 with shape {:?}; solo reads FP8 only as 2-D block-scaled matrices", tensor.shape);
+            bail!(
+                "{file}: tensor `{name}` is F8_E4M3 with shape {:?}; solo reads FP8 only as 2-D block-scaled matrices",
+                tensor.shape
+            );
         }
         let scale_name = format!("{name}_scale_inv");
         let Some(stored) = self.left.remove(&scale_name) else {
-            bail!("{file}: tensor `{name}` is F8_E4M3 but its block scales `{scale_name}` are missing ({})", self.files);
+            bail!(
+                "{file}: tensor `{name}` is F8_E4M3 but its block scales `{scale_name}` are missing ({})",
+                self.files
+            );
         };
         let scales = stored.tensor.map_err(anyhow::Error::msg)?;
         let (rows, cols) = (tensor.shape[0], tensor.shape[1]);

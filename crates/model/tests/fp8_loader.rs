@@ -115,7 +115,10 @@ fn unsupported_quant_method_names_what_was_found_and_what_solo_reads() {
     let err = load_err(tmp.path());
     assert_names(&err, &["config.json", "`gptq`", "solo reads", "fp8"]);
 
-    set_quantization(tmp.path(), serde_json::json!({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [1, 128]}));
+    set_quantization(
+        tmp.path(),
+        serde_json::json!({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [1, 128]}),
+    );
     let err = load_err(tmp.path());
     assert_names(&err, &["config.json", "weight_block_size [1,128]", "solo reads"]);
 }

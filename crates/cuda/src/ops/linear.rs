@@ -399,7 +399,8 @@ pub(crate) mod tests {
         let _bufs = up.finish();
         let state: Vec<f32> = random(18, 3 * conv, 1.0);
         let taps: Vec<f32> = random(19, 4 * conv, 0.6);
-        let (hb, sb, tb) = (gpu.upload_f32(&h).unwrap(), gpu.upload_f32(&state).unwrap(), gpu.upload_f32(&taps).unwrap());
+        let (hb, sb, tb) =
+            (gpu.upload_f32(&h).unwrap(), gpu.upload_f32(&state).unwrap(), gpu.upload_f32(&taps).unwrap());
         let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
         let norm = Vector { ptr: nb.ptr(), len: 2048 };
         let y = gpu.upload_f32(&vec![f32::NAN; rows8 + 64]).unwrap();
@@ -417,8 +418,18 @@ pub(crate) mod tests {
             want_mixed[r] = solo_cpu::ops::silu(c);
             (want_state[r], want_state[conv + r], want_state[2 * conv + r]) = (s1, s2, v);
         }
-        assert_close("FP8 in-projection: conv output", &gpu.download_f32(mixed.ptr(), conv).unwrap(), &want_mixed, FP8_TOL);
-        assert_close("FP8 in-projection: conv window", &gpu.download_f32(sb.ptr(), 3 * conv).unwrap(), &want_state, FP8_TOL);
+        assert_close(
+            "FP8 in-projection: conv output",
+            &gpu.download_f32(mixed.ptr(), conv).unwrap(),
+            &want_mixed,
+            FP8_TOL,
+        );
+        assert_close(
+            "FP8 in-projection: conv window",
+            &gpu.download_f32(sb.ptr(), 3 * conv).unwrap(),
+            &want_state,
+            FP8_TOL,
+        );
     }
 
     #[test]

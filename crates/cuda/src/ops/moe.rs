@@ -718,7 +718,8 @@ mod tests {
     fn moe_decode_fp8_matches_cpu() {
         let gpu = gpu();
         let f = fixture_fp8();
-        let w_o = Tensor::quantize_fp8(HIDDEN, MIXER_OUT, &random(23, HIDDEN * MIXER_OUT, (3.0 / MIXER_OUT as f32).sqrt()));
+        let w_o =
+            Tensor::quantize_fp8(HIDDEN, MIXER_OUT, &random(23, HIDDEN * MIXER_OUT, (3.0 / MIXER_OUT as f32).sqrt()));
         let y = round_bf16(&random(24, MIXER_OUT, 1.0));
         let mut up = Uploader::new(gpu);
         let w_o_gpu = up.matrix(&w_o).unwrap();

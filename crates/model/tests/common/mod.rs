@@ -75,4 +75,3 @@ pub fn rewrite(path: &Path, edit: impl FnOnce(&mut Vec<Owned>)) {
     edit(&mut tensors);
     write_tensors(path, &tensors);
 }
-
