@@ -396,6 +396,8 @@ impl ModelGpu {
         let final_norm = up.vector(&w.final_norm, true)?;
         let lm_head = up.stacked_bf16(&[&w.lm_head])?;
         let mut layers = Vec::new();
+        let mut progress = LoadProgress::new(w.bytes());
+        progress.add(w.embed_tokens.bytes().len() + w.lm_head.bytes().len());
         for layer in &w.layers {
             let mixer = match &layer.mixer {
                 Mixer::GatedDeltaNet(g) => MixerGpu::GatedDeltaNet(GdnGpu::upload(&mut up, g)?),
@@ -407,8 +409,61 @@ impl ModelGpu {
                 mixer,
                 moe: MoeGpu::upload(&mut up, &layer.moe)?,
             });
+            progress.add(layer.tensors().iter().map(|t| t.bytes().len()).sum());
         }
+        progress.done();
         Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, precision: w.precision, buffers: up.finish() })
+    }
+}
+
+/// What `ModelGpu::upload` prints while the weights go to the GPU: bytes, rate, ETA — a line
+/// rewritten in place on a terminal, a line every ~10 % in a log — and the time it took.
+struct LoadProgress {
+    total: usize,
+    done: usize,
+    start: std::time::Instant,
+    last_tenth: usize,
+    terminal: bool,
+}
+
+impl LoadProgress {
+    fn new(total: usize) -> Self {
+        use std::io::IsTerminal;
+        let terminal = std::io::stderr().is_terminal();
+        LoadProgress { total: total.max(1), done: 0, start: std::time::Instant::now(), last_tenth: 0, terminal }
+    }
+
+    fn add(&mut self, bytes: usize) {
+        self.done += bytes;
+        let secs = self.start.elapsed().as_secs_f64().max(1e-3);
+        let rate = self.done as f64 / secs;
+        let eta = (self.total - self.done.min(self.total)) as f64 / rate.max(1.0);
+        let line = format!(
+            "loading weights: {:.1} of {:.1} GB, {:.2} GB/s, {:.0} s left",
+            self.done as f64 / 1e9,
+            self.total as f64 / 1e9,
+            rate / 1e9,
+            eta
+        );
+        let tenth = 10 * self.done / self.total;
+        if self.terminal {
+            eprint!("\r{line}   ");
+        } else if tenth > self.last_tenth {
+            eprintln!("{line}");
+        }
+        self.last_tenth = tenth;
+    }
+
+    fn done(&self) {
+        let secs = self.start.elapsed().as_secs_f64();
+        if self.terminal {
+            eprintln!();
+        }
+        eprintln!(
+            "weights on the GPU: {:.1} GB in {secs:.1} s ({:.2} GB/s)",
+            self.total as f64 / 1e9,
+            self.total as f64 / 1e9 / secs.max(1e-3)
+        );
     }
 }
 

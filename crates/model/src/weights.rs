@@ -104,6 +104,13 @@ pub struct ExpertWeights {
 }
 
 impl ModelWeights {
+    /// Bytes of every tensor the model reads (block scales included): what a backend uploads.
+    pub fn bytes(&self) -> usize {
+        let t = |t: &Tensor| t.bytes().len() + t.scales.as_ref().map_or(0, |s| 4 * s.values.len());
+        let layers: usize = self.layers.iter().map(|l| l.tensors().iter().map(|x| t(x)).sum::<usize>()).sum();
+        t(&self.embed_tokens) + t(&self.final_norm) + t(&self.lm_head) + layers
+    }
+
     pub fn load(ckpt: &Checkpoint, cfg: &ModelConfig) -> Result<Self> {
         let mut t = Taker::new(ckpt, cfg.precision);
         let h = cfg.hidden_size;
@@ -118,6 +125,33 @@ impl ModelWeights {
         let precision = if t.fp8_matrices > 0 { Precision::Fp8Block128 } else { Precision::Bf16 };
         t.finish()?;
         Ok(ModelWeights { embed_tokens, final_norm, lm_head, layers, precision })
+    }
+}
+
+impl LayerWeights {
+    /// Every tensor of the layer.
+    pub fn tensors(&self) -> Vec<&Tensor> {
+        let mut out = vec![&self.input_norm, &self.post_attention_norm];
+        match &self.mixer {
+            Mixer::GatedDeltaNet(g) => out.extend([
+                &g.in_proj_qkv,
+                &g.in_proj_z,
+                &g.in_proj_b,
+                &g.in_proj_a,
+                &g.conv1d,
+                &g.a_log,
+                &g.dt_bias,
+                &g.norm,
+                &g.out_proj,
+            ]),
+            Mixer::FullAttention(a) => out.extend([&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj, &a.q_norm, &a.k_norm]),
+        }
+        let m = &self.moe;
+        out.extend([&m.router, &m.shared_expert_gate]);
+        for e in m.experts.iter().chain(std::iter::once(&m.shared_expert)) {
+            out.extend([&e.gate, &e.up, &e.down]);
+        }
+        out
     }
 }
 

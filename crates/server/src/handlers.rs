@@ -28,6 +28,8 @@ pub struct App {
     pub max_body_bytes: usize,
     /// The model's vocabulary (embedding rows).
     pub vocab: usize,
+    /// How the checkpoint stores its weights (`bf16`, `fp8-block128`), for `/v1/models`.
+    pub precision: &'static str,
     /// Unix time the server started (`created` of the model object).
     pub created: u64,
     pub text: Arc<TextAssets>,

@@ -161,6 +161,7 @@ where
         request_timeout: config.request_timeout,
         max_body_bytes: config.max_body_bytes,
         vocab: model.vocab_size,
+        precision: model.precision.name(),
         created: handlers::unix_now(),
         text,
         engine,

@@ -30,7 +30,8 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 fn model_object(app: &App) -> Value {
-    json!({"id": app.model_name, "object": "model", "created": app.created, "owned_by": "solo", "max_model_len": app.max_seq})
+    json!({"id": app.model_name, "object": "model", "created": app.created, "owned_by": "solo",
+           "max_model_len": app.max_seq, "precision": app.precision})
 }
 
 async fn models(State(app): State<Arc<App>>) -> Json<Value> {

@@ -226,6 +226,7 @@ fn models_health_and_metrics() {
     assert_eq!(models["object"], "list");
     assert_eq!(models["data"][0]["id"], "tiny-a");
     assert_eq!(models["data"][0]["object"], "model");
+    assert_eq!(models["data"][0]["precision"], "bf16");
     assert_eq!(get(&s, "/v1/models/tiny-a").0, 200);
     assert_eq!(get(&s, "/health"), (200, r#"{"status":"ok"}"#.to_string()));
     ok(&s, "/v1/chat/completions", &json!({"messages": user("x"), "max_tokens": 2}));

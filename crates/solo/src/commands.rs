@@ -78,6 +78,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         );
     }
     let engine = load_engine(&dir, args.backend)?;
+    let backend = if matches!(engine, Engine::Cuda(_)) { "cuda" } else { "cpu" };
+    let precision = with_engine!(&engine, model => model.config().precision.name());
+    eprintln!("solo: {precision} weights, {backend} backend");
     let tokenizer = Tokenizer::from_dir(&dir)?;
     let template = ChatTemplate::from_dir(&dir)?;
     let stops = solo_text::stop_token_ids(&dir)?;

@@ -123,6 +123,7 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     }
     config.hybrid = hybrid(args.cloud_url, args.cloud_model, args.cloud_key_env, args.policy, args.audit_log)?;
     let name = config.model_name.clone();
+    let dir_shown = dir.clone();
     let cuda = match args.backend {
         BackendChoice::Cpu => false,
         BackendChoice::Cuda => true,
@@ -140,6 +141,11 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     } else {
         solo_server::start(config, move || solo_cpu::load(&dir))?
     };
-    eprintln!("solo: serving {name} at http://{}/v1 (OpenAI-compatible; Ctrl-C stops)", server.addr());
+    let precision = solo_model::ModelConfig::from_dir(&dir_shown).map(|c| c.precision.name()).unwrap_or("bf16");
+    eprintln!(
+        "solo: serving {name} ({precision} weights, {} backend) at http://{}/v1 (OpenAI-compatible; Ctrl-C stops)",
+        if cuda { "cuda" } else { "cpu" },
+        server.addr()
+    );
     server.wait()
 }
