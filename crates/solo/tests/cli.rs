@@ -148,6 +148,25 @@ fn logits_of_the_sharded_fixture() {
     }
 }
 
+/// The FP8 checkpoint through the binary: its logits are HF's on the dequantised weights, and
+/// `solo run` names its precision.
+#[test]
+fn fp8_checkpoint_logits_and_run() {
+    let (tokens, hf) = hf_reference("tiny-fp8");
+    let rows = parse_logits(
+        &solo(&["logits", "--model", "fixtures/tiny-fp8", "--backend", "cpu", "--tokens", &join(&tokens[..6])])
+            .ok()
+            .stdout,
+    );
+    assert_eq!(rows.len(), 6);
+    for (pos, (ours, theirs)) in rows.iter().zip(&hf).enumerate() {
+        assert_eq!(argmax(ours), argmax(theirs), "row {pos}");
+    }
+    let args = ["run", "--model", "fixtures/tiny-fp8", "--backend", "cpu", "--prompt", "hi", "--max-tokens", "3"];
+    let out = solo(&args).ok();
+    assert!(out.stderr.contains("fp8-block128 weights, cpu backend"), "{}", out.stderr);
+}
+
 // ---- perplexity ---------------------------------------------------------------------------------
 
 /// English and code, long enough to cross perplexity's 512-token prefill chunks.
