@@ -445,7 +445,11 @@ async function generate(conv, extraHeaders) {
   state.running = null;
   setRunning(false);
   save();
-  if (e) fillAssistant(e, reply);
+  if (e) {
+    const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+    fillAssistant(e, reply);
+    if (atBottom) box.scrollTop = box.scrollHeight;
+  }
   $("input").focus();
 }
 

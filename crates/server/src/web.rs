@@ -35,10 +35,15 @@ pub async fn index() -> Response {
 
 pub async fn asset(Path(name): Path<String>) -> Response {
     match ASSETS.iter().find(|(n, _, _)| *n == name) {
-        Some((_, kind, body)) => {
-            ([(header::CONTENT_TYPE, *kind), (header::CACHE_CONTROL, "no-cache"), (header::X_CONTENT_TYPE_OPTIONS, "nosniff")], *body)
-                .into_response()
-        }
+        Some((_, kind, body)) => (
+            [
+                (header::CONTENT_TYPE, *kind),
+                (header::CACHE_CONTROL, "no-cache"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            *body,
+        )
+            .into_response(),
         None => crate::error::ApiError::unknown_route("GET", &format!("/ui/{name}")).into_response(),
     }
 }

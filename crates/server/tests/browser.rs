@@ -111,6 +111,8 @@ fn save_screenshot(b: &Browser, name: &str) -> PathBuf {
 const FORWARD: &str = "The user wants a short note for a colleague.\n</think>\n\n\
 Here is a draft for **Jennifer Martinez**:\n\n```python\nprint(\"Hello, Jennifer: the report is ready.\")\n```\n\n\
 - it greets her by name\n- it says the report is ready";
+/// The scripted cloud's time per token (so that its replies stream, at a rate a person can read).
+const PACE: Duration = Duration::from_millis(8);
 const NOTED: &str = "Nothing to look up.\n</think>\n\nNoted: I will write to that address.";
 const CAPITAL: &str = "A geography question.\n</think>\n\nThe capital of France is **Paris**.";
 const WEATHER: &str = "I need the weather.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>";
@@ -191,7 +193,10 @@ fn local_server(b: &Browser) {
     };
     assert_eq!(strip(&messages(b)), strip(&shown));
     assert_eq!(b.js("return document.querySelectorAll('#conversations .conv').length;"), 1);
-    assert_eq!(b.js("return document.querySelector('#conversations .conv.current .conv-open').textContent;"), "Hello there");
+    assert_eq!(
+        b.js("return document.querySelector('#conversations .conv.current .conv-open').textContent;"),
+        "Hello there"
+    );
     assert_eq!(b.js("return document.getElementById('thinking').checked;"), false);
     assert_eq!(b.js("return document.getElementById('temperature').value;"), "0");
     let errors = script_errors(b);
@@ -206,10 +211,10 @@ fn hybrid_pair(b: &Browser) {
     let cloud = start_scripted(
         cc,
         vec![
-            Script::text("user", NOTED),
-            Script::text("capital", CAPITAL),
-            Script::text("forward", FORWARD),
-            Script::text("weather", WEATHER),
+            Script::text("user", NOTED).slow(PACE),
+            Script::text("capital", CAPITAL).slow(PACE),
+            Script::text("forward", FORWARD).slow(PACE),
+            Script::text("weather", WEATHER).slow(PACE),
         ],
     );
     let audit = std::env::temp_dir().join(format!("solo-browser-audit-{}.jsonl", std::process::id()));
@@ -260,7 +265,8 @@ fn hybrid_pair(b: &Browser) {
     assert_eq!(reply["code_blocks"], 1, "{reply}");
     assert_eq!(reply["copy_buttons"], 1);
     assert!(reply["content"].as_str().unwrap().contains("print(\"Hello, Jennifer: the report is ready.\")"), "{reply}");
-    let strong = b.js("return [...document.querySelectorAll('#messages .msg.assistant strong')].map(s => s.textContent);");
+    let strong =
+        b.js("return [...document.querySelectorAll('#messages .msg.assistant strong')].map(s => s.textContent);");
     assert_eq!(strong, json!(["Paris", "Jennifer Martinez"]));
     let shot = save_screenshot(b, "chat.png");
     eprintln!("screenshot of a finished exchange: {}", shot.display());

@@ -30,7 +30,7 @@ pub struct Browser {
 pub type Element = String;
 
 impl Browser {
-    /// Starts chromedriver on a free port and a headless Chromium session (1280×860).
+    /// Starts chromedriver on a free port and a headless Chromium session (1280×960).
     pub fn start(chromedriver: &std::path::Path) -> Browser {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let driver = Command::new(chromedriver)
@@ -48,7 +48,7 @@ impl Browser {
         }
         let mut options = json!({"args": [
             "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--window-size=1280,860", "--no-first-run", "--no-default-browser-check", "--disable-extensions",
+            "--window-size=1280,960", "--no-first-run", "--no-default-browser-check", "--disable-extensions",
         ]});
         if let Some(bin) = std::env::var_os("SOLO_CHROME") {
             options["binary"] = Value::from(bin.to_string_lossy().to_string());
@@ -109,7 +109,11 @@ impl Browser {
                 let page = self.js("return document.body.innerText;");
                 let shot = std::env::temp_dir().join(format!("solo-browser-failure-{}.png", std::process::id()));
                 let _ = std::fs::write(&shot, self.screenshot());
-                panic!("timed out waiting for {what}: `{expr}`\n--- the page ({}):\n{}", shot.display(), page.as_str().unwrap_or(""));
+                panic!(
+                    "timed out waiting for {what}: `{expr}`\n--- the page ({}):\n{}",
+                    shot.display(),
+                    page.as_str().unwrap_or("")
+                );
             }
             std::thread::sleep(Duration::from_millis(25));
         }
