@@ -24,6 +24,10 @@ function load() {
   } catch (e) {
     state.conversations = [];
   }
+  // A reply that was streaming when the page went away ended there.
+  for (const c of state.conversations) {
+    for (const m of c.messages || []) if (m.state === "streaming") m.state = "stopped";
+  }
   state.currentId = localStorage.getItem("solo.current");
   if (!state.conversations.some((c) => c.id === state.currentId)) state.currentId = null;
 }
