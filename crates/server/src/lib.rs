@@ -9,6 +9,7 @@
 //!   parser.rs + tool_args.rs  <think> and <tool_call> out of the streamed text
 //!   routes.rs   router, auth, metrics.rs, error.rs
 //!   router.rs   the privacy gate and the hybrid (local / cloud) route of chat requests
+//!   web.rs      `GET /`: the chat page (assets/, compiled in)
 //! ```
 //!
 //! The engine is generic over [`solo_model::Backend`]; [`start`] takes a function that builds the
@@ -29,6 +30,7 @@ pub mod router;
 pub mod routes;
 pub mod stop;
 pub mod tool_args;
+pub mod web;
 
 use anyhow::{Context as _, Result};
 use engine::EngineConfig;

@@ -307,8 +307,10 @@ async fn route(
         })
     };
     let conv_store = |gated: &Gated| hybrid.keep_conversation(gated.key, gated.conv.clone());
+    let found = types_list(gated.counts.keys().copied()).join(",");
+    let masked = types_list(decision.types_with(Outcome::Mask)).join(",");
 
-    match decision.outcome {
+    let result = match decision.outcome {
         Outcome::Refuse => {
             conv_store(&gated);
             let types = decision.types_with(Outcome::Refuse);
@@ -389,7 +391,26 @@ async fn route(
                 },
             }
         }
+    };
+    result.map(|r| with_findings(r, &found, &masked))
+}
+
+/// `X-Solo-Entities`: the types the gate found; `X-Solo-Masked`: those sent to the cloud as
+/// placeholders (comma-separated names, never values).
+fn with_findings(mut response: Response, found: &str, masked: &str) -> Response {
+    let cloud = response.headers().get("x-solo-route").is_some_and(|v| v == "cloud");
+    let headers = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(found) {
+        if !found.is_empty() {
+            headers.insert("x-solo-entities", v);
+        }
     }
+    if let Ok(v) = HeaderValue::from_str(masked) {
+        if cloud && !masked.is_empty() {
+            headers.insert("x-solo-masked", v);
+        }
+    }
+    response
 }
 
 fn privacy_error(

@@ -15,6 +15,8 @@ use std::sync::Arc;
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
+        .route("/", get(crate::web::index))
+        .route("/ui/{name}", get(crate::web::asset))
         .route("/v1/chat/completions", post(crate::router::chat))
         .route("/v1/completions", post(completions))
         .route("/v1/models", get(models))

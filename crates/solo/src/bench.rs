@@ -46,6 +46,10 @@ pub struct BenchArgs {
     pub profile: bool,
     pub full_lm_head: bool,
     pub sampled: bool,
+    /// Draw prefill and decode tok/s against context into this SVG file.
+    pub svg: Option<PathBuf>,
+    /// Saved `--json` reports to draw (`--svg`) instead of measuring.
+    pub from: Vec<PathBuf>,
 }
 
 #[derive(serde::Serialize)]
@@ -69,6 +73,9 @@ struct Row {
 const SERVER_SAMPLING: SamplerConfig = SamplerConfig { temperature: 1.0, top_k: 20, top_p: 0.95, seed: 1 };
 
 pub fn bench(args: BenchArgs) -> Result<()> {
+    if !args.from.is_empty() {
+        return crate::svg::draw_files(&args.from, args.svg.as_deref().context("--from needs --svg FILE")?);
+    }
     if args.decode_steps < 2 {
         bail!("--decode-steps must be at least 2 (the first step is not timed)");
     }
@@ -223,15 +230,18 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         gib(used),
         gib(total)
     );
+    let report = serde_json::json!({
+        "gpu": model.gpu.name, "commit": commit, "precision": precision, "weights_bytes": model.weights.bytes(),
+        "state": "f32 recurrent state, bf16 KV cache",
+        "model": source, "decode_steps": args.decode_steps, "rounds": args.rounds,
+        "gpu_memory_used_bytes": used, "gpu_memory_total_bytes": total, "results": rows,
+    });
     if let Some(path) = args.json {
-        let report = serde_json::json!({
-            "gpu": model.gpu.name, "commit": commit, "precision": precision, "weights_bytes": model.weights.bytes(),
-            "state": "f32 recurrent state, bf16 KV cache",
-            "model": source, "decode_steps": args.decode_steps, "rounds": args.rounds,
-            "gpu_memory_used_bytes": used, "gpu_memory_total_bytes": total, "results": rows,
-        });
         std::fs::write(&path, serde_json::to_string_pretty(&report)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = args.svg {
+        crate::svg::write(&[(String::new(), report)], &path)?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ mod demo;
 mod gate;
 mod locate;
 mod serve;
+mod svg;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -106,6 +107,13 @@ enum Command {
         /// sampling it replaces where it can (the logits downloaded, then the CPU sampler).
         #[arg(long)]
         sampled: bool,
+        /// Also draw prefill and decode tok/s against context into this SVG file.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+        /// Draw these saved --json reports (comma-separated or repeated) into --svg instead of
+        /// measuring; no GPU needed.
+        #[arg(long, value_delimiter = ',', requires = "svg")]
+        from: Vec<PathBuf>,
     },
     /// OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics.
     Serve(serve::ServeArgs),
@@ -143,6 +151,8 @@ fn main() {
             profile,
             full_lm_head,
             sampled,
+            svg,
+            from,
         } => bench::bench(bench::BenchArgs {
             model,
             synthetic,
@@ -155,6 +165,8 @@ fn main() {
             profile,
             full_lm_head,
             sampled,
+            svg,
+            from,
         }),
         Command::Serve(args) => serve::serve(args),
         Command::Gate(args) => gate::gate(args),
