@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
-        .route("/v1/chat/completions", post(crate::router::chat))
+        .route("/v1/chat/completions", post(crate::hybrid::chat))
         .route("/v1/completions", post(completions))
         .route("/v1/models", get(models))
         .route("/v1/models/{*id}", get(model))

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use common::*;
 use serde_json::{json, Value};
 use solo_gate::Policy;
-use solo_server::router::HybridConfig;
+use solo_server::hybrid::HybridConfig;
 use solo_server::Server;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
