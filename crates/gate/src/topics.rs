@@ -98,8 +98,10 @@ pub struct Topic {
 /// A category is reported from this score up.
 pub const THRESHOLD: f32 = 0.55;
 
-/// The shipped lexicon.
+/// The shipped lexicon: written by hand (four languages, every category), and HEALTH words from
+/// the ICD-10 titles (English; made by scripts/gate/make_topic_lexicon.py).
 pub const LEXICON: &str = include_str!("../data/topics.txt");
+pub const LEXICON_ICD10: &str = include_str!("../data/topics_icd10.txt");
 
 /// What a lexicon entry says of a word.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -121,6 +123,8 @@ pub struct Topics {
     /// Stems (`blut*`) → roles.
     stems: HashMap<Box<str>, Vec<Role>, BuildHasherDefault<Fnv>>,
     stem_lens: (usize, usize),
+    /// Endings (`*itis`, `*statin`) → roles; a word must be `SUFFIX_ROOM` bytes longer.
+    suffixes: Vec<(Box<str>, Vec<Role>)>,
     /// First words of phrases, with the longest phrase's length in words.
     phrase_heads: HashMap<Box<str>, usize, BuildHasherDefault<Fnv>>,
 }
@@ -143,6 +147,7 @@ impl Clone for Topics {
             exact: self.exact.clone(),
             stems: self.stems.clone(),
             stem_lens: self.stem_lens,
+            suffixes: self.suffixes.clone(),
             phrase_heads: self.phrase_heads.clone(),
         }
     }
@@ -196,7 +201,11 @@ fn fold_into(word: &str, out: &mut String) {
     }
 }
 
-/// The words of `text` (letters and digits; anything else splits), their sentences (cut at
+/// A word that ends in a lexicon's ending is at least this much longer than the ending.
+const SUFFIX_ROOM: usize = 4;
+
+/// The words of `text` (letters and digits, and currency signs alone; anything else splits),
+/// their sentences (cut at
 /// `.`, `!`, `?`, `;` and line ends, not at a `.` inside a number or a word), and the shape of
 /// its lines.
 fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
@@ -251,6 +260,16 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
             line_words += 1;
             continue;
         }
+        if matches!(c, '€' | '$' | '£' | '¥') {
+            let a = out.folded.len();
+            out.folded.push(c);
+            out.list.push(Word {
+                fold: (a as u32, out.folded.len() as u32),
+                chars: (chars, chars + 1),
+                sentence,
+                caps: false,
+            });
+        }
         chars += 1;
         match c {
             '\n' => {
@@ -277,7 +296,9 @@ impl Topics {
     /// The shipped lexicon, compiled once.
     pub fn shipped() -> &'static Topics {
         static T: OnceLock<Topics> = OnceLock::new();
-        T.get_or_init(|| Topics::parse(LEXICON).expect("the shipped topic lexicon parses"))
+        T.get_or_init(|| {
+            Topics::parse(&format!("{LEXICON}\n{LEXICON_ICD10}")).expect("the shipped topic lexicon parses")
+        })
     }
 
     /// Reads a lexicon (`data/topics.txt`'s form); errors name the line.
@@ -286,6 +307,7 @@ impl Topics {
             exact: HashMap::default(),
             stems: HashMap::default(),
             stem_lens: (usize::MAX, 0),
+            suffixes: Vec::new(),
             phrase_heads: HashMap::default(),
         };
         let mut roles: Vec<Role> = Vec::new();
@@ -304,6 +326,18 @@ impl Topics {
                 return Err(format!("line {}: words before any section", n + 1));
             }
             for term in line.split_whitespace() {
+                if let Some(ending) = term.strip_prefix('*') {
+                    let mut folded = String::new();
+                    fold_into(ending, &mut folded);
+                    if folded.is_empty() || !folded.chars().all(char::is_alphanumeric) {
+                        return Err(format!("line {}: an ending is letters: {term:?}", n + 1));
+                    }
+                    match t.suffixes.iter_mut().find(|(s, _)| **s == *folded) {
+                        Some((_, r)) => r.extend(roles.iter().filter(|x| !r.contains(x)).copied().collect::<Vec<_>>()),
+                        None => t.suffixes.push((folded.into_boxed_str(), roles.clone())),
+                    }
+                    continue;
+                }
                 let (term, stem) = match term.strip_suffix('*') {
                     Some(s) => (s, true),
                     None => (term, false),
@@ -365,7 +399,10 @@ impl Topics {
                 }
             }
         }
-        None
+        self.suffixes
+            .iter()
+            .find(|(s, _)| first.len() >= s.len() + SUFFIX_ROOM && first.ends_with(&**s))
+            .map(|(_, r)| (1, r.as_slice()))
     }
 
     /// The categories of `text`, strongest first. `spans` are the detector's findings in it
