@@ -288,6 +288,9 @@ impl Detector {
                         }
                     }
                     Kw::NameCue => k.name_cue.push(m),
+                    Kw::KeyName => k.key_name.push(m),
+                    Kw::Bearer if word_start => k.bearer.push(m),
+                    Kw::IdLabel if word_start => k.id_label.push(m),
                     Kw::PhoneCtx | Kw::NotPhone => {
                         let alnum = lower[start..].starts_with(|c: char| c.is_alphanumeric());
                         if word_start || !alnum {
@@ -351,6 +354,9 @@ struct Keywords {
     name_cue: Vec<Pos>,
     phone_ctx: Vec<Pos>,
     not_phone: Vec<Pos>,
+    key_name: Vec<Pos>,
+    bearer: Vec<Pos>,
+    id_label: Vec<Pos>,
     /// Stretches of digits and number punctuation.
     digits: Vec<(usize, usize)>,
     /// Capitalised words.
@@ -405,6 +411,9 @@ impl Keywords {
             &mut self.name_cue,
             &mut self.phone_ctx,
             &mut self.not_phone,
+            &mut self.key_name,
+            &mut self.bearer,
+            &mut self.id_label,
         ] {
             list.clear();
         }

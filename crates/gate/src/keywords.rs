@@ -17,7 +17,49 @@ pub enum Kw {
     NameCue,
     PhoneCtx,
     NotPhone,
+    /// Parts of a key's name (`DEPLOY_KEY`, `SERVICE_AUTH`): a random value assigned to it.
+    KeyName,
+    /// `Bearer TOKEN`.
+    Bearer,
+    /// A national id's name before a value ("DNI", "passport number").
+    IdLabel,
 }
+
+/// Names of national ids and identity documents: the id after one is kept even when its
+/// checksum fails (a typo'd or unknown id is still an id).
+pub const ID_LABELS: &[&str] = &[
+    "dni",
+    "nif",
+    "nie:",
+    "nie ",
+    "nir",
+    "nino",
+    "national insurance",
+    "ni number",
+    "steuer-id",
+    "steuerid",
+    "steuer-identifikationsnummer",
+    "steueridentifikationsnummer",
+    "tax id",
+    "passport",
+    "pasaporte",
+    "reisepass",
+    "passeport",
+    "personalausweis",
+    "ausweisnummer",
+    "id card",
+    "id number",
+    "identity card",
+    "carte d'identité",
+    "carte d'identite",
+    "sécurité sociale",
+    "securite sociale",
+    "documento de identidad",
+    "bsn",
+    "burgerservicenummer",
+    "aadhaar",
+    "codice fiscale",
+];
 
 pub const PHONE_CONTEXT: &[&str] = &[
     "phone",
@@ -220,6 +262,9 @@ pub const KEYWORDS: &[(Kw, &[&str])] = &[
     (Kw::NameCue, &["my name is ", "name is ", "i'm ", "i am "]),
     (Kw::PhoneCtx, PHONE_CONTEXT),
     (Kw::NotPhone, NOT_PHONE_CONTEXT),
+    (Kw::KeyName, &["_key", "auth"]),
+    (Kw::Bearer, &["bearer "]),
+    (Kw::IdLabel, ID_LABELS),
 ];
 
 /// The keywords, ready to find.

@@ -46,8 +46,11 @@ impl Detector {
             let (run_i, run_j) = (i, j);
             let (rs, re_) = (words[i].0, words[j].1);
             i = j + 1;
-            // Most capitalised words are no names: nothing to do unless the run has a known one.
-            if !(run_i..=run_j).any(|k| names.kind(word(k)) & (FIRST | LAST) != 0) {
+            // Most capitalised words are no names: nothing to do unless the run has a known one,
+            // or a title or a cue introduces it ("Sra. Ibáñez", "je m'appelle Maëlle").
+            let known = (run_i..=run_j).any(|k| names.kind(word(k)) & (FIRST | LAST) != 0);
+            let introduced = !known && (introduced(lower, rs) || titles().contains(word(run_i)));
+            if !known && !introduced {
                 continue;
             }
             // The run's words, and what each is: a first name, a last name, a common word.
@@ -86,6 +89,17 @@ impl Detector {
             }
             // The name itself: words `k..n` of the run.
             let body = k..n;
+            if introduced {
+                // Unknown words after a title or a cue: a name when none is a common word.
+                if !body.is_empty() && n - k <= 3 && !body.clone().any(|x| common[x]) {
+                    let mut end = re_;
+                    if text[..end].ends_with('.') {
+                        end -= 1;
+                    }
+                    push(words[rs_index(words, rs) + k].0, end, EntityType::Person);
+                }
+                continue;
+            }
             if body.is_empty() || !body.clone().any(|x| first[x] || last[x]) {
                 continue;
             }
@@ -109,7 +123,7 @@ impl Detector {
             let accept = if titled {
                 body.clone().all(|x| !common[x] || first[x] || last[x])
             } else if n - k >= 2 {
-                let strong = first[b0] && (last[bl] || !common[bl]) && (!common[b0] || !common[bl]);
+                let strong = first[b0] && (last[bl] || !common[bl]);
                 let medium = !common[b0] && !common[bl] && (first[b0] || last[bl]) && body.clone().all(|x| !common[x]);
                 strong || medium && (context || !sentence_start)
             } else {
@@ -370,6 +384,12 @@ pub(super) fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
         while j < b.len() {
             // ASCII first: lower-case letters and apostrophes go on, other bytes but `-` stop.
             let c = b[j];
+            // "McAllister": an upper-case letter after "Mc".
+            if c.is_ascii_uppercase() && j == start + 2 && &b[start..j] == b"Mc" {
+                j += 1;
+                end = j;
+                continue;
+            }
             if c.is_ascii_lowercase() || c == b'\'' {
                 lower += (c != b'\'') as usize;
                 j += 1;
@@ -416,6 +436,27 @@ pub(super) fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
         i = j;
         prev_alnum = true;
     }
+}
+
+/// Titles and cues after which capitalised words are a name even when no list knows them.
+const INTRODUCERS: &[&str] = &[
+    "my name is", "me llamo", "mi nombre es", "je m'appelle", "mon nom est", "ich heiße", "ich heisse",
+    "mein name ist", "dr.", "dr", "mr.", "mr", "mrs.", "mrs", "ms.", "ms", "prof.", "sr.", "sra.", "srta.", "herr",
+    "frau", "mme", "mme.", "mlle", "m.", "señor", "señora", "monsieur", "madame", "dear", "estimada", "estimado",
+    "chère", "cher", "geehrter herr", "geehrte frau", "liebe", "lieber", "regards,", "atentamente,", "cordialement,",
+    "grüßen", "grüße", "saludos,", "signed,", "firmado,", "sincerely,", "signé,",
+];
+
+/// Does a title or a cue of `INTRODUCERS` end just before byte `start` of the lower-case text?
+fn introduced(lower: &str, start: usize) -> bool {
+    let ctx = ctx_before(lower, start, 24);
+    let ctx = ctx.trim_end_matches([' ', '\n', '\t']);
+    INTRODUCERS.iter().any(|cue| {
+        ctx.ends_with(cue) && {
+            let before = &ctx[..ctx.len() - cue.len()];
+            !before.chars().next_back().is_some_and(|c| c.is_alphanumeric())
+        }
+    })
 }
 
 /// The last one to three words of `ctx` are a name cue ("my name is", "dear", "thanks").
