@@ -82,6 +82,7 @@ pub struct Detector {
     street_eu: Regex,
     number_before: Regex,
     postal_tail: Regex,
+    cued_address: Regex,
 }
 
 impl Default for Detector {
@@ -136,6 +137,13 @@ impl Detector {
                 r"(?:,?\s+(?:n\.?\s*|nº\s*|no\.?\s*)?[0-9]{1,5}[a-zA-Z]?)?",
             )),
             number_before: re(r"[0-9]{1,5}[a-z]?,?\s+$"),
+            cued_address: re(concat!(
+                r"^[ \t]*(?::|is|es|est|ist|lautet|at|au|à|en|a|in|nach)?[ \t]*(?:(?:Flat|Apt\.?|Apartment|Unit|Piso|Wohnung) [0-9]+[A-Z]?,?\s+)?",
+                r"(?:[0-9]{1,5}[a-zA-Z]?,?\s+(?:[\p{L}'’-]+\s+){0,3}[\p{L}'’-]+",
+                r"|\p{Lu}[\p{L}'’-]*(?:\s+(?:\p{Lu}[\p{L}'’-]*|de|del|do|da|der|dem|du|des|la|las|los)){0,3}\s+[0-9]{1,5}[a-zA-Z]?)",
+                r"(?:,\s*[0-9]{1,2}º?\s*[A-Z]?)?,[ \t]*(?:[0-9]{4,5}[ \t]+)?\p{Lu}[\p{L}'’-]+",
+                r"(?:[ \t]+[A-Z]{1,2}[0-9][0-9A-Z]?(?:[ \t]+[0-9][A-Z]{2}|[ \t]+[0-9]{3,5})?)?",
+            )),
             postal_tail: re(concat!(
                 r"^[\s,|]*(?:(?:\p{Lu}[\p{L}'’.-]*(?:[ -]\p{Lu}[\p{L}'’.-]*){0,3}[\s,|]+)?(?:[A-Z]{2,3}[ ,]+)?",
                 r"(?:[0-9]{5}(?:-[0-9]{4})?|[0-9]{4}\s?[A-Z]{2}|[0-9]{4}|[A-Z]{1,2}[0-9][A-Z0-9]? ?[0-9][A-Z]{2}|[A-Z][0-9][A-Z] ?[0-9][A-Z][0-9])",
@@ -291,6 +299,7 @@ impl Detector {
                     Kw::KeyName => k.key_name.push(m),
                     Kw::Bearer if word_start => k.bearer.push(m),
                     Kw::IdLabel if word_start => k.id_label.push(m),
+                    Kw::AddressCue if word_start => k.address_cue.push(m),
                     Kw::PhoneCtx | Kw::NotPhone => {
                         let alnum = lower[start..].starts_with(|c: char| c.is_alphanumeric());
                         if word_start || !alnum {
@@ -357,6 +366,7 @@ struct Keywords {
     key_name: Vec<Pos>,
     bearer: Vec<Pos>,
     id_label: Vec<Pos>,
+    address_cue: Vec<Pos>,
     /// Stretches of digits and number punctuation.
     digits: Vec<(usize, usize)>,
     /// Capitalised words.
@@ -414,6 +424,7 @@ impl Keywords {
             &mut self.key_name,
             &mut self.bearer,
             &mut self.id_label,
+            &mut self.address_cue,
         ] {
             list.clear();
         }

@@ -23,7 +23,41 @@ pub enum Kw {
     Bearer,
     /// A national id's name before a value ("DNI", "passport number").
     IdLabel,
+    /// Words before an address ("I live at", "Lieferadresse:").
+    AddressCue,
 }
+
+/// Words after which a number and capitalised words, a comma and a city are an address even
+/// without a street-type word ("I live at 12 Kingsmead, Cambridge").
+pub const ADDRESS_CUES: &[&str] = &[
+    "live at",
+    "living at",
+    "lives at",
+    "address is",
+    "address:",
+    "send it to",
+    "send them to",
+    "ship it to",
+    "deliver to",
+    "delivered to",
+    "moved to",
+    "lieferadresse",
+    "anschrift",
+    "adresse",
+    "ich wohne",
+    "wohnt",
+    "vivo en",
+    "dirección",
+    "direccion",
+    "envíalo a",
+    "enviadlo a",
+    "j'habite",
+    "habite au",
+    "habite à",
+    "envoie-le au",
+    "envoie-le à",
+    "livraison",
+];
 
 /// Names of national ids and identity documents: the id after one is kept even when its
 /// checksum fails (a typo'd or unknown id is still an id).
@@ -265,6 +299,7 @@ pub const KEYWORDS: &[(Kw, &[&str])] = &[
     (Kw::KeyName, &["_key", "auth"]),
     (Kw::Bearer, &["bearer "]),
     (Kw::IdLabel, ID_LABELS),
+    (Kw::AddressCue, ADDRESS_CUES),
 ];
 
 /// The keywords, ready to find.

@@ -320,8 +320,7 @@ async fn route(
         .await
         .map_err(|e| ApiError::internal(&e).into_response())?;
     let policy = &hybrid.config.policy;
-    let mut decision =
-        policy.decide_all(gated.counts.keys().copied(), gated.categories.keys().copied(), destination);
+    let mut decision = policy.decide_all(gated.counts.keys().copied(), gated.categories.keys().copied(), destination);
     let consented = consent.map(|t| hybrid.consented(&t, key)).unwrap_or_default();
     // Consent turns the consented types and categories into `allow`.
     for (t, o) in decision.per_type.iter_mut() {

@@ -405,7 +405,8 @@ fn categories_stay_local_or_follow_the_policy() {
     assert_eq!(content(&body), format!("ECHO: {text}"));
     let sent = up.log.lock().unwrap()[0].1["messages"][0]["content"].clone();
     assert_eq!(sent, "My HIV test came back positive; send the clinic's answer to [EMAIL_1].");
-    let (status, _, body) = send(&server, &chat("Here is my bank statement: balance 12,430 EUR, account ending 4471"), &[]);
+    let (status, _, body) =
+        send(&server, &chat("Here is my bank statement: balance 12,430 EUR, account ending 4471"), &[]);
     assert_eq!(status, 403, "{body}");
     assert_eq!(body["error"]["code"], "privacy_refused");
     assert!(body["error"]["categories"].as_array().unwrap().contains(&json!("FINANCE")), "{body}");

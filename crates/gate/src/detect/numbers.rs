@@ -2,7 +2,9 @@
 
 use super::{Detector, Found, Keywords, Work};
 use crate::checks;
-use crate::scan::{after, before, ceil, ctx_before, digits_and, digits_into, find_in, floor, has_any, pad, regions, word_char};
+use crate::scan::{
+    after, before, ceil, ctx_before, digits_and, digits_into, find_in, floor, has_any, pad, regions, word_char,
+};
 use crate::EntityType;
 
 impl Detector {
@@ -326,8 +328,20 @@ fn digit_runs(text: &str, regions: &[(usize, usize)], out: &mut Vec<(usize, usiz
 
 /// Words that say a number is not a real id.
 const NOT_AN_ID: &[&str] = &[
-    "invalid", "not valid", "such as", "example", "e.g.", "fake", "ungültig", "beispiel", "no válido", "no es válido",
-    "ejemplo", "invalide", "exemple", "pas valide",
+    "invalid",
+    "not valid",
+    "such as",
+    "example",
+    "e.g.",
+    "fake",
+    "ungültig",
+    "beispiel",
+    "no válido",
+    "no es válido",
+    "ejemplo",
+    "invalide",
+    "exemple",
+    "pas valide",
 ];
 
 /// The id after a label: past a few linking words (`is`, `:`, `number`, `no.`, `es`, `ist`),
@@ -336,8 +350,8 @@ const NOT_AN_ID: &[&str] = &[
 fn labelled_id(text: &str, from: usize) -> Option<(usize, usize)> {
     const LINKS: &[&str] = &[
         "number", "numbers", "no.", "no", "nr.", "nº", "n°", "num.", "is", "was", "es", "est", "ist", "lautet", "el",
-        "le", "la", "de", "du", "my", "mi", "mon", "ma", "meine", "mein", "for", "para", "pour", "id", "(nino)", "(nie)",
-        "n.",
+        "le", "la", "de", "du", "my", "mi", "mon", "ma", "meine", "mein", "for", "para", "pour", "id", "(nino)",
+        "(nie)", "n.",
     ];
     let b = text.as_bytes();
     let mut i = from;
@@ -363,7 +377,11 @@ fn labelled_id(text: &str, from: usize) -> Option<(usize, usize)> {
             digits += c.is_ascii_digit() as usize;
             i += 1;
             end = i;
-        } else if (c == b' ' || c == b'-') && i > group_start && i + 1 < b.len() && (b[i + 1].is_ascii_digit() || b[i + 1].is_ascii_uppercase()) {
+        } else if (c == b' ' || c == b'-')
+            && i > group_start
+            && i + 1 < b.len()
+            && (b[i + 1].is_ascii_digit() || b[i + 1].is_ascii_uppercase())
+        {
             i += 1;
             group_start = i;
         } else {

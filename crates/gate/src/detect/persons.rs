@@ -49,7 +49,12 @@ impl Detector {
             // Most capitalised words are no names: nothing to do unless the run has a known one,
             // or a title or a cue introduces it ("Sra. Ibáñez", "je m'appelle Maëlle").
             let known = (run_i..=run_j).any(|k| names.kind(word(k)) & (FIRST | LAST) != 0);
-            let introduced = !known && (introduced(lower, rs) || titles().contains(word(run_i)));
+            let cue_before = if known { Intro::None } else { introduced(lower, rs) };
+            let introduced = !known
+                && (cue_before == Intro::Strong
+                    || titles().contains(word(run_i))
+                    || cue_before == Intro::Weak && run_j > run_i
+                    || run_j > run_i && text[re_..].starts_with(" <") && text[re_..].contains('@'));
             if !known && !introduced {
                 continue;
             }
@@ -78,11 +83,18 @@ impl Detector {
             let mut greeting = false;
             while k < n {
                 let w = run[k];
+                if k == 0 && ARTICLES.contains(&w) {
+                    k = n; // no name
+                    break;
+                }
                 if titles().contains(w) {
                     title_in_run = true;
                 } else if cue[k] {
                     greeting = true;
-                } else if !(common[k] && (!first[k] && !last[k] || k == 0 && run_at_sentence_start)) {
+                } else if !(common[k]
+                    && (!first[k] && !last[k]
+                        || k == 0 && run_at_sentence_start && !(first[k] && k + 1 < n && last[k + 1])))
+                {
                     break;
                 }
                 k += 1;
@@ -438,36 +450,129 @@ pub(super) fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
     }
 }
 
-/// Titles and cues after which capitalised words are a name even when no list knows them.
-const INTRODUCERS: &[&str] = &[
-    "my name is", "me llamo", "mi nombre es", "je m'appelle", "mon nom est", "ich heiße", "ich heisse",
-    "mein name ist", "dr.", "dr", "mr.", "mr", "mrs.", "mrs", "ms.", "ms", "prof.", "sr.", "sra.", "srta.", "herr",
-    "frau", "mme", "mme.", "mlle", "m.", "señor", "señora", "monsieur", "madame", "dear", "estimada", "estimado",
-    "chère", "cher", "geehrter herr", "geehrte frau", "liebe", "lieber", "regards,", "atentamente,", "cordialement,",
-    "grüßen", "grüße", "saludos,", "signed,", "firmado,", "sincerely,", "signé,",
+/// Cues after which two or three capitalised words are a name even when no list knows them.
+const WEAK_INTRODUCERS: &[&str] = &[
+    "patient:",
+    "patient",
+    "customer",
+    "client",
+    "attendees:",
+    "hi, i'm",
+    "i'm",
+    "i am",
+    "hello,",
+    "hi,",
+    "lunch with",
+    "forward this to",
+    "paciente:",
+    "cliente",
+    "patiente",
+    "kunde",
+    "kundin",
+    "soy",
+    "je suis",
+    "ich bin",
 ];
 
-/// Does a title or a cue of `INTRODUCERS` end just before byte `start` of the lower-case text?
-fn introduced(lower: &str, start: usize) -> bool {
+/// Whether a cue introduces the words after it: `Strong` (a title, "my name is": one word will
+/// do), `Weak` (two words or more), or not.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Intro {
+    None,
+    Weak,
+    Strong,
+}
+
+/// Titles and cues after which capitalised words are a name even when no list knows them.
+const INTRODUCERS: &[&str] = &[
+    "my name is",
+    "me llamo",
+    "mi nombre es",
+    "je m'appelle",
+    "mon nom est",
+    "ich heiße",
+    "ich heisse",
+    "mein name ist",
+    "dr.",
+    "dr",
+    "mr.",
+    "mr",
+    "mrs.",
+    "mrs",
+    "ms.",
+    "ms",
+    "prof.",
+    "sr.",
+    "sra.",
+    "srta.",
+    "herr",
+    "frau",
+    "mme",
+    "mme.",
+    "mlle",
+    "m.",
+    "señor",
+    "señora",
+    "monsieur",
+    "madame",
+    "dear",
+    "estimada",
+    "estimado",
+    "chère",
+    "cher",
+    "geehrter herr",
+    "geehrte frau",
+    "liebe",
+    "lieber",
+    "regards,",
+    "atentamente,",
+    "cordialement,",
+    "grüßen",
+    "grüße",
+    "saludos,",
+    "signed,",
+    "firmado,",
+    "sincerely,",
+    "signé,",
+];
+
+/// Does a cue of `INTRODUCERS` or `WEAK_INTRODUCERS` end just before byte `start` of the
+/// lower-case text?
+fn introduced(lower: &str, start: usize) -> Intro {
     let ctx = ctx_before(lower, start, 24);
     let ctx = ctx.trim_end_matches([' ', '\n', '\t']);
-    INTRODUCERS.iter().any(|cue| {
+    let ends = |cue: &&str| {
         ctx.ends_with(cue) && {
             let before = &ctx[..ctx.len() - cue.len()];
             !before.chars().next_back().is_some_and(|c| c.is_alphanumeric())
         }
-    })
+    };
+    if INTRODUCERS.iter().any(ends) {
+        Intro::Strong
+    } else if WEAK_INTRODUCERS.iter().any(ends) {
+        Intro::Weak
+    } else {
+        Intro::None
+    }
 }
+
+/// Articles that start a capitalised run that is a place or a party, not a name ("La France").
+const ARTICLES: &[&str] = &["La", "Le", "Les", "El", "Los", "Las", "Die", "Der", "Das", "The", "Il", "Lo", "Gli"];
 
 /// The last one to three words of `ctx` are a name cue ("my name is", "dear", "thanks").
 fn ends_with_context(ctx: &str) -> bool {
     static CUES: OnceLock<WordSet> = OnceLock::new();
-    let cues = CUES.get_or_init(|| NAME_CONTEXT.iter().map(|c| c.trim_end_matches([',', ':', '.'])).collect());
+    // "to:" is a cue, "to" is not: the cues keep their punctuation; a word of the text is tried
+    // as written and without it ("Mr." for "mr").
+    let cues = CUES.get_or_init(|| NAME_CONTEXT.iter().copied().collect());
     // The last words joined by single spaces, one more each time: "is", "name is", "my name is".
     let mut buf = [0u8; 64];
     let mut at = buf.len();
-    for (k, w) in ctx.split_whitespace().rev().take(3).enumerate() {
-        let w = w.trim_end_matches([',', ':', '.']).as_bytes();
+    for (k, raw) in ctx.split_whitespace().rev().take(3).enumerate() {
+        if k == 0 && raw.len() != raw.trim_end_matches([',', ':', '.']).len() && cues.contains(raw) {
+            return true;
+        }
+        let w = raw.trim_end_matches([',', ':', '.']).as_bytes();
         let need = w.len() + (k > 0) as usize;
         if need > at {
             return false; // longer than any cue

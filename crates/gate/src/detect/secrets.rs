@@ -102,7 +102,8 @@ impl Detector {
         }
         for (m, strict) in kw.assign.iter().map(|m| (m, false)).chain(kw.key_name.iter().map(|m| (m, true))) {
             // `ACCESS_KEY_ID=`: the key's name may go on with `_id`.
-            let end = m.end() + if text[m.end()..].get(..3).is_some_and(|s| s.eq_ignore_ascii_case("_id")) { 3 } else { 0 };
+            let end =
+                m.end() + if text[m.end()..].get(..3).is_some_and(|s| s.eq_ignore_ascii_case("_id")) { 3 } else { 0 };
             // `==` compares, `max_tokens: 100` counts, `password: str` annotates.
             let Some(tail) = assignment(&text.as_bytes()[end..]) else { continue };
             if text[end..end + tail].contains("==") || after(text, end).is_some_and(|c| c.is_alphanumeric()) {
@@ -116,10 +117,7 @@ impl Detector {
             }
         }
         for m in &kw.bearer {
-            let v = text[m.end()..]
-                .bytes()
-                .take_while(|b| b.is_ascii_alphanumeric() || b"._~+/=-".contains(b))
-                .count();
+            let v = text[m.end()..].bytes().take_while(|b| b.is_ascii_alphanumeric() || b"._~+/=-".contains(b)).count();
             if v >= 16 && random(&text[m.end()..m.end() + v]) {
                 push(m.end(), m.end() + v, EntityType::Secret);
             }
