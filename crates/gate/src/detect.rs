@@ -594,6 +594,30 @@ mod tests {
     }
 
     #[test]
+    fn identifiers_known_by_their_context() {
+        one("curl -H \"Authorization: Bearer abcDEF1234567890xyzQ\" https://x", "abcDEF1234567890xyzQ", "SECRET");
+        one("DEPLOY_KEY=ab12cd34ef56gh78ij90", "ab12cd34ef56gh78ij90", "SECRET");
+        one("export ACCESS_KEY_ID=Zq81mVb2Lp04Xc77", "Zq81mVb2Lp04Xc77", "SECRET");
+        none("sort_key = name");
+        none("let auth = token_from(header);");
+        // Checksums fail (12345678 takes Z), the label says what they are.
+        one("Mi DNI es 12345678-B.", "12345678-B", "NATIONAL_ID");
+        one("Steuer-ID: 12 345 678 901", "12 345 678 901", "NATIONAL_ID");
+        one("passport number X12345678 for the form", "X12345678", "NATIONAL_ID");
+        none("Temporary NI numbers such as ZZ 12 34 56 A are not valid.");
+        one("text me at +34 612 345 678 when you land", "+34 612 345 678", "PHONE");
+        one("Estimada Sra. Ibáñez:\ngracias", "Ibáñez", "PERSON");
+        one("Sehr geehrter Herr Quellmalz,", "Quellmalz", "PERSON");
+        one("Je m'appelle Maëlle Bérard.", "Maëlle Bérard", "PERSON");
+        one("Renée McAllister will join.", "Renée McAllister", "PERSON");
+        none("J'ai voté pour La France insoumise.");
+        none("My flight to Lisbon is delayed.");
+        one("I live at 12 Kingsmead, Cambridge.", "12 Kingsmead, Cambridge", "ADDRESS");
+        one("Lieferadresse: Am Lindenhof 12, 50667 Köln", "Am Lindenhof 12, 50667 Köln", "ADDRESS");
+        none("I live at home with my parents, okay.");
+    }
+
+    #[test]
     fn resolve_keeps_the_stronger_of_overlapping_hits() {
         let kinds = EntityType::ALL;
         let mut rng = crate::test_rng::TestRng(0x9E37_79B9_7F4A_7C15);

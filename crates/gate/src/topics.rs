@@ -201,6 +201,10 @@ fn fold_into(word: &str, out: &mut String) {
     }
 }
 
+/// Inflectional endings of English, Spanish, German and French, tried off a word that the lexicon
+/// does not list.
+const INFLECTIONS: &[&str] = &["ing", "ed", "es", "en", "er", "ern", "s", "e", "n", "d"];
+
 /// A word that ends in a lexicon's ending is at least this much longer than the ending.
 const SUFFIX_ROOM: usize = 4;
 
@@ -399,10 +403,23 @@ impl Topics {
                 }
             }
         }
-        self.suffixes
-            .iter()
-            .find(|(s, _)| first.len() >= s.len() + SUFFIX_ROOM && first.ends_with(&**s))
-            .map(|(_, r)| (1, r.as_slice()))
+        if let Some((_, r)) =
+            self.suffixes.iter().find(|(s, _)| first.len() >= s.len() + SUFFIX_ROOM && first.ends_with(&**s))
+        {
+            return Some((1, r.as_slice()));
+        }
+        // An inflected form of a listed word ("streiken", "inherited", "deudas"): the word less
+        // a common ending of the four languages.
+        if first.len() >= 6 && first.is_ascii() {
+            for ending in INFLECTIONS {
+                if let Some(base) = first.strip_suffix(ending) {
+                    if let Some(r) = self.exact.get(base) {
+                        return Some((1, r));
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// The categories of `text`, strongest first. `spans` are the detector's findings in it
