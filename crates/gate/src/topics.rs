@@ -285,11 +285,7 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
                 line_words = 0;
             }
             '!' | '?' | ';' => sentence += 1,
-            '.' => {
-                if it.peek().is_none_or(|&(_, d)| d.is_whitespace()) {
-                    sentence += 1;
-                }
-            }
+            '.' if it.peek().is_none_or(|&(_, d)| d.is_whitespace()) => sentence += 1,
             _ => {}
         }
     }

@@ -19,7 +19,6 @@ impl Detector {
             if let Some(x) = self.cued_address.find(window(m.end(), 120)) {
                 let lead = x.as_str().len()
                     - x.as_str().trim_start_matches(|c: char| !c.is_alphanumeric() || c.is_lowercase()).len();
-                let lead = x.as_str()[..lead].rfind(|c: char| c == ' ' || c == ':').map_or(lead, |i| i + 1).min(lead);
                 push(m.end() + lead, m.end() + x.end(), EntityType::Address);
             }
         }
