@@ -82,6 +82,7 @@ pub struct Detector {
     street_eu: Regex,
     number_before: Regex,
     postal_tail: Regex,
+    cued_address: Regex,
 }
 
 impl Default for Detector {
@@ -136,6 +137,13 @@ impl Detector {
                 r"(?:,?\s+(?:n\.?\s*|nº\s*|no\.?\s*)?[0-9]{1,5}[a-zA-Z]?)?",
             )),
             number_before: re(r"[0-9]{1,5}[a-z]?,?\s+$"),
+            cued_address: re(concat!(
+                r"^[ \t]*(?::|is|es|est|ist|lautet|at|au|à|en|a|in|nach)?[ \t]*(?:(?:Flat|Apt\.?|Apartment|Unit|Piso|Wohnung) [0-9]+[A-Z]?,?\s+)?",
+                r"(?:[0-9]{1,5}[a-zA-Z]?,?\s+(?:[\p{L}'’-]+\s+){0,3}[\p{L}'’-]+",
+                r"|\p{Lu}[\p{L}'’-]*(?:\s+(?:\p{Lu}[\p{L}'’-]*|de|del|do|da|der|dem|du|des|la|las|los)){0,3}\s+[0-9]{1,5}[a-zA-Z]?)",
+                r"(?:,\s*[0-9]{1,2}º?\s*[A-Z]?)?,[ \t]*(?:[0-9]{4,5}[ \t]+)?\p{Lu}[\p{L}'’-]+",
+                r"(?:[ \t]+[A-Z]{1,2}[0-9][0-9A-Z]?(?:[ \t]+[0-9][A-Z]{2}|[ \t]+[0-9]{3,5})?)?",
+            )),
             postal_tail: re(concat!(
                 r"^[\s,|]*(?:(?:\p{Lu}[\p{L}'’.-]*(?:[ -]\p{Lu}[\p{L}'’.-]*){0,3}[\s,|]+)?(?:[A-Z]{2,3}[ ,]+)?",
                 r"(?:[0-9]{5}(?:-[0-9]{4})?|[0-9]{4}\s?[A-Z]{2}|[0-9]{4}|[A-Z]{1,2}[0-9][A-Z0-9]? ?[0-9][A-Z]{2}|[A-Z][0-9][A-Z] ?[0-9][A-Z][0-9])",
@@ -288,6 +296,10 @@ impl Detector {
                         }
                     }
                     Kw::NameCue => k.name_cue.push(m),
+                    Kw::KeyName => k.key_name.push(m),
+                    Kw::Bearer if word_start => k.bearer.push(m),
+                    Kw::IdLabel if word_start => k.id_label.push(m),
+                    Kw::AddressCue if word_start => k.address_cue.push(m),
                     Kw::PhoneCtx | Kw::NotPhone => {
                         let alnum = lower[start..].starts_with(|c: char| c.is_alphanumeric());
                         if word_start || !alnum {
@@ -351,6 +363,10 @@ struct Keywords {
     name_cue: Vec<Pos>,
     phone_ctx: Vec<Pos>,
     not_phone: Vec<Pos>,
+    key_name: Vec<Pos>,
+    bearer: Vec<Pos>,
+    id_label: Vec<Pos>,
+    address_cue: Vec<Pos>,
     /// Stretches of digits and number punctuation.
     digits: Vec<(usize, usize)>,
     /// Capitalised words.
@@ -405,6 +421,10 @@ impl Keywords {
             &mut self.name_cue,
             &mut self.phone_ctx,
             &mut self.not_phone,
+            &mut self.key_name,
+            &mut self.bearer,
+            &mut self.id_label,
+            &mut self.address_cue,
         ] {
             list.clear();
         }
@@ -571,6 +591,29 @@ mod tests {
             "ADDRESS",
         );
         one("Adresse: Hauptstraße 5, 10115 Berlin", "Hauptstraße 5, 10115 Berlin", "ADDRESS");
+    }
+
+    #[test]
+    fn identifiers_known_by_their_context() {
+        one("curl -H \"Authorization: Bearer abcDEF1234567890xyzQ\" https://x", "abcDEF1234567890xyzQ", "SECRET");
+        one("DEPLOY_KEY=ab12cd34ef56gh78ij90", "ab12cd34ef56gh78ij90", "SECRET");
+        one("export ACCESS_KEY_ID=Zq81mVb2Lp04Xc77", "Zq81mVb2Lp04Xc77", "SECRET");
+        none("sort_key = name");
+        none("let auth = token_from(header);");
+        // Checksums fail (12345678 takes Z), the label says what they are.
+        one("Mi DNI es 12345678-B.", "12345678-B", "NATIONAL_ID");
+        one("Steuer-ID: 12 345 678 901", "12 345 678 901", "NATIONAL_ID");
+        one("passport number X12345678 for the form", "X12345678", "NATIONAL_ID");
+        none("Temporary NI numbers such as ZZ 12 34 56 A are not valid.");
+        one("text me at +34 612 345 678 when you land", "+34 612 345 678", "PHONE");
+        one("Pregunte por la Sra. Ibáñez en recepción.", "Ibáñez", "PERSON");
+        one("Je m'appelle Maëlle Bérard.", "Maëlle Bérard", "PERSON");
+        one("Renée McAllister will join.", "Renée McAllister", "PERSON");
+        none("J'ai voté pour La France insoumise.");
+        none("My flight to Lisbon is delayed.");
+        one("I live at 12 Kingsmead, Cambridge.", "12 Kingsmead, Cambridge", "ADDRESS");
+        one("Lieferadresse: Am Lindenhof 12, 50667 Köln", "Am Lindenhof 12, 50667 Köln", "ADDRESS");
+        none("I live at home with my parents, okay.");
     }
 
     #[test]

@@ -1,13 +1,21 @@
 //! `solo gate eval`: per-type precision, recall and F1 over a labelled corpus, the share of
-//! benign documents flagged, latency per KB, and whether repeats of found values are caught.
+//! benign documents flagged, latency per KB, and whether repeats of found values are caught; for
+//! documents labelled with topic categories, per-category precision and recall, the share of
+//! sensitive requests the shipped policy keeps local, and the share of general-knowledge and
+//! everyday requests flagged, in all and per language.
 //!
 //! Corpus: JSON lines `{"text": …, "spans": [{"start", "end", "type"}, …]}` (character offsets,
 //! end exclusive); a document with no spans is benign. A predicted span counts as a true positive
 //! when it overlaps a gold span of the same type (each gold span matched once); `exact` also
-//! counts the predictions whose offsets equal the gold span's.
+//! counts the predictions whose offsets equal the gold span's. Topic-labelled documents add
+//! `"categories": ["HEALTH", …]`, `"kind"` (`sensitive`, `general`, `everyday` or another kind,
+//! such as `identifier`, that only the spans score) and `"lang"`; an unlabelled benign document
+//! counts as everyday.
 
 use crate::conversation::Conversation;
 use crate::detect::Detector;
+use crate::policy::{Destination, Outcome, Policy};
+use crate::topics::{Category, Topics};
 use crate::EntityType;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -18,6 +26,19 @@ pub struct Doc {
     pub text: String,
     #[serde(default)]
     pub spans: Vec<Gold>,
+    /// The document's categories (topic-labelled documents only).
+    #[serde(default)]
+    pub categories: Option<Vec<Category>>,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub lang: Option<String>,
+}
+
+impl Doc {
+    pub fn new(text: String, spans: Vec<Gold>) -> Doc {
+        Doc { text, spans, categories: None, kind: None, lang: None }
+    }
 }
 
 #[derive(Deserialize, Clone)]
@@ -75,6 +96,83 @@ pub struct Results {
     pub repeats_caught: usize,
     /// A few repeats that were missed (type: text), to look at.
     pub missed_repeats: Vec<String>,
+    pub topics: TopicResults,
+}
+
+/// How a share of documents came out: `hit` of `of`.
+#[derive(Default, Clone, Copy, Serialize)]
+pub struct Share {
+    pub hit: usize,
+    pub of: usize,
+}
+
+impl Share {
+    fn add(&mut self, hit: bool) {
+        self.of += 1;
+        self.hit += hit as usize;
+    }
+    pub fn rate(&self) -> f64 {
+        ratio(self.hit, self.of)
+    }
+}
+
+/// The topic numbers: per category, and the shares of sensitive requests kept local (by the
+/// shipped policy, categories and spans together) and of other requests flagged.
+#[derive(Default, Serialize)]
+pub struct TopicResults {
+    pub per_category: BTreeMap<Category, Counts>,
+    /// Sensitive documents the policy keeps local (or refuses).
+    pub kept_local: Share,
+    /// Sensitive documents with at least one category found.
+    pub categorised: Share,
+    /// General-knowledge documents with a category found.
+    pub general_flagged: Share,
+    /// Everyday documents with a category found.
+    pub everyday_flagged: Share,
+    /// Per language: (kept local, general flagged, everyday flagged).
+    pub per_lang: BTreeMap<String, (Share, Share, Share)>,
+    /// A few misses and false flags (kind: text), to look at.
+    pub examples: Vec<String>,
+}
+
+impl TopicResults {
+    fn table(&self) -> String {
+        if self.kept_local.of + self.general_flagged.of == 0 {
+            return String::new();
+        }
+        let mut out = format!("\n{:<16} {:>6} {:>6} {:>6} {:>6} {:>6}\n", "category", "P", "R", "tp", "fp", "fn");
+        for (c, x) in &self.per_category {
+            out += &format!(
+                "{:<16} {:>6.3} {:>6.3} {:>6} {:>6} {:>6}\n",
+                c.name(),
+                x.precision(),
+                x.recall(),
+                x.tp,
+                x.fp,
+                x.fn_
+            );
+        }
+        let share = |s: &Share| format!("{}/{} = {:.1} %", s.hit, s.of, 100.0 * s.rate());
+        out += &format!("sensitive kept local: {}\n", share(&self.kept_local));
+        out += &format!("sensitive with a category: {}\n", share(&self.categorised));
+        out += &format!("general knowledge flagged: {}\n", share(&self.general_flagged));
+        out += &format!("everyday flagged: {}\n", share(&self.everyday_flagged));
+        for (lang, (k, g, e)) in &self.per_lang {
+            out += &format!(
+                "  {lang}: kept local {:.3} ({}), general flagged {:.3} ({}), everyday flagged {:.3} ({})\n",
+                k.rate(),
+                k.of,
+                g.rate(),
+                g.of,
+                e.rate(),
+                e.of
+            );
+        }
+        for x in self.examples.iter().take(12) {
+            out += &format!("  {x}\n");
+        }
+        out
+    }
 }
 
 impl Results {
@@ -130,6 +228,7 @@ impl Results {
         for m in self.missed_repeats.iter().take(8) {
             out += &format!("  missed repeat: {m}\n");
         }
+        out += &self.topics.table();
         out
     }
 }
@@ -169,7 +268,7 @@ pub fn reformat(value: &str, kind: EntityType, seed: usize) -> String {
 /// a whole conversation is gated at once: latency per KB without the per-call cost dominating.
 pub fn join(docs: Vec<Doc>, bytes: usize) -> Vec<Doc> {
     let mut out: Vec<Doc> = Vec::new();
-    let mut cur = Doc { text: String::new(), spans: Vec::new() };
+    let mut cur = Doc::new(String::new(), Vec::new());
     let mut chars = 0;
     for d in docs {
         if !cur.text.is_empty() {
@@ -180,11 +279,13 @@ pub fn join(docs: Vec<Doc>, bytes: usize) -> Vec<Doc> {
         chars += d.text.chars().count();
         cur.text.push_str(&d.text);
         if cur.text.len() >= bytes {
-            out.push(std::mem::replace(&mut cur, Doc { text: String::new(), spans: Vec::new() }));
+            cur.kind = Some("joined".into());
+            out.push(std::mem::replace(&mut cur, Doc::new(String::new(), Vec::new())));
             chars = 0;
         }
     }
     if !cur.text.is_empty() {
+        cur.kind = Some("joined".into());
         out.push(cur);
     }
     out
@@ -193,12 +294,24 @@ pub fn join(docs: Vec<Doc>, bytes: usize) -> Vec<Doc> {
 /// Timed passes over the corpus (see `evaluate`).
 pub const TIMED_PASSES: usize = 5;
 
+/// `evaluate_with` the shipped lexicon and policy.
 pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
+    evaluate_with(detector, Topics::shipped(), &Policy::default(), docs)
+}
+
+/// The scores of the detectors and the topic lexicon over `docs`; `policy` decides which
+/// sensitive documents are kept local. The time measured is the gate's: spans and categories.
+pub fn evaluate_with(detector: &Detector, topics: &Topics, policy: &Policy, docs: &[Doc]) -> Results {
     let mut r = Results { documents: docs.len(), ..Default::default() };
+    let gate = |text: &str| {
+        let spans = detector.detect(text);
+        let categories = topics.classify(text, &spans);
+        (spans, categories)
+    };
     // Warm up first (the regexes' lazy DFAs build their states on first use), as a running
     // server would be.
     for doc in docs {
-        std::hint::black_box(detector.detect(&doc.text));
+        std::hint::black_box(gate(&doc.text));
     }
     // The timed passes: the gate alone, document after document, TIMED_PASSES times over the
     // corpus; a document's time is the median of its passes. One pass over the held-out corpus
@@ -209,10 +322,10 @@ pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
     for pass in 0..TIMED_PASSES {
         for (doc, t_doc) in docs.iter().zip(&mut times) {
             let t = Instant::now();
-            let spans = detector.detect(&doc.text);
+            let found = gate(&doc.text);
             t_doc.push(t.elapsed().as_secs_f64() * 1e6);
             if pass == 0 {
-                all_spans.push(spans);
+                all_spans.push(found);
             }
         }
     }
@@ -226,7 +339,8 @@ pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
         total_us += us;
         total_kb += kb;
     }
-    for (n, (doc, spans)) in docs.iter().zip(all_spans).enumerate() {
+    for (n, (doc, (spans, categories))) in docs.iter().zip(all_spans).enumerate() {
+        score_topics(&mut r.topics, policy, doc, &spans, &categories);
         if doc.spans.is_empty() {
             r.benign_documents += 1;
             if !spans.is_empty() {
@@ -291,4 +405,65 @@ pub fn evaluate(detector: &Detector, docs: &[Doc]) -> Results {
     r.latency_us_per_kb_p99 = pct(0.99);
     r.latency_us_per_kb_mean = if total_kb > 0.0 { total_us / total_kb } else { 0.0 };
     r
+}
+
+/// One document's topic scores.
+fn score_topics(r: &mut TopicResults, policy: &Policy, doc: &Doc, spans: &[crate::Span], found: &[crate::Topic]) {
+    let kind = match (&doc.kind, &doc.categories) {
+        (Some(k), Some(_)) => k.as_str(),
+        (None, None) if doc.spans.is_empty() => "everyday",
+        _ => return,
+    };
+    let gold: &[Category] = doc.categories.as_deref().unwrap_or(&[]);
+    let lang = r.per_lang.entry(doc.lang.clone().unwrap_or_else(|| "-".into())).or_default();
+    let flagged = !found.is_empty();
+    let note = |r: &mut Vec<String>, what: &str| {
+        if r.len() < 200 {
+            let names: Vec<&str> = found.iter().map(|t| t.kind.name()).collect();
+            r.push(format!("{what}: {:?} -> {names:?}", doc.text.chars().take(90).collect::<String>()));
+        }
+    };
+    match kind {
+        "sensitive" => {
+            let outcome = policy
+                .decide_all(spans.iter().map(|s| s.kind), found.iter().map(|t| t.kind), Destination::Cloud)
+                .outcome;
+            let local = outcome >= Outcome::KeepLocal;
+            r.kept_local.add(local);
+            lang.0.add(local);
+            r.categorised.add(flagged);
+            if !local {
+                note(&mut r.examples, "sensitive, sent");
+            }
+        }
+        "general" => {
+            r.general_flagged.add(flagged);
+            lang.1.add(flagged);
+            if flagged {
+                note(&mut r.examples, "general, flagged");
+            }
+        }
+        "everyday" => {
+            r.everyday_flagged.add(flagged);
+            lang.2.add(flagged);
+            if flagged {
+                note(&mut r.examples, "everyday, flagged");
+            }
+        }
+        _ => {}
+    }
+    if doc.categories.is_none() {
+        return;
+    }
+    for c in Category::ALL {
+        let (want, got) = (gold.contains(&c), found.iter().any(|t| t.kind == c));
+        if want || got {
+            let x = r.per_category.entry(c).or_default();
+            match (want, got) {
+                (true, true) => x.tp += 1,
+                (true, false) => x.fn_ += 1,
+                _ => x.fp += 1,
+            }
+        }
+    }
 }

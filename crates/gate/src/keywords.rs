@@ -17,7 +17,83 @@ pub enum Kw {
     NameCue,
     PhoneCtx,
     NotPhone,
+    /// Parts of a key's name (`DEPLOY_KEY`, `SERVICE_AUTH`): a random value assigned to it.
+    KeyName,
+    /// `Bearer TOKEN`.
+    Bearer,
+    /// A national id's name before a value ("DNI", "passport number").
+    IdLabel,
+    /// Words before an address ("I live at", "Lieferadresse:").
+    AddressCue,
 }
+
+/// Words after which a number and capitalised words, a comma and a city are an address even
+/// without a street-type word ("I live at 12 Kingsmead, Cambridge").
+pub const ADDRESS_CUES: &[&str] = &[
+    "live at",
+    "living at",
+    "lives at",
+    "address is",
+    "address:",
+    "send it to",
+    "send them to",
+    "ship it to",
+    "deliver to",
+    "delivered to",
+    "moved to",
+    "lieferadresse",
+    "anschrift",
+    "adresse",
+    "ich wohne",
+    "wohnt",
+    "vivo en",
+    "dirección",
+    "direccion",
+    "envíalo a",
+    "enviadlo a",
+    "j'habite",
+    "habite au",
+    "habite à",
+    "envoie-le au",
+    "envoie-le à",
+    "livraison",
+];
+
+/// Names of national ids and identity documents: the id after one is kept even when its
+/// checksum fails (a typo'd or unknown id is still an id).
+pub const ID_LABELS: &[&str] = &[
+    "dni",
+    "nif",
+    "nie:",
+    "nie ",
+    "nir",
+    "nino",
+    "national insurance",
+    "ni number",
+    "steuer-id",
+    "steuerid",
+    "steuer-identifikationsnummer",
+    "steueridentifikationsnummer",
+    "tax id",
+    "passport",
+    "pasaporte",
+    "reisepass",
+    "passeport",
+    "personalausweis",
+    "ausweisnummer",
+    "id card",
+    "id number",
+    "identity card",
+    "carte d'identité",
+    "carte d'identite",
+    "sécurité sociale",
+    "securite sociale",
+    "documento de identidad",
+    "bsn",
+    "burgerservicenummer",
+    "aadhaar",
+    "codice fiscale",
+];
 
 pub const PHONE_CONTEXT: &[&str] = &[
     "phone",
@@ -220,6 +296,10 @@ pub const KEYWORDS: &[(Kw, &[&str])] = &[
     (Kw::NameCue, &["my name is ", "name is ", "i'm ", "i am "]),
     (Kw::PhoneCtx, PHONE_CONTEXT),
     (Kw::NotPhone, NOT_PHONE_CONTEXT),
+    (Kw::KeyName, &["_key", "auth"]),
+    (Kw::Bearer, &["bearer "]),
+    (Kw::IdLabel, ID_LABELS),
+    (Kw::AddressCue, ADDRESS_CUES),
 ];
 
 /// The keywords, ready to find.

@@ -10,7 +10,8 @@
 //! scan.rs       small scans the detectors share
 //! checks.rs     Luhn, mod-97, national-id rules, dates
 //! conversation.rs  values seen so far in a conversation: repeats, placeholders, restoration
-//! policy.rs     the TOML policy: type (and destination) → outcome, strictest wins
+//! topics.rs     what a text is about: a person's health, money, legal matters… (categories)
+//! policy.rs     the TOML policy: type or category (and destination) → outcome, strictest wins
 //! eval.rs       precision/recall/latency over a labelled corpus
 //! ```
 
@@ -22,6 +23,7 @@ pub mod keywords;
 pub mod normalize;
 pub mod policy;
 pub mod scan;
+pub mod topics;
 
 #[cfg(test)]
 pub(crate) mod test_rng {
@@ -47,6 +49,7 @@ pub(crate) mod test_rng {
 pub use conversation::{Conversation, Restorer};
 pub use detect::Detector;
 pub use policy::{Decision, Destination, Outcome, Policy};
+pub use topics::{Category, Evidence, Topic, Topics};
 
 use serde::{Deserialize, Serialize};
 
@@ -133,6 +136,7 @@ pub struct Span {
 /// The detectors and the policy together: what `solo gate` and the router use.
 pub struct Gate {
     pub detector: Detector,
+    pub topics: Topics,
     pub policy: Policy,
 }
 
@@ -141,17 +145,23 @@ pub struct Gate {
 pub struct Report {
     pub outcome: Outcome,
     pub spans: Vec<Span>,
+    /// What the text is about, when that is sensitive (`HEALTH`, …), strongest first.
+    pub categories: Vec<Topic>,
 }
 
 impl Gate {
     pub fn new(policy: Policy) -> Gate {
-        Gate { detector: Detector::new(), policy }
+        Gate { detector: Detector::new(), topics: Topics::default(), policy }
     }
 
-    /// Spans of one stand-alone text and the outcome for `destination`.
+    /// Spans and categories of one stand-alone text, and the outcome for `destination`.
     pub fn check(&self, text: &str, destination: Destination) -> Report {
         let spans = self.detector.detect(text);
-        let outcome = self.policy.decide(spans.iter().map(|s| s.kind), destination).outcome;
-        Report { outcome, spans }
+        let categories = self.topics.classify(text, &spans);
+        let outcome = self
+            .policy
+            .decide_all(spans.iter().map(|s| s.kind), categories.iter().map(|c| c.kind), destination)
+            .outcome;
+        Report { outcome, spans, categories }
     }
 }

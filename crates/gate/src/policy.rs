@@ -1,18 +1,21 @@
-//! The policy: which outcome each entity type gets for each destination. Rules are read from a
-//! TOML file; when several rules match a type, and when a text holds several types, the strictest
-//! outcome wins (`refuse` > `keep_local` > `ask_consent` > `mask` > `allow`).
+//! The policy: which outcome each entity type and each topic category gets for each destination.
+//! Rules are read from a TOML file; when several rules match a type, and when a text holds
+//! several types or categories, the strictest outcome wins (`refuse` > `keep_local` >
+//! `ask_consent` > `mask` > `allow`). A rule's `types` name entity types (`EMAIL`) and categories
+//! (`HEALTH`) alike; `"*"` names them all. A category's `mask` masks every value the request
+//! holds (the subject goes out, not whose it is).
 //!
 //! ```toml
 //! default = "mask"            # types no rule names
 //! on_cloud_error = "local"    # or "fail": what a request does when the cloud is unreachable
 //!
 //! [[rule]]
-//! types = ["SECRET", "CARD"]
+//! types = ["SECRET", "CARD", "HEALTH"]
 //! outcome = "keep_local"
 //! destination = "cloud"       # "cloud" (default), "local" or "any"
 //! ```
 
-use crate::EntityType;
+use crate::{Category, EntityType};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use toml::Spanned;
@@ -68,6 +71,7 @@ enum RuleDestination {
 #[derive(Clone, Debug)]
 struct Rule {
     types: Vec<EntityType>,
+    categories: Vec<Category>,
     outcome: Outcome,
     destination: RuleDestination,
 }
@@ -88,17 +92,29 @@ pub struct Policy {
     pub on_cloud_error: OnCloudError,
 }
 
-/// The outcome for a set of types, and each type's own.
+/// The outcome for a set of types and categories, and each one's own.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decision {
     pub outcome: Outcome,
     pub per_type: BTreeMap<EntityType, Outcome>,
+    pub per_category: BTreeMap<Category, Outcome>,
 }
 
 impl Decision {
     /// Types whose own outcome is `o`.
     pub fn types_with(&self, o: Outcome) -> Vec<EntityType> {
         self.per_type.iter().filter(|(_, &x)| x == o).map(|(&t, _)| t).collect()
+    }
+
+    /// Categories whose own outcome is `o`.
+    pub fn categories_with(&self, o: Outcome) -> Vec<Category> {
+        self.per_category.iter().filter(|(_, &x)| x == o).map(|(&c, _)| c).collect()
+    }
+
+    /// The strictest of the per-type and per-category outcomes (after a caller changed some).
+    pub fn recompute(&mut self) {
+        self.outcome =
+            self.per_type.values().chain(self.per_category.values()).copied().max().unwrap_or(Outcome::Allow);
     }
 }
 
@@ -171,17 +187,26 @@ impl Policy {
         };
         let mut rules = Vec::new();
         for r in &file.rule {
-            let mut types = Vec::new();
+            let (mut types, mut categories) = (Vec::new(), Vec::new());
             for t in &r.types {
                 let name = t.get_ref();
                 if name == "*" {
                     types.extend(EntityType::ALL);
-                    continue;
-                }
-                types.push(EntityType::from_name(name).ok_or_else(|| {
+                    categories.extend(Category::ALL);
+                } else if let Some(kind) = EntityType::from_name(name) {
+                    types.push(kind);
+                } else if let Some(c) = Category::from_name(name) {
+                    categories.push(c);
+                } else {
                     let all: Vec<&str> = EntityType::ALL.iter().map(|t| t.name()).collect();
-                    format!("line {}: unknown entity type {name:?} (one of {}, or \"*\")", at(t), all.join(", "))
-                })?);
+                    let cats: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
+                    return Err(format!(
+                        "line {}: unknown entity type or category {name:?} (types: {}; categories: {}; or \"*\")",
+                        at(t),
+                        all.join(", "),
+                        cats.join(", ")
+                    ));
+                }
             }
             let destination = match &r.destination {
                 None => RuleDestination::Cloud,
@@ -197,7 +222,7 @@ impl Policy {
                     }
                 },
             };
-            rules.push(Rule { types, outcome: outcome(&r.outcome)?, destination });
+            rules.push(Rule { types, categories, outcome: outcome(&r.outcome)?, destination });
         }
         Ok(Policy { rules, default, on_cloud_error })
     }
@@ -211,8 +236,17 @@ impl Policy {
     /// The outcome of one type for a destination: the strictest matching rule; for the cloud,
     /// the default when no rule names it; for the local engine, `allow` unless a rule says so.
     pub fn outcome_of(&self, kind: EntityType, destination: Destination) -> Outcome {
+        self.outcome_where(|r| r.types.contains(&kind), destination)
+    }
+
+    /// The outcome of one category, as `outcome_of` gives a type's.
+    pub fn outcome_of_category(&self, c: Category, destination: Destination) -> Outcome {
+        self.outcome_where(|r| r.categories.contains(&c), destination)
+    }
+
+    fn outcome_where(&self, names: impl Fn(&Rule) -> bool, destination: Destination) -> Outcome {
         let matching = self.rules.iter().filter(|r| {
-            r.types.contains(&kind)
+            names(r)
                 && matches!(
                     (r.destination, destination),
                     (RuleDestination::Any, _)
@@ -232,10 +266,21 @@ impl Policy {
     }
 
     pub fn decide(&self, kinds: impl IntoIterator<Item = EntityType>, destination: Destination) -> Decision {
-        let per_type: BTreeMap<EntityType, Outcome> =
-            kinds.into_iter().map(|k| (k, self.outcome_of(k, destination))).collect();
-        let outcome = per_type.values().copied().max().unwrap_or(Outcome::Allow);
-        Decision { outcome, per_type }
+        self.decide_all(kinds, [], destination)
+    }
+
+    /// The decision for the types and the categories a request holds.
+    pub fn decide_all(
+        &self,
+        kinds: impl IntoIterator<Item = EntityType>,
+        categories: impl IntoIterator<Item = Category>,
+        destination: Destination,
+    ) -> Decision {
+        let per_type = kinds.into_iter().map(|k| (k, self.outcome_of(k, destination))).collect();
+        let per_category = categories.into_iter().map(|c| (c, self.outcome_of_category(c, destination))).collect();
+        let mut d = Decision { outcome: Outcome::Allow, per_type, per_category };
+        d.recompute();
+        d
     }
 }
 
@@ -255,6 +300,26 @@ mod tests {
         assert_eq!(p.decide([Email, Person], Destination::Cloud).outcome, Outcome::AskConsent);
         assert_eq!(p.decide([Email, Person, Ssn], Destination::Cloud).outcome, Outcome::KeepLocal);
         assert_eq!(p.decide([], Destination::Cloud).outcome, Outcome::Allow);
+        for c in Category::ALL {
+            assert_eq!(p.outcome_of_category(c, Destination::Cloud), Outcome::KeepLocal, "{c}");
+            assert_eq!(p.outcome_of_category(c, Destination::Local), Outcome::Allow, "{c}");
+        }
+        let d = p.decide_all([Email], [Category::Health], Destination::Cloud);
+        assert_eq!((d.outcome, d.categories_with(Outcome::KeepLocal)), (Outcome::KeepLocal, vec![Category::Health]));
+    }
+
+    #[test]
+    fn categories_map_to_any_outcome() {
+        let p = Policy::parse(
+            "default = \"allow\"\n[[rule]]\ntypes = [\"HEALTH\"]\noutcome = \"mask\"\n[[rule]]\ntypes = [\"POLITICS\", \"EMAIL\"]\noutcome = \"refuse\"\ndestination = \"any\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.outcome_of_category(Category::Health, Destination::Cloud), Outcome::Mask);
+        assert_eq!(p.outcome_of_category(Category::Politics, Destination::Local), Outcome::Refuse);
+        assert_eq!(p.outcome_of_category(Category::Finance, Destination::Cloud), Outcome::Allow);
+        assert_eq!(p.outcome_of(Email, Destination::Cloud), Outcome::Refuse);
+        let e = Policy::parse("[[rule]]\ntypes = [\"HEALTHY\"]\noutcome = \"mask\"\n").unwrap_err();
+        assert!(e.starts_with("line 2:") && e.contains("HEALTHY") && e.contains("SEX_LIFE"), "{e}");
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub struct App {
     pub metrics: Arc<Metrics>,
     pub rng: Mutex<SplitMix>,
     /// The privacy gate and the cloud route (`--cloud-url`, `--policy`); `None`: local only, ungated.
-    pub hybrid: Option<Arc<crate::router::Hybrid>>,
+    pub hybrid: Option<Arc<crate::hybrid::Hybrid>>,
 }
 
 impl App {

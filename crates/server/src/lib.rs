@@ -8,7 +8,7 @@
 //!   completions.rs                                 stop.rs      stop strings
 //!   parser.rs + tool_args.rs  <think> and <tool_call> out of the streamed text
 //!   routes.rs   router, auth, metrics.rs, error.rs
-//!   router.rs   the privacy gate and the hybrid (local / cloud) route of chat requests
+//!   hybrid.rs   the privacy gate and the hybrid (local / cloud) route of chat requests
 //!   web.rs      `GET /`: the chat page (assets/, compiled in)
 //! ```
 //!
@@ -21,12 +21,12 @@ pub mod engine;
 pub mod error;
 pub mod generate;
 pub mod handlers;
+pub mod hybrid;
 pub mod metrics;
 pub mod parser;
 pub mod prefix_cache;
 pub mod prompt;
 pub mod request;
-pub mod router;
 pub mod routes;
 pub mod stop;
 pub mod tool_args;
@@ -68,8 +68,8 @@ pub struct ServerConfig {
     /// Snapshot the state every this many prompt tokens (besides message boundaries).
     pub snapshot_interval: usize,
     pub prefill_chunk: usize,
-    /// The privacy gate and hybrid router (see [`router`]).
-    pub hybrid: Option<router::HybridConfig>,
+    /// The privacy gate and hybrid router (see [`hybrid`]).
+    pub hybrid: Option<hybrid::HybridConfig>,
 }
 
 impl ServerConfig {
@@ -170,7 +170,7 @@ where
         metrics,
         rng: Mutex::new(SplitMix(seed)),
         hybrid: match &config.hybrid {
-            Some(h) => Some(Arc::new(router::Hybrid::new(h.clone())?)),
+            Some(h) => Some(Arc::new(hybrid::Hybrid::new(h.clone())?)),
             None => None,
         },
     });

@@ -17,7 +17,7 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/", get(crate::web::index))
         .route("/ui/{name}", get(crate::web::asset))
-        .route("/v1/chat/completions", post(crate::router::chat))
+        .route("/v1/chat/completions", post(crate::hybrid::chat))
         .route("/v1/completions", post(completions))
         .route("/v1/models", get(models))
         .route("/v1/models/{*id}", get(model))

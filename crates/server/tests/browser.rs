@@ -12,7 +12,7 @@ mod webdriver;
 use common::*;
 use serde_json::{json, Value};
 use solo_gate::Policy;
-use solo_server::router::HybridConfig;
+use solo_server::hybrid::HybridConfig;
 use solo_server::Server;
 use std::io::Write;
 use std::path::PathBuf;

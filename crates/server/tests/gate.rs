@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use common::*;
 use serde_json::{json, Value};
 use solo_gate::Policy;
-use solo_server::router::HybridConfig;
+use solo_server::hybrid::HybridConfig;
 use solo_server::Server;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -361,5 +361,55 @@ fn without_a_cloud_the_policy_still_refuses() {
     assert_eq!(status, 403, "{body}");
     let (status, route, _) = send(&server, &chat(&format!("mail {EMAIL}")), &[]);
     assert_eq!((status, route.as_str()), (200, "local"));
+    let _ = std::fs::remove_file(&audit);
+}
+
+#[test]
+fn categories_stay_local_or_follow_the_policy() {
+    let up = cloud();
+    let audit = audit_path("topics");
+    let server = hybrid(Some(up.url.clone()), Policy::default(), &audit);
+    // The shipped policy keeps a person's own health on this machine; a general question goes.
+    let r = client()
+        .post(url(&server, "/v1/chat/completions"))
+        .json(&chat("Summarize my bloodwork results from last week"))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.headers()["x-solo-route"], "local");
+    assert_eq!(r.headers()["x-solo-categories"], "HEALTH");
+    let (status, route, body) = send(&server, &chat("How does insulin work?"), &[]);
+    assert_eq!((status, route.as_str()), (200, "cloud"), "{body}");
+    assert_eq!(up.log.lock().unwrap().len(), 1);
+    assert_never_sent(&up.log, &["bloodwork"]);
+    let lines = std::fs::read_to_string(&audit).unwrap();
+    let records: Vec<Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 2, "{lines}");
+    assert_eq!((records[0]["route"].as_str(), &records[0]["categories"]), (Some("local"), &json!(["HEALTH"])));
+    assert_eq!(records[1]["categories"], json!([]));
+    assert!(!lines.contains("bloodwork") && !lines.contains("insulin"), "the audit log holds no text: {lines}");
+    let _ = std::fs::remove_file(&audit);
+
+    // Any outcome for any category: HEALTH masked (the subject goes, the values do not), FINANCE
+    // refused with the category named.
+    let up = cloud();
+    let audit = audit_path("topics-policy");
+    let policy = Policy::parse(
+        "default = \"allow\"\n[[rule]]\ntypes = [\"HEALTH\"]\noutcome = \"mask\"\n[[rule]]\ntypes = [\"FINANCE\"]\noutcome = \"refuse\"\n",
+    )
+    .unwrap();
+    let server = hybrid(Some(up.url.clone()), policy, &audit);
+    let text = format!("My HIV test came back positive; send the clinic's answer to {EMAIL}.");
+    let (status, route, body) = send(&server, &chat(&text), &[]);
+    assert_eq!((status, route.as_str()), (200, "cloud"), "{body}");
+    assert_eq!(content(&body), format!("ECHO: {text}"));
+    let sent = up.log.lock().unwrap()[0].1["messages"][0]["content"].clone();
+    assert_eq!(sent, "My HIV test came back positive; send the clinic's answer to [EMAIL_1].");
+    let (status, _, body) =
+        send(&server, &chat("Here is my bank statement: balance 12,430 EUR, account ending 4471"), &[]);
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"]["code"], "privacy_refused");
+    assert!(body["error"]["categories"].as_array().unwrap().contains(&json!("FINANCE")), "{body}");
+    assert_eq!(up.log.lock().unwrap().len(), 1);
     let _ = std::fs::remove_file(&audit);
 }

@@ -1,9 +1,12 @@
 //! `solo gate`: the privacy gate on the command line (crate `solo-gate`).
 //!
-//! - `solo gate [--policy FILE]`: text on stdin → `{"outcome", "spans": [{"start", "end", "type", "text"}]}`
-//!   (offsets in Unicode characters, end exclusive; the outcome is the policy's for the cloud).
+//! - `solo gate [--policy FILE]`: text on stdin → `{"outcome", "spans": [{"start", "end", "type", "text"}],
+//!   "categories": [{"type", "score", "evidence": [{"start", "end"}]}]}` (offsets in Unicode
+//!   characters, end exclusive; the outcome is the policy's for the cloud).
 //! - `solo gate --jsonl`: one `{"text": …}` per input line → one result per output line, in order.
-//! - `solo gate eval --corpus FILE.jsonl`: precision/recall/F1 per type, benign flag rate, latency.
+//! - `solo gate eval --corpus FILE.jsonl`: precision/recall/F1 per type, benign flag rate, latency;
+//!   for topic-labelled documents, per-category precision/recall, sensitive requests kept local,
+//!   general-knowledge and everyday requests flagged, per language.
 
 use anyhow::{Context as _, Result};
 use solo_gate::{Destination, Gate, Policy};
@@ -25,7 +28,8 @@ pub struct GateArgs {
 
 #[derive(clap::Subcommand)]
 enum GateAction {
-    /// Scores the detectors on a labelled corpus (JSON lines `{"text", "spans": [{"start", "end", "type"}]}`).
+    /// Scores the detectors on a labelled corpus (JSON lines `{"text", "spans": [{"start", "end", "type"}]}`,
+    /// topic-labelled lines with `"categories"`, `"kind"`, `"lang"`).
     Eval {
         #[arg(long)]
         corpus: PathBuf,

@@ -64,7 +64,7 @@ fn hybrid(
     cloud_key_env: Option<String>,
     policy: Option<PathBuf>,
     audit_log: Option<PathBuf>,
-) -> Result<Option<solo_server::router::HybridConfig>> {
+) -> Result<Option<solo_server::hybrid::HybridConfig>> {
     if cloud_url.is_none() && policy.is_none() {
         anyhow::ensure!(
             cloud_model.is_none() && cloud_key_env.is_none(),
@@ -98,7 +98,7 @@ fn hybrid(
             audit_log.as_ref().map(|p| format!(" (audit log: {})", p.display())).unwrap_or_default()
         );
     }
-    Ok(Some(solo_server::router::HybridConfig { cloud_url, cloud_model, cloud_key, policy, audit_log }))
+    Ok(Some(solo_server::hybrid::HybridConfig { cloud_url, cloud_model, cloud_key, policy, audit_log }))
 }
 
 pub fn serve(args: ServeArgs) -> Result<()> {

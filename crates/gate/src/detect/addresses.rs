@@ -14,6 +14,14 @@ impl Detector {
         push: &mut impl FnMut(usize, usize, EntityType),
     ) {
         let window = |from: usize, n: usize| &text[from..ceil(text, from + n)];
+        // After an address cue: a number and words, or words and a number, then a city.
+        for m in &kw.address_cue {
+            if let Some(x) = self.cued_address.find(window(m.end(), 120)) {
+                let lead = x.as_str().len()
+                    - x.as_str().trim_start_matches(|c: char| !c.is_alphanumeric() || c.is_lowercase()).len();
+                push(m.end() + lead, m.end() + x.end(), EntityType::Address);
+            }
+        }
         let mut streets: Vec<(usize, usize)> = Vec::new();
         for at in street_starts(text, kw) {
             if word_char(before(text, at)) || streets.last().is_some_and(|l| at < l.1) {

@@ -2,7 +2,9 @@
 
 use super::{Detector, Found, Keywords, Work};
 use crate::checks;
-use crate::scan::{after, before, ctx_before, digits_and, digits_into, find_in, has_any, pad, regions, word_char};
+use crate::scan::{
+    after, before, ceil, ctx_before, digits_and, digits_into, find_in, floor, has_any, pad, regions, word_char,
+};
 use crate::EntityType;
 
 impl Detector {
@@ -249,6 +251,16 @@ impl Detector {
                 push(m.start, m.end, EntityType::NationalId);
             }
         }
+        // After an id's name ("DNI", "passport number"), the value is an id whatever its checksum
+        // says, unless the text says it is not one ("invalid", "such as").
+        for m in &kw.id_label {
+            if let Some((s, e)) = labelled_id(text, m.end()) {
+                let around = &lower[floor(lower, m.start().saturating_sub(60))..ceil(lower, e + 60)];
+                if !has_any(around, NOT_AN_ID) {
+                    push(s, e, EntityType::NationalId);
+                }
+            }
+        }
     }
 }
 
@@ -312,4 +324,70 @@ fn digit_runs(text: &str, regions: &[(usize, usize)], out: &mut Vec<(usize, usiz
             out.push((start, end));
         }
     }
+}
+
+/// Words that say a number is not a real id.
+const NOT_AN_ID: &[&str] = &[
+    "invalid",
+    "not valid",
+    "such as",
+    "example",
+    "e.g.",
+    "fake",
+    "ungültig",
+    "beispiel",
+    "no válido",
+    "no es válido",
+    "ejemplo",
+    "invalide",
+    "exemple",
+    "pas valide",
+];
+
+/// The id after a label: past a few linking words (`is`, `:`, `number`, `no.`, `es`, `ist`),
+/// groups of letters and digits joined by single spaces or dashes, 6 to 20 of them with 5 digits
+/// or more, the first group with a digit or one or two capitals. Returns its byte range.
+fn labelled_id(text: &str, from: usize) -> Option<(usize, usize)> {
+    const LINKS: &[&str] = &[
+        "number", "numbers", "no.", "no", "nr.", "nº", "n°", "num.", "is", "was", "es", "est", "ist", "lautet", "el",
+        "le", "la", "de", "du", "my", "mi", "mon", "ma", "meine", "mein", "for", "para", "pour", "id", "(nino)",
+        "(nie)", "n.",
+    ];
+    let b = text.as_bytes();
+    let mut i = from;
+    // Linking words and punctuation, up to 30 bytes.
+    loop {
+        while i < b.len() && matches!(b[i], b' ' | b':' | b'\t' | b'#' | b'=') {
+            i += 1;
+        }
+        let word = text[i..].split([' ', ':', '\t']).next().unwrap_or("");
+        if i - from < 30 && !word.is_empty() && LINKS.iter().any(|l| word.eq_ignore_ascii_case(l)) {
+            i += word.len();
+            continue;
+        }
+        break;
+    }
+    let start = i;
+    let (mut alnum, mut digits, mut end) = (0, 0, i);
+    let mut group_start = i;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_digit() || c.is_ascii_uppercase() {
+            alnum += 1;
+            digits += c.is_ascii_digit() as usize;
+            i += 1;
+            end = i;
+        } else if (c == b' ' || c == b'-')
+            && i > group_start
+            && i + 1 < b.len()
+            && (b[i + 1].is_ascii_digit() || b[i + 1].is_ascii_uppercase())
+        {
+            i += 1;
+            group_start = i;
+        } else {
+            break;
+        }
+    }
+    let bounded = !b.get(end).is_some_and(|c| c.is_ascii_alphanumeric());
+    (bounded && (6..=20).contains(&alnum) && digits >= 5).then_some((start, end))
 }

@@ -46,8 +46,16 @@ impl Detector {
             let (run_i, run_j) = (i, j);
             let (rs, re_) = (words[i].0, words[j].1);
             i = j + 1;
-            // Most capitalised words are no names: nothing to do unless the run has a known one.
-            if !(run_i..=run_j).any(|k| names.kind(word(k)) & (FIRST | LAST) != 0) {
+            // Most capitalised words are no names: nothing to do unless the run has a known one,
+            // or a title or a cue introduces it ("Sra. Ibáñez", "je m'appelle Maëlle").
+            let known = (run_i..=run_j).any(|k| names.kind(word(k)) & (FIRST | LAST) != 0);
+            let cue_before = if known { Intro::None } else { introduced(lower, rs) };
+            let introduced = !known
+                && (cue_before == Intro::Strong
+                    || (run_i..=run_j).any(|x| titles().contains(word(x)))
+                    || cue_before == Intro::Weak && run_j > run_i
+                    || run_j > run_i && text[re_..].starts_with(" <") && text[re_..].contains('@'));
+            if !known && !introduced {
                 continue;
             }
             // The run's words, and what each is: a first name, a last name, a common word.
@@ -75,17 +83,35 @@ impl Detector {
             let mut greeting = false;
             while k < n {
                 let w = run[k];
+                if k == 0 && ARTICLES.contains(&w) {
+                    k = n; // no name
+                    break;
+                }
                 if titles().contains(w) {
                     title_in_run = true;
                 } else if cue[k] {
                     greeting = true;
-                } else if !(common[k] && (!first[k] && !last[k] || k == 0 && run_at_sentence_start)) {
+                } else if !(common[k]
+                    && (!first[k] && !last[k]
+                        || k == 0 && run_at_sentence_start && !(first[k] && k + 1 < n && last[k + 1])))
+                {
                     break;
                 }
                 k += 1;
             }
             // The name itself: words `k..n` of the run.
             let body = k..n;
+            if introduced {
+                // Unknown words after a title or a cue: a name when none is a common word.
+                if !body.is_empty() && n - k <= 3 && !body.clone().any(|x| common[x]) {
+                    let mut end = re_;
+                    if text[..end].ends_with('.') {
+                        end -= 1;
+                    }
+                    push(words[rs_index(words, rs) + k].0, end, EntityType::Person);
+                }
+                continue;
+            }
             if body.is_empty() || !body.clone().any(|x| first[x] || last[x]) {
                 continue;
             }
@@ -109,7 +135,7 @@ impl Detector {
             let accept = if titled {
                 body.clone().all(|x| !common[x] || first[x] || last[x])
             } else if n - k >= 2 {
-                let strong = first[b0] && (last[bl] || !common[bl]) && (!common[b0] || !common[bl]);
+                let strong = first[b0] && (last[bl] || !common[bl]);
                 let medium = !common[b0] && !common[bl] && (first[b0] || last[bl]) && body.clone().all(|x| !common[x]);
                 strong || medium && (context || !sentence_start)
             } else {
@@ -370,6 +396,12 @@ pub(super) fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
         while j < b.len() {
             // ASCII first: lower-case letters and apostrophes go on, other bytes but `-` stop.
             let c = b[j];
+            // "McAllister": an upper-case letter after "Mc".
+            if c.is_ascii_uppercase() && j == start + 2 && &b[start..j] == b"Mc" {
+                j += 1;
+                end = j;
+                continue;
+            }
             if c.is_ascii_lowercase() || c == b'\'' {
                 lower += (c != b'\'') as usize;
                 j += 1;
@@ -418,15 +450,129 @@ pub(super) fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
     }
 }
 
+/// Cues after which two or three capitalised words are a name even when no list knows them.
+const WEAK_INTRODUCERS: &[&str] = &[
+    "patient:",
+    "patient",
+    "customer",
+    "client",
+    "attendees:",
+    "hi, i'm",
+    "i'm",
+    "i am",
+    "hello,",
+    "hi,",
+    "lunch with",
+    "forward this to",
+    "paciente:",
+    "cliente",
+    "patiente",
+    "kunde",
+    "kundin",
+    "soy",
+    "je suis",
+    "ich bin",
+];
+
+/// Whether a cue introduces the words after it: `Strong` (a title, "my name is": one word will
+/// do), `Weak` (two words or more), or not.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Intro {
+    None,
+    Weak,
+    Strong,
+}
+
+/// Titles and cues after which capitalised words are a name even when no list knows them.
+const INTRODUCERS: &[&str] = &[
+    "my name is",
+    "me llamo",
+    "mi nombre es",
+    "je m'appelle",
+    "mon nom est",
+    "ich heiße",
+    "ich heisse",
+    "mein name ist",
+    "dr.",
+    "dr",
+    "mr.",
+    "mr",
+    "mrs.",
+    "mrs",
+    "ms.",
+    "ms",
+    "prof.",
+    "sr.",
+    "sra.",
+    "srta.",
+    "herr",
+    "frau",
+    "mme",
+    "mme.",
+    "mlle",
+    "m.",
+    "señor",
+    "señora",
+    "monsieur",
+    "madame",
+    "dear",
+    "estimada",
+    "estimado",
+    "chère",
+    "cher",
+    "geehrter herr",
+    "geehrte frau",
+    "liebe",
+    "lieber",
+    "regards,",
+    "atentamente,",
+    "cordialement,",
+    "grüßen",
+    "grüße",
+    "saludos,",
+    "signed,",
+    "firmado,",
+    "sincerely,",
+    "signé,",
+];
+
+/// Does a cue of `INTRODUCERS` or `WEAK_INTRODUCERS` end just before byte `start` of the
+/// lower-case text?
+fn introduced(lower: &str, start: usize) -> Intro {
+    let ctx = ctx_before(lower, start, 24);
+    let ctx = ctx.trim_end_matches([' ', '\n', '\t']);
+    let ends = |cue: &&str| {
+        ctx.ends_with(cue) && {
+            let before = &ctx[..ctx.len() - cue.len()];
+            !before.chars().next_back().is_some_and(|c| c.is_alphanumeric())
+        }
+    };
+    if INTRODUCERS.iter().any(ends) {
+        Intro::Strong
+    } else if WEAK_INTRODUCERS.iter().any(ends) {
+        Intro::Weak
+    } else {
+        Intro::None
+    }
+}
+
+/// Articles that start a capitalised run that is a place or a party, not a name ("La France").
+const ARTICLES: &[&str] = &["La", "Le", "Les", "El", "Los", "Las", "Die", "Der", "Das", "The", "Il", "Lo", "Gli"];
+
 /// The last one to three words of `ctx` are a name cue ("my name is", "dear", "thanks").
 fn ends_with_context(ctx: &str) -> bool {
     static CUES: OnceLock<WordSet> = OnceLock::new();
-    let cues = CUES.get_or_init(|| NAME_CONTEXT.iter().map(|c| c.trim_end_matches([',', ':', '.'])).collect());
+    // "to:" is a cue, "to" is not: the cues keep their punctuation; a word of the text is tried
+    // as written and without it ("Mr." for "mr").
+    let cues = CUES.get_or_init(|| NAME_CONTEXT.iter().copied().collect());
     // The last words joined by single spaces, one more each time: "is", "name is", "my name is".
     let mut buf = [0u8; 64];
     let mut at = buf.len();
-    for (k, w) in ctx.split_whitespace().rev().take(3).enumerate() {
-        let w = w.trim_end_matches([',', ':', '.']).as_bytes();
+    for (k, raw) in ctx.split_whitespace().rev().take(3).enumerate() {
+        if k == 0 && raw.len() != raw.trim_end_matches([',', ':', '.']).len() && cues.contains(raw) {
+            return true;
+        }
+        let w = raw.trim_end_matches([',', ':', '.']).as_bytes();
         let need = w.len() + (k > 0) as usize;
         if need > at {
             return false; // longer than any cue

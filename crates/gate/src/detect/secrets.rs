@@ -100,15 +100,26 @@ impl Detector {
             }
             push(user.start(), pass.end(), EntityType::UrlCredentials);
         }
-        for m in &kw.assign {
+        for (m, strict) in kw.assign.iter().map(|m| (m, false)).chain(kw.key_name.iter().map(|m| (m, true))) {
+            // `ACCESS_KEY_ID=`: the key's name may go on with `_id`.
+            let end =
+                m.end() + if text[m.end()..].get(..3).is_some_and(|s| s.eq_ignore_ascii_case("_id")) { 3 } else { 0 };
             // `==` compares, `max_tokens: 100` counts, `password: str` annotates.
-            let Some(tail) = assignment(&text.as_bytes()[m.end()..]) else { continue };
-            if text[m.end()..m.end() + tail].contains("==") || after(text, m.end()).is_some_and(|c| c.is_alphanumeric())
-            {
+            let Some(tail) = assignment(&text.as_bytes()[end..]) else { continue };
+            if text[end..end + tail].contains("==") || after(text, end).is_some_and(|c| c.is_alphanumeric()) {
                 continue;
             }
-            if let Some((s, e)) = assigned_value(text, m.end() + tail, false) {
-                push(s, e, EntityType::Secret);
+            if let Some((s, e)) = assigned_value(text, end + tail, false) {
+                // A name that only ends like a key's (`sort_key`, `oauth`) needs a random value.
+                if !strict || random(&text[s..e]) {
+                    push(s, e, EntityType::Secret);
+                }
+            }
+        }
+        for m in &kw.bearer {
+            let v = text[m.end()..].bytes().take_while(|b| b.is_ascii_alphanumeric() || b"._~+/=-".contains(b)).count();
+            if v >= 16 && random(&text[m.end()..m.end() + v]) {
+                push(m.end(), m.end() + v, EntityType::Secret);
             }
         }
         for m in &kw.said {
@@ -151,6 +162,15 @@ fn assignment(b: &[u8]) -> Option<usize> {
         _ => return None,
     };
     Some(blanks(i + op))
+}
+
+/// A value that looks generated: 12 characters or more, letters and digits, no spaces.
+fn random(v: &str) -> bool {
+    v.len() >= 12
+        && !v.contains(char::is_whitespace)
+        && v.bytes().any(|b| b.is_ascii_digit())
+        && v.bytes().any(|b| b.is_ascii_alphabetic())
+        && !placeholder(v)
 }
 
 /// A placeholder rather than a value: `<password>`, `${DB_PASS}`, `****`, `xxx`.

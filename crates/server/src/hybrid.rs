@@ -2,7 +2,8 @@
 //! may leave the machine.
 //!
 //! ```text
-//! request ─▶ gate (every text of every message; the conversation's known values)
+//! request ─▶ gate (every text of every message: its values, the conversation's known values,
+//!               and what it is about: HEALTH, FINANCE, … categories)
 //!   refuse       ─▶ 403, the entity types (never the values)
 //!   ask_consent  ─▶ 428 + consent token; repeated with `X-Solo-Consent: TOKEN`, sent as it is
 //!   keep_local   ─▶ the local engine
@@ -13,7 +14,9 @@
 //! `X-Solo-Route: local` (or `"solo_route": "local"` in the body) forces the local engine. The
 //! cloud unreachable: the local engine answers, or a 502, as the policy says; the request is
 //! never sent again in another form. Every gated request gets one JSON line in the audit log:
-//! time, destination, route, outcome, entity types and counts — no values.
+//! time, destination, route, outcome, entity types and counts, categories — no values, no text.
+//! A category whose outcome is `mask` masks every value found (the subject goes out, not whose
+//! it is). Responses carry `X-Solo-Categories` when categories were found.
 
 use crate::chat;
 use crate::error::ApiError;
@@ -26,7 +29,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use solo_gate::policy::OnCloudError;
-use solo_gate::{Conversation, Destination, Detector, EntityType, Outcome, Policy, Restorer, Span};
+use solo_gate::{Category, Conversation, Destination, Detector, EntityType, Outcome, Policy, Restorer, Span, Topics};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -47,8 +50,15 @@ pub struct HybridConfig {
     pub audit_log: Option<PathBuf>,
 }
 
-/// A consent token's conversation, types and time of issue.
-type Consent = (u64, BTreeSet<EntityType>, Instant);
+/// What a consent token lets through: entity types and categories.
+#[derive(Clone, Default)]
+struct Consented {
+    types: BTreeSet<EntityType>,
+    categories: BTreeSet<Category>,
+}
+
+/// A consent token's conversation, what it consents to and its time of issue.
+type Consent = (u64, Consented, Instant);
 
 /// How long a consent token stays valid.
 const CONSENT_TTL: Duration = Duration::from_secs(600);
@@ -58,6 +68,7 @@ const MAX_CONVERSATIONS: usize = 4096;
 pub struct Hybrid {
     config: HybridConfig,
     detector: Detector,
+    topics: Topics,
     client: reqwest::Client,
     /// conversation key → what it has shown so far.
     conversations: Mutex<(HashMap<u64, Conversation>, VecDeque<u64>)>,
@@ -92,6 +103,7 @@ impl Hybrid {
         };
         Ok(Hybrid {
             detector: Detector::new(),
+            topics: Topics::default(),
             client: builder.build()?,
             conversations: Mutex::new((HashMap::new(), VecDeque::new())),
             consents: Mutex::new(HashMap::new()),
@@ -123,7 +135,7 @@ impl Hybrid {
         }
     }
 
-    fn issue_consent(&self, app: &App, key: u64, types: BTreeSet<EntityType>) -> String {
+    fn issue_consent(&self, app: &App, key: u64, types: Consented) -> String {
         let token = format!("consent-{:016x}{:016x}", app.random(), app.random());
         let mut map = self.consents.lock().unwrap_or_else(|e| e.into_inner());
         map.retain(|_, (_, _, at)| at.elapsed() < CONSENT_TTL);
@@ -131,12 +143,12 @@ impl Hybrid {
         token
     }
 
-    /// The types a token consents to, for this conversation.
-    fn consented(&self, token: &str, key: u64) -> BTreeSet<EntityType> {
+    /// What a token consents to, for this conversation.
+    fn consented(&self, token: &str, key: u64) -> Consented {
         let map = self.consents.lock().unwrap_or_else(|e| e.into_inner());
         match map.get(token) {
-            Some((k, types, at)) if *k == key && at.elapsed() < CONSENT_TTL => types.clone(),
-            _ => BTreeSet::new(),
+            Some((k, consented, at)) if *k == key && at.elapsed() < CONSENT_TTL => consented.clone(),
+            _ => Consented::default(),
         }
     }
 
@@ -155,6 +167,8 @@ struct Gated {
     /// Spans of each text field, in visiting order.
     spans: Vec<Vec<Span>>,
     counts: BTreeMap<EntityType, usize>,
+    /// The categories of all the texts, each with its highest score.
+    categories: BTreeMap<Category, f32>,
 }
 
 /// Every text of the messages that the model reads, in order: content (string or text parts),
@@ -201,16 +215,21 @@ fn gate(hybrid: &Hybrid, key: u64, body: &mut Value) -> Gated {
     let mut conv = hybrid.conversation(key);
     let mut spans = Vec::new();
     let mut counts = BTreeMap::new();
+    let mut categories: BTreeMap<Category, f32> = BTreeMap::new();
     if let Some(messages) = body.get_mut("messages") {
         visit_texts(messages, &mut |s: &mut String| {
             let found = conv.scan(&hybrid.detector, s);
             for sp in &found {
                 *counts.entry(sp.kind).or_insert(0) += 1;
             }
+            for topic in hybrid.topics.classify(s, &found) {
+                let score = categories.entry(topic.kind).or_insert(0.0);
+                *score = score.max(topic.score);
+            }
             spans.push(found);
         });
     }
-    Gated { key, conv, spans, counts }
+    Gated { key, conv, spans, counts, categories }
 }
 
 /// The masked copy of the body: spans of the types in `masked` become placeholders.
@@ -244,8 +263,24 @@ fn types_list(types: impl IntoIterator<Item = EntityType>) -> Vec<&'static str> 
     types.into_iter().map(EntityType::name).collect()
 }
 
-fn with_route(mut response: Response, route: &'static str) -> Response {
+fn categories_list(categories: impl IntoIterator<Item = Category>) -> Vec<&'static str> {
+    categories.into_iter().map(Category::name).collect()
+}
+
+/// "EMAIL, PHONE and HEALTH" for a message.
+fn what(types: &[EntityType], categories: &[Category]) -> String {
+    let mut names = types_list(types.iter().copied());
+    names.extend(categories_list(categories.iter().copied()));
+    names.join(", ")
+}
+
+fn with_route(mut response: Response, route: &'static str, categories: &[&str]) -> Response {
     response.headers_mut().insert("x-solo-route", HeaderValue::from_static(route));
+    if let Ok(v) = HeaderValue::from_str(&categories.join(",")) {
+        if !categories.is_empty() {
+            response.headers_mut().insert("x-solo-categories", v);
+        }
+    }
     response
 }
 
@@ -285,16 +320,22 @@ async fn route(
         .await
         .map_err(|e| ApiError::internal(&e).into_response())?;
     let policy = &hybrid.config.policy;
-    let mut decision = policy.decide(gated.counts.keys().copied(), destination);
+    let mut decision = policy.decide_all(gated.counts.keys().copied(), gated.categories.keys().copied(), destination);
     let consented = consent.map(|t| hybrid.consented(&t, key)).unwrap_or_default();
-    // Consent turns the consented types into `allow`.
+    // Consent turns the consented types and categories into `allow`.
     for (t, o) in decision.per_type.iter_mut() {
-        if *o == Outcome::AskConsent && consented.contains(t) {
+        if *o == Outcome::AskConsent && consented.types.contains(t) {
             *o = Outcome::Allow;
         }
     }
-    decision.outcome = decision.per_type.values().copied().max().unwrap_or(Outcome::Allow);
+    for (c, o) in decision.per_category.iter_mut() {
+        if *o == Outcome::AskConsent && consented.categories.contains(c) {
+            *o = Outcome::Allow;
+        }
+    }
+    decision.recompute();
     let entities: Map<String, Value> = gated.counts.iter().map(|(t, n)| (t.name().to_string(), json!(n))).collect();
+    let found_categories = categories_list(gated.categories.keys().copied());
     let audit = |route: &str, status: u16| {
         json!({
             "time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()),
@@ -303,6 +344,7 @@ async fn route(
             "route": route,
             "outcome": decision.outcome.name(),
             "entities": entities,
+            "categories": found_categories,
             "status": status,
         })
     };
@@ -314,47 +356,56 @@ async fn route(
         Outcome::Refuse => {
             conv_store(&gated);
             let types = decision.types_with(Outcome::Refuse);
+            let categories = decision.categories_with(Outcome::Refuse);
             hybrid.audit(audit("refused", 403));
             Err(privacy_error(
                 StatusCode::FORBIDDEN,
                 "privacy_refused",
-                format!(
-                    "The privacy policy does not allow this request: it contains {}.",
-                    types_list(types.iter().copied()).join(", ")
-                ),
-                &types,
+                format!("The privacy policy does not allow this request: it contains {}.", what(&types, &categories)),
+                (&types, &categories),
                 None,
             ))
         }
         Outcome::AskConsent => {
             conv_store(&gated);
             let types = decision.types_with(Outcome::AskConsent);
-            let token =
-                hybrid.issue_consent(&app, key, types.iter().copied().chain(consented.iter().copied()).collect());
+            let categories = decision.categories_with(Outcome::AskConsent);
+            let grant = Consented {
+                types: types.iter().chain(&consented.types).copied().collect(),
+                categories: categories.iter().chain(&consented.categories).copied().collect(),
+            };
+            let token = hybrid.issue_consent(&app, key, grant);
             hybrid.audit(audit("consent_required", 428));
             Err(privacy_error(
                 StatusCode::PRECONDITION_REQUIRED,
                 "consent_required",
                 format!(
                     "This request contains {} and would be sent to the cloud model. To send it, repeat the request with the header `X-Solo-Consent: {token}`; to keep it on this machine, send `X-Solo-Route: local`.",
-                    types_list(types.iter().copied()).join(", ")
+                    what(&types, &categories)
                 ),
-                &types,
+                (&types, &categories),
                 Some(&token),
             ))
         }
         Outcome::KeepLocal => {
             conv_store(&gated);
             hybrid.audit(audit("local", 200));
-            Ok(with_route(local(&app, body).await, "local"))
+            Ok(with_route(local(&app, body).await, "local", &found_categories))
         }
         Outcome::Mask | Outcome::Allow if destination == Destination::Local => {
             conv_store(&gated);
             hybrid.audit(audit("local", 200));
-            Ok(with_route(local(&app, body).await, "local"))
+            Ok(with_route(local(&app, body).await, "local", &found_categories))
         }
         Outcome::Mask | Outcome::Allow => {
-            let masked_types: BTreeSet<EntityType> = decision.types_with(Outcome::Mask).into_iter().collect();
+            // A category to be masked masks every value found that would otherwise go as it is.
+            let mask_all = !decision.categories_with(Outcome::Mask).is_empty();
+            let masked_types: BTreeSet<EntityType> = decision
+                .per_type
+                .iter()
+                .filter(|(_, &o)| o == Outcome::Mask || mask_all && o == Outcome::Allow)
+                .map(|(&t, _)| t)
+                .collect();
             let mut outbound = mask_body(&body, &mut gated, &masked_types);
             conv_store(&gated);
             if let Some(model) = &hybrid.config.cloud_model {
@@ -368,13 +419,13 @@ async fn route(
                         if masked_types.is_empty() { "cloud" } else { "cloud_masked" },
                         response.status().as_u16(),
                     ));
-                    Ok(with_route(response, "cloud"))
+                    Ok(with_route(response, "cloud", &found_categories))
                 }
                 Err(cause) => match policy.on_cloud_error {
                     OnCloudError::Local => {
                         eprintln!("solo serve: the cloud is unreachable ({cause}); answering locally");
                         hybrid.audit(audit("local_fallback", 200));
-                        Ok(with_route(local(&app, body).await, "local"))
+                        Ok(with_route(local(&app, body).await, "local", &found_categories))
                     }
                     OnCloudError::Fail => {
                         hybrid.audit(audit("cloud_unreachable", 502));
@@ -417,12 +468,13 @@ fn privacy_error(
     status: StatusCode,
     code: &'static str,
     message: String,
-    types: &[EntityType],
+    (types, categories): (&[EntityType], &[Category]),
     token: Option<&str>,
 ) -> Response {
     let mut body = json!({"error": {
         "message": message, "type": "invalid_request_error", "param": "messages", "code": code,
         "entity_types": types_list(types.iter().copied()),
+        "categories": categories_list(categories.iter().copied()),
     }});
     if let Some(t) = token {
         body["error"]["consent_token"] = Value::from(t);

@@ -1,0 +1,37 @@
+//! `solo gate eval` without the `solo` binary (for tuning): the table for one corpus file, then
+//! what the spans and the categories each cost, timed in turns over the same documents (so a
+//! busy machine slows both alike). `ALL=1` also prints every topic miss and false flag.
+use std::io::BufRead;
+
+fn main() {
+    let path = std::env::args().nth(1).expect("usage: eval CORPUS.jsonl");
+    let docs: Vec<solo_gate::eval::Doc> = std::io::BufReader::new(std::fs::File::open(&path).expect("corpus"))
+        .lines()
+        .map(|l| l.expect("UTF-8"))
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(n, l)| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{path} line {}: {e}", n + 1)))
+        .collect();
+    let r = solo_gate::eval::evaluate(&solo_gate::Detector::new(), &docs);
+    print!("{}", r.table());
+    let d = solo_gate::Detector::new();
+    let topics = solo_gate::Topics::shipped();
+    let (mut spans_us, mut topics_us, mut kb) = (0.0, 0.0, 0.0);
+    for _ in 0..5 {
+        for doc in &docs {
+            let t = std::time::Instant::now();
+            let spans = std::hint::black_box(d.detect(&doc.text));
+            spans_us += t.elapsed().as_secs_f64() * 1e6;
+            let t = std::time::Instant::now();
+            std::hint::black_box(topics.classify(&doc.text, &spans));
+            topics_us += t.elapsed().as_secs_f64() * 1e6;
+            kb += doc.text.len() as f64 / 1024.0;
+        }
+    }
+    println!("mean µs/KB: spans {:.1}, categories {:.1}", spans_us / kb, topics_us / kb);
+    if std::env::var_os("ALL").is_some() {
+        for x in &r.topics.examples {
+            println!("{x}");
+        }
+    }
+}

@@ -1,0 +1,652 @@
+//! Topic sensitivity: what a text is about, beside the values it holds. A request whose subject
+//! is a person's own health, money, legal matters, sex life, religion, politics, union
+//! membership, ethnic origin or biometric data, or that pastes a private document, is sensitive;
+//! a general question on the same subject is not.
+//!
+//! The text is cut into words (lower case, accents folded) and the words are looked up in the
+//! lexicon (`data/topics.txt`, English, Spanish, German and French): words of a category, each
+//! with a weight, and anchors, the words that make a subject someone's own ("my", "ich", "j'",
+//! "nuestro"). A category word counts as much as the nearest anchor of its sentence binds it
+//! (closer binds more; a general-knowledge word such as "how" between them unbinds), or of the
+//! sentence before, or of the whole text when the text is a record (label: value lines), carries
+//! identifiers (a name, an e-mail…) or is a pasted document ("here is my payslip:"). A category's
+//! score is `1 - Π(1 - weight × binding)` over its words; it is reported from `THRESHOLD` up.
+//! Writing and fiction cues ("a story where", "my essay on") weaken far and third-person anchors.
+//! Deterministic, no allocation per word beyond the word list, a few µs per KB.
+
+use crate::detect::Fnv;
+use crate::{EntityType, Span};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::sync::OnceLock;
+
+/// What a text is about. The names (`HEALTH`, `SEX_LIFE`, …) are the stable interface; the
+/// policy names them beside the entity types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Category {
+    Health,
+    Finance,
+    Legal,
+    SexLife,
+    Religion,
+    Politics,
+    Union,
+    Ethnicity,
+    Biometric,
+    PrivateDocument,
+}
+
+impl Category {
+    pub const ALL: [Category; 10] = [
+        Category::Health,
+        Category::Finance,
+        Category::Legal,
+        Category::SexLife,
+        Category::Religion,
+        Category::Politics,
+        Category::Union,
+        Category::Ethnicity,
+        Category::Biometric,
+        Category::PrivateDocument,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Health => "HEALTH",
+            Category::Finance => "FINANCE",
+            Category::Legal => "LEGAL",
+            Category::SexLife => "SEX_LIFE",
+            Category::Religion => "RELIGION",
+            Category::Politics => "POLITICS",
+            Category::Union => "UNION",
+            Category::Ethnicity => "ETHNICITY",
+            Category::Biometric => "BIOMETRIC",
+            Category::PrivateDocument => "PRIVATE_DOCUMENT",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Category> {
+        Category::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+impl std::fmt::Display for Category {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Characters `start..end` of the input (end exclusive) that led to a category.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// A category found in a text: its score (0..1, reported from `THRESHOLD` up) and the words
+/// that led to it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Topic {
+    #[serde(rename = "type")]
+    pub kind: Category,
+    pub score: f32,
+    pub evidence: Vec<Evidence>,
+}
+
+/// A category is reported from this score up.
+pub const THRESHOLD: f32 = 0.55;
+
+/// The shipped lexicon: written by hand (four languages, every category), and HEALTH words from
+/// the ICD-10 titles (English; made by scripts/gate/make_topic_lexicon.py).
+pub const LEXICON: &str = include_str!("../data/topics.txt");
+pub const LEXICON_ICD10: &str = include_str!("../data/topics_icd10.txt");
+
+/// What a lexicon entry says of a word.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Role {
+    Word(Category, f32),
+    /// A private document's name; with `Some`, also a word of that category.
+    Doc(Option<Category>),
+    /// Makes a subject someone's own; `true`: a possessive ("my"), which also binds a document.
+    Anchor(f32, bool),
+    Know,
+    Meta,
+    Paste,
+}
+
+/// The lexicon, compiled.
+pub struct Topics {
+    /// Whole words and phrases ("blood test", words joined by one space) → roles.
+    exact: HashMap<Box<str>, Vec<Role>, BuildHasherDefault<Fnv>>,
+    /// Stems (`blut*`) → roles.
+    stems: HashMap<Box<str>, Vec<Role>, BuildHasherDefault<Fnv>>,
+    stem_lens: (usize, usize),
+    /// Endings (`*itis`, `*statin`) → roles; a word must be `SUFFIX_ROOM` bytes longer.
+    suffixes: Vec<(Box<str>, Vec<Role>)>,
+    /// First words of phrases, with the longest phrase's length in words.
+    phrase_heads: HashMap<Box<str>, usize, BuildHasherDefault<Fnv>>,
+}
+
+impl Default for Topics {
+    fn default() -> Self {
+        Topics::shipped().clone()
+    }
+}
+
+impl std::fmt::Debug for Topics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Topics").field("words", &self.exact.len()).field("stems", &self.stems.len()).finish()
+    }
+}
+
+impl Clone for Topics {
+    fn clone(&self) -> Self {
+        Topics {
+            exact: self.exact.clone(),
+            stems: self.stems.clone(),
+            stem_lens: self.stem_lens,
+            suffixes: self.suffixes.clone(),
+            phrase_heads: self.phrase_heads.clone(),
+        }
+    }
+}
+
+/// A word of the text: its folded form (in `Words::folded`), byte and character range.
+#[derive(Clone, Copy, Debug)]
+struct Word {
+    fold: (u32, u32),
+    chars: (u32, u32),
+    sentence: u32,
+    /// Written in capitals only ("US", "MY"): not an anchor.
+    caps: bool,
+}
+
+#[derive(Default)]
+struct Words {
+    folded: String,
+    list: Vec<Word>,
+    /// Lines that read `Label: value`, and lines that read `Name: message` with the names.
+    record_lines: usize,
+    speakers: Vec<String>,
+    speaker_lines: usize,
+}
+
+impl Words {
+    fn text(&self, i: usize) -> &str {
+        let (a, b) = self.list[i].fold;
+        &self.folded[a as usize..b as usize]
+    }
+}
+
+/// Lower case, accents off (`é` → `e`, `ß` → `ss`), into `out`.
+fn fold_into(word: &str, out: &mut String) {
+    if word.is_ascii() {
+        out.extend(word.bytes().map(|b| b.to_ascii_lowercase() as char));
+        return;
+    }
+    for c in word.chars() {
+        if c == 'ß' {
+            out.push_str("ss");
+            continue;
+        }
+        let mut base = None;
+        unicode_normalization::char::decompose_canonical(c, |d| {
+            if base.is_none() {
+                base = Some(d);
+            }
+        });
+        out.extend(base.unwrap_or(c).to_lowercase());
+    }
+}
+
+/// Inflectional endings of English, Spanish, German and French, tried off a word that the lexicon
+/// does not list.
+const INFLECTIONS: &[&str] = &["ing", "ed", "es", "en", "er", "ern", "s", "e", "n", "d"];
+
+/// A word that ends in a lexicon's ending is at least this much longer than the ending.
+const SUFFIX_ROOM: usize = 4;
+
+/// The words of `text` (letters and digits, and currency signs alone; anything else splits),
+/// their sentences (cut at
+/// `.`, `!`, `?`, `;` and line ends, not at a `.` inside a number or a word), and the shape of
+/// its lines.
+fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
+    out.folded.clear();
+    out.list.clear();
+    out.speakers.clear();
+    out.record_lines = 0;
+    out.speaker_lines = 0;
+    let mut sentence = 0u32;
+    let mut chars = 0u32;
+    let mut it = text.char_indices().peekable();
+    let mut line_start = 0usize;
+    let mut line_words = 0usize;
+    let check_line = |line: &str, out: &mut Words| {
+        // `Label: value` and `Name: message` lines (labels of one to four words).
+        let Some(colon) = line.find(':') else { return };
+        let (label, value) = (line[..colon].trim(), line[colon + 1..].trim());
+        if value.is_empty() || label.is_empty() || label.len() > 40 || label.split_whitespace().count() > 4 {
+            return;
+        }
+        let label = label.trim_start_matches(|c: char| c == '[' || c.is_ascii_digit() || c == ']' || c == ' ');
+        if !label.starts_with(|c: char| c.is_uppercase()) || value.starts_with("//") {
+            return;
+        }
+        out.record_lines += 1;
+        if !label.contains(' ') && names(label) && value.split_whitespace().count() >= 2 {
+            out.speaker_lines += 1;
+            if !out.speakers.iter().any(|s| s == label) {
+                out.speakers.push(label.to_string());
+            }
+        }
+    };
+    while let Some((i, c)) = it.next() {
+        if c.is_alphanumeric() {
+            let start = i;
+            let cstart = chars;
+            let mut end = i + c.len_utf8();
+            chars += 1;
+            while let Some(&(j, d)) = it.peek() {
+                if !d.is_alphanumeric() {
+                    break;
+                }
+                end = j + d.len_utf8();
+                chars += 1;
+                it.next();
+            }
+            let w = &text[start..end];
+            let a = out.folded.len();
+            fold_into(w, &mut out.folded);
+            let caps = w.chars().count() >= 2 && w.chars().all(|c| c.is_uppercase());
+            out.list.push(Word { fold: (a as u32, out.folded.len() as u32), chars: (cstart, chars), sentence, caps });
+            line_words += 1;
+            continue;
+        }
+        if matches!(c, '€' | '$' | '£' | '¥') {
+            let a = out.folded.len();
+            out.folded.push(c);
+            out.list.push(Word {
+                fold: (a as u32, out.folded.len() as u32),
+                chars: (chars, chars + 1),
+                sentence,
+                caps: false,
+            });
+        }
+        chars += 1;
+        match c {
+            '\n' => {
+                check_line(&text[line_start..i], out);
+                line_start = i + 1;
+                if line_words > 0 {
+                    sentence += 1;
+                }
+                line_words = 0;
+            }
+            '!' | '?' | ';' => sentence += 1,
+            '.' if it.peek().is_none_or(|&(_, d)| d.is_whitespace()) => sentence += 1,
+            _ => {}
+        }
+    }
+    check_line(&text[line_start..], out);
+}
+
+impl Topics {
+    /// The shipped lexicon, compiled once.
+    pub fn shipped() -> &'static Topics {
+        static T: OnceLock<Topics> = OnceLock::new();
+        T.get_or_init(|| {
+            Topics::parse(&format!("{LEXICON}\n{LEXICON_ICD10}")).expect("the shipped topic lexicon parses")
+        })
+    }
+
+    /// Reads a lexicon (`data/topics.txt`'s form); errors name the line.
+    pub fn parse(text: &str) -> Result<Topics, String> {
+        let mut t = Topics {
+            exact: HashMap::default(),
+            stems: HashMap::default(),
+            stem_lens: (usize::MAX, 0),
+            suffixes: Vec::new(),
+            phrase_heads: HashMap::default(),
+        };
+        let mut roles: Vec<Role> = Vec::new();
+        let mut scratch = Words::default();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if let Some(head) = line.strip_prefix('[') {
+                let head = head.strip_suffix(']').ok_or_else(|| format!("line {}: unclosed section", n + 1))?;
+                roles = section(head).map_err(|e| format!("line {}: {e}", n + 1))?;
+                continue;
+            }
+            if roles.is_empty() {
+                return Err(format!("line {}: words before any section", n + 1));
+            }
+            for term in line.split_whitespace() {
+                if let Some(ending) = term.strip_prefix('*') {
+                    let mut folded = String::new();
+                    fold_into(ending, &mut folded);
+                    if folded.is_empty() || !folded.chars().all(char::is_alphanumeric) {
+                        return Err(format!("line {}: an ending is letters: {term:?}", n + 1));
+                    }
+                    match t.suffixes.iter_mut().find(|(s, _)| **s == *folded) {
+                        Some((_, r)) => r.extend(roles.iter().filter(|x| !r.contains(x)).copied().collect::<Vec<_>>()),
+                        None => t.suffixes.push((folded.into_boxed_str(), roles.clone())),
+                    }
+                    continue;
+                }
+                let (term, stem) = match term.strip_suffix('*') {
+                    Some(s) => (s, true),
+                    None => (term, false),
+                };
+                words(&term.replace('_', " "), |_| false, &mut scratch);
+                let parts: Vec<&str> = (0..scratch.list.len()).map(|i| scratch.text(i)).collect();
+                if parts.is_empty() {
+                    return Err(format!("line {}: {term:?} has no letters", n + 1));
+                }
+                let key = parts.join(" ");
+                let map = if stem {
+                    if parts.len() > 1 {
+                        return Err(format!("line {}: a stem is one word: {term:?}", n + 1));
+                    }
+                    t.stem_lens = (t.stem_lens.0.min(key.len()), t.stem_lens.1.max(key.len()));
+                    &mut t.stems
+                } else {
+                    if parts.len() > 1 {
+                        let h = t.phrase_heads.entry(parts[0].into()).or_insert(0);
+                        *h = (*h).max(parts.len());
+                    }
+                    &mut t.exact
+                };
+                let entry = map.entry(key.into_boxed_str()).or_default();
+                for r in &roles {
+                    if !entry.contains(r) {
+                        entry.push(*r);
+                    }
+                }
+            }
+        }
+        Ok(t)
+    }
+
+    /// The roles of the longest entry at word `i`, and how many words it takes.
+    fn at<'a>(&'a self, w: &Words, i: usize, key: &mut String) -> Option<(usize, &'a [Role])> {
+        let first = w.text(i);
+        if let Some(&longest) = self.phrase_heads.get(first) {
+            for len in (2..=longest.min(w.list.len() - i)).rev() {
+                key.clear();
+                key.push_str(first);
+                for k in i + 1..i + len {
+                    key.push(' ');
+                    key.push_str(w.text(k));
+                }
+                if let Some(r) = self.exact.get(key.as_str()) {
+                    return Some((len, r));
+                }
+            }
+        }
+        if let Some(r) = self.exact.get(first) {
+            return Some((1, r));
+        }
+        let (lo, hi) = self.stem_lens;
+        for len in (lo..=hi.min(first.len())).rev() {
+            if first.is_char_boundary(len) {
+                if let Some(r) = self.stems.get(&first[..len]) {
+                    return Some((1, r));
+                }
+            }
+        }
+        if let Some((_, r)) =
+            self.suffixes.iter().find(|(s, _)| first.len() >= s.len() + SUFFIX_ROOM && first.ends_with(&**s))
+        {
+            return Some((1, r.as_slice()));
+        }
+        // An inflected form of a listed word ("streiken", "inherited", "deudas"): the word less
+        // a common ending of the four languages.
+        if first.len() >= 6 && first.is_ascii() {
+            for ending in INFLECTIONS {
+                if let Some(base) = first.strip_suffix(ending) {
+                    if let Some(r) = self.exact.get(base) {
+                        return Some((1, r));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The categories of `text`, strongest first. `spans` are the detector's findings in it
+    /// (character offsets): a name binds the words near it, other identifiers the whole text.
+    pub fn classify(&self, text: &str, spans: &[Span]) -> Vec<Topic> {
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<(Words, String)> = Default::default();
+        }
+        SCRATCH.with(|s| match s.try_borrow_mut() {
+            Ok(mut s) => {
+                let (w, key) = &mut *s;
+                self.classify_in(text, spans, w, key)
+            }
+            Err(_) => self.classify_in(text, spans, &mut Words::default(), &mut String::new()),
+        })
+    }
+
+    fn classify_in(&self, text: &str, spans: &[Span], w: &mut Words, key: &mut String) -> Vec<Topic> {
+        let names = crate::detect::names();
+        words(text, |label| names.kind(label) & crate::detect::FIRST != 0 || label == "Me", w);
+        // What each word is.
+        let mut terms: Vec<(usize, usize, Category, f32)> = Vec::new(); // first word, words, category, weight
+        let mut anchors: Vec<(usize, usize, f32)> = Vec::new(); // first word, last word, strength
+        let mut possessives: Vec<usize> = Vec::new();
+        let mut know: Vec<usize> = Vec::new();
+        let mut pastes: Vec<usize> = Vec::new();
+        let mut docs: Vec<(usize, usize)> = Vec::new();
+        let mut meta = false;
+        let mut i = 0;
+        while i < w.list.len() {
+            let Some((len, roles)) = self.at(w, i, key) else {
+                i += 1;
+                continue;
+            };
+            for r in roles {
+                match *r {
+                    Role::Word(c, weight) => terms.push((i, len, c, weight)),
+                    Role::Doc(c) => {
+                        docs.push((i, len));
+                        if let Some(c) = c {
+                            terms.push((i, len, c, 1.0));
+                        }
+                    }
+                    Role::Anchor(s, possessive) if !w.list[i].caps => {
+                        anchors.push((i, i + len - 1, s));
+                        if possessive {
+                            possessives.push(i);
+                        }
+                    }
+                    Role::Anchor(..) => {}
+                    Role::Know => know.push(i),
+                    Role::Meta => meta = true,
+                    Role::Paste => pastes.push(i + len - 1),
+                }
+            }
+            i += len;
+        }
+        // Names bind like third persons; other identifiers make the whole text someone's.
+        let mut whole: f32 = 0.0;
+        for s in spans {
+            if s.kind == EntityType::Person {
+                let first = w.list.partition_point(|x| (x.chars.1 as usize) <= s.start);
+                let last = w.list.partition_point(|x| (x.chars.0 as usize) < s.end);
+                if first < last {
+                    anchors.push((first, last - 1, if meta { 0.2 } else { 0.9 }));
+                }
+            } else {
+                whole = whole.max(0.6);
+            }
+        }
+        anchors.sort_by_key(|a| a.0);
+        let record = w.record_lines >= 3;
+        if record {
+            whole = whole.max(0.8);
+        }
+        // A document word bound by a possessive or a paste cue a few words before it.
+        let bound_doc = |&(d, _): &(usize, usize)| {
+            let near = |p: usize| {
+                p < d && d - p <= 4 && w.list[p].sentence == w.list[d].sentence && !know.iter().any(|&k| k > p && k < d)
+            };
+            possessives.iter().any(|&p| near(p)) || pastes.iter().any(|&p| near(p))
+        };
+        let pasted: Vec<(usize, usize)> = docs.iter().copied().filter(bound_doc).collect();
+        if !pasted.is_empty() {
+            whole = whole.max(0.8);
+        }
+        let thread = w.speaker_lines >= 3 && w.speakers.len() >= 2;
+        let mut scores = [0f32; Category::ALL.len()];
+        let mut evidence: Vec<Vec<Evidence>> = vec![Vec::new(); Category::ALL.len()];
+        for &(t, len, c, weight) in &terms {
+            let sentence = w.list[t].sentence;
+            let mut bind = whole;
+            for &(a0, a1, strength) in &anchors {
+                let (sa, sb) = (w.list[a0].sentence, w.list[a1].sentence);
+                let same = sa == sentence || sb == sentence;
+                let previous = sb + 1 == sentence;
+                if !same && !previous {
+                    continue;
+                }
+                let (from, to) = if a1 < t { (a1, t) } else { (t + len - 1, a0) };
+                let d = to.saturating_sub(from);
+                let mut b = if !same {
+                    0.5
+                } else if d <= 3 {
+                    1.0
+                } else if d <= 8 {
+                    0.75
+                } else {
+                    0.45
+                };
+                if same && know.iter().any(|&k| k > from && k < to) {
+                    b *= 0.3;
+                }
+                if meta && d > 3 {
+                    b *= 0.3;
+                }
+                bind = bind.max(b * strength);
+            }
+            let x = weight * bind;
+            if x > 0.0 {
+                let i = c as usize;
+                scores[i] = 1.0 - (1.0 - scores[i]) * (1.0 - x);
+                if x >= 0.2 {
+                    let (a, b) = (w.list[t].chars.0, w.list[t + len - 1].chars.1);
+                    evidence[i].push(Evidence { start: a as usize, end: b as usize });
+                }
+            }
+        }
+        // A private document: named and bound ("here is my payslip"), or shaped as one (a record
+        // with a sensitive subject or identifiers, a message thread).
+        let doc = Category::PrivateDocument as usize;
+        let sensitive = scores.iter().any(|&s| s >= THRESHOLD) || spans.iter().any(|s| s.kind != EntityType::Person);
+        if !pasted.is_empty() {
+            scores[doc] = 0.9;
+            for &(d, len) in &pasted {
+                evidence[doc]
+                    .push(Evidence { start: w.list[d].chars.0 as usize, end: w.list[d + len - 1].chars.1 as usize });
+            }
+        } else if thread || record && sensitive {
+            scores[doc] = 0.85;
+            if let (Some(first), Some(last)) = (w.list.first(), w.list.last()) {
+                evidence[doc].push(Evidence { start: first.chars.0 as usize, end: last.chars.1 as usize });
+            }
+        }
+        let mut out: Vec<Topic> = Category::ALL
+            .into_iter()
+            .zip(scores)
+            .zip(evidence)
+            .filter(|((_, s), _)| *s >= THRESHOLD)
+            .map(|((kind, score), evidence)| Topic { kind, score: (score * 100.0).round() / 100.0, evidence })
+            .collect();
+        out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.kind.cmp(&b.kind)));
+        out
+    }
+}
+
+/// A section header's roles.
+fn section(head: &str) -> Result<Vec<Role>, String> {
+    let mut parts = head.split_whitespace();
+    let role = parts.next().ok_or("empty section")?;
+    let arg = parts.next();
+    if parts.next().is_some() {
+        return Err(format!("[{head}]: one role and at most one argument"));
+    }
+    let number = |a: Option<&str>| -> Result<f32, String> {
+        let a = a.ok_or_else(|| format!("[{head}] needs a number"))?;
+        match a.parse::<f32>() {
+            Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+            _ => Err(format!("[{head}]: {a:?} is not a number from 0 to 1")),
+        }
+    };
+    let category = |a: &str| {
+        Category::from_name(a).ok_or_else(|| {
+            let all: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
+            format!("unknown category {a:?} (one of {})", all.join(", "))
+        })
+    };
+    Ok(match role {
+        "ANCHOR" => vec![Role::Anchor(number(arg)?, false)],
+        "POSSESSIVE" => vec![Role::Anchor(number(arg)?, true)],
+        "KNOW" => vec![Role::Know],
+        "META" => vec![Role::Meta],
+        "PASTE" => vec![Role::Paste],
+        "DOC" => vec![Role::Doc(arg.map(category).transpose()?)],
+        c => vec![Role::Word(category(c)?, number(arg)?)],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(text: &str) -> Vec<&'static str> {
+        let spans = crate::Detector::new().detect(text);
+        Topics::shipped().classify(text, &spans).into_iter().map(|t| t.kind.name()).collect()
+    }
+
+    #[test]
+    fn the_issues_examples() {
+        assert!(found("Summarize my bloodwork results from last week").contains(&"HEALTH"));
+        assert!(found("My HIV test came back positive, what should I do?").contains(&"HEALTH"));
+        let bank = found("Here is my bank statement: balance 12,430 EUR, account ending 4471");
+        assert!(bank.contains(&"FINANCE") && bank.contains(&"PRIVATE_DOCUMENT"), "{bank:?}");
+        assert!(found("how does insulin work?").is_empty());
+        assert!(found("What is the penalty for tax fraud in Germany?").is_empty());
+        assert!(found("Write a story where the detective has cancer and a secret bank loan.").is_empty());
+    }
+
+    #[test]
+    fn four_languages() {
+        assert_eq!(found("Me diagnosticaron diabetes el mes pasado, ¿qué debo comer?"), ["HEALTH"]);
+        assert_eq!(found("Meine Blutwerte sind schlecht, was bedeutet ein hoher Cholesterinwert?"), ["HEALTH"]);
+        assert_eq!(found("J'ai été arrêté par la police hier soir, que dois-je faire ?"), ["LEGAL"]);
+        assert!(found("Wie funktioniert Insulin im Körper?").is_empty());
+        assert!(found("¿Cuáles son los síntomas de la diabetes?").is_empty());
+        assert!(found("Qu'est-ce qu'un relevé bancaire ?").is_empty());
+    }
+
+    #[test]
+    fn evidence_points_at_the_words() {
+        let text = "Summarize my bloodwork results";
+        let t = Topics::shipped().classify(text, &[]);
+        let e = t[0].evidence[0];
+        assert_eq!(&text[e.start..e.end], "bloodwork");
+    }
+
+    #[test]
+    fn lexicon_errors_name_the_line() {
+        assert!(Topics::parse("[HEALTH 1]\nflu\n[WEALTH 1]\nmoney\n").unwrap_err().starts_with("line 3:"));
+        assert!(Topics::parse("flu\n").unwrap_err().starts_with("line 1:"));
+        assert!(Topics::parse("[HEALTH 2]\nflu\n").unwrap_err().contains("from 0 to 1"));
+        assert!(Topics::parse("[HEALTH 1]\nblood_te*\n").unwrap_err().contains("one word"));
+    }
+}
