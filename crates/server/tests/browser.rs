@@ -94,6 +94,15 @@ fn script_errors(b: &Browser) -> Vec<String> {
         .collect()
 }
 
+/// Polls `cond` until it holds; panics after 30 s (a loaded machine is slow, not wrong).
+fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn out_dir() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-test");
     std::fs::create_dir_all(&dir).unwrap();
@@ -341,7 +350,7 @@ fn stop_and_errors(b: &Browser) {
     let server = start_scripted(
         c,
         vec![
-            Script::text("user", &"word ".repeat(200)).slow(Duration::from_millis(10)),
+            Script::text("user", &"word ".repeat(200)).slow(Duration::from_millis(20)),
             Script::text("story", &story.repeat(30)).slow(Duration::from_millis(20)),
         ],
     );
@@ -359,7 +368,7 @@ fn stop_and_errors(b: &Browser) {
     assert_eq!(reply["state"], "stopped", "{reply}");
     assert_eq!(reply["meta"]["finish"], "stopped");
     assert_eq!(count(b), before + 2);
-    wait_for("the cancellation counter", || metric(&server, "solo_requests_cancelled_total") > cancelled);
+    until("the cancellation counter", || metric(&server, "solo_requests_cancelled_total") > cancelled);
 
     // Stop with Escape, keyboard only.
     let cancelled = metric(&server, "solo_requests_cancelled_total");
@@ -369,23 +378,24 @@ fn stop_and_errors(b: &Browser) {
     b.keys(ESCAPE);
     b.wait("stopped by Escape", "!document.body.classList.contains('running')", 10);
     assert_eq!(messages(b).pop().unwrap()["state"], "stopped");
-    wait_for("the cancellation counter", || metric(&server, "solo_requests_cancelled_total") > cancelled);
-    wait_for("the engine idle", || metric(&server, "solo_requests_running") == 0.0);
+    until("the cancellation counter", || metric(&server, "solo_requests_cancelled_total") > cancelled);
+    until("the engine idle", || metric(&server, "solo_requests_running") == 0.0);
 
     b.click("#new-chat");
-    // One request running, one waiting: the queue (1) is full.
-    let busy: Vec<_> = (0..2)
-        .map(|_| {
-            let u = url(&server, "/v1/chat/completions");
-            std::thread::spawn(move || {
-                let body = json!({"messages": [{"role": "user", "content": "hold the engine"}], "max_tokens": 200});
-                client().post(u).json(&body).send().unwrap().status().as_u16()
-            })
+    // One request running, one waiting: the queue (1) is full. One at a time, so that the second
+    // does not find the first still in the queue.
+    let hold = || {
+        let u = url(&server, "/v1/chat/completions");
+        std::thread::spawn(move || {
+            let body = json!({"messages": [{"role": "user", "content": "hold the engine"}], "max_tokens": 200});
+            client().post(u).json(&body).send().unwrap().status().as_u16()
         })
-        .collect();
-    wait_for("the engine busy and the queue full", || {
-        metric(&server, "solo_requests_running") == 1.0 && metric(&server, "solo_queue_depth") == 1.0
-    });
+    };
+    let first = hold();
+    until("the engine busy", || metric(&server, "solo_requests_running") == 1.0);
+    let second = hold();
+    until("the queue full", || metric(&server, "solo_queue_depth") == 1.0);
+    let busy = [first, second];
     let notice = send(b, "Hello?");
     assert_eq!(notice["kind"], "busy", "{notice}");
     assert!(notice["content"].as_str().unwrap().contains("Try again in"), "{notice}");
