@@ -6,9 +6,9 @@ small generated chat corpus so that `solo run` on a fresh machine answers in wor
     python scripts/train_demo.py [STEPS]    # 240 steps: 38 minutes on a busy 2-core machine
 
 Writes fixtures/demo/config.json and fixtures/demo/model.safetensors (~4 MB, bf16), which
-crates/solo/src/demo.rs embeds; the tokenizer, chat template and generation config are
-fixtures/tiny-a's (a byte-level BPE of 380 symbols with Qwen's 26 added tokens, the real Qwen3.6
-template), so they are not written again.
+crates/solo/src/demo.rs embeds; the tokenizer and chat template are fixtures/tiny-a's (a
+byte-level BPE of 380 symbols with Qwen's 26 added tokens, the real Qwen3.6 template), so they are
+not written again; fixtures/demo/generation_config.json (tiny-a's at temperature 0.3) is kept by hand.
 
 The model: 4 layers (3 Gated DeltaNet, 1 gated full attention), hidden 128, 16 routed experts
 (top 4) plus the shared expert, vocabulary 512 (ids 406.. unused), and an MTP head (`mtp.*`: the

@@ -9,16 +9,17 @@ use std::path::{Path, PathBuf};
 /// Bump when anything written here changes, so old caches are not reused.
 const VERSION: &str = "demo-v2";
 
-/// The trained weights (bf16, `mtp.*` included) and their config (fixtures/demo/).
+/// The trained weights (bf16, `mtp.*` included), their config, and the sampling defaults
+/// (fixtures/demo/: tiny-a's, at temperature 0.3, where this small a model stays on its facts).
 const MODEL_SAFETENSORS: &[u8] = include_bytes!("../../../fixtures/demo/model.safetensors");
 const CONFIG_JSON: &str = include_str!("../../../fixtures/demo/config.json");
+const GENERATION_CONFIG_JSON: &str = include_str!("../../../fixtures/demo/generation_config.json");
 
 /// The tokenizer and chat template of the tiny test fixtures (a byte-level BPE with Qwen's special
 /// tokens, and the real Qwen3.6 template): the demo was trained over them.
 const TOKENIZER_JSON: &str = include_str!("../../../fixtures/tiny-a/tokenizer.json");
 const TOKENIZER_CONFIG_JSON: &str = include_str!("../../../fixtures/tiny-a/tokenizer_config.json");
 const CHAT_TEMPLATE: &str = include_str!("../../../fixtures/tiny-a/chat_template.jinja");
-const GENERATION_CONFIG_JSON: &str = include_str!("../../../fixtures/tiny-a/generation_config.json");
 
 /// The demo checkpoint's directory, written first if needed (under `cache_root`).
 pub fn ensure(cache_root: &Path) -> Result<PathBuf> {
