@@ -73,7 +73,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     if is_demo {
         eprintln!(
             "solo: Qwen3.6-35B-A3B is not in the Hugging Face cache and no --model was given; \
-             using the built-in demo checkpoint ({}). Its weights are random: the output is noise.",
+             using the built-in demo checkpoint ({}), a tiny model trained on a few hundred simple questions \
+             (colours, animals, numbers, days, capitals): expect short answers, not Qwen's.",
             dir.display()
         );
     }

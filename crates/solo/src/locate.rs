@@ -9,7 +9,7 @@ const HF_REPO_DIR: &str = "models--Qwen--Qwen3.6-35B-A3B";
 
 pub struct ModelDir {
     pub path: PathBuf,
-    /// True for the random-weight demo checkpoint.
+    /// True for the built-in demo checkpoint.
     pub is_demo: bool,
 }
 

@@ -34,7 +34,7 @@ enum Command {
     /// Chat with the model: renders the chat template, streams the reply to stdout.
     Run {
         /// Checkpoint directory. Default: Qwen3.6-35B-A3B from the Hugging Face cache, else the
-        /// built-in demo checkpoint (random weights: its output is noise).
+        /// built-in demo checkpoint (a tiny trained model: short answers to simple questions).
         #[arg(long)]
         model: Option<PathBuf>,
         #[arg(long)]

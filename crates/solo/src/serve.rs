@@ -106,7 +106,8 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     if is_demo {
         eprintln!(
             "solo: Qwen3.6-35B-A3B is not in the Hugging Face cache and no --model was given; serving the \
-             built-in demo checkpoint ({}). Its weights are random: its replies are noise.",
+             built-in demo checkpoint ({}), a tiny model trained on a few hundred simple questions: expect \
+             short answers, not Qwen's.",
             dir.display()
         );
     }

@@ -271,18 +271,37 @@ fn run_without_a_model_uses_the_demo_checkpoint() {
     let args = ["run", "--prompt", "hello", "--max-tokens", "4", "--temperature", "0"];
 
     let first = solo_env(&args, &env).ok();
-    assert!(first.stderr.contains("demo checkpoint") && first.stderr.contains("noise"), "{}", first.stderr);
+    assert!(first.stderr.contains("demo checkpoint") && first.stderr.contains("tiny model"), "{}", first.stderr);
     summary(&first.stderr);
-    let weights = cache.path().join("demo-v1/model.safetensors");
+    let weights = cache.path().join("demo-v2/model.safetensors");
     assert!(weights.exists(), "no demo checkpoint in {}", cache.path().display());
     let written = std::fs::metadata(&weights).unwrap().modified().unwrap();
     let entries: Vec<_> = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(entries, ["demo-v1"], "leftovers in the cache");
+    assert_eq!(entries, ["demo-v2"], "leftovers in the cache");
 
     let second = solo_env(&args, &env).ok();
-    assert!(second.stderr.contains("noise"), "{}", second.stderr);
+    assert!(second.stderr.contains("tiny model"), "{}", second.stderr);
     assert_eq!(std::fs::metadata(&weights).unwrap().modified().unwrap(), written, "the demo checkpoint was rewritten");
     assert_eq!(first.stdout, second.stdout);
+}
+
+#[test]
+fn the_demo_checkpoint_answers_the_readme_prompt_in_words() {
+    let cache = tempfile::tempdir().unwrap();
+    let hub = tempfile::tempdir().unwrap();
+    let env = [("SOLO_CACHE", cache.path()), ("HF_HUB_CACHE", hub.path())];
+    for think in [true, false] {
+        let mut args = vec!["run", "--prompt", "Name the two colors of a chessboard.", "--max-tokens", "80"];
+        args.extend(["--temperature", "0"]);
+        if !think {
+            args.push("--no-think");
+        }
+        let out = solo_env(&args, &env).ok();
+        assert!(out.stdout.contains("black and white"), "think {think}: {}", out.stdout);
+    }
+    // The MTP head ships with it (solo's loader skips it today).
+    let weights = std::fs::read(cache.path().join("demo-v2/model.safetensors")).unwrap();
+    assert!(weights.windows(13).any(|w| w == b"mtp.fc.weight"), "no mtp.* tensors in the demo checkpoint");
 }
 
 // ---- bad input ----------------------------------------------------------------------------------
