@@ -79,9 +79,6 @@ pub fn run(args: RunArgs) -> Result<()> {
         );
     }
     let engine = load_engine(&dir, args.backend)?;
-    let backend = if matches!(engine, Engine::Cuda(_)) { "cuda" } else { "cpu" };
-    let precision = with_engine!(&engine, model => model.config().precision.name());
-    eprintln!("solo: {precision} weights, {backend} backend");
     let tokenizer = Tokenizer::from_dir(&dir)?;
     let template = ChatTemplate::from_dir(&dir)?;
     let stops = solo_text::stop_token_ids(&dir)?;
@@ -94,6 +91,9 @@ pub fn run(args: RunArgs) -> Result<()> {
     };
     let prompt = tokenizer.encode(&template.render(&messages, None, &opts)?)?;
     let sampler = Sampler::new(sampler_config(&dir, args.temperature, args.seed)?);
+    let backend = if matches!(engine, Engine::Cuda(_)) { "cuda" } else { "cpu" };
+    let precision = with_engine!(&engine, model => model.config().precision.name());
+    eprintln!("solo: {precision} weights, {backend} backend");
     with_engine!(&engine, model => generate(model, &tokenizer, &stops, &prompt, sampler, args.max_tokens))
 }
 
