@@ -47,7 +47,7 @@ fn serve_starts_and_answers() {
     child.kill().unwrap();
     let _ = child.wait();
 
-    assert!(line.contains("serving tiny-a at http://127.0.0.1:"), "{line}");
+    assert!(line.contains("serving tiny-a (bf16 weights, cpu backend) at http://127.0.0.1:"), "{line}");
     assert!(health.starts_with("HTTP/1.1 200") && health.contains(r#"{"status":"ok"}"#), "{health}");
     assert!(denied.starts_with("HTTP/1.1 401"), "{denied}");
     assert!(chat.starts_with("HTTP/1.1 200") && chat.contains("\"object\":\"chat.completion\""), "{chat}");
