@@ -397,7 +397,7 @@ impl ModelGpu {
         let lm_head = up.stacked_bf16(&[&w.lm_head])?;
         let mut layers = Vec::new();
         let mut progress = LoadProgress::new(w.bytes());
-        progress.add(w.embed_tokens.bytes().len() + w.lm_head.bytes().len());
+        progress.add(w.embed_tokens.stored_bytes() + w.final_norm.stored_bytes() + w.lm_head.stored_bytes());
         for layer in &w.layers {
             let mixer = match &layer.mixer {
                 Mixer::GatedDeltaNet(g) => MixerGpu::GatedDeltaNet(GdnGpu::upload(&mut up, g)?),
@@ -409,7 +409,7 @@ impl ModelGpu {
                 mixer,
                 moe: MoeGpu::upload(&mut up, &layer.moe)?,
             });
-            progress.add(layer.tensors().iter().map(|t| t.bytes().len()).sum());
+            progress.add(layer.tensors().iter().map(|t| t.stored_bytes()).sum());
         }
         progress.done();
         Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, precision: w.precision, buffers: up.finish() })
@@ -474,6 +474,19 @@ impl ModelGpu {
     }
 }
 
+impl MoeGpu {
+    /// FP8 experts as two matrices, [gate_up: 257·1024 rows × 2048, down: 257·2048 rows × 512]
+    /// (their scales' layout is that of one matrix each); `None` for bf16 experts.
+    fn fp8_experts(&self) -> Option<[Matrix; 2]> {
+        let s = self.fp8_scales?;
+        let (e, hidden, inter) = (EXPERTS_WITH_SHARED, HIDDEN, EXPERT_DIM);
+        Some([
+            Matrix { ptr: self.gate_up, rows: e * 2 * inter, cols: hidden, fp8_scales: Some(s.gate_up) },
+            Matrix { ptr: self.down, rows: e * hidden, cols: inter, fp8_scales: Some(s.down) },
+        ])
+    }
+}
+
 impl LayerGpu {
     /// Bytes of the bf16 copy `dequantized` makes of this layer's FP8 matrices (0 for bf16).
     pub fn dequantized_bytes(&self) -> usize {
@@ -486,11 +499,7 @@ impl LayerGpu {
             MixerGpu::GatedDeltaNet(g) => vec![g.in_proj, g.out_proj],
             MixerGpu::FullAttention(a) => vec![a.qkv_proj, a.o_proj],
         };
-        if let Some(s) = self.moe.fp8_scales {
-            let (e, hidden, inter) = (EXPERTS_WITH_SHARED, HIDDEN, EXPERT_DIM);
-            out.push(Matrix { ptr: self.moe.gate_up, rows: e * 2 * inter, cols: hidden, fp8_scales: Some(s.gate_up) });
-            out.push(Matrix { ptr: self.moe.down, rows: e * hidden, cols: inter, fp8_scales: Some(s.down) });
-        }
+        out.extend(self.moe.fp8_experts().into_iter().flatten());
         out.retain(|m| m.fp8_scales.is_some());
         out
     }
@@ -499,7 +508,7 @@ impl LayerGpu {
     /// what prefill multiplies, on the tensor cores' bf16 path. Vectors and bf16 matrices are
     /// shared with `self`; the copy is valid until `buf` is written again.
     pub fn dequantized(&self, gpu: &Gpu, buf: &DevBuf) -> Result<LayerGpu> {
-        if self.moe.fp8_scales.is_none() && self.fp8_matrices().is_empty() {
+        if self.fp8_matrices().is_empty() {
             return Ok(self.clone());
         }
         if self.dequantized_bytes() > buf.bytes {
@@ -536,11 +545,7 @@ impl LayerGpu {
                 a.o_proj = deq(&a.o_proj)?;
             }
         }
-        if let Some(s) = self.moe.fp8_scales {
-            let (e, hidden, inter) = (EXPERTS_WITH_SHARED, HIDDEN, EXPERT_DIM);
-            let gate_up =
-                Matrix { ptr: self.moe.gate_up, rows: e * 2 * inter, cols: hidden, fp8_scales: Some(s.gate_up) };
-            let down = Matrix { ptr: self.moe.down, rows: e * hidden, cols: inter, fp8_scales: Some(s.down) };
+        if let Some([gate_up, down]) = self.moe.fp8_experts() {
             layer.moe.gate_up = deq(&gate_up)?.ptr;
             layer.moe.down = deq(&down)?.ptr;
             layer.moe.fp8_scales = None;

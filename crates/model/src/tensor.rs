@@ -180,6 +180,11 @@ impl Tensor {
         self.shape.iter().product()
     }
 
+    /// Bytes a backend uploads for this tensor: its data and, for FP8, its block scales (f32).
+    pub fn stored_bytes(&self) -> usize {
+        self.len + self.scales.as_ref().map_or(0, |s| 4 * s.values.len())
+    }
+
     /// The raw little-endian bytes.
     pub fn bytes(&self) -> &[u8] {
         &self.map[self.start..self.start + self.len]

@@ -106,9 +106,9 @@ pub struct ExpertWeights {
 impl ModelWeights {
     /// Bytes of every tensor the model reads (block scales included): what a backend uploads.
     pub fn bytes(&self) -> usize {
-        let t = |t: &Tensor| t.bytes().len() + t.scales.as_ref().map_or(0, |s| 4 * s.values.len());
-        let layers: usize = self.layers.iter().map(|l| l.tensors().iter().map(|x| t(x)).sum::<usize>()).sum();
-        t(&self.embed_tokens) + t(&self.final_norm) + t(&self.lm_head) + layers
+        let layers: usize =
+            self.layers.iter().map(|l| l.tensors().iter().map(|t| t.stored_bytes()).sum::<usize>()).sum();
+        self.embed_tokens.stored_bytes() + self.final_norm.stored_bytes() + self.lm_head.stored_bytes() + layers
     }
 
     pub fn load(ckpt: &Checkpoint, cfg: &ModelConfig) -> Result<Self> {

@@ -124,14 +124,14 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     }
     config.hybrid = hybrid(args.cloud_url, args.cloud_model, args.cloud_key_env, args.policy, args.audit_log)?;
     let name = config.model_name.clone();
-    let dir_shown = dir.clone();
+    // (a config.json that does not parse fails the load below, naming the file)
+    let model_config = solo_model::ModelConfig::from_dir(&dir).ok();
     let cuda = match args.backend {
         BackendChoice::Cpu => false,
         BackendChoice::Cuda => true,
         BackendChoice::Auto => {
             solo_cuda::gpu_present()
-                && solo_model::ModelConfig::from_dir(&dir)
-                    .is_ok_and(|c| solo_cuda::weights::check_real_widths(&c).is_ok())
+                && model_config.as_ref().is_some_and(|c| solo_cuda::weights::check_real_widths(c).is_ok())
         }
     };
     let server = if cuda {
@@ -142,7 +142,7 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     } else {
         solo_server::start(config, move || solo_cpu::load(&dir))?
     };
-    let precision = solo_model::ModelConfig::from_dir(&dir_shown).map(|c| c.precision.name()).unwrap_or("bf16");
+    let precision = model_config.map_or("bf16", |c| c.precision.name());
     eprintln!(
         "solo: serving {name} ({precision} weights, {} backend) at http://{}/v1 (OpenAI-compatible; Ctrl-C stops)",
         if cuda { "cuda" } else { "cpu" },

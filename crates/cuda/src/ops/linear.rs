@@ -235,7 +235,7 @@ pub fn cast_bf16(gpu: &Gpu, src: DevPtr, dst: DevPtr, n: usize) -> Result<()> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::ops::testutil::*;
     use solo_model::Tensor;
@@ -342,9 +342,6 @@ pub(crate) mod tests {
             );
         }
     }
-
-    /// The FP8 GEMVs multiply in f16 (`dot16_fp8` in common.cuh: ~5e-4 per 16-weight piece).
-    pub(crate) const FP8_TOL: f32 = 1e-3;
 
     /// A random FP8 matrix (the official block recipe) on the CPU and on the GPU.
     fn fp8_matrix(seed: u64, rows: usize, cols: usize) -> (Tensor, Matrix, Vec<crate::runtime::DevBuf>) {

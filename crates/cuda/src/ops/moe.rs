@@ -742,7 +742,7 @@ mod tests {
             let hb = gpu.upload_f32(&h).unwrap();
             moe_decode(gpu, MixerOut { ..mixer }, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
             let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
-            assert_close(&format!("moe_decode FP8, launch {round}"), &got, &want, crate::ops::linear::tests::FP8_TOL);
+            assert_close(&format!("moe_decode FP8, launch {round}"), &got, &want, FP8_TOL);
         }
     }
 

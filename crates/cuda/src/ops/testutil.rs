@@ -41,6 +41,10 @@ pub fn rel_err(a: &[f32], b: &[f32]) -> f32 {
     (num / den.max(1e-30)).sqrt() as f32
 }
 
+/// The bound of the FP8 kernels' tests: their dots round to f16 or run in the tensor cores'
+/// FP8 accumulators (~5e-4 a 16-weight piece), not to f32.
+pub const FP8_TOL: f32 = 1e-3;
+
 /// Asserts a relative error bound, printing the measured error either way.
 pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
     let e = rel_err(got, want);
