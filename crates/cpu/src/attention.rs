@@ -25,6 +25,15 @@ pub struct KvCache {
     pub values: Vec<f32>,
 }
 
+impl KvCache {
+    /// Keeps the first `positions` positions.
+    pub fn truncate(&mut self, positions: usize, cfg: &ModelConfig) {
+        let n = positions * cfg.num_key_value_heads * cfg.head_dim;
+        self.keys.truncate(n);
+        self.values.truncate(n);
+    }
+}
+
 /// x: [T, hidden] (already normalised) at positions `start..start+T` → [T, hidden].
 pub fn attention_forward(
     cfg: &ModelConfig,

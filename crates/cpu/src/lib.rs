@@ -5,6 +5,7 @@ pub mod attention;
 pub mod gdn;
 pub mod model;
 pub mod moe;
+pub mod mtp;
 pub mod ops;
 
 pub use model::{CpuModel, CpuState};

@@ -8,14 +8,19 @@
 //!     h = h + MoE(RMSN(h; post_attention_layernorm))
 //! logits = lm_head(RMSN(h; norm))
 //! ```
+//!
+//! The MTP head (`crate::mtp`) drafts tokens from the final-normed h; `verify` and
+//! `keep_verified` check drafts as decode steps that can be taken back.
 
 use crate::attention::{attention_forward, KvCache};
 use crate::gdn::{gdn_forward, DeltaRule, GdnState};
 use crate::moe::moe_forward;
+use crate::mtp::MtpState;
 use crate::ops::{add_in_place, matmul, rms_norm_one_plus};
-use anyhow::{bail, Result};
-use solo_model::weights::Mixer;
-use solo_model::{Backend, LayerKind, Logits, ModelConfig, ModelWeights};
+use anyhow::{bail, ensure, Result};
+use solo_model::sampler::Sampler;
+use solo_model::weights::{LayerWeights, Mixer};
+use solo_model::{Backend, Draft, LayerKind, Logits, ModelConfig, ModelWeights};
 
 /// The f32 reference backend. Weights stay in their stored dtype (memory-mapped) and are
 /// converted row by row as they are used.
@@ -30,6 +35,10 @@ pub struct CpuState {
     /// Tokens seen so far; the next token's position.
     pub position: usize,
     pub layers: Vec<LayerState>,
+    /// The MTP head's memory, when the model has one.
+    pub mtp: Option<MtpState>,
+    /// After `verify`: the GDN layers' states after each verified token, to go back to.
+    verified: Vec<Vec<GdnState>>,
 }
 
 #[derive(Clone, Debug)]
@@ -59,20 +68,14 @@ impl CpuModel {
             self.weights.embed_tokens.read_row_f32(id as usize, row);
         }
         for (layer, layer_state) in self.weights.layers.iter().zip(&mut state.layers) {
-            let x = rms_norm_one_plus(&h, &layer.input_norm.to_f32(), cfg.rms_norm_eps);
-            let mixed = match (&layer.mixer, layer_state) {
-                (Mixer::GatedDeltaNet(w), LayerState::GatedDeltaNet(s)) => gdn_forward(cfg, w, &x, s, rule),
-                (Mixer::FullAttention(w), LayerState::FullAttention(kv)) => {
-                    attention_forward(cfg, w, &x, state.position, kv)
-                }
-                _ => unreachable!("state layers are built from the same layer_types as the weights"),
-            };
-            add_in_place(&mut h, &mixed);
-            let x = rms_norm_one_plus(&h, &layer.post_attention_norm.to_f32(), cfg.rms_norm_eps);
-            add_in_place(&mut h, &moe_forward(cfg, &layer.moe, &x));
+            decoder_layer(cfg, layer, layer_state, &mut h, state.position, rule);
         }
         state.position += tokens.len();
-        Ok(rms_norm_one_plus(&h, &self.weights.final_norm.to_f32(), cfg.rms_norm_eps))
+        let normed = rms_norm_one_plus(&h, &self.weights.final_norm.to_f32(), cfg.rms_norm_eps);
+        if let Some(mtp) = &mut state.mtp {
+            mtp.push(&normed, tokens);
+        }
+        Ok(normed)
     }
 
     /// Logits [rows, vocab] for normalised hidden states [rows, hidden].
@@ -98,7 +101,8 @@ impl Backend for CpuModel {
                 LayerKind::FullAttention => LayerState::FullAttention(KvCache::default()),
             })
             .collect();
-        Ok(CpuState { position: 0, layers })
+        let mtp = self.weights.mtp.as_ref().map(|_| MtpState::default());
+        Ok(CpuState { position: 0, layers, mtp, verified: Vec::new() })
     }
 
     fn position(&self, state: &CpuState) -> usize {
@@ -122,6 +126,50 @@ impl Backend for CpuModel {
         Ok(self.lm_head(&normed))
     }
 
+    fn can_draft(&self) -> bool {
+        self.weights.mtp.is_some()
+    }
+
+    fn draft(&self, state: &mut CpuState, next: u32, k: usize, sampler: &mut Sampler) -> Result<Draft> {
+        crate::mtp::draft(self, state, next, k, sampler)
+    }
+
+    /// One decode step per token (so the logits are the decode steps' own), keeping the GDN
+    /// states after each; the attention caches and the MTP head's pending rows only grow, so
+    /// going back cuts them.
+    fn verify(&self, state: &mut CpuState, tokens: &[u32]) -> Result<Vec<f32>> {
+        ensure!(!tokens.is_empty(), "verify of zero tokens");
+        let mut logits = Vec::with_capacity(tokens.len() * self.config.vocab_size);
+        state.verified.clear();
+        for &token in tokens {
+            logits.extend(self.decode(state, token)?);
+            let gdn = state.layers.iter().filter_map(|l| match l {
+                LayerState::GatedDeltaNet(s) => Some(s.clone()),
+                LayerState::FullAttention(_) => None,
+            });
+            state.verified.push(gdn.collect());
+        }
+        Ok(logits)
+    }
+
+    fn keep_verified(&self, state: &mut CpuState, n: usize) -> Result<()> {
+        let verified = std::mem::take(&mut state.verified);
+        ensure!(n >= 1 && n <= verified.len(), "keep {n} of {} verified tokens", verified.len());
+        let dropped = verified.len() - n;
+        state.position -= dropped;
+        let mut kept = verified.into_iter().nth(n - 1).into_iter().flatten();
+        for layer in &mut state.layers {
+            match layer {
+                LayerState::GatedDeltaNet(s) => *s = kept.next().expect("one GDN state per GDN layer"),
+                LayerState::FullAttention(kv) => kv.truncate(state.position, &self.config),
+            }
+        }
+        if let Some(mtp) = &mut state.mtp {
+            mtp.drop_last(dropped, self.config.hidden_size);
+        }
+        Ok(())
+    }
+
     fn snapshot(&self, state: &CpuState) -> Option<CpuState> {
         Some(state.clone())
     }
@@ -135,6 +183,28 @@ impl Backend for CpuModel {
                 LayerState::FullAttention(kv) => kv.keys.len() + kv.values.len(),
             })
             .sum();
-        floats * std::mem::size_of::<f32>()
+        let mtp = state.mtp.as_ref().map_or(0, |m| m.floats());
+        (floats + mtp) * std::mem::size_of::<f32>()
     }
+}
+
+/// One decoder layer on h [T, hidden] at positions `position..`, in place:
+/// h += Mixer(RMSN(h; input_layernorm)), then h += MoE(RMSN(h; post_attention_layernorm)).
+pub fn decoder_layer(
+    cfg: &ModelConfig,
+    layer: &LayerWeights,
+    state: &mut LayerState,
+    h: &mut [f32],
+    position: usize,
+    rule: DeltaRule,
+) {
+    let x = rms_norm_one_plus(h, &layer.input_norm.to_f32(), cfg.rms_norm_eps);
+    let mixed = match (&layer.mixer, state) {
+        (Mixer::GatedDeltaNet(w), LayerState::GatedDeltaNet(s)) => gdn_forward(cfg, w, &x, s, rule),
+        (Mixer::FullAttention(w), LayerState::FullAttention(kv)) => attention_forward(cfg, w, &x, position, kv),
+        _ => unreachable!("state layers are built from the same layer_types as the weights"),
+    };
+    add_in_place(h, &mixed);
+    let x = rms_norm_one_plus(h, &layer.post_attention_norm.to_f32(), cfg.rms_norm_eps);
+    add_in_place(h, &moe_forward(cfg, &layer.moe, &x));
 }

@@ -4,60 +4,10 @@
 //!
 //! Relative error of a row = max|solo − hf| / max|hf|.
 
-use safetensors::{Dtype, SafeTensors};
-use solo_cpu::CpuModel;
+mod common;
+
+use common::*;
 use solo_model::{Backend, Logits};
-use std::path::PathBuf;
-
-const MAX_REL_ERR: f32 = 1e-4;
-
-fn fixture_dir(name: &str) -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures")).join(name)
-}
-
-/// HF's reference: the token sequence and its fp32 logits [T, vocab].
-struct Reference {
-    tokens: Vec<u32>,
-    logits: Vec<f32>,
-}
-
-fn reference(name: &str) -> Reference {
-    let path = fixture_dir(name).join("hf_reference.safetensors");
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("missing fixture {}: {e}", path.display()));
-    let st = SafeTensors::deserialize(&bytes).unwrap();
-    let tokens = st.tensor("tokens").unwrap();
-    let tokens: Vec<u32> = match tokens.dtype() {
-        Dtype::I64 => tokens.data().chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap()) as u32).collect(),
-        Dtype::I32 => tokens.data().chunks_exact(4).map(|b| i32::from_le_bytes(b.try_into().unwrap()) as u32).collect(),
-        other => panic!("tokens have dtype {other:?}"),
-    };
-    let logits = st.tensor("logits").unwrap();
-    assert_eq!(logits.dtype(), Dtype::F32);
-    let logits = logits.data().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
-    Reference { tokens, logits }
-}
-
-fn model(name: &str) -> CpuModel {
-    solo_cpu::load(&fixture_dir(name)).unwrap_or_else(|e| panic!("loading {name}: {e:#}"))
-}
-
-fn argmax(v: &[f32]) -> usize {
-    (0..v.len()).fold(0, |best, i| if v[i] > v[best] { i } else { best })
-}
-
-/// Checks every row; returns the worst relative error.
-fn compare(what: &str, ours: &[f32], hf: &[f32], vocab: usize) -> f32 {
-    assert_eq!(ours.len(), hf.len(), "{what}: row count");
-    let mut worst = 0.0f32;
-    for (pos, (a, b)) in ours.chunks(vocab).zip(hf.chunks(vocab)).enumerate() {
-        let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-        let err = a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs())) / scale;
-        assert!(err <= MAX_REL_ERR, "{what}: position {pos} relative error {err:.3e}");
-        assert_eq!(argmax(a), argmax(b), "{what}: position {pos} argmax differs");
-        worst = worst.max(err);
-    }
-    worst
-}
 
 fn prefill_all(name: &str) {
     let (m, r) = (model(name), reference(name));
@@ -105,8 +55,6 @@ fn tiny_b_prefill_then_decode_matches_hf() {
     prefill_then_decode("tiny-b", &[1, 64, 65, 75]);
 }
 
-/// Prefill in uneven pieces (state carried across prefill calls: conv windows, chunk offsets,
-/// KV positions) equals one prefill.
 /// The FP8 checkpoint (e4m3 weights, 128×128 block scales, dims not multiples of 128) against HF
 /// in fp32 on its dequantised weights.
 #[test]
@@ -119,6 +67,8 @@ fn tiny_fp8_prefill_then_decode_matches_hf() {
     prefill_then_decode("tiny-fp8", &[1, 64, 65, 75]);
 }
 
+/// Prefill in uneven pieces (state carried across prefill calls: conv windows, chunk offsets,
+/// KV positions) equals one prefill.
 #[test]
 fn chunked_prefill_calls_match_hf() {
     let (m, r) = (model("tiny-b"), reference("tiny-b"));

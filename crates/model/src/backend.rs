@@ -16,6 +16,15 @@ pub enum Logits {
     Last,
 }
 
+/// Draft tokens from the MTP head (`Backend::draft`).
+#[derive(Clone, Debug, Default)]
+pub struct Draft {
+    pub tokens: Vec<u32>,
+    /// [tokens, vocab]: the head's logits each draft was drawn from. Empty when the draw was
+    /// greedy (the acceptance test then needs only the tokens).
+    pub logits: Vec<f32>,
+}
+
 pub trait Backend {
     type State;
 
@@ -63,5 +72,33 @@ pub trait Backend {
     fn state_bytes(&self, state: &Self::State) -> usize {
         let _ = state;
         0
+    }
+
+    /// Whether `draft` can propose tokens: the checkpoint has an MTP head and this backend runs it.
+    fn can_draft(&self) -> bool {
+        false
+    }
+
+    /// Proposes `k` tokens to follow `next` (the token just picked, not yet in `state`), each drawn
+    /// by `sampler` from the MTP head's logits (greedy: the argmax). The head first catches up on
+    /// every position of `state` it has not seen, then chains k steps on its own outputs. `state`
+    /// keeps only what the head learned of its positions; the chained steps leave no trace.
+    fn draft(&self, state: &mut Self::State, next: u32, k: usize, sampler: &mut Sampler) -> Result<Draft> {
+        let _ = (state, next, k, sampler);
+        bail!("this backend has no draft head")
+    }
+
+    /// Appends `tokens` as `decode` would one at a time, and returns their logits
+    /// [tokens, vocab] (row i predicts what follows token i). Until `keep_verified`, the state
+    /// can still go back to any prefix of them.
+    fn verify(&self, state: &mut Self::State, tokens: &[u32]) -> Result<Vec<f32>> {
+        let _ = (state, tokens);
+        bail!("this backend cannot verify drafts")
+    }
+
+    /// Keeps the first `n` (1 ..= T) tokens of the last `verify` and drops the rest.
+    fn keep_verified(&self, state: &mut Self::State, n: usize) -> Result<()> {
+        let _ = (state, n);
+        bail!("this backend cannot verify drafts")
     }
 }

@@ -5,10 +5,11 @@ pub mod checkpoint;
 pub mod config;
 pub mod sampler;
 pub mod sampling;
+pub mod speculative;
 pub mod tensor;
 pub mod weights;
 
-pub use backend::{Backend, Logits};
+pub use backend::{Backend, Draft, Logits};
 pub use checkpoint::Checkpoint;
 pub use config::Precision;
 pub use config::{LayerKind, ModelConfig};

@@ -48,13 +48,45 @@ impl Sampler {
         if self.cfg.temperature <= 0.0 {
             return argmax(logits);
         }
-        // Candidates sorted by logit (ties to the lower id), cut to top-k.
-        let order = top_ids(logits, if self.cfg.top_k > 0 { self.cfg.top_k } else { logits.len() });
+        let (ids, probs) = self.nucleus(logits);
+        let total: f32 = probs.iter().sum();
+        let r = self.uniform() * total;
+        let mut acc = 0.0;
+        for (i, p) in probs.iter().enumerate() {
+            acc += p;
+            if r < acc {
+                return ids[i] as u32;
+            }
+        }
+        ids[ids.len() - 1] as u32
+    }
+
+    /// The distribution `sample` draws from, as (token, probability) pairs summing to 1, most
+    /// likely first: the argmax alone when greedy.
+    pub fn distribution(&self, logits: &[f32]) -> Vec<(u32, f32)> {
+        if self.cfg.temperature <= 0.0 {
+            return vec![(argmax(logits), 1.0)];
+        }
+        let (ids, probs) = self.nucleus(logits);
+        let total: f32 = probs.iter().sum();
+        ids.into_iter().zip(probs).map(|(i, p)| (i as u32, p / total)).collect()
+    }
+
+    /// The next uniform in [0, 1) of the seeded stream.
+    pub fn uniform(&mut self) -> f32 {
+        self.draws += 1;
+        self.rng.next_f32()
+    }
+
+    /// Candidates sorted by logit (ties to the lower id), cut to top-k, then to the smallest prefix
+    /// whose mass reaches top_p (at least one token); with their softmax probabilities at the
+    /// temperature over the top-k (not renormalised after the top-p cut).
+    fn nucleus(&self, logits: &[f32]) -> (Vec<usize>, Vec<f32>) {
+        let mut order = top_ids(logits, if self.cfg.top_k > 0 { self.cfg.top_k } else { logits.len() });
         let max = logits[order[0]];
         let mut probs: Vec<f32> = order.iter().map(|&i| ((logits[i] - max) / self.cfg.temperature).exp()).collect();
         let total: f32 = probs.iter().sum();
         probs.iter_mut().for_each(|p| *p /= total);
-        // Smallest prefix whose mass reaches top_p (always at least one token).
         let mut mass = 0.0;
         let keep = probs
             .iter()
@@ -63,18 +95,9 @@ impl Sampler {
                 mass >= self.cfg.top_p
             })
             .map_or(probs.len(), |i| i + 1);
-        let kept = &probs[..keep];
-        let total: f32 = kept.iter().sum();
-        self.draws += 1;
-        let r = self.rng.next_f32() * total;
-        let mut acc = 0.0;
-        for (i, p) in kept.iter().enumerate() {
-            acc += p;
-            if r < acc {
-                return order[i] as u32;
-            }
-        }
-        order[keep - 1] as u32
+        order.truncate(keep);
+        probs.truncate(keep);
+        (order, probs)
     }
 }
 

@@ -3,8 +3,9 @@
 //! Tensor names are the release's: `model.language_model.` prefix (or `model.` for
 //! a text-only save), `lm_head.weight` without prefix. Experts may be fused
 //! (`experts.gate_up_proj [E, 2I, H]`, `experts.down_proj [E, H, I]`) or stored per expert; both
-//! become per-expert views here. Vision-tower and `mtp.*` tensors are skipped; any other tensor the
-//! model does not use is an error, so name drift fails loudly.
+//! become per-expert views here. The multi-token-prediction head (`mtp.*`, no model prefix) is
+//! loaded when present; vision-tower tensors are skipped; any other tensor the model does not use
+//! is an error, so name drift fails loudly.
 //!
 //! In an FP8 checkpoint a matrix `X.weight` may be F8_E4M3; its sibling `X.weight_scale_inv`
 //! (`[ceil(out/128), ceil(in/128)]`, bf16/f16/f32, a multiplier: w = q · s) is taken with it and
@@ -24,8 +25,25 @@ pub struct ModelWeights {
     /// [vocab, hidden]; the embedding itself when `tie_word_embeddings`
     pub lm_head: Tensor,
     pub layers: Vec<LayerWeights>,
+    /// The multi-token-prediction head, when the checkpoint has `mtp.*`.
+    pub mtp: Option<MtpWeights>,
     /// `Fp8Block128` when any matrix is stored F8_E4M3, else `Bf16`.
     pub precision: Precision,
+}
+
+/// The MTP head: from the main model's final-normed hidden state h_t and the token t+1 it
+/// predicts token t+2 (see `solo_cpu::mtp` for the formula). It shares the embedding and lm_head.
+pub struct MtpWeights {
+    /// [hidden], zero-centred: normalises embed(token t+1)
+    pub pre_fc_norm_embedding: Tensor,
+    /// [hidden], zero-centred: normalises h_t
+    pub pre_fc_norm_hidden: Tensor,
+    /// [hidden, 2·hidden]: columns [embedding | hidden]
+    pub fc: Tensor,
+    /// One full-attention decoder layer (its own KV cache).
+    pub layer: LayerWeights,
+    /// [hidden], zero-centred: the head's final norm, before lm_head
+    pub norm: Tensor,
 }
 
 pub struct LayerWeights {
@@ -106,9 +124,10 @@ pub struct ExpertWeights {
 impl ModelWeights {
     /// Bytes of every tensor the model reads (block scales included): what a backend uploads.
     pub fn bytes(&self) -> usize {
-        let layers: usize =
-            self.layers.iter().map(|l| l.tensors().iter().map(|t| t.stored_bytes()).sum::<usize>()).sum();
-        self.embed_tokens.stored_bytes() + self.final_norm.stored_bytes() + self.lm_head.stored_bytes() + layers
+        let sum = |tensors: Vec<&Tensor>| tensors.iter().map(|t| t.stored_bytes()).sum::<usize>();
+        let layers: usize = self.layers.iter().map(|l| sum(l.tensors())).sum();
+        let mtp = self.mtp.as_ref().map_or(0, |m| sum(m.tensors()));
+        self.embed_tokens.stored_bytes() + self.final_norm.stored_bytes() + self.lm_head.stored_bytes() + layers + mtp
     }
 
     pub fn load(ckpt: &Checkpoint, cfg: &ModelConfig) -> Result<Self> {
@@ -121,11 +140,37 @@ impl ModelWeights {
         } else {
             t.take_global("lm_head.weight", &[cfg.vocab_size, h])?
         };
-        let layers = (0..cfg.num_hidden_layers).map(|i| load_layer(&mut t, cfg, i)).collect::<Result<Vec<_>>>()?;
+        let prefix = t.prefix;
+        let layers = (0..cfg.num_hidden_layers)
+            .map(|i| load_layer(&mut t, cfg, &format!("{prefix}layers.{i}."), cfg.layer_types[i]))
+            .collect::<Result<Vec<_>>>()?;
+        let mtp = if t.left.contains_key("mtp.fc.weight") { Some(load_mtp(&mut t, cfg)?) } else { None };
         let precision = if t.fp8_matrices > 0 { Precision::Fp8Block128 } else { Precision::Bf16 };
         t.finish()?;
-        Ok(ModelWeights { embed_tokens, final_norm, lm_head, layers, precision })
+        Ok(ModelWeights { embed_tokens, final_norm, lm_head, layers, mtp, precision })
     }
+}
+
+impl MtpWeights {
+    /// Every tensor of the head (the shared embedding and lm_head are the main model's).
+    pub fn tensors(&self) -> Vec<&Tensor> {
+        let mut out = vec![&self.pre_fc_norm_embedding, &self.pre_fc_norm_hidden, &self.fc, &self.norm];
+        out.extend(self.layer.tensors());
+        out
+    }
+}
+
+/// The MTP head: `mtp.{pre_fc_norm_embedding, pre_fc_norm_hidden, fc, norm}` and one full-attention
+/// decoder layer `mtp.layers.0.*` (experts fused or per expert, bf16 or FP8, as the main layers).
+fn load_mtp(t: &mut Taker, cfg: &ModelConfig) -> Result<MtpWeights> {
+    let h = cfg.hidden_size;
+    Ok(MtpWeights {
+        pre_fc_norm_embedding: t.take_global("mtp.pre_fc_norm_embedding.weight", &[h])?,
+        pre_fc_norm_hidden: t.take_global("mtp.pre_fc_norm_hidden.weight", &[h])?,
+        fc: t.take_global("mtp.fc.weight", &[h, 2 * h])?,
+        layer: load_layer(t, cfg, "mtp.layers.0.", LayerKind::FullAttention)?,
+        norm: t.take_global("mtp.norm.weight", &[h])?,
+    })
 }
 
 impl LayerWeights {
@@ -155,45 +200,47 @@ impl LayerWeights {
     }
 }
 
-fn load_layer(t: &mut Taker, cfg: &ModelConfig, i: usize) -> Result<LayerWeights> {
+/// One decoder layer whose tensors are named `{p}…` in full (`p` = `model.language_model.layers.3.`).
+fn load_layer(t: &mut Taker, cfg: &ModelConfig, p: &str, kind: LayerKind) -> Result<LayerWeights> {
     let h = cfg.hidden_size;
-    let p = format!("layers.{i}.");
-    let mixer = match cfg.layer_types[i] {
+    let mixer = match kind {
         LayerKind::GatedDeltaNet => {
             let p = format!("{p}linear_attn.");
             let (hv, conv) = (cfg.linear_num_value_heads, cfg.gdn_conv_dim());
             let vdim = cfg.gdn_value_dim();
             Mixer::GatedDeltaNet(GdnWeights {
-                in_proj_qkv: t.take(&format!("{p}in_proj_qkv.weight"), &[conv, h])?,
-                in_proj_z: t.take(&format!("{p}in_proj_z.weight"), &[vdim, h])?,
-                in_proj_b: t.take(&format!("{p}in_proj_b.weight"), &[hv, h])?,
-                in_proj_a: t.take(&format!("{p}in_proj_a.weight"), &[hv, h])?,
-                conv1d: t.take(&format!("{p}conv1d.weight"), &[conv, 1, cfg.linear_conv_kernel_dim])?,
-                a_log: t.take(&format!("{p}A_log"), &[hv])?,
-                dt_bias: t.take(&format!("{p}dt_bias"), &[hv])?,
-                norm: t.take(&format!("{p}norm.weight"), &[cfg.linear_value_head_dim])?,
-                out_proj: t.take(&format!("{p}out_proj.weight"), &[h, vdim])?,
+                in_proj_qkv: t.take_global(&format!("{p}in_proj_qkv.weight"), &[conv, h])?,
+                in_proj_z: t.take_global(&format!("{p}in_proj_z.weight"), &[vdim, h])?,
+                in_proj_b: t.take_global(&format!("{p}in_proj_b.weight"), &[hv, h])?,
+                in_proj_a: t.take_global(&format!("{p}in_proj_a.weight"), &[hv, h])?,
+                conv1d: t.take_global(&format!("{p}conv1d.weight"), &[conv, 1, cfg.linear_conv_kernel_dim])?,
+                a_log: t.take_global(&format!("{p}A_log"), &[hv])?,
+                dt_bias: t.take_global(&format!("{p}dt_bias"), &[hv])?,
+                norm: t.take_global(&format!("{p}norm.weight"), &[cfg.linear_value_head_dim])?,
+                out_proj: t.take_global(&format!("{p}out_proj.weight"), &[h, vdim])?,
             })
         }
         LayerKind::FullAttention => {
             let p = format!("{p}self_attn.");
             let (hq, hkv, d) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim);
             Mixer::FullAttention(AttentionWeights {
-                q_proj: t.take(&format!("{p}q_proj.weight"), &[hq * 2 * d, h])?,
-                k_proj: t.take(&format!("{p}k_proj.weight"), &[hkv * d, h])?,
-                v_proj: t.take(&format!("{p}v_proj.weight"), &[hkv * d, h])?,
-                o_proj: t.take(&format!("{p}o_proj.weight"), &[h, hq * d])?,
-                q_norm: t.take(&format!("{p}q_norm.weight"), &[d])?,
-                k_norm: t.take(&format!("{p}k_norm.weight"), &[d])?,
+                q_proj: t.take_global(&format!("{p}q_proj.weight"), &[hq * 2 * d, h])?,
+                k_proj: t.take_global(&format!("{p}k_proj.weight"), &[hkv * d, h])?,
+                v_proj: t.take_global(&format!("{p}v_proj.weight"), &[hkv * d, h])?,
+                o_proj: t.take_global(&format!("{p}o_proj.weight"), &[h, hq * d])?,
+                q_norm: t.take_global(&format!("{p}q_norm.weight"), &[d])?,
+                k_norm: t.take_global(&format!("{p}k_norm.weight"), &[d])?,
             })
         }
     };
     let m = format!("{p}mlp.");
     let (e, inter, shared) = (cfg.num_experts, cfg.moe_intermediate_size, cfg.shared_expert_intermediate_size);
     // Either fused tensor marks the fused layout, so a checkpoint missing one of them names it.
-    let experts = if t.has(&format!("{m}experts.gate_up_proj")) || t.has(&format!("{m}experts.down_proj")) {
-        let gate_up = t.take(&format!("{m}experts.gate_up_proj"), &[e, 2 * inter, h])?;
-        let down = t.take(&format!("{m}experts.down_proj"), &[e, h, inter])?;
+    let experts = if t.left.contains_key(&format!("{m}experts.gate_up_proj"))
+        || t.left.contains_key(&format!("{m}experts.down_proj"))
+    {
+        let gate_up = t.take_global(&format!("{m}experts.gate_up_proj"), &[e, 2 * inter, h])?;
+        let down = t.take_global(&format!("{m}experts.down_proj"), &[e, h, inter])?;
         (0..e)
             .map(|x| {
                 let gu = gate_up.index(x); // [2I, H]: gate rows first, then up
@@ -204,23 +251,23 @@ fn load_layer(t: &mut Taker, cfg: &ModelConfig, i: usize) -> Result<LayerWeights
         (0..e).map(|x| load_mlp(t, &format!("{m}experts.{x}."), inter, h)).collect::<Result<Vec<_>>>()?
     };
     Ok(LayerWeights {
-        input_norm: t.take(&format!("{p}input_layernorm.weight"), &[h])?,
-        post_attention_norm: t.take(&format!("{p}post_attention_layernorm.weight"), &[h])?,
+        input_norm: t.take_global(&format!("{p}input_layernorm.weight"), &[h])?,
+        post_attention_norm: t.take_global(&format!("{p}post_attention_layernorm.weight"), &[h])?,
         mixer,
         moe: MoeWeights {
-            router: t.take(&format!("{m}gate.weight"), &[e, h])?,
+            router: t.take_global(&format!("{m}gate.weight"), &[e, h])?,
             experts,
             shared_expert: load_mlp(t, &format!("{m}shared_expert."), shared, h)?,
-            shared_expert_gate: t.take(&format!("{m}shared_expert_gate.weight"), &[1, h])?,
+            shared_expert_gate: t.take_global(&format!("{m}shared_expert_gate.weight"), &[1, h])?,
         },
     })
 }
 
 fn load_mlp(t: &mut Taker, prefix: &str, inter: usize, h: usize) -> Result<ExpertWeights> {
     Ok(ExpertWeights {
-        gate: t.take(&format!("{prefix}gate_proj.weight"), &[inter, h])?,
-        up: t.take(&format!("{prefix}up_proj.weight"), &[inter, h])?,
-        down: t.take(&format!("{prefix}down_proj.weight"), &[h, inter])?,
+        gate: t.take_global(&format!("{prefix}gate_proj.weight"), &[inter, h])?,
+        up: t.take_global(&format!("{prefix}up_proj.weight"), &[inter, h])?,
+        down: t.take_global(&format!("{prefix}down_proj.weight"), &[h, inter])?,
     })
 }
 
@@ -247,10 +294,6 @@ impl Taker {
         let files: std::collections::BTreeSet<&str> = ckpt.tensors.values().map(|t| t.file.as_str()).collect();
         let files = files.into_iter().collect::<Vec<_>>().join(", ");
         Taker { left: ckpt.tensors.clone(), prefix, files, precision, fp8_matrices: 0 }
-    }
-
-    fn has(&self, name: &str) -> bool {
-        self.left.contains_key(&format!("{}{name}", self.prefix))
     }
 
     /// A tensor under the text model's prefix.
@@ -328,57 +371,7 @@ impl Taker {
     }
 }
 
-/// Tensors of the release that the text model does not use: the vision tower and the MTP head.
+/// Tensors of the release that solo does not use: the vision tower.
 fn is_skipped(name: &str) -> bool {
-    ["model.visual.", "visual.", "mtp.", "model.mtp."].iter().any(|p| name.starts_with(p))
-}
-
-/// Every tensor of a release-layout checkpoint for `cfg` (fused experts, no vision or MTP), with
-/// its shape: what a writer of such a checkpoint (the demo model, tests) must produce.
-pub fn release_tensor_shapes(cfg: &ModelConfig) -> Vec<(String, Vec<usize>)> {
-    let p = "model.language_model.";
-    let h = cfg.hidden_size;
-    let mut out = vec![
-        (format!("{p}embed_tokens.weight"), vec![cfg.vocab_size, h]),
-        (format!("{p}norm.weight"), vec![h]),
-        ("lm_head.weight".to_string(), vec![cfg.vocab_size, h]),
-    ];
-    for (i, kind) in cfg.layer_types.iter().enumerate() {
-        let l = format!("{p}layers.{i}.");
-        let mut add = |name: &str, shape: Vec<usize>| out.push((format!("{l}{name}"), shape));
-        add("input_layernorm.weight", vec![h]);
-        add("post_attention_layernorm.weight", vec![h]);
-        match kind {
-            LayerKind::GatedDeltaNet => {
-                let (hv, conv, vdim) = (cfg.linear_num_value_heads, cfg.gdn_conv_dim(), cfg.gdn_value_dim());
-                add("linear_attn.in_proj_qkv.weight", vec![conv, h]);
-                add("linear_attn.in_proj_z.weight", vec![vdim, h]);
-                add("linear_attn.in_proj_b.weight", vec![hv, h]);
-                add("linear_attn.in_proj_a.weight", vec![hv, h]);
-                add("linear_attn.conv1d.weight", vec![conv, 1, cfg.linear_conv_kernel_dim]);
-                add("linear_attn.A_log", vec![hv]);
-                add("linear_attn.dt_bias", vec![hv]);
-                add("linear_attn.norm.weight", vec![cfg.linear_value_head_dim]);
-                add("linear_attn.out_proj.weight", vec![h, vdim]);
-            }
-            LayerKind::FullAttention => {
-                let (hq, hkv, d) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim);
-                add("self_attn.q_proj.weight", vec![hq * 2 * d, h]);
-                add("self_attn.k_proj.weight", vec![hkv * d, h]);
-                add("self_attn.v_proj.weight", vec![hkv * d, h]);
-                add("self_attn.o_proj.weight", vec![h, hq * d]);
-                add("self_attn.q_norm.weight", vec![d]);
-                add("self_attn.k_norm.weight", vec![d]);
-            }
-        }
-        let (e, inter, shared) = (cfg.num_experts, cfg.moe_intermediate_size, cfg.shared_expert_intermediate_size);
-        add("mlp.gate.weight", vec![e, h]);
-        add("mlp.experts.gate_up_proj", vec![e, 2 * inter, h]);
-        add("mlp.experts.down_proj", vec![e, h, inter]);
-        add("mlp.shared_expert.gate_proj.weight", vec![shared, h]);
-        add("mlp.shared_expert.up_proj.weight", vec![shared, h]);
-        add("mlp.shared_expert.down_proj.weight", vec![h, shared]);
-        add("mlp.shared_expert_gate.weight", vec![1, h]);
-    }
-    out
+    ["model.visual.", "visual."].iter().any(|p| name.starts_with(p))
 }

@@ -121,26 +121,55 @@ fn per_expert_layout_across_shards() {
     }
 }
 
-/// The fixtures carry a vision tower and an MTP head (as the release does); both load, and extra
-/// tensors under those prefixes are ignored too.
+/// The fixtures carry a vision tower and an MTP head (as the release does): the head loads in
+/// both expert layouts, the tower is skipped along with any new tensor under its prefix.
 #[test]
-fn vision_and_mtp_tensors_are_skipped() {
+fn mtp_head_loads_and_vision_tensors_are_skipped() {
     let a = read_tensors(&fixture("tiny-a").join("model.safetensors"));
     let b = read_tensors(&fixture("tiny-b").join("model-00002-of-00002.safetensors"));
     for (name, tensors) in [("tiny-a", &a), ("tiny-b", &b)] {
         assert!(tensors.iter().any(|t| t.name.starts_with("model.visual.")), "{name} has no vision tensors");
         assert!(tensors.iter().any(|t| t.name.starts_with("mtp.")), "{name} has no mtp tensors");
     }
-    load_ok(&fixture("tiny-a"));
-    load_ok(&fixture("tiny-b"));
+    for name in ["tiny-a", "tiny-b"] {
+        let (cfg, w) = load_ok(&fixture(name));
+        let mtp = w.mtp.unwrap_or_else(|| panic!("{name}: no MTP head loaded"));
+        assert_eq!(mtp.fc.shape, [cfg.hidden_size, 2 * cfg.hidden_size]);
+        assert_eq!(mtp.layer.moe.experts.len(), cfg.num_experts);
+        assert!(matches!(mtp.layer.mixer, Mixer::FullAttention(_)));
+    }
 
     let tmp = copy_fixture("tiny-a");
     rewrite(&tmp.path().join("model.safetensors"), |ts| {
-        for name in ["model.visual.something_new.weight", "mtp.layers.7.something_new.weight"] {
-            ts.push(Owned { name: name.into(), dtype: Dtype::BF16, shape: vec![4], data: vec![0; 8] });
-        }
+        ts.push(Owned {
+            name: "model.visual.something_new.weight".into(),
+            dtype: Dtype::BF16,
+            shape: vec![4],
+            data: vec![0; 8],
+        });
     });
     load_ok(tmp.path());
+}
+
+/// An MTP tensor solo does not know (a second MTP layer) is named; a missing one too.
+#[test]
+fn mtp_head_tensors_are_checked() {
+    let tmp = copy_fixture("tiny-a");
+    rewrite(&tmp.path().join("model.safetensors"), |ts| {
+        ts.push(Owned {
+            name: "mtp.layers.1.input_layernorm.weight".into(),
+            dtype: Dtype::BF16,
+            shape: vec![4],
+            data: vec![0; 8],
+        });
+    });
+    let err = load_err(tmp.path());
+    assert!(err.contains("unknown tensor") && err.contains("mtp.layers.1.input_layernorm.weight"), "{err}");
+
+    let tmp = copy_fixture("tiny-a");
+    rewrite(&tmp.path().join("model.safetensors"), |ts| ts.retain(|t| t.name != "mtp.norm.weight"));
+    let err = load_err(tmp.path());
+    assert!(err.contains("`mtp.norm.weight` is missing"), "{err}");
 }
 
 // ---- the directory and config.json --------------------------------------------------------------
