@@ -6,8 +6,10 @@ use anyhow::{bail, Context, Result};
 use solo_cpu::CpuModel;
 use solo_cuda::CudaModel;
 use solo_model::sampler::{Sampler, SamplerConfig};
+use solo_model::speculative::{self, Acceptance};
 use solo_model::{Backend, Logits};
 use solo_text::{ChatTemplate, TemplateOptions, Tokenizer};
+use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -65,6 +67,23 @@ pub struct RunArgs {
     pub seed: Option<u64>,
     pub no_think: bool,
     pub backend: BackendChoice,
+    /// Drafts per step; `None`: the backend's default (`default_speculation`).
+    pub speculate: Option<usize>,
+}
+
+/// Drafts per speculative step when `--speculate` is not given: 3 on CUDA when the checkpoint
+/// has an MTP head (about 3 tokens per step is what the head earns on real text), else 0.
+pub const DEFAULT_SPECULATE: usize = 3;
+
+/// `--speculate` resolved against the backend: an explicit K > 0 needs an MTP head.
+pub fn resolve_speculation<B: Backend>(model: &B, asked: Option<usize>, cuda: bool, dir: &Path) -> Result<usize> {
+    match asked {
+        Some(k) if k > 0 && !model.can_draft() => {
+            bail!("--speculate {k}: {} has no MTP head (mtp.* tensors) to draft with", dir.display())
+        }
+        Some(k) => Ok(k),
+        None => Ok(if cuda && model.can_draft() { DEFAULT_SPECULATE } else { 0 }),
+    }
 }
 
 /// Chat: template, prefill, sample and stream until a stop token or `max_tokens`.
@@ -91,13 +110,16 @@ pub fn run(args: RunArgs) -> Result<()> {
     };
     let prompt = tokenizer.encode(&template.render(&messages, None, &opts)?)?;
     let sampler = Sampler::new(sampler_config(&dir, args.temperature, args.seed)?);
-    let backend = if matches!(engine, Engine::Cuda(_)) { "cuda" } else { "cpu" };
+    let cuda = matches!(engine, Engine::Cuda(_));
+    let backend = if cuda { "cuda" } else { "cpu" };
     let precision = with_engine!(&engine, model => model.config().precision.name());
+    let speculate = with_engine!(&engine, model => resolve_speculation(model, args.speculate, cuda, &dir))?;
     eprintln!("solo: {precision} weights, {backend} backend");
-    with_engine!(&engine, model => generate(model, &tokenizer, &stops, &prompt, sampler, args.max_tokens))
+    with_engine!(&engine, model => generate(model, &tokenizer, &stops, &prompt, sampler, args.max_tokens, speculate))
 }
 
-/// Prefill `prompt`, then sample and stream text to stdout until a stop token or `max_tokens`.
+/// Prefill `prompt`, then sample and stream text to stdout until a stop token or `max_tokens`;
+/// with `speculate` > 0, `speculate` MTP drafts per verify step.
 fn generate<B: Backend>(
     model: &B,
     tokenizer: &Tokenizer,
@@ -105,6 +127,7 @@ fn generate<B: Backend>(
     prompt: &[u32],
     mut sampler: Sampler,
     max_tokens: usize,
+    speculate: usize,
 ) -> Result<()> {
     let mut state = model.new_state()?;
     let started = Instant::now();
@@ -115,11 +138,12 @@ fn generate<B: Backend>(
     let mut text = tokenizer.stream_decoder(false);
     let decode_start = Instant::now();
     let mut generated = 0;
-    // The next token when the backend picked it itself (`decode_and_pick`: the GPU sampler);
-    // otherwise it is sampled here from `logits`.
-    let mut picked = None;
+    // Tokens picked ahead, in order: by the backend itself (`decode_and_pick`: the GPU sampler)
+    // or by a speculative round. Only the last of them is not yet in `state`.
+    let mut ahead: VecDeque<u32> = VecDeque::new();
+    let mut acceptance = Acceptance::default();
     while generated < max_tokens {
-        let token = picked.take().unwrap_or_else(|| sampler.sample(&logits));
+        let token = ahead.pop_front().unwrap_or_else(|| sampler.sample(&logits));
         generated += 1;
         if stops.contains(&token) {
             break;
@@ -128,17 +152,34 @@ fn generate<B: Backend>(
             out.write_all(piece.as_bytes())?;
             out.flush()?;
         }
-        if generated < max_tokens {
-            match model.decode_and_pick(&mut state, token, &mut sampler) {
-                Some(next) => picked = Some(next?),
-                None => logits = model.decode(&mut state, token)?,
-            }
+        if generated == max_tokens || !ahead.is_empty() {
+            continue; // done, or `token` is already in the state
+        }
+        if speculate > 0 {
+            let round = speculative::round(model, &mut state, token, speculate, &mut sampler)?;
+            acceptance.add(&round);
+            ahead.extend(round.tokens);
+            continue;
+        }
+        match model.decode_and_pick(&mut state, token, &mut sampler) {
+            Some(next) => ahead.push_back(next?),
+            None => logits = model.decode(&mut state, token)?,
         }
     }
     writeln!(out, "{}", text.flush()?)?;
     let decode_secs = decode_start.elapsed().as_secs_f64();
+    let speculation = if acceptance.rounds > 0 {
+        format!(
+            "; {speculate} drafts per step: {} of {} accepted, {:.2} tokens per step",
+            acceptance.accepted,
+            acceptance.drafted,
+            acceptance.mean_accepted_length()
+        )
+    } else {
+        String::new()
+    };
     eprintln!(
-        "solo: prompt {} tokens, prefill {:.1} tok/s; generated {} tokens, decode {:.1} tok/s",
+        "solo: prompt {} tokens, prefill {:.1} tok/s; generated {} tokens, decode {:.1} tok/s{speculation}",
         prompt.len(),
         prompt.len() as f64 / prefill_secs,
         generated,

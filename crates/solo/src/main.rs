@@ -52,6 +52,11 @@ enum Command {
         no_think: bool,
         #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
         backend: BackendChoice,
+        /// Draft tokens per step from the checkpoint's MTP head (speculative decoding; the output
+        /// is the same as without). 0 turns it off. Default: 3 on CUDA when the checkpoint has
+        /// an MTP head, else 0.
+        #[arg(long)]
+        speculate: Option<usize>,
     },
     /// Print the logits of every position as JSON `{"logits": [[...], ...]}` (row i predicts token i+1).
     Logits {
@@ -133,8 +138,17 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { model, prompt, max_tokens, temperature, seed, no_think, backend } => {
-            commands::run(commands::RunArgs { model, prompt, max_tokens, temperature, seed, no_think, backend })
+        Command::Run { model, prompt, max_tokens, temperature, seed, no_think, backend, speculate } => {
+            commands::run(commands::RunArgs {
+                model,
+                prompt,
+                max_tokens,
+                temperature,
+                seed,
+                no_think,
+                backend,
+                speculate,
+            })
         }
         Command::Logits { model, tokens, prefill, backend, out } => {
             commands::logits(&model, &tokens, prefill, backend, out.as_deref())
