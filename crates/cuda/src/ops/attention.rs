@@ -31,12 +31,9 @@ kernel_file! {
     }
 }
 
-const HEADS: usize = 16;
-const KV_HEADS: usize = 2;
-const HEAD_DIM: usize = 256;
 #[cfg(test)]
-const HIDDEN: usize = 2048;
-/// Streaming multiprocessors of an H200 (split-K aims to fill them).
+use crate::kernels::widths::HIDDEN;
+use crate::kernels::widths::{ATTN_HEADS as HEADS, HEAD_DIM, KV_HEADS};
 /// Most split-K chunks per call (`COMBINE_MAX_SPLITS` in attention.cu: one combine thread each).
 const MAX_SPLITS: usize = 256;
 /// Dims per `attn_combine_sliced` block (`COMBINE_SLICE`).

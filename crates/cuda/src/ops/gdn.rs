@@ -12,7 +12,7 @@
 //! The CUDA backend runs only the real widths (see `weights::check_real_widths`), which the kernels
 //! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
 
-use crate::kernels::{kernel_file, Launch};
+use crate::kernels::{kernel_file, widths, Launch};
 use crate::ops::linear::{gemv_norm_conv, linear};
 use crate::ops::Scratch;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
@@ -36,13 +36,13 @@ kernel_file! {
 }
 
 /// Channels through the conv: [q 16×128 | k 16×128 | v 32×128].
-pub const CONV_DIM: usize = 8192;
+pub const CONV_DIM: usize = widths::GDN_CONV_DIM;
 /// Value heads × value head dim (the z width and the out_proj input).
-pub const VALUE_DIM: usize = 4096;
-pub const V_HEADS: usize = 32;
-pub const HEAD_DIM: usize = 128;
+pub const VALUE_DIM: usize = widths::GDN_V_HEADS * widths::GDN_HEAD_DIM;
+pub const V_HEADS: usize = widths::GDN_V_HEADS;
+pub const HEAD_DIM: usize = widths::GDN_HEAD_DIM;
 /// Pre-conv rows the conv window keeps (kernel 4 − 1).
-pub const CONV_HISTORY: usize = 3;
+pub const CONV_HISTORY: usize = widths::GDN_KERNEL - 1;
 /// rms_norm_eps of the real model, used by the gated norm.
 pub const RMS_EPS: f32 = 1e-6;
 /// Floats per token of the gates buffer: g[32] | beta[32] | kq[16] (`gdn_delta.cu`).

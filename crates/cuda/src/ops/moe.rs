@@ -17,6 +17,7 @@
 //!   activations) and `moe_down_grouped` (weighted f32 atomic scatter-add into `out`). Their grids
 //!   are sized for the worst case; tiles past the device-side tile count exit at once.
 
+use crate::kernels::widths::{EXPERTS, EXPERT_DIM, HIDDEN, TOP_K};
 use crate::kernels::{kernel_file, Launch};
 use crate::ops::linear::{gemv, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
@@ -50,14 +51,10 @@ kernel_file! {
     }
 }
 
-const HIDDEN: usize = 2048;
-const EXPERTS: usize = 256;
 /// Router rows: the experts, then the shared expert's gate.
 const ROUTER_ROWS: usize = EXPERTS + 1;
-const TOP_K: usize = 8;
 /// Routed experts plus the shared one, per token.
 const SLOTS: usize = TOP_K + 1;
-const EXPERT_DIM: usize = 512;
 /// Width of the mixers' outputs (GDN 32 × 128, attention 16 × 256): out_proj / o_proj's input.
 const MIXER_OUT: usize = 4096;
 /// Token counts up to this use the GEMV kernels (each token streams its 9 experts' weights).

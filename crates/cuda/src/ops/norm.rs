@@ -14,7 +14,7 @@ kernel_file! {
 }
 
 /// The kernels' row width (the model's hidden size).
-const WIDTH: usize = 2048;
+const WIDTH: usize = crate::kernels::widths::HIDDEN;
 
 /// out (bf16 [t, 2048]) = RMSNorm(h (f32 [t, 2048])) with weight `w1p` (= 1 + w).
 pub fn rms_norm(gpu: &Gpu, h: DevPtr, w1p: &Vector, t: usize, eps: f32, out: DevPtr) -> Result<()> {
