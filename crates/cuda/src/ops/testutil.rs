@@ -1,6 +1,6 @@
 //! Helpers for the GPU tests: one shared `Gpu`, seeded random data, error measures.
 //! GPU tests are `#[ignore]` (CI has no GPU); on the GPU machine run the test binary with
-//! `--ignored --test-threads=1`.
+//! `--include-ignored --test-threads=1` (README, "Tests").
 
 use crate::runtime::Gpu;
 use std::sync::OnceLock;
