@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [parity] [bench CONTEXTS ROUNDS]
+#   scripts/gpu_run.sh [tests] [kernels] [parity] [bench CONTEXTS ROUNDS]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
 #   gpu-bin/solo             (cargo build --release -p solo)
@@ -18,7 +18,10 @@ status=0
 while [ $# -gt 0 ]; do
     case "$1" in
         tests)
-            timeout 300 ./gpu-bin/solo_cuda_tests --ignored --test-threads=1 2>&1 | tee "$OUT/kernel_tests.log" || status=1
+            timeout 300 ./gpu-bin/solo_cuda_tests --include-ignored --test-threads=1 2>&1 | tee "$OUT/kernel_tests.log" || status=1
+            shift ;;
+        kernels)
+            timeout 300 ./gpu-bin/solo bench --synthetic --kernels --json "$OUT/kernels.json" 2>&1 | tee "$OUT/kernels.log" || status=1
             shift ;;
         parity)
             PYTHONUNBUFFERED=1 timeout 400 python3 scripts/slice_parity.py --cpu ${PARITY_ARGS:-} --solo gpu-bin/solo --dir /tmp/solo-slice --out "$OUT" 2>&1 | tee "$OUT/parity.log" || status=1

@@ -15,22 +15,10 @@ typedef long long int64_t;
 #define INFINITY __int_as_float(0x7f800000)
 #endif
 
-// The real model's widths (Qwen3.6-35B-A3B's config.json). Kernels may rely on them; the CUDA backend refuses
-// checkpoints with other widths.
-#define HIDDEN 2048
-#define VOCAB 248320
-#define ATTN_HEADS 16
-#define KV_HEADS 2
-#define HEAD_DIM 256
-#define ROTARY_DIM 64
-#define GDN_K_HEADS 16
-#define GDN_V_HEADS 32
-#define GDN_HEAD_DIM 128
-#define GDN_CONV_DIM 8192
-#define GDN_KERNEL 4
-#define EXPERTS 256
-#define TOP_K 8
-#define EXPERT_DIM 512
+// The real model's widths (HIDDEN, VOCAB, ATTN_HEADS, KV_HEADS, HEAD_DIM, ROTARY_DIM, GDN_K_HEADS,
+// GDN_V_HEADS, GDN_HEAD_DIM, GDN_CONV_DIM, GDN_KERNEL, EXPERTS, TOP_K, EXPERT_DIM) are #defines
+// pasted in front of this header from the Rust constants (kernels.rs, `widths`). Kernels may rely
+// on them; the CUDA backend refuses checkpoints with other widths.
 
 // Programmatic dependent launch (runtime.rs launches every kernel with it). Every kernel starts
 // with pdl_trigger() (the next kernel may be scheduled now; it still waits for this one) and

@@ -3,8 +3,10 @@
 //! `runtime` owns the device, stream and kernels; `weights` puts a checkpoint in GPU memory;
 //! `ops` holds each operation with its `.cu` file(s) and its test against the CPU reference;
 //! `model` is the forward pass and the `Backend` implementation; `synthetic` builds the full-size
-//! model with random weights directly in GPU memory for `solo bench`; `profile` times kernels.
+//! model with random weights directly in GPU memory for `solo bench`; `profile` times kernels
+//! within a decode step, `costs` times ops alone (`solo bench --kernels`).
 
+pub mod costs;
 pub mod kernels;
 pub mod model;
 pub mod ops;

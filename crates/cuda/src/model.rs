@@ -642,41 +642,4 @@ mod tests {
         eprintln!("FP8 decode step vs dequantised forward: worst max|Δlogit| / max|logit| = {worst:.2e}");
         assert!(worst < 0.1, "FP8 decode step differs from the dequantised forward by {worst:.2e}");
     }
-
-    /// What a server request pays around its decode steps, on the full 40-layer model with a
-    /// 32K-token KV cache: a new state, a copy of one (a prefix-cache resume), the first
-    /// `decode_pick` of a state (it captures that state's graph) and the ones after. Prints
-    /// only; run with --nocapture.
-    #[test]
-    #[ignore = "needs an NVIDIA GPU"]
-    fn server_request_costs() {
-        use std::time::Instant;
-        let model = crate::synthetic::random_model(40, 32_768, solo_model::Precision::Bf16).unwrap();
-        let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now();
-        let mut state = model.try_new_state().unwrap();
-        model.gpu.sync().unwrap();
-        let t_new = ms(t);
-        model.prefill(&mut state, &[1, 2, 3, 4], Logits::Last).unwrap();
-        let t = Instant::now();
-        let mut copy = model.copy_state(&state).unwrap();
-        model.gpu.sync().unwrap();
-        let t_copy = ms(t);
-        let mut sampler = Sampler::new(SamplerConfig { temperature: 1.0, top_k: 20, top_p: 0.95, seed: 1 });
-        let mut token = 5;
-        let mut times = Vec::new();
-        for _ in 0..4 {
-            let t = Instant::now();
-            token = model.decode_pick(&mut copy, token, &mut sampler).unwrap();
-            times.push(ms(t));
-        }
-        let t = Instant::now();
-        let logits = model.picked_logits().unwrap();
-        let t_logits = ms(t);
-        eprintln!(
-            "new state {t_new:.2} ms, copy {t_copy:.2} ms, decode_pick: first {:.2} ms (graph capture), then {:.2} / {:.2} / {:.2} ms; picked_logits {t_logits:.2} ms",
-            times[0], times[1], times[2], times[3]
-        );
-        assert_eq!(logits.len(), model.config.vocab_size);
-    }
 }

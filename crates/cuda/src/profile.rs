@@ -5,12 +5,17 @@
 //! the host's launch pace in between. Events between kernels also stop programmatic dependent
 //! launch from overlapping them, so the sum is a little above a graph replay's time.
 
-use crate::kernels::Source;
-use crate::runtime::{Arg, Gpu};
+use crate::kernels::{kernel_file, Launch};
+use crate::runtime::Gpu;
 use anyhow::{anyhow, Result};
 use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
 
-pub const SOURCE: Source = Source { file: "profile.cu", text: include_str!("profile.cu"), functions: &["hold_stream"] };
+kernel_file! {
+    /// `profile.cu`'s kernels.
+    pub mod profile_cu = "profile.cu" {
+        fn hold_stream(ns: i64);
+    }
+}
 
 /// One kernel (name and launch shape) and its time summed over its launches.
 #[derive(Clone, Debug)]
@@ -24,7 +29,7 @@ pub struct KernelTime {
 /// kernel launch shape, in first-launch order.
 pub fn profile_launches(gpu: &Gpu, work: impl FnOnce() -> Result<()>) -> Result<Vec<KernelTime>> {
     gpu.sync()?;
-    gpu.launch("hold_stream", (1, 1, 1), 1, 0, &[Arg::I64(50_000_000)])?; // 50 ms
+    profile_cu::hold_stream(gpu, Launch::new((1, 1, 1), 1, 0), 50_000_000)?; // 50 ms
     let start = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(|e| anyhow!("CUDA event: {e:?}"))?;
     gpu.record_launches(true);
     let done = work();

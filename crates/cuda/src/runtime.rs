@@ -10,7 +10,7 @@
 //! cudarc's per-buffer event tracking is turned off: every launch goes to the one stream, in order,
 //! which is also what CUDA-graph capture needs.
 
-use crate::kernels;
+use crate::kernels::{self, Launch};
 use anyhow::{anyhow, bail, Context, Result};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr};
@@ -104,7 +104,7 @@ impl Gpu {
             let module = ctx
                 .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
                 .map_err(|e| anyhow!("kernel file {}: cannot load module: {e:?}", source.file))?;
-            for &f in source.functions {
+            for f in source.functions() {
                 let func = module
                     .load_function(f)
                     .map_err(|e| anyhow!("kernel file {}: no function `{f}`: {e:?}", source.file))?;
@@ -200,34 +200,13 @@ impl Gpu {
         self.stream.synchronize().map_err(|e| anyhow!("CUDA error: {e:?}"))
     }
 
-    /// Launches kernel `name` on the model's stream (without PDL).
-    pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, shared_bytes: u32, args: &[Arg]) -> Result<()> {
-        self.launch_with(name, grid, block, shared_bytes, args, false)
-    }
-
-    /// `launch` with PDL: for a kernel whose blocks request what the
+    /// Launches kernel `name` on the model's stream: called by the kernel's typed launcher
+    /// (`kernels::kernel_file!`), which builds `args` from its declared parameters. With
+    /// `launch.pdl`, programmatic dependent launch: for a kernel whose blocks request what the
     /// kernel before does not write (weights, state, old cache rows) before `pdl_wait()` and fit
     /// beside that kernel (`moe_decode_block`, `gdn_decode_step`, `attn_decode`).
-    pub fn launch_early(
-        &self,
-        name: &str,
-        grid: (u32, u32, u32),
-        block: u32,
-        shared_bytes: u32,
-        args: &[Arg],
-    ) -> Result<()> {
-        self.launch_with(name, grid, block, shared_bytes, args, true)
-    }
-
-    fn launch_with(
-        &self,
-        name: &str,
-        grid: (u32, u32, u32),
-        block: u32,
-        shared_bytes: u32,
-        args: &[Arg],
-        pdl_on: bool,
-    ) -> Result<()> {
+    pub(crate) fn launch(&self, name: &str, launch: Launch, args: &[Arg]) -> Result<()> {
+        let Launch { grid, block, shared_bytes, pdl: pdl_on } = launch;
         let (&name, func) = self.functions.get_key_value(name).with_context(|| format!("no kernel named `{name}`"))?;
         if shared_bytes > 48 * 1024 {
             let mut limits = self.shared_limits.lock().unwrap_or_else(|e| e.into_inner());
@@ -273,8 +252,8 @@ impl Gpu {
             attrs: &mut pdl,
             numAttrs: u32::from(pdl_on),
         };
-        // SAFETY: `params` points at `args`' payloads, which outlive the call; the kernel's
-        // signature is the caller's contract (each op's launch matches its .cu declaration).
+        // SAFETY: `params` points at `args`' payloads, which outlive the call; `args` come from the
+        // kernel's typed launcher, whose parameters the CI test checks against the .cu declaration.
         unsafe { sys::cuLaunchKernelEx(&cfg, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
             .result()
             .map_err(|e| anyhow!("launching {name}: {e:?}"))?;

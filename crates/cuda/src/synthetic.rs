@@ -4,17 +4,20 @@
 //! the matrices the FP8 release quantises e4m3 with block scales (the rest stays bf16), in the
 //! layout `weights.rs` uploads a checkpoint to.
 
-use crate::kernels::Source;
-use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
+use crate::kernels::{kernel_file, Launch};
+use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{AttentionGpu, ExpertScales, GdnGpu, LayerGpu, Matrix, MixerGpu, ModelGpu, MoeGpu, Vector};
 use anyhow::Result;
 use solo_model::{LayerKind, ModelConfig, Precision};
 
-pub const SOURCE: Source = Source {
-    file: "synthetic.cu",
-    text: include_str!("synthetic.cu"),
-    functions: &["fill_random_bf16", "fill_random_f32", "fill_random_fp8"],
-};
+kernel_file! {
+    /// `synthetic.cu`'s kernels.
+    pub mod synthetic_cu = "synthetic.cu" {
+        fn fill_random_bf16(dst: DevPtr, n: i64, seed: Seed, center: f32, scale: f32);
+        fn fill_random_f32(dst: DevPtr, n: i64, seed: Seed, center: f32, scale: f32);
+        fn fill_random_fp8(dst: DevPtr, n: i64, seed: Seed, center: f32, scale: f32);
+    }
+}
 
 /// The real model's config.json (text part), 40 layers or `layers`.
 pub fn real_config(layers: usize) -> ModelConfig {
@@ -35,6 +38,8 @@ fn serde_json_config(layers: usize) -> String {
     )
 }
 
+type Fill = fn(&Gpu, Launch, DevPtr, i64, u64, f32, f32) -> Result<()>;
+
 struct Maker<'g> {
     gpu: &'g Gpu,
     seed: u64,
@@ -44,16 +49,12 @@ struct Maker<'g> {
 }
 
 impl Maker<'_> {
-    fn fill(&mut self, kernel: &str, elem: usize, n: usize, center: f32, scale: f32) -> Result<DevPtr> {
+    /// A new buffer of n elements of `elem` bytes, filled by `kernel` (a `synthetic_cu` launcher)
+    /// with center + scale · U(−1, 1).
+    fn fill(&mut self, kernel: Fill, elem: usize, n: usize, center: f32, scale: f32) -> Result<DevPtr> {
         let buf = self.gpu.alloc(n * elem)?;
         self.seed += 1;
-        self.gpu.launch(
-            kernel,
-            (4096, 1, 1),
-            256,
-            0,
-            &[Arg::Ptr(buf.ptr()), Arg::I64(n as i64), Arg::U64(self.seed), Arg::F32(center), Arg::F32(scale)],
-        )?;
+        kernel(self.gpu, Launch::new((4096, 1, 1), 256, 0), buf.ptr(), n as i64, self.seed, center, scale)?;
         let ptr = buf.ptr();
         self.buffers.push(buf);
         Ok(ptr)
@@ -61,7 +62,7 @@ impl Maker<'_> {
 
     /// A bf16 matrix U(±√(3/cols)).
     fn matrix(&mut self, rows: usize, cols: usize) -> Result<Matrix> {
-        let ptr = self.fill("fill_random_bf16", 2, rows * cols, 0.0, (3.0 / cols as f32).sqrt())?;
+        let ptr = self.fill(synthetic_cu::fill_random_bf16, 2, rows * cols, 0.0, (3.0 / cols as f32).sqrt())?;
         Ok(Matrix::bf16(ptr, rows, cols))
     }
 
@@ -77,14 +78,14 @@ impl Maker<'_> {
     /// e4m3 [rows, cols] U(±448) and f32 scales [rows/128, cols/128] ≈ √(3/cols)/448, a power of
     /// two: then every q · s is a bf16 value, and prefill's bf16 copy of the weights is exact.
     fn fp8_rows(&mut self, rows: usize, cols: usize) -> Result<(DevPtr, DevPtr)> {
-        let ptr = self.fill("fill_random_fp8", 1, rows * cols, 0.0, 448.0)?;
+        let ptr = self.fill(synthetic_cu::fill_random_fp8, 1, rows * cols, 0.0, 448.0)?;
         let s = ((3.0 / cols as f32).sqrt() / 448.0).log2().round().exp2();
-        let scales = self.fill("fill_random_f32", 4, rows.div_ceil(128) * cols.div_ceil(128), s, 0.0)?;
+        let scales = self.fill(synthetic_cu::fill_random_f32, 4, rows.div_ceil(128) * cols.div_ceil(128), s, 0.0)?;
         Ok((ptr, scales))
     }
 
     fn vector(&mut self, len: usize, center: f32, scale: f32) -> Result<Vector> {
-        Ok(Vector { ptr: self.fill("fill_random_f32", 4, len, center, scale)?, len })
+        Ok(Vector { ptr: self.fill(synthetic_cu::fill_random_f32, 4, len, center, scale)?, len })
     }
 }
 
@@ -156,8 +157,9 @@ pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig, precision: Precision) -> Res
             let (down, ds) = m.fp8_rows(experts * h, 512)?;
             (gate_up, down, Some(ExpertScales { gate_up: gs, down: ds }))
         } else {
-            let gate_up = m.fill("fill_random_bf16", 2, experts * 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
-            let down = m.fill("fill_random_bf16", 2, experts * h * 512, 0.0, (3.0f32 / 512.0).sqrt())?;
+            let gate_up =
+                m.fill(synthetic_cu::fill_random_bf16, 2, experts * 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
+            let down = m.fill(synthetic_cu::fill_random_bf16, 2, experts * h * 512, 0.0, (3.0f32 / 512.0).sqrt())?;
             (gate_up, down, None)
         };
         layers.push(LayerGpu {

@@ -160,22 +160,23 @@ pub struct ModelGpu {
 
 /// The real model's widths: the kernels are specialised to them (any layer count is fine).
 pub fn check_real_widths(cfg: &ModelConfig) -> Result<()> {
+    use crate::kernels::widths as w;
     let want = [
-        ("hidden_size", cfg.hidden_size, 2048),
-        ("vocab_size", cfg.vocab_size, 248_320),
-        ("num_attention_heads", cfg.num_attention_heads, 16),
-        ("num_key_value_heads", cfg.num_key_value_heads, 2),
-        ("head_dim", cfg.head_dim, 256),
-        ("rotary dim", cfg.rotary_dim(), 64),
-        ("linear_num_key_heads", cfg.linear_num_key_heads, 16),
-        ("linear_num_value_heads", cfg.linear_num_value_heads, 32),
-        ("linear_key_head_dim", cfg.linear_key_head_dim, 128),
-        ("linear_value_head_dim", cfg.linear_value_head_dim, 128),
-        ("linear_conv_kernel_dim", cfg.linear_conv_kernel_dim, 4),
-        ("num_experts", cfg.num_experts, 256),
-        ("num_experts_per_tok", cfg.num_experts_per_tok, 8),
-        ("moe_intermediate_size", cfg.moe_intermediate_size, 512),
-        ("shared_expert_intermediate_size", cfg.shared_expert_intermediate_size, 512),
+        ("hidden_size", cfg.hidden_size, w::HIDDEN),
+        ("vocab_size", cfg.vocab_size, w::VOCAB),
+        ("num_attention_heads", cfg.num_attention_heads, w::ATTN_HEADS),
+        ("num_key_value_heads", cfg.num_key_value_heads, w::KV_HEADS),
+        ("head_dim", cfg.head_dim, w::HEAD_DIM),
+        ("rotary dim", cfg.rotary_dim(), w::ROTARY_DIM),
+        ("linear_num_key_heads", cfg.linear_num_key_heads, w::GDN_K_HEADS),
+        ("linear_num_value_heads", cfg.linear_num_value_heads, w::GDN_V_HEADS),
+        ("linear_key_head_dim", cfg.linear_key_head_dim, w::GDN_HEAD_DIM),
+        ("linear_value_head_dim", cfg.linear_value_head_dim, w::GDN_HEAD_DIM),
+        ("linear_conv_kernel_dim", cfg.linear_conv_kernel_dim, w::GDN_KERNEL),
+        ("num_experts", cfg.num_experts, w::EXPERTS),
+        ("num_experts_per_tok", cfg.num_experts_per_tok, w::TOP_K),
+        ("moe_intermediate_size", cfg.moe_intermediate_size, w::EXPERT_DIM),
+        ("shared_expert_intermediate_size", cfg.shared_expert_intermediate_size, w::EXPERT_DIM),
     ];
     for (key, have, real) in want {
         if have != real {
@@ -556,6 +557,5 @@ impl LayerGpu {
 
 /// The real model's widths the expert buffers are laid out with: 256 routed experts and the
 /// shared one, hidden 2048, expert width 512.
-const EXPERTS_WITH_SHARED: usize = 257;
-const HIDDEN: usize = 2048;
-const EXPERT_DIM: usize = 512;
+const EXPERTS_WITH_SHARED: usize = EXPERTS + 1;
+use crate::kernels::widths::{EXPERTS, EXPERT_DIM, HIDDEN};

@@ -46,6 +46,8 @@ pub struct BenchArgs {
     pub profile: bool,
     pub full_lm_head: bool,
     pub sampled: bool,
+    /// Time single kernels and ops (`solo_cuda::costs`) instead of the context sweep.
+    pub kernels: bool,
     /// Draw prefill and decode tok/s against context into this SVG file.
     pub svg: Option<PathBuf>,
     /// Saved `--json` reports to draw (`--svg`) instead of measuring.
@@ -95,6 +97,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         _ => bail!("give exactly one of --model DIR or --synthetic"),
     };
     eprintln!("solo bench: model ready in {:.1} s", load_start.elapsed().as_secs_f64());
+    if args.kernels {
+        return kernel_costs(&model, &source, args.json.as_deref());
+    }
     model.screened_lm_head = !args.full_lm_head;
     let vocab = model.config.vocab_size;
     let mut state = model.try_new_state()?;
@@ -242,6 +247,30 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     }
     if let Some(path) = args.svg {
         crate::svg::write(&[(String::new(), report)], &path)?;
+    }
+    Ok(())
+}
+
+/// `--kernels`: the table of `solo_cuda::costs::kernel_costs`, and its JSON.
+fn kernel_costs(model: &solo_cuda::CudaModel, source: &str, json: Option<&std::path::Path>) -> Result<()> {
+    eprintln!("solo bench --kernels: timing each kernel alone");
+    let costs = solo_cuda::costs::kernel_costs(model)?;
+    let commit = env!("SOLO_COMMIT");
+    let precision = model.weights.precision.name();
+    println!("solo bench --kernels — {} — {precision} weights ({source}) — commit {commit}", model.gpu.name);
+    let width = costs.iter().map(|c| c.name.chars().count()).max().unwrap_or(0);
+    println!("{:width$}  {:>10}  note", "kernel or op", "µs");
+    for c in &costs {
+        println!("{:width$}  {:>10.2}  {}", c.name, c.micros, c.note);
+    }
+    if let Some(path) = json {
+        let rows: Vec<_> =
+            costs.iter().map(|c| serde_json::json!({"name": c.name, "micros": c.micros, "note": c.note})).collect();
+        let report = serde_json::json!({
+            "gpu": model.gpu.name, "commit": commit, "precision": precision, "model": source, "kernels": rows,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
 }

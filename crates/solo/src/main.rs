@@ -112,6 +112,11 @@ enum Command {
         /// sampling it replaces where it can (the logits downloaded, then the CPU sampler).
         #[arg(long)]
         sampled: bool,
+        /// Instead of the context sweep: what single kernels and ops cost on the synthetic
+        /// model's weights (CUDA events; empty kernels, decode GEMVs hot and cold, the lm_head,
+        /// the MoE block, attention, the GDN kernels, the GPU sampler, a server request's setup).
+        #[arg(long)]
+        kernels: bool,
         /// Also draw prefill and decode tok/s against context into this SVG file.
         #[arg(long)]
         svg: Option<PathBuf>,
@@ -165,6 +170,7 @@ fn main() {
             profile,
             full_lm_head,
             sampled,
+            kernels,
             svg,
             from,
         } => bench::bench(bench::BenchArgs {
@@ -179,6 +185,7 @@ fn main() {
             profile,
             full_lm_head,
             sampled,
+            kernels,
             svg,
             from,
         }),

@@ -8,28 +8,32 @@
 //! The start position is device memory (`pos`: an i32 = tokens already in the cache), read by the
 //! kernels; no launch shape depends on it, so a decode step can be captured in a CUDA graph.
 
-use crate::kernels::Source;
+use crate::kernels::{kernel_file, Launch};
 use crate::ops::linear::{gemv_norm, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
-use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
+use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{AttentionGpu, Vector};
 use anyhow::{ensure, Result};
 
-pub const SOURCE_ROPE: Source =
-    Source { file: "attention_rope.cu", text: include_str!("attention_rope.cu"), functions: &["qk_norm_rope"] };
-pub const SOURCE_ATTEND: Source = Source {
-    file: "attention.cu",
-    text: include_str!("attention.cu"),
-    functions: &["attn_prefill", "attn_decode", "attn_combine", "attn_combine_sliced"],
-};
+kernel_file! {
+    /// `attention_rope.cu`'s kernels.
+    pub mod attention_rope_cu = "attention_rope.cu" {
+        fn qk_norm_rope(qg: DevPtr, k: DevPtr, v: DevPtr, q_norm: DevPtr, k_norm: DevPtr, pos: DevPtr, t: i32, max_seq: i32, q_out: DevPtr, k_cache: DevPtr, v_cache: DevPtr);
+    }
+}
+kernel_file! {
+    /// `attention.cu`'s kernels.
+    pub mod attention_cu = "attention.cu" {
+        fn attn_prefill(q: DevPtr, kc: DevPtr, vc: DevPtr, pos: DevPtr, t: i32, splits: i32, part_o: DevPtr, part_ml: DevPtr);
+        fn attn_decode(q: DevPtr, kc: DevPtr, vc: DevPtr, pos: DevPtr, t: i32, splits: i32, part_o: DevPtr, part_ml: DevPtr);
+        fn attn_combine(part_o: DevPtr, part_ml: DevPtr, qg: DevPtr, pos_ptr: DevPtr, t: i32, splits: i32, align: i32, out: DevPtr);
+        fn attn_combine_sliced(part_o: DevPtr, part_ml: DevPtr, qg: DevPtr, pos_ptr: DevPtr, t: i32, splits: i32, align: i32, out: DevPtr);
+    }
+}
 
-const HEADS: usize = 16;
-const KV_HEADS: usize = 2;
-const HEAD_DIM: usize = 256;
 #[cfg(test)]
-const HIDDEN: usize = 2048;
-/// Streaming multiprocessors of an H200 (split-K aims to fill them).
-const SMS: usize = 132;
+use crate::kernels::widths::HIDDEN;
+use crate::kernels::widths::{ATTN_HEADS as HEADS, HEAD_DIM, KV_HEADS};
 /// Most split-K chunks per call (`COMBINE_MAX_SPLITS` in attention.cu: one combine thread each).
 const MAX_SPLITS: usize = 256;
 /// Dims per `attn_combine_sliced` block (`COMBINE_SLICE`).
@@ -43,19 +47,22 @@ const KV_STRIDE: usize = HEAD_DIM + 8;
 
 /// One attend kernel's shape: warps per block (16 rows = 2 tokens each) and key-tile length.
 struct AttendKernel {
-    name: &'static str,
+    /// `attention_cu::attn_prefill` or `attn_decode` (the same parameters).
+    launch: AttendLauncher,
     warps: usize,
     key_tile: usize,
-    /// Blocks to aim for when choosing the split count.
-    target_blocks: usize,
+    /// Blocks to aim for per streaming multiprocessor when choosing the split count.
+    blocks_per_sm: usize,
     /// Launched with PDL: requests its first key tile before `pdl_wait()` (attention.cu, EARLY).
     early: bool,
 }
 
+type AttendLauncher = fn(&Gpu, Launch, DevPtr, DevPtr, DevPtr, DevPtr, i32, i32, DevPtr, DevPtr) -> Result<()>;
+
 const PREFILL: AttendKernel =
-    AttendKernel { name: "attn_prefill", warps: 8, key_tile: 64, target_blocks: SMS, early: false };
+    AttendKernel { launch: attention_cu::attn_prefill, warps: 8, key_tile: 64, blocks_per_sm: 1, early: false };
 const DECODE: AttendKernel =
-    AttendKernel { name: "attn_decode", warps: 1, key_tile: 32, target_blocks: 3 * SMS, early: true };
+    AttendKernel { launch: attention_cu::attn_decode, warps: 1, key_tile: 32, blocks_per_sm: 3, early: true };
 
 impl AttendKernel {
     fn tokens_per_block(&self) -> usize {
@@ -179,24 +186,20 @@ pub(crate) fn qk_norm_rope(
     cache: &KvCacheGpu,
     q: DevPtr,
 ) -> Result<()> {
-    gpu.launch(
-        "qk_norm_rope",
-        (t as u32, (HEADS + KV_HEADS) as u32, 1),
-        HEAD_DIM as u32,
-        0,
-        &[
-            Arg::Ptr(qg),
-            Arg::Ptr(k),
-            Arg::Ptr(v),
-            Arg::Ptr(w.q_norm.ptr),
-            Arg::Ptr(w.k_norm.ptr),
-            Arg::Ptr(pos),
-            Arg::I32(t as i32),
-            Arg::I32(cache.max_seq as i32),
-            Arg::Ptr(q),
-            Arg::Ptr(cache.keys.ptr()),
-            Arg::Ptr(cache.values.ptr()),
-        ],
+    attention_rope_cu::qk_norm_rope(
+        gpu,
+        Launch::new((t as u32, (HEADS + KV_HEADS) as u32, 1), HEAD_DIM as u32, 0),
+        qg,
+        k,
+        v,
+        w.q_norm.ptr,
+        w.k_norm.ptr,
+        pos,
+        t as i32,
+        cache.max_seq as i32,
+        q,
+        cache.keys.ptr(),
+        cache.values.ptr(),
     )
 }
 
@@ -215,52 +218,43 @@ pub(crate) fn attend(
     gated: DevPtr,
 ) -> Result<()> {
     let kernel = if t <= DECODE_KERNEL_MAX_T { &DECODE } else { &PREFILL };
-    let splits = split_count(kernel, t, scratch.max_tokens);
+    let splits = split_count(kernel, t, scratch.max_tokens, gpu.sms as usize);
     let row_tiles = t.div_ceil(kernel.tokens_per_block());
     let (part_o, part_ml) = (scratch.ptr(3), scratch.ptr(4));
-    let launch = if kernel.early { Gpu::launch_early } else { Gpu::launch };
-    launch(
+    (kernel.launch)(
         gpu,
-        kernel.name,
-        (row_tiles as u32, KV_HEADS as u32, splits as u32),
-        (32 * kernel.warps) as u32,
-        kernel.shared_bytes() as u32,
-        &[
-            Arg::Ptr(q),
-            Arg::Ptr(cache.keys.ptr()),
-            Arg::Ptr(cache.values.ptr()),
-            Arg::Ptr(pos),
-            Arg::I32(t as i32),
-            Arg::I32(splits as i32),
-            Arg::Ptr(part_o),
-            Arg::Ptr(part_ml),
-        ],
+        Launch::new(
+            (row_tiles as u32, KV_HEADS as u32, splits as u32),
+            (32 * kernel.warps) as u32,
+            kernel.shared_bytes() as u32,
+        )
+        .pdl(kernel.early),
+        q,
+        cache.keys.ptr(),
+        cache.values.ptr(),
+        pos,
+        t as i32,
+        splits as i32,
+        part_o,
+        part_ml,
     )?;
     // few rows (decode): a block per 32 dims of a row, so they fill the GPU
-    let sliced = t * HEADS < SMS;
-    gpu.launch(
-        if sliced { "attn_combine_sliced" } else { "attn_combine" },
-        ((t * HEADS) as u32, if sliced { (HEAD_DIM / COMBINE_SLICE) as u32 } else { 1 }, 1),
-        256,
-        0,
-        &[
-            Arg::Ptr(part_o),
-            Arg::Ptr(part_ml),
-            Arg::Ptr(qg),
-            Arg::Ptr(pos),
-            Arg::I32(t as i32),
-            Arg::I32(splits as i32),
-            Arg::I32(kernel.key_tile as i32),
-            Arg::Ptr(gated),
-        ],
-    )
+    let (rows, splits, align) = (t * HEADS, splits as i32, kernel.key_tile as i32);
+    if rows < gpu.sms as usize {
+        let slices = (HEAD_DIM / COMBINE_SLICE) as u32;
+        let launch = Launch::new((rows as u32, slices, 1), 256, 0);
+        attention_cu::attn_combine_sliced(gpu, launch, part_o, part_ml, qg, pos, t as i32, splits, align, gated)
+    } else {
+        let launch = Launch::new((rows as u32, 1, 1), 256, 0);
+        attention_cu::attn_combine(gpu, launch, part_o, part_ml, qg, pos, t as i32, splits, align, gated)
+    }
 }
 
 /// Split-K chunks: enough blocks to fill the GPU, as many as the scratch partial buffers hold.
 /// Depends only on `t` (never on the position), so graph replays stay valid.
-fn split_count(kernel: &AttendKernel, t: usize, scratch_tokens: usize) -> usize {
+fn split_count(kernel: &AttendKernel, t: usize, scratch_tokens: usize, sms: usize) -> usize {
     let base = t.div_ceil(kernel.tokens_per_block()) * KV_HEADS;
-    let want = kernel.target_blocks.div_ceil(base).clamp(1, MAX_SPLITS);
+    let want = (kernel.blocks_per_sm * sms).div_ceil(base).clamp(1, MAX_SPLITS);
     // part_o needs splits · t·16 · 256 f32 in one scratch buffer of scratch_tokens · SCRATCH_WIDTH f32.
     let fits = (scratch_tokens * SCRATCH_WIDTH) / (t * HEADS * HEAD_DIM);
     want.min(fits).max(1)
@@ -451,60 +445,14 @@ mod tests {
         }
     }
 
-    /// Times the attend kernels (attention + combine) and the whole mixer at several contexts.
-    /// Prints only; run with --nocapture.
-    #[test]
-    #[ignore = "needs an NVIDIA GPU"]
-    fn attention_timings() {
-        let gpu = gpu();
-        let time = time_us;
-        let (_cpu_w, w, _bufs) = random_weights(40);
-        let t_max = 4096;
-        let max_seq = 131_072 + t_max;
-        let cache = KvCacheGpu::new(gpu, max_seq).unwrap();
-        let kv = gpu.upload(&bf16_bytes(&random(41, 1 << 24, 1.0))).unwrap();
-        for off in (0..max_seq * POSITION_BYTES).step_by(1 << 25) {
-            let n = (1usize << 25).min(max_seq * POSITION_BYTES - off);
-            gpu.copy(cache.keys.ptr() + off as u64, kv.ptr(), n).unwrap();
-            gpu.copy(cache.values.ptr() + off as u64, kv.ptr(), n).unwrap();
-        }
-        let scratch = Scratch::new(gpu, t_max).unwrap();
-        let q = gpu.upload(&bf16_bytes(&random(42, t_max * HEADS * HEAD_DIM, 1.7))).unwrap();
-        let qg = gpu.upload_f32(&random(43, t_max * HEADS * 2 * HEAD_DIM, 1.0)).unwrap();
-        let x = gpu.upload(&bf16_bytes(&random(44, t_max * HIDDEN, 1.7))).unwrap();
-        let gated = gpu.alloc(t_max * HEADS * HEAD_DIM * 2).unwrap();
-        let out = gpu.alloc(t_max * HIDDEN * 4).unwrap();
-        for &ctx in &[1usize, 4096, 32_768, 131_072] {
-            let pos = gpu.upload_i32(&[ctx as i32 - 1]).unwrap();
-            let us =
-                time(200, &mut || attend(gpu, q.ptr(), qg.ptr(), 1, pos.ptr(), &cache, &scratch, gated.ptr()).unwrap());
-            let mixer = time(200, &mut || {
-                attention_mixer(gpu, &w, x.ptr(), 1, pos.ptr(), &cache, &scratch, out.ptr()).unwrap()
-            });
-            let gbs = (ctx * 2 * POSITION_BYTES) as f32 / us / 1e3;
-            eprintln!("decode attend at context {ctx}: {us:.1} µs ({gbs:.0} GB/s of KV); whole mixer {mixer:.1} µs");
-        }
-        for &(t, start) in &[(512usize, 0usize), (4096, 0), (4096, 131_072 - 4096)] {
-            let pos = gpu.upload_i32(&[start as i32]).unwrap();
-            let us =
-                time(3, &mut || attend(gpu, q.ptr(), qg.ptr(), t, pos.ptr(), &cache, &scratch, gated.ptr()).unwrap());
-            let mixer =
-                time(3, &mut || attention_mixer(gpu, &w, x.ptr(), t, pos.ptr(), &cache, &scratch, out.ptr()).unwrap());
-            // Causal score+PV FLOPs: 4·d per (query head, visible key).
-            let pairs = (0..t).map(|i| (start + i + 1) as f64).sum::<f64>();
-            let tflops = pairs * (HEADS * HEAD_DIM * 4) as f64 / us as f64 / 1e6;
-            eprintln!("prefill attend T={t} at {start}: {us:.0} µs ({tflops:.0} TFLOP/s); whole mixer {mixer:.0} µs");
-        }
-    }
-
     #[test]
     fn split_count_fits_scratch() {
-        assert_eq!(split_count(&DECODE, 1, 128), 198);
-        assert_eq!(split_count(&DECODE, 1, 1), 2);
-        assert_eq!(split_count(&PREFILL, 4096, 4096), 1);
+        assert_eq!(split_count(&DECODE, 1, 128, 132), 198);
+        assert_eq!(split_count(&DECODE, 1, 1, 132), 2);
+        assert_eq!(split_count(&PREFILL, 4096, 4096, 132), 1);
         for t in [1, 2, 15, 16, 100, 1000, 8192] {
             let kernel = if t <= DECODE_KERNEL_MAX_T { &DECODE } else { &PREFILL };
-            let s = split_count(kernel, t, 8192);
+            let s = split_count(kernel, t, 8192, 132);
             assert!(s >= 1 && s * t * HEADS * HEAD_DIM <= 8192 * SCRATCH_WIDTH);
         }
         assert!(PREFILL.shared_bytes() <= 227 * 1024 && DECODE.shared_bytes() <= 227 * 1024);

@@ -1,21 +1,20 @@
 //! Token embedding lookup (`embed.cu`).
 
-use crate::kernels::Source;
-use crate::runtime::{Arg, DevPtr, Gpu};
+use crate::kernels::{kernel_file, Launch};
+use crate::runtime::{DevPtr, Gpu};
 use crate::weights::Matrix;
 use anyhow::Result;
 
-pub const SOURCE: Source = Source { file: "embed.cu", text: include_str!("embed.cu"), functions: &["embed_rows"] };
+kernel_file! {
+    /// `embed.cu`'s kernels.
+    pub mod embed_cu = "embed.cu" {
+        fn embed_rows(table: DevPtr, ids: DevPtr, h: DevPtr, width: i32);
+    }
+}
 
 /// h (f32 [t, width]) = table[ids] for ids: i32 [t] on the device.
 pub fn embed(gpu: &Gpu, table: &Matrix, ids: DevPtr, t: usize, h: DevPtr) -> Result<()> {
-    gpu.launch(
-        "embed_rows",
-        (t as u32, 1, 1),
-        256,
-        0,
-        &[Arg::Ptr(table.ptr), Arg::Ptr(ids), Arg::Ptr(h), Arg::I32(table.cols as i32)],
-    )
+    embed_cu::embed_rows(gpu, Launch::new((t as u32, 1, 1), 256, 0), table.ptr, ids, h, table.cols as i32)
 }
 
 #[cfg(test)]

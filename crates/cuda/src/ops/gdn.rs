@@ -12,29 +12,37 @@
 //! The CUDA backend runs only the real widths (see `weights::check_real_widths`), which the kernels
 //! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
 
-use crate::kernels::Source;
+use crate::kernels::{kernel_file, widths, Launch};
 use crate::ops::linear::{gemv_norm_conv, linear};
 use crate::ops::Scratch;
-use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
+use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{GdnGpu, Matrix, Vector};
 use anyhow::{ensure, Result};
 
-pub const SOURCE_CONV: Source =
-    Source { file: "gdn_conv.cu", text: include_str!("gdn_conv.cu"), functions: &["gdn_conv_silu"] };
-pub const SOURCE_DELTA: Source = Source {
-    file: "gdn_delta.cu",
-    text: include_str!("gdn_delta.cu"),
-    functions: &["gdn_decode_step", "gdn_prep", "gdn_prefill_scan", "gdn_gated_norm"],
-};
+kernel_file! {
+    /// `gdn_conv.cu`'s kernels.
+    pub mod gdn_conv_cu = "gdn_conv.cu" {
+        fn gdn_conv_silu(qkv: DevPtr, state: DevPtr, taps: DevPtr, out: DevPtr, t: i32);
+    }
+}
+kernel_file! {
+    /// `gdn_delta.cu`'s kernels.
+    pub mod gdn_delta_cu = "gdn_delta.cu" {
+        fn gdn_decode_step(mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, norm_w: DevPtr, s: DevPtr, out: DevPtr, eps: f32);
+        fn gdn_prep(mixed: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, gates: DevPtr);
+        fn gdn_prefill_scan(mixed: DevPtr, gates: DevPtr, s: DevPtr, o: DevPtr, t: i32);
+        fn gdn_gated_norm(o: DevPtr, z: DevPtr, norm_w: DevPtr, out: DevPtr, rows: i32, eps: f32);
+    }
+}
 
 /// Channels through the conv: [q 16×128 | k 16×128 | v 32×128].
-pub const CONV_DIM: usize = 8192;
+pub const CONV_DIM: usize = widths::GDN_CONV_DIM;
 /// Value heads × value head dim (the z width and the out_proj input).
-pub const VALUE_DIM: usize = 4096;
-pub const V_HEADS: usize = 32;
-pub const HEAD_DIM: usize = 128;
+pub const VALUE_DIM: usize = widths::GDN_V_HEADS * widths::GDN_HEAD_DIM;
+pub const V_HEADS: usize = widths::GDN_V_HEADS;
+pub const HEAD_DIM: usize = widths::GDN_HEAD_DIM;
 /// Pre-conv rows the conv window keeps (kernel 4 − 1).
-pub const CONV_HISTORY: usize = 3;
+pub const CONV_HISTORY: usize = widths::GDN_KERNEL - 1;
 /// rms_norm_eps of the real model, used by the gated norm.
 pub const RMS_EPS: f32 = 1e-6;
 /// Floats per token of the gates buffer: g[32] | beta[32] | kq[16] (`gdn_delta.cu`).
@@ -192,12 +200,14 @@ pub fn prefill_delta(gpu: &Gpu, c: &GdnConsts, buf: &GdnBuffers, recurrent: DevP
 /// out f32 [t, 8192] = silu(causal_conv(qkv f32 [t, 8192])) with the window `conv_state` f32
 /// [3, 8192] (updated to the last 3 pre-conv rows); taps f32 [8192, 4].
 pub fn conv_silu(gpu: &Gpu, qkv: DevPtr, conv_state: DevPtr, taps: DevPtr, t: usize, out: DevPtr) -> Result<()> {
-    gpu.launch(
-        "gdn_conv_silu",
-        ((CONV_DIM / 256) as u32, t.div_ceil(CONV_TOKENS) as u32, 1),
-        256,
-        0,
-        &[Arg::Ptr(qkv), Arg::Ptr(conv_state), Arg::Ptr(taps), Arg::Ptr(out), Arg::I32(t as i32)],
+    gdn_conv_cu::gdn_conv_silu(
+        gpu,
+        Launch::new(((CONV_DIM / 256) as u32, t.div_ceil(CONV_TOKENS) as u32, 1), 256, 0),
+        qkv,
+        conv_state,
+        taps,
+        out,
+        t as i32,
     )
 }
 
@@ -215,59 +225,54 @@ pub fn decode_step(
     y: DevPtr,
 ) -> Result<()> {
     // 32 value heads × 4 column groups, clusters of 4 (compile-time `__cluster_dims__`).
-    gpu.launch_early(
-        "gdn_decode_step",
-        ((V_HEADS * 4) as u32, 1, 1),
-        128,
-        0,
-        &[
-            Arg::Ptr(mixed),
-            Arg::Ptr(z),
-            Arg::Ptr(b),
-            Arg::Ptr(a),
-            Arg::Ptr(c.a_log),
-            Arg::Ptr(c.dt_bias),
-            Arg::Ptr(c.norm),
-            Arg::Ptr(recurrent),
-            Arg::Ptr(y),
-            Arg::F32(RMS_EPS),
-        ],
+    gdn_delta_cu::gdn_decode_step(
+        gpu,
+        Launch::new(((V_HEADS * 4) as u32, 1, 1), 128, 0).pdl(true),
+        mixed,
+        z,
+        b,
+        a,
+        c.a_log,
+        c.dt_bias,
+        c.norm,
+        recurrent,
+        y,
+        RMS_EPS,
     )
 }
 
 /// Per token: q, k of `mixed` f32 [t, 8192] l2-normalised in place (q also × 1/√128); gates
 /// f32 [t, 80] = g | beta | k·q from b, a f32 [t, 32].
 pub fn prep(gpu: &Gpu, c: &GdnConsts, mixed: DevPtr, b: DevPtr, a: DevPtr, t: usize, gates: DevPtr) -> Result<()> {
-    gpu.launch(
-        "gdn_prep",
-        (t as u32, 1, 1),
-        256,
-        0,
-        &[Arg::Ptr(mixed), Arg::Ptr(b), Arg::Ptr(a), Arg::Ptr(c.a_log), Arg::Ptr(c.dt_bias), Arg::Ptr(gates)],
-    )
+    gdn_delta_cu::gdn_prep(gpu, Launch::new((t as u32, 1, 1), 256, 0), mixed, b, a, c.a_log, c.dt_bias, gates)
 }
 
 /// The delta rule over t tokens (after `prep`): updates `recurrent`, writes o f32 [t, 4096].
 pub fn scan(gpu: &Gpu, mixed: DevPtr, gates: DevPtr, recurrent: DevPtr, t: usize, o: DevPtr) -> Result<()> {
     // 32 value heads × 4 groups of 32 columns; 4 lanes per column.
-    gpu.launch(
-        "gdn_prefill_scan",
-        ((V_HEADS * 4) as u32, 1, 1),
-        128,
-        0,
-        &[Arg::Ptr(mixed), Arg::Ptr(gates), Arg::Ptr(recurrent), Arg::Ptr(o), Arg::I32(t as i32)],
+    gdn_delta_cu::gdn_prefill_scan(
+        gpu,
+        Launch::new(((V_HEADS * 4) as u32, 1, 1), 128, 0),
+        mixed,
+        gates,
+        recurrent,
+        o,
+        t as i32,
     )
 }
 
 /// y bf16 [t, 4096] = per head, norm·(o·rsqrt(mean(o²) + eps))·silu(z), o and z f32 [t, 4096].
 pub fn gated_norm(gpu: &Gpu, c: &GdnConsts, o: DevPtr, z: DevPtr, t: usize, y: DevPtr) -> Result<()> {
     let rows = t * V_HEADS;
-    gpu.launch(
-        "gdn_gated_norm",
-        (rows.div_ceil(8) as u32, 1, 1),
-        256,
-        0,
-        &[Arg::Ptr(o), Arg::Ptr(z), Arg::Ptr(c.norm), Arg::Ptr(y), Arg::I32(rows as i32), Arg::F32(RMS_EPS)],
+    gdn_delta_cu::gdn_gated_norm(
+        gpu,
+        Launch::new((rows.div_ceil(8) as u32, 1, 1), 256, 0),
+        o,
+        z,
+        c.norm,
+        y,
+        rows as i32,
+        RMS_EPS,
     )
 }
 
@@ -538,47 +543,5 @@ mod tests {
             gpu.download_f32(copy.conv.ptr(), CONV_HISTORY * CONV_DIM).unwrap(),
             "copy_from: conv window differs"
         );
-    }
-
-    /// Kernel times on the real shapes (prints, asserts nothing): the decode step, and the
-    /// prefill kernels per token at long T. Back-to-back launches timed with CUDA events.
-    #[test]
-    #[ignore = "needs an NVIDIA GPU"]
-    fn gdn_kernel_timings() {
-        let gpu = gpu();
-        let time = time_us;
-        let c = consts(50);
-        let cg = upload_consts(&c);
-        let t_max = 8192;
-        let mixed = gpu.upload_f32(&mixed_rows(51, t_max)).unwrap();
-        let qkv = gpu.alloc(t_max * CONV_DIM * 4).unwrap();
-        let small = gpu.upload_f32(&random(52, t_max * VALUE_DIM, 1.0)).unwrap();
-        let ab = gpu.upload_f32(&random(53, t_max * V_HEADS, 2.0)).unwrap();
-        let gates = gpu.alloc(t_max * GATES_STRIDE * 4).unwrap();
-        let o = gpu.alloc(t_max * VALUE_DIM * 4).unwrap();
-        let y = gpu.alloc(t_max * VALUE_DIM * 2).unwrap();
-        let s = gpu.upload_f32(&random(54, STATE, 0.5)).unwrap();
-        let conv_state = gpu.alloc(GdnStateGpu::CONV_BYTES).unwrap();
-        let taps = gpu.upload_f32(&random(55, CONV_DIM * 4, 0.5)).unwrap();
-
-        let us = time(2000, &mut || {
-            decode_step(gpu, &cg.c, mixed.ptr(), small.ptr(), ab.ptr(), ab.ptr(), s.ptr(), y.ptr()).unwrap()
-        });
-        eprintln!("gdn_decode_step: {us:.2} µs ({:.0} GB/s of state read+write)", 2.0 * (STATE * 4) as f32 / us / 1e3);
-        let us = time(2000, &mut || conv_silu(gpu, qkv.ptr(), conv_state.ptr(), taps.ptr(), 1, mixed.ptr()).unwrap());
-        eprintln!("gdn_conv_silu T=1: {us:.2} µs");
-        for &t in &[64usize, 1024, 8192] {
-            let reps = if t > 1024 { 3 } else { 20 };
-            let conv =
-                time(reps, &mut || conv_silu(gpu, qkv.ptr(), conv_state.ptr(), taps.ptr(), t, mixed.ptr()).unwrap());
-            let prep_us =
-                time(reps, &mut || prep(gpu, &cg.c, mixed.ptr(), ab.ptr(), ab.ptr(), t, gates.ptr()).unwrap());
-            let scan_us = time(reps, &mut || scan(gpu, mixed.ptr(), gates.ptr(), s.ptr(), t, o.ptr()).unwrap());
-            let norm_us = time(reps, &mut || gated_norm(gpu, &cg.c, o.ptr(), small.ptr(), t, y.ptr()).unwrap());
-            eprintln!(
-                "T={t}: conv {conv:.1} µs, prep {prep_us:.1} µs, scan {scan_us:.1} µs ({:.1} ns/token), gated norm {norm_us:.1} µs",
-                scan_us * 1e3 / t as f32
-            );
-        }
     }
 }

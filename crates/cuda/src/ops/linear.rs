@@ -3,24 +3,34 @@
 //! RMSNorm or the residual add into them); more tokens (prefill) run cuBLAS with f32
 //! accumulation on the tensor cores.
 
-use crate::kernels::Source;
-use crate::runtime::{Arg, DevPtr, Gpu};
+use crate::kernels::{kernel_file, Launch};
+use crate::runtime::{DevPtr, Gpu};
 use crate::weights::{Matrix, Vector};
 use anyhow::{anyhow, ensure, Result};
 use cudarc::cublas::sys as blas;
 
-pub const SOURCE: Source = Source {
-    file: "gemv.cu",
-    text: include_str!("gemv.cu"),
-    functions: &["gemv_bf16", "gemv_norm_bf16", "gemv_norm_conv_bf16"],
-};
-pub const SOURCE_FP8: Source = Source {
-    file: "gemv_fp8.cu",
-    text: include_str!("gemv_fp8.cu"),
-    functions: &["gemv_norm_fp8", "gemv_norm_conv_fp8", "dequantize_fp8"],
-};
-pub const SOURCE_CAST: Source =
-    Source { file: "cast.cu", text: include_str!("cast.cu"), functions: &["cast_f32_to_bf16"] };
+kernel_file! {
+    /// `gemv.cu`'s kernels.
+    pub mod gemv_cu = "gemv.cu" {
+        fn gemv_bf16(w: DevPtr, x: DevPtr, y: DevPtr, out_dim: i32, in_dim: i32, accumulate: i32);
+        fn gemv_norm_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32);
+        fn gemv_norm_conv_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
+    }
+}
+kernel_file! {
+    /// `gemv_fp8.cu`'s kernels.
+    pub mod gemv_fp8_cu = "gemv_fp8.cu" {
+        fn gemv_norm_fp8(w: DevPtr, scales: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32);
+        fn gemv_norm_conv_fp8(w: DevPtr, scales: DevPtr, tail: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
+        fn dequantize_fp8(q: DevPtr, scales: DevPtr, out: DevPtr, rows: i64, cols: i32);
+    }
+}
+kernel_file! {
+    /// `cast.cu`'s kernels.
+    pub mod cast_cu = "cast.cu" {
+        fn cast_f32_to_bf16(src: DevPtr, dst: DevPtr, n: i32);
+    }
+}
 
 /// y (f32 [t, w.rows]) = x (bf16 [t, w.cols]) · wᵀ.
 pub fn linear(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
@@ -43,7 +53,7 @@ fn gemv_shared_bytes(cols: usize) -> u32 {
 const FP8_GEMV_SHARED: u32 = (8 * 2 * 16 * 256 + 2048 * 4 + 2 * 2048 + 16 * 4 + 8 * 16 * 4) as u32;
 
 /// Blocks of the streaming GEMVs: two per SM.
-fn gemv_blocks(gpu: &Gpu) -> (u32, u32, u32) {
+pub(crate) fn gemv_blocks(gpu: &Gpu) -> (u32, u32, u32) {
     (2 * gpu.sms, 1, 1)
 }
 
@@ -57,19 +67,15 @@ pub fn gemv(gpu: &Gpu, x: DevPtr, w: &Matrix, y: DevPtr, accumulate: bool) -> Re
     } else {
         (gemv_blocks(gpu), gemv_shared_bytes(w.cols))
     };
-    gpu.launch(
-        "gemv_bf16",
-        grid,
-        256,
-        shared,
-        &[
-            Arg::Ptr(w.ptr),
-            Arg::Ptr(x),
-            Arg::Ptr(y),
-            Arg::I32(w.rows as i32),
-            Arg::I32(w.cols as i32),
-            Arg::I32(accumulate as i32),
-        ],
+    gemv_cu::gemv_bf16(
+        gpu,
+        Launch::new(grid, 256, shared),
+        w.ptr,
+        x,
+        y,
+        w.rows as i32,
+        w.cols as i32,
+        accumulate as i32,
     )
 }
 
@@ -83,28 +89,27 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
         norm.len
     );
     if let Some(scales) = w.fp8_scales {
-        return gpu.launch(
-            "gemv_norm_fp8",
-            gemv_blocks(gpu),
-            256,
-            FP8_GEMV_SHARED,
-            &[
-                Arg::Ptr(w.ptr),
-                Arg::Ptr(scales),
-                Arg::Ptr(h),
-                Arg::Ptr(norm.ptr),
-                Arg::Ptr(y),
-                Arg::I32(w.rows as i32),
-                Arg::F32(eps),
-            ],
+        return gemv_fp8_cu::gemv_norm_fp8(
+            gpu,
+            Launch::new(gemv_blocks(gpu), 256, FP8_GEMV_SHARED),
+            w.ptr,
+            scales,
+            h,
+            norm.ptr,
+            y,
+            w.rows as i32,
+            eps,
         );
     }
-    gpu.launch(
-        "gemv_norm_bf16",
-        gemv_blocks(gpu),
-        256,
-        gemv_shared_bytes(w.cols),
-        &[Arg::Ptr(w.ptr), Arg::Ptr(h), Arg::Ptr(norm.ptr), Arg::Ptr(y), Arg::I32(w.rows as i32), Arg::F32(eps)],
+    gemv_cu::gemv_norm_bf16(
+        gpu,
+        Launch::new(gemv_blocks(gpu), 256, gemv_shared_bytes(w.cols)),
+        w.ptr,
+        h,
+        norm.ptr,
+        y,
+        w.rows as i32,
+        eps,
     )
 }
 
@@ -134,24 +139,20 @@ pub fn gemv_norm_conv(
             w.cols,
             tail.rows
         );
-        return gpu.launch(
-            "gemv_norm_conv_fp8",
-            gemv_blocks(gpu),
-            256,
-            FP8_GEMV_SHARED,
-            &[
-                Arg::Ptr(w.ptr),
-                Arg::Ptr(scales),
-                Arg::Ptr(tail.ptr),
-                Arg::Ptr(h),
-                Arg::Ptr(norm.ptr),
-                Arg::Ptr(y),
-                Arg::I32(w.rows as i32),
-                Arg::F32(eps),
-                Arg::Ptr(conv_state),
-                Arg::Ptr(taps),
-                Arg::Ptr(mixed),
-            ],
+        return gemv_fp8_cu::gemv_norm_conv_fp8(
+            gpu,
+            Launch::new(gemv_blocks(gpu), 256, FP8_GEMV_SHARED),
+            w.ptr,
+            scales,
+            tail.ptr,
+            h,
+            norm.ptr,
+            y,
+            w.rows as i32,
+            eps,
+            conv_state,
+            taps,
+            mixed,
         );
     }
     ensure!(
@@ -161,22 +162,18 @@ pub fn gemv_norm_conv(
         w.cols,
         norm.len
     );
-    gpu.launch(
-        "gemv_norm_conv_bf16",
-        gemv_blocks(gpu),
-        256,
-        gemv_shared_bytes(w.cols),
-        &[
-            Arg::Ptr(w.ptr),
-            Arg::Ptr(h),
-            Arg::Ptr(norm.ptr),
-            Arg::Ptr(y),
-            Arg::I32(w.rows as i32),
-            Arg::F32(eps),
-            Arg::Ptr(conv_state),
-            Arg::Ptr(taps),
-            Arg::Ptr(mixed),
-        ],
+    gemv_cu::gemv_norm_conv_bf16(
+        gpu,
+        Launch::new(gemv_blocks(gpu), 256, gemv_shared_bytes(w.cols)),
+        w.ptr,
+        h,
+        norm.ptr,
+        y,
+        w.rows as i32,
+        eps,
+        conv_state,
+        taps,
+        mixed,
     )
 }
 
@@ -185,12 +182,14 @@ pub fn gemv_norm_conv(
 pub fn dequantize(gpu: &Gpu, w: &Matrix, out: DevPtr) -> Result<()> {
     let Some(scales) = w.fp8_scales else { anyhow::bail!("dequantize: not an FP8 matrix") };
     ensure!(w.cols.is_multiple_of(16), "dequantize: {} columns (a multiple of 16)", w.cols);
-    gpu.launch(
-        "dequantize_fp8",
-        (4 * gpu.sms, 1, 1),
-        256,
-        0,
-        &[Arg::Ptr(w.ptr), Arg::Ptr(scales), Arg::Ptr(out), Arg::I64(w.rows as i64), Arg::I32(w.cols as i32)],
+    gemv_fp8_cu::dequantize_fp8(
+        gpu,
+        Launch::new((4 * gpu.sms, 1, 1), 256, 0),
+        w.ptr,
+        scales,
+        out,
+        w.rows as i64,
+        w.cols as i32,
     )
 }
 
@@ -231,7 +230,7 @@ pub fn gemm(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()>
 /// dst (bf16 [n]) = src (f32 [n]).
 pub fn cast_bf16(gpu: &Gpu, src: DevPtr, dst: DevPtr, n: usize) -> Result<()> {
     let blocks = n.div_ceil(256).min(4096) as u32;
-    gpu.launch("cast_f32_to_bf16", (blocks, 1, 1), 256, 0, &[Arg::Ptr(src), Arg::Ptr(dst), Arg::I32(n as i32)])
+    cast_cu::cast_f32_to_bf16(gpu, Launch::new((blocks, 1, 1), 256, 0), src, dst, n as i32)
 }
 
 #[cfg(test)]
@@ -302,43 +301,6 @@ mod tests {
             assert!(
                 got.iter().zip(&unfused).all(|(a, b)| a.to_bits() == b.to_bits()),
                 "{rows} rows: folded norm ≠ unfused bits"
-            );
-        }
-    }
-
-    /// What a decode GEMV costs inside a graph, its weights hot in L2 (the same matrix every
-    /// call) against cold (16 matrices in turn, far more than L2 holds), next to an empty
-    /// kernel's cost. Prints only; run with --nocapture.
-    #[test]
-    #[ignore = "needs an NVIDIA GPU"]
-    fn decode_gemv_costs() {
-        let gpu = gpu();
-        let (none, blocks) = (&[Arg::Ptr(0), Arg::Ptr(0), Arg::I32(0)], gemv_blocks(gpu));
-        let empty = graph_time_us(256, &mut |_| gpu.launch("cast_f32_to_bf16", (1, 1, 1), 32, 0, none).unwrap());
-        let empty_wide = graph_time_us(256, &mut |_| gpu.launch("cast_f32_to_bf16", blocks, 256, 0, none).unwrap());
-        eprintln!("empty kernel in a graph: {empty:.2} µs (1 block), {empty_wide:.2} µs ({} blocks of 256)", blocks.0);
-        let h = gpu.upload_f32(&random(4, 2048, 3.0)).unwrap();
-        let nb = gpu.upload_f32(&vec![1.0; 2048]).unwrap();
-        let norm = Vector { ptr: nb.ptr(), len: 2048 };
-        let x = gpu.upload(&bf16_bytes(&round_bf16(&random(2, 4096, 1.0)))).unwrap();
-        let y = gpu.alloc(12352 * 4).unwrap();
-        for &(rows, cols) in &[(2048usize, 4096usize), (4096, 2048), (12352, 2048)] {
-            let bufs: Vec<_> = (0..16).map(|_| gpu.alloc(rows * cols * 2).unwrap()).collect();
-            let m = |i: usize| Matrix::bf16(bufs[i % 16].ptr(), rows, cols);
-            let call = |i: usize| {
-                if cols == 4096 {
-                    gemv(gpu, x.ptr(), &m(i), y.ptr(), true).unwrap()
-                } else {
-                    gemv_norm(gpu, h.ptr(), &norm, 1e-6, &m(i), y.ptr()).unwrap()
-                }
-            };
-            let hot = graph_time_us(64, &mut |_| call(0));
-            let cold = graph_time_us(64, &mut |i| call(i));
-            let mb = (rows * cols * 2) as f32 / 1e6;
-            eprintln!(
-                "{rows}x{cols} ({mb:.1} MB): hot {hot:.2} µs ({:.2} TB/s), cold {cold:.2} µs ({:.2} TB/s)",
-                mb / hot,
-                mb / cold
             );
         }
     }

@@ -4,16 +4,20 @@
 //! every other row at −∞. Either is the full lm_head's, bit for bit (the proof is at the top of
 //! `lm_head.cu`); the host's `decode`, which returns all the logits, keeps the full `gemv_norm`.
 
-use crate::kernels::Source;
-use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
+use crate::kernels::{kernel_file, Launch};
+use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{Matrix, Vector};
 use anyhow::{ensure, Result};
 
-pub const SOURCE: Source = Source {
-    file: "lm_head.cu",
-    text: include_str!("lm_head.cu"),
-    functions: &["lm_head_screen_prepare", "lm_head_screen", "lm_head_rescore", "lm_head_rescore_topk"],
-};
+kernel_file! {
+    /// `lm_head.cu`'s kernels.
+    pub mod lm_head_cu = "lm_head.cu" {
+        fn lm_head_screen_prepare(w: DevPtr, rows: i32, q: DevPtr, coef: DevPtr, words: DevPtr);
+        fn lm_head_screen(q: DevPtr, coef: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, rows: i32, upper: DevPtr, words: DevPtr, block_keys: DevPtr);
+        fn lm_head_rescore(w: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, rows: i32, upper: DevPtr, words: DevPtr, out: DevPtr);
+        fn lm_head_rescore_topk(w: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, rows: i32, upper: DevPtr, block_keys: DevPtr, nkeys: i32, params: DevPtr, words: DevPtr, logits: DevPtr);
+    }
+}
 
 /// The screen's int8 rings (8 warps × 2 requests × 2 rows × 2048 bytes), x as f32, and the
 /// rows' (scale, bound) beside the rings (8 warps × 2 × 2 × 8 bytes) (`lm_head_screen`).
@@ -54,18 +58,14 @@ impl LmHeadScreen {
             block_keys: gpu.alloc(blocks(gpu) as usize * 4)?,
         };
         ensure!(blocks(gpu) <= 512, "lm_head screen: {} blocks (the top-k rescore takes 512)", blocks(gpu));
-        gpu.launch(
-            "lm_head_screen_prepare",
-            (rows.div_ceil(8) as u32, 1, 1),
-            256,
-            0,
-            &[
-                Arg::Ptr(w.ptr),
-                Arg::I32(rows as i32),
-                Arg::Ptr(screen.q.ptr()),
-                Arg::Ptr(screen.coef.ptr()),
-                Arg::Ptr(screen.words.ptr()),
-            ],
+        lm_head_cu::lm_head_screen_prepare(
+            gpu,
+            Launch::new((rows.div_ceil(8) as u32, 1, 1), 256, 0),
+            w.ptr,
+            rows as i32,
+            screen.q.ptr(),
+            screen.coef.ptr(),
+            screen.words.ptr(),
         )?;
         Ok(screen)
     }
@@ -91,49 +91,48 @@ impl LmHeadScreen {
         logits: DevPtr,
     ) -> Result<()> {
         self.screen(gpu, h, norm, eps)?;
-        let keys = [Arg::Ptr(self.block_keys.ptr()), Arg::I32(blocks(gpu) as i32)];
-        let rest = [Arg::Ptr(params), Arg::Ptr(self.words.ptr()), Arg::Ptr(logits)];
-        self.launch_rescore(gpu, "lm_head_rescore_topk", h, norm, eps, &[&keys[..], &rest].concat())
+        let (w, rows, upper, keys) = (self.w.ptr, self.w.rows as i32, self.upper.ptr(), self.block_keys.ptr());
+        let launch = Launch::new((blocks(gpu), 1, 1), 256, 0);
+        let nkeys = blocks(gpu) as i32;
+        lm_head_cu::lm_head_rescore_topk(
+            gpu,
+            launch,
+            w,
+            h,
+            norm.ptr,
+            eps,
+            rows,
+            upper,
+            keys,
+            nkeys,
+            params,
+            self.words.ptr(),
+            logits,
+        )
     }
 
     /// First half of `argmax` and `top_logits`: every row's upper bound, and the thresholds.
     fn screen(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32) -> Result<()> {
-        gpu.launch(
-            "lm_head_screen",
-            (blocks(gpu), 1, 1),
-            256,
-            SCREEN_SHARED_BYTES,
-            &[
-                Arg::Ptr(self.q.ptr()),
-                Arg::Ptr(self.coef.ptr()),
-                Arg::Ptr(h),
-                Arg::Ptr(norm.ptr),
-                Arg::F32(eps),
-                Arg::I32(self.w.rows as i32),
-                Arg::Ptr(self.upper.ptr()),
-                Arg::Ptr(self.words.ptr()),
-                Arg::Ptr(self.block_keys.ptr()),
-            ],
+        lm_head_cu::lm_head_screen(
+            gpu,
+            Launch::new((blocks(gpu), 1, 1), 256, SCREEN_SHARED_BYTES),
+            self.q.ptr(),
+            self.coef.ptr(),
+            h,
+            norm.ptr,
+            eps,
+            self.w.rows as i32,
+            self.upper.ptr(),
+            self.words.ptr(),
+            self.block_keys.ptr(),
         )
     }
 
     /// Second half: the candidates' exact logits and their argmax; leaves the words zeroed.
     fn rescore(&self, gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, out: DevPtr) -> Result<()> {
-        self.launch_rescore(gpu, "lm_head_rescore", h, norm, eps, &[Arg::Ptr(self.words.ptr()), Arg::Ptr(out)])
-    }
-
-    /// A rescore kernel's launch: (w, h, norm, eps, rows, upper), then `rest`.
-    fn launch_rescore(&self, gpu: &Gpu, kernel: &str, h: DevPtr, norm: &Vector, eps: f32, rest: &[Arg]) -> Result<()> {
-        let mut args = vec![
-            Arg::Ptr(self.w.ptr),
-            Arg::Ptr(h),
-            Arg::Ptr(norm.ptr),
-            Arg::F32(eps),
-            Arg::I32(self.w.rows as i32),
-            Arg::Ptr(self.upper.ptr()),
-        ];
-        args.extend_from_slice(rest);
-        gpu.launch(kernel, (blocks(gpu), 1, 1), 256, 0, &args)
+        let (w, rows, upper, words) = (self.w.ptr, self.w.rows as i32, self.upper.ptr(), self.words.ptr());
+        let launch = Launch::new((blocks(gpu), 1, 1), 256, 0);
+        lm_head_cu::lm_head_rescore(gpu, launch, w, h, norm.ptr, eps, rows, upper, words, out)
     }
 
     /// How many rows the last `argmax` or `top_logits` multiplied exactly (synchronises).
@@ -313,35 +312,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// What the screen costs against the bf16 GEMV over the same bytes and over the whole
-    /// lm_head, inside a graph (8 calls, far more bytes than L2 holds). Prints only; run with
-    /// --nocapture.
-    #[test]
-    #[ignore = "needs an NVIDIA GPU"]
-    fn screen_costs() {
-        let gpu = gpu();
-        let rows = 248_320;
-        let full = crate::synthetic::random_matrix(gpu, rows, 2048, 7).unwrap();
-        let half = crate::synthetic::random_matrix(gpu, rows / 2, 2048, 8).unwrap();
-        let (wf, wh) = (&full.0, &half.0);
-        let screen = LmHeadScreen::new(gpu, wf).unwrap();
-        let hb = gpu.upload_f32(&random(4, 2048, 3.0)).unwrap();
-        let nb = gpu.upload_f32(&vec![1.0; 2048]).unwrap();
-        let norm = Vector { ptr: nb.ptr(), len: 2048 };
-        let (y, out) = (gpu.alloc(rows * 4).unwrap(), gpu.alloc(8).unwrap());
-        let t_screen = graph_time_us(8, &mut |_| screen.screen(gpu, hb.ptr(), &norm, 1e-6).unwrap());
-        let t_argmax = graph_time_us(8, &mut |_| screen.argmax(gpu, hb.ptr(), &norm, 1e-6, out.ptr()).unwrap());
-        let t_half = graph_time_us(8, &mut |_| gemv_norm(gpu, hb.ptr(), &norm, 1e-6, wh, y.ptr()).unwrap());
-        let t_full = graph_time_us(8, &mut |_| gemv_norm(gpu, hb.ptr(), &norm, 1e-6, wf, y.ptr()).unwrap());
-        let tb = |bytes: f32, us: f32| bytes / us / 1e6;
-        let int8 = (rows * 2048) as f32;
-        eprintln!(
-            "screen, 508 MB int8: {t_screen:.1} µs ({:.2} TB/s); with the rescore: {t_argmax:.1} µs",
-            tb(int8, t_screen)
-        );
-        eprintln!("gemv_norm_bf16, 124,160 rows (508 MB): {t_half:.1} µs ({:.2} TB/s)", tb(int8, t_half));
-        eprintln!("gemv_norm_bf16, 248,320 rows (1,017 MB): {t_full:.1} µs ({:.2} TB/s)", tb(2.0 * int8, t_full));
     }
 }

@@ -1,5 +1,5 @@
 //! The model's operations on the GPU, one module per kind, each with its `.cu` file(s) beside it
-//! and a test against the CPU reference (run on the GPU machine: `--ignored`).
+//! and a test against the CPU reference (run on the GPU machine: `--include-ignored`).
 
 pub mod attention;
 pub mod embed;

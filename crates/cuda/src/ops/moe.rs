@@ -17,37 +17,44 @@
 //!   activations) and `moe_down_grouped` (weighted f32 atomic scatter-add into `out`). Their grids
 //!   are sized for the worst case; tiles past the device-side tile count exit at once.
 
-use crate::kernels::Source;
+use crate::kernels::widths::{EXPERTS, EXPERT_DIM, HIDDEN, TOP_K};
+use crate::kernels::{kernel_file, Launch};
 use crate::ops::linear::{gemv, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
-use crate::runtime::{Arg, DevPtr, Gpu};
+use crate::runtime::{DevPtr, Gpu};
 use crate::weights::{ExpertScales, Matrix, MoeGpu, Vector};
 use anyhow::{ensure, Result};
 
-pub const SOURCE_ROUTER: Source = Source {
-    file: "moe_router.cu",
-    text: include_str!("moe_router.cu"),
-    functions: &["moe_route", "moe_route_decode", "moe_plan", "moe_permute"],
-};
-pub const SOURCE_DECODE: Source = Source {
-    file: "moe_decode.cu",
-    text: include_str!("moe_decode.cu"),
-    functions: &["moe_decode_block", "moe_decode_block_fp8"],
-};
-pub const SOURCE_EXPERTS: Source = Source {
-    file: "moe_experts.cu",
-    text: include_str!("moe_experts.cu"),
-    functions: &["moe_gate_up_gemv", "moe_down_gemv", "moe_gate_up_grouped", "moe_down_grouped"],
-};
+kernel_file! {
+    /// `moe_router.cu`'s kernels.
+    pub mod moe_router_cu = "moe_router.cu" {
+        fn moe_route(logits: DevPtr, t: i32, ids: DevPtr, weights: DevPtr, counts: DevPtr);
+        fn moe_route_decode(router: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, x: DevPtr, ids: DevPtr, weights: DevPtr, ticket: DevPtr);
+        fn moe_plan(counts: DevPtr, t: i32, offsets: DevPtr, cursor: DevPtr, tiles: DevPtr, total_tiles: DevPtr);
+        fn moe_permute(ids: DevPtr, t: i32, offsets: DevPtr, cursor: DevPtr, perm: DevPtr);
+    }
+}
+kernel_file! {
+    /// `moe_decode.cu`'s kernels.
+    pub mod moe_decode_cu = "moe_decode.cu" {
+        fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_decode_block_fp8(w_o: DevPtr, w_o_scales: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, gate_up_scales: DevPtr, down: DevPtr, down_scales: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+    }
+}
+kernel_file! {
+    /// `moe_experts.cu`'s kernels.
+    pub mod moe_experts_cu = "moe_experts.cu" {
+        fn moe_gate_up_gemv(x: DevPtr, gate_up: DevPtr, ids: DevPtr, act: DevPtr);
+        fn moe_down_gemv(act: DevPtr, down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
+        fn moe_gate_up_grouped(x: DevPtr, gate_up: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
+        fn moe_down_grouped(act: DevPtr, down: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
+    }
+}
 
-const HIDDEN: usize = 2048;
-const EXPERTS: usize = 256;
 /// Router rows: the experts, then the shared expert's gate.
 const ROUTER_ROWS: usize = EXPERTS + 1;
-const TOP_K: usize = 8;
 /// Routed experts plus the shared one, per token.
 const SLOTS: usize = TOP_K + 1;
-const EXPERT_DIM: usize = 512;
 /// Width of the mixers' outputs (GDN 32 × 128, attention 16 × 256): out_proj / o_proj's input.
 const MIXER_OUT: usize = 4096;
 /// Token counts up to this use the GEMV kernels (each token streams its 9 experts' weights).
@@ -137,7 +144,7 @@ pub fn moe_block(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, scratch: &Scratch, 
     moe_block_path(gpu, w, x, t, scratch, out, t > GEMV_MAX_T)
 }
 
-fn moe_block_path(
+pub(crate) fn moe_block_path(
     gpu: &Gpu,
     w: &MoeGpu,
     x: DevPtr,
@@ -189,21 +196,22 @@ pub fn moe_decode(
     }
     check_decode_shapes(&mixer, w, norm)?;
     let l = Layout::new(scratch, 1)?;
-    let args = [
-        Arg::Ptr(mixer.w.ptr),
-        Arg::Ptr(mixer.y),
-        Arg::Ptr(w.router.ptr),
-        Arg::Ptr(w.gate_up),
-        Arg::Ptr(w.down),
-        Arg::Ptr(h),
-        Arg::Ptr(norm.ptr),
-        Arg::F32(eps),
-        Arg::Ptr(l.logits),
-        Arg::Ptr(l.act),
-        Arg::Ptr(scratch.grid_barrier()),
-    ];
     // 2 blocks on every SM, all resident: the phases meet at grid barriers
-    gpu.launch_early("moe_decode_block", (2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32, &args)
+    moe_decode_cu::moe_decode_block(
+        gpu,
+        Launch::new((2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true),
+        mixer.w.ptr,
+        mixer.y,
+        w.router.ptr,
+        w.gate_up,
+        w.down,
+        h,
+        norm.ptr,
+        eps,
+        l.logits,
+        l.act,
+        scratch.grid_barrier(),
+    )
 }
 
 /// `moe_decode` for FP8 weights (the mixer's output projection and the experts e4m3 with block
@@ -225,27 +233,23 @@ fn moe_decode_fp8(
         anyhow::bail!("moe_decode: FP8 experts with a bf16 output projection")
     };
     let l = Layout::new(scratch, 1)?;
-    gpu.launch_early(
-        "moe_decode_block_fp8",
-        (2 * gpu.sms, 1, 1),
-        256,
-        MOE_DECODE_SHARED as u32,
-        &[
-            Arg::Ptr(mixer.w.ptr),
-            Arg::Ptr(w_o_scales),
-            Arg::Ptr(mixer.y),
-            Arg::Ptr(w.router.ptr),
-            Arg::Ptr(w.gate_up),
-            Arg::Ptr(scales.gate_up),
-            Arg::Ptr(w.down),
-            Arg::Ptr(scales.down),
-            Arg::Ptr(h),
-            Arg::Ptr(norm.ptr),
-            Arg::F32(eps),
-            Arg::Ptr(l.logits),
-            Arg::Ptr(l.act),
-            Arg::Ptr(scratch.grid_barrier()),
-        ],
+    moe_decode_cu::moe_decode_block_fp8(
+        gpu,
+        Launch::new((2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true),
+        mixer.w.ptr,
+        w_o_scales,
+        mixer.y,
+        w.router.ptr,
+        w.gate_up,
+        scales.gate_up,
+        w.down,
+        scales.down,
+        h,
+        norm.ptr,
+        eps,
+        l.logits,
+        l.act,
+        scratch.grid_barrier(),
     )
 }
 
@@ -264,22 +268,22 @@ pub fn moe_decode_kernels(
     check_decode_shapes(&mixer, w, norm)?;
     gemv(gpu, mixer.y, mixer.w, h, true)?;
     let l = Layout::new(scratch, 1)?;
-    gpu.launch(
-        "moe_route_decode",
-        (ROUTER_ROWS.div_ceil(16) as u32, 1, 1), // GemvTile<2048>: 16 rows per block
-        256,
-        0,
-        &[
-            Arg::Ptr(w.router.ptr),
-            Arg::Ptr(h),
-            Arg::Ptr(norm.ptr),
-            Arg::F32(eps),
-            Arg::Ptr(l.logits),
-            Arg::Ptr(l.x),
-            Arg::Ptr(l.ids),
-            Arg::Ptr(l.weights),
-            Arg::Ptr(scratch.ticket()),
-        ],
+    moe_router_cu::moe_route_decode(
+        gpu,
+        Launch::new(
+            (ROUTER_ROWS.div_ceil(16) as u32, 1, 1), // GemvTile<2048>: 16 rows per block
+            256,
+            0,
+        ),
+        w.router.ptr,
+        h,
+        norm.ptr,
+        eps,
+        l.logits,
+        l.x,
+        l.ids,
+        l.weights,
+        scratch.ticket(),
     )?;
     experts_gemv(gpu, w, l.x, 1, &l, h)
 }
@@ -308,93 +312,90 @@ fn route(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, count: bool) ->
     if count {
         gpu.zero(l.counts, (EXPERTS + 1) * 4)?;
     }
-    gpu.launch(
-        "moe_route",
-        (t as u32, 1, 1),
-        32, // one warp per token
-        0,
-        &[
-            Arg::Ptr(l.logits),
-            Arg::I32(t as i32),
-            Arg::Ptr(l.ids),
-            Arg::Ptr(l.weights),
-            Arg::Ptr(if count { l.counts } else { 0 }),
-        ],
+    moe_router_cu::moe_route(
+        gpu,
+        Launch::new(
+            (t as u32, 1, 1),
+            32, // one warp per token
+            0,
+        ),
+        l.logits,
+        t as i32,
+        l.ids,
+        l.weights,
+        if count { l.counts } else { 0 },
     )
 }
 
 /// Groups the (token, slot) pairs by expert: offsets, tiles, perm.
 fn group(gpu: &Gpu, t: usize, l: &Layout) -> Result<()> {
-    gpu.launch(
-        "moe_plan",
-        (1, 1, 1),
-        288,
-        0,
-        &[
-            Arg::Ptr(l.counts),
-            Arg::I32(t as i32),
-            Arg::Ptr(l.offsets),
-            Arg::Ptr(l.cursor),
-            Arg::Ptr(l.tiles),
-            Arg::Ptr(l.total_tiles),
-        ],
+    moe_router_cu::moe_plan(
+        gpu,
+        Launch::new((1, 1, 1), 288, 0),
+        l.counts,
+        t as i32,
+        l.offsets,
+        l.cursor,
+        l.tiles,
+        l.total_tiles,
     )?;
-    gpu.launch(
-        "moe_permute",
-        ((t * SLOTS).div_ceil(256) as u32, 1, 1),
-        256,
-        0,
-        &[Arg::Ptr(l.ids), Arg::I32(t as i32), Arg::Ptr(l.offsets), Arg::Ptr(l.cursor), Arg::Ptr(l.perm)],
+    moe_router_cu::moe_permute(
+        gpu,
+        Launch::new(((t * SLOTS).div_ceil(256) as u32, 1, 1), 256, 0),
+        l.ids,
+        t as i32,
+        l.offsets,
+        l.cursor,
+        l.perm,
     )
 }
 
 /// out (f32 `[t, 2048]`) += the experts of ids/weights for x (bf16 `[t, 2048]`).
 fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: DevPtr) -> Result<()> {
-    gpu.launch(
-        "moe_gate_up_gemv",
-        ((EXPERT_DIM / GATE_UP_WARPS) as u32, SLOTS as u32, t as u32),
-        (32 * GATE_UP_WARPS) as u32,
-        GATE_UP_GEMV_SHARED as u32,
-        &[Arg::Ptr(x), Arg::Ptr(w.gate_up), Arg::Ptr(l.ids), Arg::Ptr(l.act)],
+    moe_experts_cu::moe_gate_up_gemv(
+        gpu,
+        Launch::new(
+            ((EXPERT_DIM / GATE_UP_WARPS) as u32, SLOTS as u32, t as u32),
+            (32 * GATE_UP_WARPS) as u32,
+            GATE_UP_GEMV_SHARED as u32,
+        ),
+        x,
+        w.gate_up,
+        l.ids,
+        l.act,
     )?;
-    gpu.launch(
-        "moe_down_gemv",
-        ((HIDDEN / DOWN_COLUMNS) as u32, 1, t as u32),
-        (32 * DOWN_COLUMNS * DOWN_GROUPS) as u32,
-        0,
-        &[Arg::Ptr(l.act), Arg::Ptr(w.down), Arg::Ptr(l.ids), Arg::Ptr(l.weights), Arg::Ptr(out)],
+    moe_experts_cu::moe_down_gemv(
+        gpu,
+        Launch::new(((HIDDEN / DOWN_COLUMNS) as u32, 1, t as u32), (32 * DOWN_COLUMNS * DOWN_GROUPS) as u32, 0),
+        l.act,
+        w.down,
+        l.ids,
+        l.weights,
+        out,
     )
 }
 
 fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) -> Result<()> {
-    gpu.launch(
-        "moe_gate_up_grouped",
-        (l.max_tiles as u32, (EXPERT_DIM / TILE_COLS) as u32, 1),
-        128,
-        GATE_UP_SHARED as u32,
-        &[
-            Arg::Ptr(x),
-            Arg::Ptr(w.gate_up),
-            Arg::Ptr(l.perm),
-            Arg::Ptr(l.tiles),
-            Arg::Ptr(l.total_tiles),
-            Arg::Ptr(l.act),
-        ],
+    moe_experts_cu::moe_gate_up_grouped(
+        gpu,
+        Launch::new((l.max_tiles as u32, (EXPERT_DIM / TILE_COLS) as u32, 1), 128, GATE_UP_SHARED as u32),
+        x,
+        w.gate_up,
+        l.perm,
+        l.tiles,
+        l.total_tiles,
+        l.act,
     )?;
-    gpu.launch(
-        "moe_down_grouped",
-        (l.max_tiles as u32, (HIDDEN / TILE_COLS) as u32, 1),
-        128,
-        DOWN_SHARED as u32,
-        &[
-            Arg::Ptr(l.act),
-            Arg::Ptr(w.down),
-            Arg::Ptr(l.perm),
-            Arg::Ptr(l.weights),
-            Arg::Ptr(l.tiles),
-            Arg::Ptr(l.total_tiles),
-            Arg::Ptr(out),
-        ],
+    moe_experts_cu::moe_down_grouped(
+        gpu,
+        Launch::new((l.max_tiles as u32, (HIDDEN / TILE_COLS) as u32, 1), 128, DOWN_SHARED as u32),
+        l.act,
+        w.down,
+        l.perm,
+        l.weights,
+        l.tiles,
+        l.total_tiles,
+        out,
     )
 }
 
@@ -743,31 +744,6 @@ mod tests {
             moe_decode(gpu, MixerOut { ..mixer }, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
             let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
             assert_close(&format!("moe_decode FP8, launch {round}"), &got, &want, FP8_TOL);
-        }
-    }
-
-    /// Times moe_block per path and token count. Prints only; run with --nocapture.
-    #[test]
-    #[ignore = "needs an NVIDIA GPU"]
-    fn moe_timings() {
-        let gpu = gpu();
-        let time = time_us;
-        let f = fixture();
-        let t_max = 4096;
-        let x = gpu.upload(&bf16_bytes(&input(50, t_max))).unwrap();
-        let out = gpu.alloc(t_max * HIDDEN * 4).unwrap();
-        let scratch = Scratch::new(gpu, t_max).unwrap();
-        for &(t, grouped) in &[(1usize, false), (4, false), (4, true), (64, true), (512, true), (4096, true)] {
-            let reps = if t >= 512 { 5 } else { 200 };
-            let us = time(reps, &mut || moe_block_path(gpu, &f.gpu, x.ptr(), t, &scratch, out.ptr(), grouped).unwrap());
-            let path = if grouped { "grouped" } else { "gemv" };
-            // Decode floor: 9 experts x 3 x 512 x 2048 bf16 + the router, per token.
-            let bytes = (t * SLOTS * 3 * EXPERT_DIM * HIDDEN * 2 + EXPERTS * HIDDEN * 2) as f32;
-            eprintln!(
-                "moe_block t={t} ({path}): {us:.1} µs = {:.1} µs/token ({:.0} GB/s if every pair read its expert)",
-                us / t as f32,
-                bytes / us / 1e3
-            );
         }
     }
 

@@ -1,38 +1,31 @@
 //! Zero-centred RMSNorm, alone or fused with the residual add before it (`norm.cu`).
 
-use crate::kernels::Source;
-use crate::runtime::{Arg, DevPtr, Gpu};
+use crate::kernels::{kernel_file, Launch};
+use crate::runtime::{DevPtr, Gpu};
 use crate::weights::Vector;
 use anyhow::{ensure, Result};
 
-pub const SOURCE: Source =
-    Source { file: "norm.cu", text: include_str!("norm.cu"), functions: &["rms_norm_bf16", "add_rms_norm_bf16"] };
+kernel_file! {
+    /// `norm.cu`'s kernels.
+    pub mod norm_cu = "norm.cu" {
+        fn rms_norm_bf16(h: DevPtr, w1p: DevPtr, out: DevPtr, eps: f32);
+        fn add_rms_norm_bf16(h: DevPtr, delta: DevPtr, w1p: DevPtr, out: DevPtr, eps: f32);
+    }
+}
 
 /// The kernels' row width (the model's hidden size).
-const WIDTH: usize = 2048;
+const WIDTH: usize = crate::kernels::widths::HIDDEN;
 
 /// out (bf16 [t, 2048]) = RMSNorm(h (f32 [t, 2048])) with weight `w1p` (= 1 + w).
 pub fn rms_norm(gpu: &Gpu, h: DevPtr, w1p: &Vector, t: usize, eps: f32, out: DevPtr) -> Result<()> {
     ensure!(w1p.len == WIDTH, "rms_norm: width {} (the kernel's is {WIDTH})", w1p.len);
-    gpu.launch(
-        "rms_norm_bf16",
-        (t as u32, 1, 1),
-        256,
-        0,
-        &[Arg::Ptr(h), Arg::Ptr(w1p.ptr), Arg::Ptr(out), Arg::F32(eps)],
-    )
+    norm_cu::rms_norm_bf16(gpu, Launch::new((t as u32, 1, 1), 256, 0), h, w1p.ptr, out, eps)
 }
 
 /// h += delta; out = RMSNorm(h). h, delta: f32 [t, 2048]; out: bf16 [t, 2048].
 pub fn add_rms_norm(gpu: &Gpu, h: DevPtr, delta: DevPtr, w1p: &Vector, t: usize, eps: f32, out: DevPtr) -> Result<()> {
     ensure!(w1p.len == WIDTH, "add_rms_norm: width {} (the kernel's is {WIDTH})", w1p.len);
-    gpu.launch(
-        "add_rms_norm_bf16",
-        (t as u32, 1, 1),
-        256,
-        0,
-        &[Arg::Ptr(h), Arg::Ptr(delta), Arg::Ptr(w1p.ptr), Arg::Ptr(out), Arg::F32(eps)],
-    )
+    norm_cu::add_rms_norm_bf16(gpu, Launch::new((t as u32, 1, 1), 256, 0), h, delta, w1p.ptr, out, eps)
 }
 
 #[cfg(test)]

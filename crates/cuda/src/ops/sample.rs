@@ -3,22 +3,27 @@
 //! position. Which requests the device picks for, and the draw both sides follow:
 //! `solo_model::sampling`.
 
-use crate::kernels::Source;
-use crate::runtime::{Arg, DevBuf, DevPtr, Gpu};
+use crate::kernels::{kernel_file, Launch};
+use crate::runtime::{DevBuf, DevPtr, Gpu};
 use anyhow::{anyhow, ensure, Result};
 use solo_model::sampler::SamplerConfig;
 
-pub const SOURCE: Source = Source {
-    file: "argmax.cu",
-    text: include_str!("argmax.cu"),
-    functions: &["argmax_partial", "argmax_final", "advance_position"],
-};
+kernel_file! {
+    /// `argmax.cu`'s kernels.
+    pub mod argmax_cu = "argmax.cu" {
+        fn argmax_partial(logits: DevPtr, n: i32, part_val: DevPtr, part_idx: DevPtr);
+        fn argmax_final(part_val: DevPtr, part_idx: DevPtr, parts: i32, out: DevPtr);
+        fn advance_position(pos: DevPtr, n: i32);
+    }
+}
 
-pub const SOURCE_TOPK: Source = Source {
-    file: "sample_topk.cu",
-    text: include_str!("sample_topk.cu"),
-    functions: &["sample_topk_partial", "sample_topk_final"],
-};
+kernel_file! {
+    /// `sample_topk.cu`'s kernels.
+    pub mod sample_topk_cu = "sample_topk.cu" {
+        fn sample_topk_partial(logits: DevPtr, n: i32, parts: DevPtr);
+        fn sample_topk_final(parts: DevPtr, n: i32, params: DevPtr, out: DevPtr, history: Option<DevPtr>, history_cap: i32, candidates: Option<DevPtr>);
+    }
+}
 
 /// Blocks of the first argmax pass (matches ARGMAX_PARTS in argmax.cu).
 pub const ARGMAX_PARTS: usize = 256;
@@ -26,25 +31,13 @@ pub const ARGMAX_PARTS: usize = 256;
 /// out (i32 on the device) = argmax(logits f32 [n]). `partials` holds ARGMAX_PARTS × 8 bytes.
 pub fn argmax(gpu: &Gpu, logits: DevPtr, n: usize, partials: DevPtr, out: DevPtr) -> Result<()> {
     let idx = partials + (ARGMAX_PARTS * 4) as u64;
-    gpu.launch(
-        "argmax_partial",
-        (ARGMAX_PARTS as u32, 1, 1),
-        256,
-        0,
-        &[Arg::Ptr(logits), Arg::I32(n as i32), Arg::Ptr(partials), Arg::Ptr(idx)],
-    )?;
-    gpu.launch(
-        "argmax_final",
-        (1, 1, 1),
-        256,
-        0,
-        &[Arg::Ptr(partials), Arg::Ptr(idx), Arg::I32(ARGMAX_PARTS as i32), Arg::Ptr(out)],
-    )
+    argmax_cu::argmax_partial(gpu, Launch::new((ARGMAX_PARTS as u32, 1, 1), 256, 0), logits, n as i32, partials, idx)?;
+    argmax_cu::argmax_final(gpu, Launch::new((1, 1, 1), 256, 0), partials, idx, ARGMAX_PARTS as i32, out)
 }
 
 /// *pos += n on the device.
 pub fn advance_position(gpu: &Gpu, pos: DevPtr, n: usize) -> Result<()> {
-    gpu.launch("advance_position", (1, 1, 1), 1, 0, &[Arg::Ptr(pos), Arg::I32(n as i32)])
+    argmax_cu::advance_position(gpu, Launch::new((1, 1, 1), 1, 0), pos, n as i32)
 }
 
 /// Blocks of the first sampling pass (SAMPLE_PARTS in sample_topk.cu).
@@ -135,7 +128,7 @@ pub fn sample(
     scratch: DevPtr,
     out: DevPtr,
 ) -> Result<()> {
-    launch_sample(gpu, logits, n, params, scratch, out, 0, 0, 0)
+    launch_sample(gpu, logits, n, params, scratch, out, None, None)
 }
 
 /// `sample`, also appending the id to `history`, i32 [1 + capacity]: history[0] counts the ids
@@ -152,7 +145,7 @@ pub fn sample_recording(
     capacity: usize,
 ) -> Result<()> {
     ensure!(capacity <= i32::MAX as usize, "sampling history of {capacity} ids is too long");
-    launch_sample(gpu, logits, n, params, scratch, out, history, capacity, 0)
+    launch_sample(gpu, logits, n, params, scratch, out, Some((history, capacity)), None)
 }
 
 /// `sample`, also writing the 64 best candidates to `candidates`: i32 ids [64], then their f32
@@ -167,9 +160,10 @@ pub fn sample_with_candidates(
     out: DevPtr,
     candidates: DevPtr,
 ) -> Result<()> {
-    launch_sample(gpu, logits, n, params, scratch, out, 0, 0, candidates)
+    launch_sample(gpu, logits, n, params, scratch, out, None, Some(candidates))
 }
 
+/// The two sampling kernels; `history` (ids, capacity) and `candidates` where asked for.
 #[allow(clippy::too_many_arguments)]
 fn launch_sample(
     gpu: &Gpu,
@@ -178,32 +172,27 @@ fn launch_sample(
     params: &SamplingParamsGpu,
     scratch: DevPtr,
     out: DevPtr,
-    history: DevPtr,
-    capacity: usize,
-    candidates: DevPtr,
+    history: Option<(DevPtr, usize)>,
+    candidates: Option<DevPtr>,
 ) -> Result<()> {
     ensure!(n >= 1 && n <= i32::MAX as usize, "sampling over {n} logits");
-    gpu.launch(
-        "sample_topk_partial",
-        (SAMPLE_PARTS as u32, 1, 1),
-        SAMPLE_THREADS,
-        0,
-        &[Arg::Ptr(logits), Arg::I32(n as i32), Arg::Ptr(scratch)],
+    sample_topk_cu::sample_topk_partial(
+        gpu,
+        Launch::new((SAMPLE_PARTS as u32, 1, 1), SAMPLE_THREADS, 0),
+        logits,
+        n as i32,
+        scratch,
     )?;
-    gpu.launch(
-        "sample_topk_final",
-        (1, 1, 1),
-        SAMPLE_THREADS,
-        0,
-        &[
-            Arg::Ptr(scratch),
-            Arg::I32(n as i32),
-            Arg::Ptr(params.ptr()),
-            Arg::Ptr(out),
-            Arg::Ptr(history),
-            Arg::I32(capacity as i32),
-            Arg::Ptr(candidates),
-        ],
+    sample_topk_cu::sample_topk_final(
+        gpu,
+        Launch::new((1, 1, 1), SAMPLE_THREADS, 0),
+        scratch,
+        n as i32,
+        params.ptr(),
+        out,
+        history.map(|h| h.0),
+        history.map_or(0, |h| h.1 as i32),
+        candidates,
     )
 }
 
@@ -481,19 +470,6 @@ mod tests {
         let first = f.draw(Some(&cfg(1.0, 64, 0.95, 1)), 150);
         let rest = f.draw(None, 150);
         assert_eq!([first, rest].concat(), a, "continuing the stream");
-    }
-
-    #[test]
-    #[ignore = "needs an NVIDIA GPU"]
-    fn gpu_sampler_time() {
-        let gpu = gpu();
-        let f = Fixture::new(&random(51, V, 10.0));
-        f.params.write(gpu, &cfg(0.7, 20, 0.95, 1)).unwrap();
-        let us = time_us(200, &mut || {
-            sample(gpu, f.logits.ptr(), V, &f.params, f.scratch.ptr(), f.out.ptr()).unwrap();
-        });
-        eprintln!("GPU sampling over {V} logits: {us:.1} µs per token (2 kernels, launch gaps included)");
-        assert!(us < 200.0, "GPU sampling takes {us:.1} µs");
     }
 
     /// decode_sampled (the sampled decode graph) on a 4-layer random model picks what a host loop

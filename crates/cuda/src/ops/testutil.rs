@@ -1,6 +1,6 @@
 //! Helpers for the GPU tests: one shared `Gpu`, seeded random data, error measures.
 //! GPU tests are `#[ignore]` (CI has no GPU); on the GPU machine run the test binary with
-//! `--ignored --test-threads=1`.
+//! `--include-ignored --test-threads=1` (README, "Tests").
 
 use crate::runtime::Gpu;
 use std::sync::OnceLock;
@@ -50,44 +50,4 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
     let e = rel_err(got, want);
     eprintln!("{what}: relative error {e:.3e} (tolerance {tol:.0e})");
     assert!(e <= tol, "{what}: relative error {e:.3e} > {tol:.0e}");
-}
-
-/// Mean µs per call of `f` over `reps` back-to-back calls after one warm-up, timed with CUDA
-/// events on the model's stream (includes launch gaps; no graph).
-pub fn time_us(reps: usize, f: &mut dyn FnMut()) -> f32 {
-    use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
-    let gpu = gpu();
-    f();
-    gpu.sync().unwrap();
-    let start = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
-    for _ in 0..reps {
-        f();
-    }
-    let end = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
-    start.elapsed_ms(&end).unwrap() * 1000.0 / reps as f32
-}
-
-/// Mean µs per call of `f` inside a CUDA graph: `f` is captured `calls` times in one graph, which
-/// is replayed 5 times after one warm-up replay (no host launch pace, like the decode step).
-pub fn graph_time_us(calls: usize, f: &mut dyn FnMut(usize)) -> f32 {
-    use cudarc::driver::sys::{CUevent_flags::CU_EVENT_DEFAULT, CUgraphInstantiate_flags, CUstreamCaptureMode};
-    let gpu = gpu();
-    gpu.sync().unwrap();
-    gpu.stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
-    for i in 0..calls {
-        f(i);
-    }
-    let graph = gpu
-        .stream
-        .end_capture(CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
-        .unwrap()
-        .unwrap();
-    graph.launch().unwrap();
-    gpu.sync().unwrap();
-    let start = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
-    for _ in 0..5 {
-        graph.launch().unwrap();
-    }
-    let end = gpu.stream.record_event(Some(CU_EVENT_DEFAULT)).unwrap();
-    start.elapsed_ms(&end).unwrap() * 1000.0 / (5 * calls) as f32
 }
