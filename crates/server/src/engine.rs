@@ -118,6 +118,8 @@ pub struct EngineConfig {
     pub stop_ids: Vec<u32>,
     /// Longest prefill call, in tokens (bounds activation memory).
     pub prefill_chunk: usize,
+    /// MTP drafts per decode step when the backend can draft (`Backend::can_draft`); 0: off.
+    pub speculate: usize,
     /// A prompt snapshot every this many tokens.
     pub snapshot_interval: usize,
     pub cache_entries: usize,

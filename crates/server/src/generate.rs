@@ -1,6 +1,7 @@
 //! One job on the engine thread: resume from the prefix cache, prefill the rest of the prompt
 //! (taking snapshots on the way), then sample, detokenise and check stop strings token by token
-//! until a stop, `max_tokens`, the deadline or the client's departure.
+//! until a stop, `max_tokens`, the deadline or the client's departure; with an MTP head,
+//! several tokens per decode step (speculative decoding).
 
 use crate::engine::{Context, Event, Finish, Job, Sampling, TokenLogprob};
 use crate::error::ApiError;
@@ -9,6 +10,7 @@ use crate::stop::StopMatcher;
 use anyhow::Result;
 use solo_model::sampler::{self, Sampler, SamplerConfig};
 use solo_model::sampling::{self, Extras};
+use solo_model::speculative;
 use solo_model::{Backend, Logits};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering::Relaxed;
@@ -77,6 +79,14 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
     let plain = sampling::is_plain(&extras);
     let mut picked: Option<u32> = None;
     let mut logits_stale = false;
+    // Speculative decoding (`solo_model::speculative`) where only temperature, top-k and top-p
+    // shape the draw (logprobs are read off the target's rows). A round's tokens wait in `ahead`
+    // with the row each was drawn from and whether it is already in `state` (all but the last).
+    let speculate = match sampling::is_plain(&Extras { logprobs: false, ..extras }) && cx.backend.can_draft() {
+        true => cx.config.speculate,
+        false => 0,
+    };
+    let mut ahead: VecDeque<(u32, Vec<f32>, bool)> = VecDeque::new();
 
     let finish = loop {
         if job.events.is_closed() {
@@ -88,10 +98,17 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
             metrics.timeouts.fetch_add(1, Relaxed);
             break Finish::Length;
         }
-        let token = forced
-            .pop_front()
-            .or_else(|| picked.take())
-            .unwrap_or_else(|| sample(&mut sampler, &logits, &job.sampling, &seen));
+        let token = if let Some(t) = forced.pop_front().or_else(|| picked.take()) {
+            t
+        } else if let Some((t, row, in_state)) = ahead.pop_front() {
+            logits = row;
+            if in_state {
+                fed.push(t);
+            }
+            t
+        } else {
+            sample(&mut sampler, &logits, &job.sampling, &seen)
+        };
         let logprob = job.logprobs.map(|top| {
             let (logprob, top) = sampler::logprobs(&logits, token, top);
             TokenLogprob { token, logprob, top }
@@ -122,6 +139,23 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
         if generated >= job.max_tokens {
             break Finish::Length;
         }
+        if !ahead.is_empty() {
+            continue; // `token` is in the state already
+        }
+        if speculate > 0 {
+            let round = speculative::round(cx.backend, &mut state, token, speculate, &mut sampler)?;
+            metrics.draft_tokens.fetch_add(round.drafted as u64, Relaxed);
+            metrics.accepted_tokens.fetch_add(round.accepted as u64, Relaxed);
+            metrics.accepted_length.observe((round.accepted + 1) as f64);
+            let vocab = cx.backend.config().vocab_size;
+            let n = round.tokens.len();
+            for (i, (&t, row)) in round.tokens.iter().zip(round.logits.chunks(vocab)).enumerate() {
+                ahead.push_back((t, row.to_vec(), i + 1 < n));
+            }
+            fed.push(token);
+            logits_stale = false;
+            continue;
+        }
         match plain.then(|| cx.backend.decode_and_pick(&mut state, token, &mut sampler)).flatten() {
             Some(next) => picked = Some(next?),
             None => logits = cx.backend.decode(&mut state, token)?,
@@ -142,6 +176,12 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
         if !tail.is_empty() {
             let _ = job.events.send(Event::Text { text: tail, logprob: None });
         }
+    }
+    // Accepted drafts not emitted (a stop came first) are in the state all the same; the row
+    // after them is the last one's.
+    if let Some((_, row, _)) = ahead.back() {
+        fed.extend(ahead.iter().filter(|a| a.2).map(|a| a.0));
+        logits = row.clone();
     }
     if !fed.is_empty() {
         let mut tokens = prompt.clone();

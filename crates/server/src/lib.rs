@@ -68,6 +68,8 @@ pub struct ServerConfig {
     /// Snapshot the state every this many prompt tokens (besides message boundaries).
     pub snapshot_interval: usize,
     pub prefill_chunk: usize,
+    /// MTP drafts per decode step (speculative decoding) when the backend can draft; 0: off.
+    pub speculate: usize,
     /// The privacy gate and hybrid router (see [`hybrid`]).
     pub hybrid: Option<hybrid::HybridConfig>,
 }
@@ -89,6 +91,7 @@ impl ServerConfig {
             cache_bytes: 8 << 30,
             snapshot_interval: 2048,
             prefill_chunk: 512,
+            speculate: 0,
             hybrid: None,
         }
     }
@@ -148,6 +151,7 @@ where
     let engine_config = EngineConfig {
         stop_ids: text.stop_ids.clone(),
         prefill_chunk: config.prefill_chunk.max(1),
+        speculate: config.speculate,
         snapshot_interval: config.snapshot_interval.max(1),
         cache_entries: config.cache_entries,
         cache_bytes: config.cache_bytes,

@@ -25,6 +25,10 @@ pub struct Metrics {
     pub running: AtomicI64,
     pub ttft: Histogram,
     pub decode_rate: Histogram,
+    /// Speculative decoding: drafts proposed, drafts accepted, tokens emitted per verify step.
+    pub draft_tokens: AtomicU64,
+    pub accepted_tokens: AtomicU64,
+    pub accepted_length: Histogram,
 }
 
 impl Metrics {
@@ -32,6 +36,7 @@ impl Metrics {
         Metrics {
             ttft: Histogram::new(&[0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
             decode_rate: Histogram::new(&[1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]),
+            accepted_length: Histogram::new(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]),
             ..Default::default()
         }
     }
@@ -91,6 +96,18 @@ impl Metrics {
             "Requests that ran past the per-request timeout.",
             self.timeouts.load(Relaxed),
         );
+        counter(
+            &mut out,
+            "solo_draft_tokens_total",
+            "Tokens the MTP head drafted (speculative decoding).",
+            self.draft_tokens.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "solo_accepted_draft_tokens_total",
+            "Drafted tokens the model accepted.",
+            self.accepted_tokens.load(Relaxed),
+        );
         gauge(
             &mut out,
             "solo_prefix_cache_entries",
@@ -107,6 +124,11 @@ impl Metrics {
         gauge(&mut out, "solo_requests_running", "Requests the engine is working on.", self.running.load(Relaxed));
         self.ttft.render(&mut out, "solo_time_to_first_token_seconds", "From arrival to the first generated token.");
         self.decode_rate.render(&mut out, "solo_decode_tokens_per_second", "Decode speed of each finished request.");
+        self.accepted_length.render(
+            &mut out,
+            "solo_speculative_accepted_length",
+            "Tokens emitted per speculative verify step (accepted drafts plus one).",
+        );
         out
     }
 }

@@ -243,3 +243,33 @@ fn models_health_and_metrics() {
         assert!(text.contains(needle), "{needle} missing from\n{text}");
     }
 }
+
+/// Speculative decoding (MTP drafts, tiny-a's random head) gives the replies of plain decoding:
+/// greedy, with logprobs, streamed, and across a cached second turn; the metrics count drafts.
+#[test]
+fn speculation_gives_the_same_replies() {
+    let plain = start_cpu(config());
+    let mut spec_config = config();
+    spec_config.speculate = 3;
+    let spec = start_cpu(spec_config);
+    for body in [
+        json!({"messages": user("Tell me a story"), "max_tokens": 24, "temperature": 0}),
+        json!({"messages": user("Tell me a story"), "max_tokens": 24, "temperature": 0, "logprobs": true, "top_logprobs": 2}),
+        json!({"messages": user("Tell me a story"), "max_tokens": 9, "temperature": 0, "stop": ["e"]}),
+    ] {
+        let (a, b) = (ok(&plain, "/v1/chat/completions", &body), ok(&spec, "/v1/chat/completions", &body));
+        assert_eq!(text_of(&a), text_of(&b), "{body}");
+        assert_eq!(a["usage"], b["usage"], "{body}");
+        assert_eq!(a["choices"][0]["logprobs"], b["choices"][0]["logprobs"], "{body}");
+        // Again: now resumed from the prefix cache's snapshot of the speculative state.
+        assert_eq!(text_of(&ok(&spec, "/v1/chat/completions", &body)), text_of(&a), "{body} (cached)");
+    }
+    let mut body = json!({"messages": user("Stream me"), "max_tokens": 12, "temperature": 0, "stream": true});
+    let streamed = assemble(&stream(&spec, "/v1/chat/completions", &body));
+    body["stream"] = json!(false);
+    let whole = ok(&plain, "/v1/chat/completions", &body);
+    assert_eq!(format!("{}|{}", streamed.reasoning, streamed.content), text_of(&whole));
+    assert!(metric(&spec, "solo_draft_tokens_total") >= 3.0);
+    assert_eq!(metric(&plain, "solo_draft_tokens_total"), 0.0);
+    assert!(metric(&spec, "solo_speculative_accepted_length_count") >= 1.0);
+}
