@@ -9,6 +9,7 @@
 pub mod costs;
 pub mod kernels;
 pub mod model;
+pub mod mtp;
 pub mod ops;
 pub mod profile;
 pub mod runtime;

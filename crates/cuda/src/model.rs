@@ -21,6 +21,7 @@
 //! the device); or the screened lm_head's exact top-k logits and the GPU sampler (`decode_pick`,
 //! one token at a time: the server's step).
 
+use crate::mtp::{MtpIo, MtpStateGpu, VerifyBackup, VerifyMark};
 use crate::ops::attention::{attention_decode, attention_mixer, KvCacheGpu};
 use crate::ops::gdn::{gdn_decode, gdn_mixer, GdnStateGpu};
 use crate::ops::linear::{gemv_norm, linear};
@@ -31,7 +32,7 @@ use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{MixerGpu, ModelGpu};
 use anyhow::{anyhow, bail, ensure, Result};
 use solo_model::sampler::{Sampler, SamplerConfig};
-use solo_model::{Backend, Logits, ModelConfig, ModelWeights};
+use solo_model::{Backend, Draft, Logits, ModelConfig, ModelWeights};
 use std::cell::RefCell;
 
 /// Tokens per prefill launch sequence: longer prompts are prefilled in chunks of this size.
@@ -43,10 +44,13 @@ pub struct CudaModel {
     pub weights: ModelGpu,
     /// Longest sequence a state can hold (KV cache size).
     pub max_seq: usize,
-    scratch: Scratch,
+    pub(crate) scratch: Scratch,
     io: Io,
     /// FP8 weights: where prefill dequantises each layer to bf16 before multiplying it.
-    dequantized: Option<DevBuf>,
+    pub(crate) dequantized: Option<DevBuf>,
+    /// The MTP head's buffers (with an MTP head), and the states a verify step may go back to.
+    pub(crate) mtp_io: Option<MtpIo>,
+    pub(crate) verify_backup: RefCell<Option<VerifyBackup>>,
     /// The int8 copy of the lm_head that greedy and picked steps screen with (`ops::lm_head`),
     /// made on the first screened step (508 MB that `decode` and `decode_sampled` never read).
     screen: std::cell::OnceCell<LmHeadScreen>,
@@ -100,6 +104,20 @@ pub struct CudaState {
     /// i32 on the device: the position the next token is written at.
     pub pos: DevBuf,
     pub layers: Vec<LayerStateGpu>,
+    /// The MTP head's cache and pending row (with an MTP head).
+    pub mtp: Option<MtpStateGpu>,
+    /// Set by `verify` until `keep_verified`.
+    pub(crate) verify: Option<VerifyMark>,
+}
+
+impl CudaState {
+    /// A decode step (which the MTP head does not follow) appended `steps` tokens.
+    fn advance_without_head(&mut self, steps: usize) {
+        self.position += steps;
+        if let Some(m) = &mut self.mtp {
+            m.skip_to(self.position);
+        }
+    }
 }
 
 pub enum LayerStateGpu {
@@ -131,8 +149,14 @@ impl CudaModel {
         // FP8: prefill multiplies a bf16 copy of each layer in turn (~1.7 GB, the largest layer)
         let dequant_bytes = weights.layers.iter().map(|l| l.dequantized_bytes()).max().unwrap_or(0);
         let dequantized = if dequant_bytes > 0 { Some(gpu.alloc(dequant_bytes)?) } else { None };
+        let mtp_io = match &weights.mtp {
+            Some(_) => Some(MtpIo::new(&gpu, PREFILL_CHUNK, hidden, config.vocab_size)?),
+            None => None,
+        };
         Ok(CudaModel {
             dequantized,
+            mtp_io,
+            verify_backup: RefCell::new(None),
             gpu,
             config,
             weights,
@@ -147,7 +171,7 @@ impl CudaModel {
 
     /// Runs `t` tokens (ids already in `io.ids`) through the model, leaving the final normalised
     /// hidden states in `io.x` and advancing the device position.
-    fn forward(&self, state: &CudaState, t: usize) -> Result<()> {
+    pub(crate) fn forward(&self, state: &CudaState, t: usize) -> Result<()> {
         let (gpu, w, io, eps) = (&self.gpu, &self.weights, &self.io, self.config.rms_norm_eps);
         let (h, x, delta) = (io.h.ptr(), io.x.ptr(), io.delta.ptr());
         embed(gpu, &w.embed_tokens, io.ids.ptr(), t, h)?;
@@ -204,12 +228,18 @@ impl CudaModel {
     }
 
     /// lm_head over `rows` normalised rows starting at row `first` of `io.x`, into `out` (f32 [rows, vocab]).
-    fn lm_head(&self, first: usize, rows: usize, out: DevPtr) -> Result<()> {
+    pub(crate) fn lm_head(&self, first: usize, rows: usize, out: DevPtr) -> Result<()> {
         let x = self.io.x.ptr() + (first * self.config.hidden_size * 2) as u64;
         linear(&self.gpu, x, &self.weights.lm_head, rows, out)
     }
 
-    fn check_room(&self, state: &CudaState, t: usize) -> Result<()> {
+    /// Row `row` of the residual stream `io.h` (f32 [hidden]): after `forward`, the final layer's
+    /// output before the final norm.
+    pub(crate) fn main_residual(&self, row: usize) -> DevPtr {
+        self.io.h.ptr() + (row * self.config.hidden_size * 4) as u64
+    }
+
+    pub(crate) fn check_room(&self, state: &CudaState, t: usize) -> Result<()> {
         if state.position + t > self.max_seq {
             bail!(
                 "sequence of {} tokens exceeds the KV cache of {} tokens (--max-seq)",
@@ -220,7 +250,7 @@ impl CudaModel {
         Ok(())
     }
 
-    fn upload_ids(&self, tokens: &[u32]) -> Result<()> {
+    pub(crate) fn upload_ids(&self, tokens: &[u32]) -> Result<()> {
         let vocab = self.config.vocab_size;
         if let Some(bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
             bail!("token id {bad} is out of range: the vocabulary has {vocab} entries");
@@ -334,7 +364,7 @@ impl CudaModel {
             self.screen()?; // made outside the timed launches
         }
         let times = crate::profile::profile_launches(&self.gpu, || self.decode_kernels(state, self.greedy_end()))?;
-        state.position += 1;
+        state.advance_without_head(1);
         Ok(times)
     }
 
@@ -350,7 +380,7 @@ impl CudaModel {
         for _ in 0..steps {
             self.decode_step_on_device(state, self.greedy_end())?;
         }
-        state.position += steps;
+        state.advance_without_head(steps);
         Ok(self.gpu.download_i32(self.io.ids.ptr(), 1)?[0] as u32)
     }
 
@@ -381,7 +411,7 @@ impl CudaModel {
         for _ in 0..steps {
             self.decode_step_on_device(state, StepEnd::Sampled)?;
         }
-        state.position += steps;
+        state.advance_without_head(steps);
         let got = self.gpu.download_i32(self.io.history.ptr(), 1 + steps)?;
         ensure!(got[0] as usize == steps, "GPU sampler recorded {} ids for {steps} steps", got[0]);
         Ok(got[1..].iter().map(|&t| t as u32).collect())
@@ -403,7 +433,7 @@ impl CudaModel {
         };
         self.upload_ids(&[token])?;
         self.decode_step_on_device(state, end)?;
-        state.position += 1;
+        state.advance_without_head(1);
         let picked = self.gpu.download_i32(self.io.ids.ptr(), 1)?[0] as u32;
         if sampler.config().temperature > 0.0 {
             sampler.skip_draw(); // the device drew it
@@ -428,14 +458,31 @@ impl Backend for CudaModel {
     }
 
     fn state_bytes(&self, state: &CudaState) -> usize {
-        state
+        let layers: usize = state
             .layers
             .iter()
             .map(|l| match l {
                 LayerStateGpu::GatedDeltaNet(s) => s.conv.bytes + s.recurrent.bytes,
                 LayerStateGpu::FullAttention(kv) => kv.keys.bytes + kv.values.bytes,
             })
-            .sum()
+            .sum();
+        layers + state.mtp.as_ref().map_or(0, |m| m.bytes())
+    }
+
+    fn can_draft(&self) -> bool {
+        self.weights.mtp.is_some()
+    }
+
+    fn draft(&self, state: &mut CudaState, next: u32, k: usize, sampler: &mut Sampler) -> Result<Draft> {
+        self.mtp_draft(state, next, k, sampler)
+    }
+
+    fn verify(&self, state: &mut CudaState, tokens: &[u32]) -> Result<Vec<f32>> {
+        self.mtp_verify(state, tokens)
+    }
+
+    fn keep_verified(&self, state: &mut CudaState, n: usize) -> Result<()> {
+        self.mtp_keep(state, n)
     }
 
     fn position(&self, state: &CudaState) -> usize {
@@ -467,6 +514,7 @@ impl Backend for CudaModel {
                 }
                 Logits::Last => {}
             }
+            self.mtp_catch_up(state, chunk)?;
         }
         Ok(out)
     }
@@ -475,7 +523,7 @@ impl Backend for CudaModel {
         self.check_room(state, 1)?;
         self.upload_ids(&[token])?;
         self.decode_step_on_device(state, StepEnd::Logits)?;
-        state.position += 1;
+        state.advance_without_head(1);
         self.gpu.download_f32(self.io.logits.ptr(), self.config.vocab_size)
     }
 
@@ -510,7 +558,11 @@ impl CudaModel {
             .collect::<Result<Vec<_>>>()?;
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(CudaState { id, position: 0, pos: self.gpu.upload_i32(&[0])?, layers })
+        let mtp = match &self.weights.mtp {
+            Some(_) => Some(MtpStateGpu::new(&self.gpu, self.max_seq, self.config.hidden_size)?),
+            None => None,
+        };
+        Ok(CudaState { id, position: 0, pos: self.gpu.upload_i32(&[0])?, layers, mtp, verify: None })
     }
 
     /// An independent copy of `state` on the device (the server's prefix cache).
@@ -526,7 +578,11 @@ impl CudaModel {
             }
         }
         self.gpu.write(copy.pos.ptr(), &(state.position as i32).to_le_bytes())?;
-        Ok(CudaState { position: state.position, ..copy })
+        let mtp = match (&copy.mtp, &state.mtp) {
+            (Some(dst), Some(src)) => Some(dst.copy_from(&self.gpu, src, self.config.hidden_size)?),
+            _ => None,
+        };
+        Ok(CudaState { position: state.position, mtp, verify: None, ..copy })
     }
 
     /// Empties a sequence without reallocating it (its buffers, and so a captured decode graph,
@@ -539,6 +595,9 @@ impl CudaModel {
         }
         self.gpu.write(state.pos.ptr(), &0i32.to_le_bytes())?;
         state.position = 0;
+        if let Some(m) = &mut state.mtp {
+            m.reset();
+        }
         Ok(())
     }
 

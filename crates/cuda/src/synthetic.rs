@@ -6,7 +6,9 @@
 
 use crate::kernels::{kernel_file, Launch};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
-use crate::weights::{AttentionGpu, ExpertScales, GdnGpu, LayerGpu, Matrix, MixerGpu, ModelGpu, MoeGpu, Vector};
+use crate::weights::{
+    AttentionGpu, ExpertScales, GdnGpu, LayerGpu, Matrix, MixerGpu, ModelGpu, MoeGpu, MtpGpu, Vector,
+};
 use anyhow::Result;
 use solo_model::{LayerKind, ModelConfig, Precision};
 
@@ -114,62 +116,74 @@ pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig, precision: Precision) -> Res
     let embed_tokens = m.matrix(cfg.vocab_size, h)?;
     let final_norm = m.vector(h, 1.0, 0.1)?;
     let lm_head = m.matrix(cfg.vocab_size, h)?;
-    let mut layers = Vec::new();
-    for kind in &cfg.layer_types {
-        let mixer = match kind {
-            LayerKind::GatedDeltaNet => {
-                // FP8: qkv | z quantised, b | a a bf16 matrix of their own (as `weights.rs` uploads)
-                let (in_proj, ba) = if fp8 {
-                    (m.quantised(8192 + 4096, h)?, m.matrix(64, h)?)
-                } else {
-                    let all = m.matrix(8192 + 4096 + 64, h)?;
-                    (all, all.rows(12288, 64))
-                };
-                MixerGpu::GatedDeltaNet(GdnGpu {
-                    in_proj,
-                    in_proj_qkv: in_proj.rows(0, 8192),
-                    in_proj_z: in_proj.rows(8192, 4096),
-                    in_proj_b: ba.rows(0, 32),
-                    in_proj_a: ba.rows(32, 32),
-                    conv1d: m.vector(8192 * 4, 0.0, 0.5)?,
-                    a_log: m.vector(32, 1.4, 1.3)?,
-                    dt_bias: m.vector(32, 0.0, 1.0)?,
-                    norm: m.vector(128, 1.0, 0.1)?,
-                    out_proj: m.quantised(h, 4096)?,
-                })
-            }
-            LayerKind::FullAttention => {
-                let qkv_proj = m.quantised(16 * 512 + 2 * 512, h)?;
-                MixerGpu::FullAttention(AttentionGpu {
-                    qkv_proj,
-                    q_proj: qkv_proj.rows(0, 16 * 512),
-                    k_proj: qkv_proj.rows(16 * 512, 512),
-                    v_proj: qkv_proj.rows(16 * 512 + 512, 512),
-                    o_proj: m.quantised(h, 4096)?,
-                    q_norm: m.vector(256, 1.0, 0.1)?,
-                    k_norm: m.vector(256, 1.0, 0.1)?,
-                })
-            }
-        };
-        let experts = cfg.num_experts + 1; // + the shared expert
-        let (gate_up, down, fp8_scales) = if fp8 {
-            let (gate_up, gs) = m.fp8_rows(experts * 1024, h)?;
-            let (down, ds) = m.fp8_rows(experts * h, 512)?;
-            (gate_up, down, Some(ExpertScales { gate_up: gs, down: ds }))
-        } else {
-            let gate_up =
-                m.fill(synthetic_cu::fill_random_bf16, 2, experts * 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
-            let down = m.fill(synthetic_cu::fill_random_bf16, 2, experts * h * 512, 0.0, (3.0f32 / 512.0).sqrt())?;
-            (gate_up, down, None)
-        };
-        layers.push(LayerGpu {
-            input_norm: m.vector(h, 1.0, 0.1)?,
-            post_attention_norm: m.vector(h, 1.0, 0.1)?,
-            mixer,
-            // router: 256 experts' rows + the shared expert's gate row
-            moe: MoeGpu { router: m.matrix(cfg.num_experts + 1, h)?, gate_up, down, fp8_scales },
-        });
-    }
+    let layers = cfg.layer_types.iter().map(|&kind| random_layer(&mut m, cfg, kind)).collect::<Result<Vec<_>>>()?;
+    // The MTP head: random too (it proposes tokens the main model rejects; `solo bench --accept`
+    // replays drafts instead).
+    let mtp = Some(MtpGpu {
+        pre_fc_norm_embedding: m.vector(h, 1.0, 0.1)?,
+        pre_fc_norm_hidden: m.vector(h, 1.0, 0.1)?,
+        fc_embedding: m.matrix(h, h)?,
+        fc_hidden: m.matrix(h, h)?,
+        layer: random_layer(&mut m, cfg, LayerKind::FullAttention)?,
+        norm: m.vector(h, 1.0, 0.1)?,
+    });
     gpu.sync()?;
-    Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, precision, buffers: m.buffers })
+    Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, mtp, precision, buffers: m.buffers })
+}
+
+/// One random decoder layer of the real widths.
+fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<LayerGpu> {
+    let (h, fp8) = (cfg.hidden_size, m.fp8);
+    let mixer = match kind {
+        LayerKind::GatedDeltaNet => {
+            // FP8: qkv | z quantised, b | a a bf16 matrix of their own (as `weights.rs` uploads)
+            let (in_proj, ba) = if fp8 {
+                (m.quantised(8192 + 4096, h)?, m.matrix(64, h)?)
+            } else {
+                let all = m.matrix(8192 + 4096 + 64, h)?;
+                (all, all.rows(12288, 64))
+            };
+            MixerGpu::GatedDeltaNet(GdnGpu {
+                in_proj,
+                in_proj_qkv: in_proj.rows(0, 8192),
+                in_proj_z: in_proj.rows(8192, 4096),
+                in_proj_b: ba.rows(0, 32),
+                in_proj_a: ba.rows(32, 32),
+                conv1d: m.vector(8192 * 4, 0.0, 0.5)?,
+                a_log: m.vector(32, 1.4, 1.3)?,
+                dt_bias: m.vector(32, 0.0, 1.0)?,
+                norm: m.vector(128, 1.0, 0.1)?,
+                out_proj: m.quantised(h, 4096)?,
+            })
+        }
+        LayerKind::FullAttention => {
+            let qkv_proj = m.quantised(16 * 512 + 2 * 512, h)?;
+            MixerGpu::FullAttention(AttentionGpu {
+                qkv_proj,
+                q_proj: qkv_proj.rows(0, 16 * 512),
+                k_proj: qkv_proj.rows(16 * 512, 512),
+                v_proj: qkv_proj.rows(16 * 512 + 512, 512),
+                o_proj: m.quantised(h, 4096)?,
+                q_norm: m.vector(256, 1.0, 0.1)?,
+                k_norm: m.vector(256, 1.0, 0.1)?,
+            })
+        }
+    };
+    let experts = cfg.num_experts + 1; // + the shared expert
+    let (gate_up, down, fp8_scales) = if fp8 {
+        let (gate_up, gs) = m.fp8_rows(experts * 1024, h)?;
+        let (down, ds) = m.fp8_rows(experts * h, 512)?;
+        (gate_up, down, Some(ExpertScales { gate_up: gs, down: ds }))
+    } else {
+        let gate_up = m.fill(synthetic_cu::fill_random_bf16, 2, experts * 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
+        let down = m.fill(synthetic_cu::fill_random_bf16, 2, experts * h * 512, 0.0, (3.0f32 / 512.0).sqrt())?;
+        (gate_up, down, None)
+    };
+    Ok(LayerGpu {
+        input_norm: m.vector(h, 1.0, 0.1)?,
+        post_attention_norm: m.vector(h, 1.0, 0.1)?,
+        mixer,
+        // router: 256 experts' rows + the shared expert's gate row
+        moe: MoeGpu { router: m.matrix(cfg.num_experts + 1, h)?, gate_up, down, fp8_scales },
+    })
 }

@@ -10,7 +10,7 @@
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use anyhow::{bail, Result};
 use solo_model::tensor::FP8_BLOCK;
-use solo_model::weights::{AttentionWeights, ExpertWeights, GdnWeights, Mixer, MoeWeights};
+use solo_model::weights::{AttentionWeights, ExpertWeights, GdnWeights, LayerWeights, Mixer, MoeWeights, MtpWeights};
 use solo_model::{DType, ModelConfig, ModelWeights, Precision, Tensor};
 
 /// A matrix `[rows, cols]` on the GPU: bf16, or e4m3 with its block scales.
@@ -144,6 +144,21 @@ pub struct LayerGpu {
     pub moe: MoeGpu,
 }
 
+/// The MTP head (`solo_model::weights::MtpWeights`; its formula: `solo_cpu::mtp`).
+pub struct MtpGpu {
+    /// f32 [2048], 1 + w
+    pub pre_fc_norm_embedding: Vector,
+    /// f32 [2048], 1 + w
+    pub pre_fc_norm_hidden: Vector,
+    /// bf16 [2048, 2048] each: fc's columns that multiply the embedding, and the hidden state
+    pub fc_embedding: Matrix,
+    pub fc_hidden: Matrix,
+    /// One full-attention decoder layer.
+    pub layer: LayerGpu,
+    /// f32 [2048], 1 + w
+    pub norm: Vector,
+}
+
 pub struct ModelGpu {
     /// [248320, 2048]
     pub embed_tokens: Matrix,
@@ -152,6 +167,7 @@ pub struct ModelGpu {
     /// [248320, 2048]
     pub lm_head: Matrix,
     pub layers: Vec<LayerGpu>,
+    pub mtp: Option<MtpGpu>,
     pub precision: Precision,
     /// Owns every allocation the pointers above point into (freed with the model).
     #[allow(dead_code)]
@@ -400,20 +416,55 @@ impl ModelGpu {
         let mut progress = LoadProgress::new(w.bytes());
         progress.add(w.embed_tokens.stored_bytes() + w.final_norm.stored_bytes() + w.lm_head.stored_bytes());
         for layer in &w.layers {
-            let mixer = match &layer.mixer {
-                Mixer::GatedDeltaNet(g) => MixerGpu::GatedDeltaNet(GdnGpu::upload(&mut up, g)?),
-                Mixer::FullAttention(a) => MixerGpu::FullAttention(AttentionGpu::upload(&mut up, a)?),
-            };
-            layers.push(LayerGpu {
-                input_norm: up.vector(&layer.input_norm, true)?,
-                post_attention_norm: up.vector(&layer.post_attention_norm, true)?,
-                mixer,
-                moe: MoeGpu::upload(&mut up, &layer.moe)?,
-            });
+            layers.push(LayerGpu::upload(&mut up, layer)?);
             progress.add(layer.tensors().iter().map(|t| t.stored_bytes()).sum());
         }
+        let mtp = match &w.mtp {
+            Some(m) => {
+                let head = MtpGpu::upload(&mut up, m)?;
+                progress.add(m.tensors().iter().map(|t| t.stored_bytes()).sum());
+                Some(head)
+            }
+            None => None,
+        };
         progress.done();
-        Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, precision: w.precision, buffers: up.finish() })
+        Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, mtp, precision: w.precision, buffers: up.finish() })
+    }
+}
+
+impl LayerGpu {
+    pub fn upload(up: &mut Uploader, layer: &LayerWeights) -> Result<Self> {
+        let mixer = match &layer.mixer {
+            Mixer::GatedDeltaNet(g) => MixerGpu::GatedDeltaNet(GdnGpu::upload(up, g)?),
+            Mixer::FullAttention(a) => MixerGpu::FullAttention(AttentionGpu::upload(up, a)?),
+        };
+        Ok(LayerGpu {
+            input_norm: up.vector(&layer.input_norm, true)?,
+            post_attention_norm: up.vector(&layer.post_attention_norm, true)?,
+            mixer,
+            moe: MoeGpu::upload(up, &layer.moe)?,
+        })
+    }
+}
+
+impl MtpGpu {
+    /// fc [2048, 4096] goes up as its two [2048, 2048] halves, in bf16 (an FP8 fc dequantised
+    /// and rounded to bf16: the head only proposes tokens, the main model decides).
+    pub fn upload(up: &mut Uploader, m: &MtpWeights) -> Result<Self> {
+        let h = m.fc.shape[0];
+        let fc = m.fc.to_f32();
+        let half = |first: usize| -> Tensor {
+            let cols: Vec<f32> = fc.chunks(2 * h).flat_map(|row| row[first..first + h].iter().copied()).collect();
+            Tensor::from_f32_as_bf16(vec![h, h], &cols)
+        };
+        Ok(MtpGpu {
+            pre_fc_norm_embedding: up.vector(&m.pre_fc_norm_embedding, true)?,
+            pre_fc_norm_hidden: up.vector(&m.pre_fc_norm_hidden, true)?,
+            fc_embedding: up.matrix(&half(0))?,
+            fc_hidden: up.matrix(&half(h))?,
+            layer: LayerGpu::upload(up, &m.layer)?,
+            norm: up.vector(&m.norm, true)?,
+        })
     }
 }
 

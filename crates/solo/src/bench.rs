@@ -48,6 +48,9 @@ pub struct BenchArgs {
     pub sampled: bool,
     /// Time single kernels and ops (`solo_cuda::costs`) instead of the context sweep.
     pub kernels: bool,
+    /// MTP drafts per speculative step (0: not measured), and the replayed mean accepted length.
+    pub speculate: usize,
+    pub accept: f64,
     /// Draw prefill and decode tok/s against context into this SVG file.
     pub svg: Option<PathBuf>,
     /// Saved `--json` reports to draw (`--svg`) instead of measuring.
@@ -68,6 +71,21 @@ struct Row {
     /// --sampled: the server's step (`decode_pick`), and `decode` + the CPU sampler
     picked_decode_tok_s: Option<f64>,
     host_sampled_decode_tok_s: Option<f64>,
+    /// --speculate: greedy decoding with replayed drafts
+    speculative: Option<Speculative>,
+}
+
+#[derive(serde::Serialize, Clone)]
+struct Speculative {
+    drafts: usize,
+    decode_tok_s: f64,
+    mean_accepted_length: f64,
+    /// Per verify step (medians over the rounds): the head's k drafts, the verify of k + 1
+    /// tokens, the roll-back (a forward of the kept tokens when a draft was rejected)
+    draft_ms: f64,
+    verify_ms: f64,
+    keep_ms: f64,
+    rounds_decode_tok_s: Vec<f64>,
 }
 
 /// The sampling the server's step is timed with: the checkpoint's defaults
@@ -84,9 +102,15 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     if args.rounds == 0 || args.contexts.is_empty() {
         bail!("--rounds and --contexts must not be empty");
     }
+    if args.speculate > 0 && !(1.0..=(args.speculate + 1) as f64).contains(&args.accept) {
+        bail!("--accept must be between 1 and --speculate + 1 = {}, got {}", args.speculate + 1, args.accept);
+    }
+    if args.speculate >= solo_cuda::mtp::MAX_VERIFY {
+        bail!("--speculate {} exceeds the verify step's {} tokens", args.speculate, solo_cuda::mtp::MAX_VERIFY);
+    }
     let max_ctx = *args.contexts.iter().max().unwrap();
-    let passes = if args.sampled { 3 } else { 1 };
-    let max_seq = max_ctx + passes * args.decode_steps + 1;
+    let passes = if args.sampled { 3 } else { 1 } + usize::from(args.speculate > 0) * 2;
+    let max_seq = max_ctx + passes * args.decode_steps + 1 + 2 * (args.speculate + 1);
     let load_start = Instant::now();
     let (mut model, source) = match (&args.model, args.synthetic) {
         (Some(dir), false) => (solo_cuda::load(dir, max_seq)?, dir.display().to_string()),
@@ -111,6 +135,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         let mut decode = Vec::new();
         let (mut picked, mut host_sampled) = (Vec::new(), Vec::new());
         let mut screen_candidates = 0;
+        let mut spec_rounds = Vec::new();
         for round in 0..=args.rounds {
             model.reset(&mut state)?;
             let t0 = Instant::now();
@@ -146,7 +171,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
                     host_sampled.push(steps as f64 / t.elapsed().as_secs_f64());
                 }
             }
+            if args.speculate > 0 {
+                let result = speculative_round(&model, &mut state, &prompt, &args)?;
+                if round > 0 {
+                    spec_rounds.push(result);
+                }
+            }
         }
+        let speculative = (!spec_rounds.is_empty()).then(|| summarize(&spec_rounds, args.speculate));
         let row = Row {
             context: ctx,
             prefill_tok_s: median(&prefill),
@@ -158,6 +190,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             screen_candidates,
             picked_decode_tok_s: args.sampled.then(|| median(&picked)),
             host_sampled_decode_tok_s: args.sampled.then(|| median(&host_sampled)),
+            speculative,
         };
         eprintln!("  context {ctx}: prefill {:.0} tok/s, decode {:.1} tok/s", row.prefill_tok_s, row.decode_tok_s);
         rows.push(row);
@@ -210,6 +243,25 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         for r in &rows {
             let (p, h) = (r.picked_decode_tok_s.unwrap_or(0.0), r.host_sampled_decode_tok_s.unwrap_or(0.0));
             println!("{:>9} | {:>21.1} tok/s | {:>26.1} tok/s", r.context, p, h);
+        }
+    }
+    if args.speculate > 0 {
+        println!(
+            "\nspeculative greedy decode, {} MTP drafts per step replayed from the greedy sequence \
+             (aiming at {:.2} tokens per step); per step: the head's drafts, the verify, the roll-back:",
+            args.speculate, args.accept
+        );
+        println!(
+            "{:>9} | {:>12} | {:>15} | {:>8} | {:>9} | {:>7}",
+            "context", "decode tok/s", "tokens per step", "draft ms", "verify ms", "keep ms"
+        );
+        for r in &rows {
+            if let Some(s) = &r.speculative {
+                println!(
+                    "{:>9} | {:>12.1} | {:>15.2} | {:>8.3} | {:>9.3} | {:>7.3}",
+                    r.context, s.decode_tok_s, s.mean_accepted_length, s.draft_ms, s.verify_ms, s.keep_ms
+                );
+            }
         }
     }
     for (ctx, kernels) in &profiles {
@@ -273,6 +325,78 @@ fn kernel_costs(model: &solo_cuda::CudaModel, source: &str, json: Option<&std::p
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
+}
+
+/// One round of speculative greedy decoding after `prompt`: the plain greedy sequence first (the
+/// drafts are replayed from it), then `decode_steps` tokens in verify steps whose drafts are that
+/// sequence's next tokens for as many positions as the target length asks (a Bresenham schedule
+/// over the steps) and a wrong token after. The target model's own acceptance decides.
+fn speculative_round(
+    model: &solo_cuda::CudaModel,
+    state: &mut solo_cuda::model::CudaState,
+    prompt: &[u32],
+    args: &BenchArgs,
+) -> Result<Speculative> {
+    use solo_model::speculative;
+    let (k, vocab) = (args.speculate, model.config.vocab_size);
+    let greedy = SamplerConfig { temperature: 0.0, top_k: 0, top_p: 1.0, seed: 0 };
+    model.reset(state)?;
+    let first = argmax(&model.prefill(state, prompt, Logits::Last)?);
+    let mut reference = vec![first];
+    reference.extend(model.decode_sampled(state, Some(first), args.decode_steps + k + 1, Some(&greedy))?);
+
+    model.reset(state)?;
+    model.prefill(state, prompt, Logits::Last)?;
+    let mut sampler = Sampler::new(greedy.clone());
+    let (mut at, mut next, mut owed) = (0usize, first, 0.0f64);
+    let (mut steps, mut emitted) = (0usize, 0usize);
+    let (mut draft_s, mut verify_s, mut keep_s) = (Vec::new(), Vec::new(), Vec::new());
+    let start = Instant::now();
+    while emitted < args.decode_steps {
+        owed += args.accept - 1.0;
+        let right = (owed.floor() as usize).min(k);
+        owed -= right as f64;
+        let t0 = Instant::now();
+        let mut draft = model.draft(state, next, k, &mut sampler)?; // timed; its tokens replaced
+        let t1 = Instant::now();
+        for (i, d) in draft.tokens.iter_mut().enumerate() {
+            let want = reference.get(at + 1 + i).copied().unwrap_or(0);
+            *d = if i < right { want } else { (want + 1) % vocab as u32 };
+        }
+        let mut tokens = vec![next];
+        tokens.extend(&draft.tokens);
+        let rows = model.verify(state, &tokens)?;
+        let t2 = Instant::now();
+        let (accepted, bonus) = speculative::accept(&rows, &draft, vocab, &mut sampler);
+        model.keep_verified(state, accepted + 1)?;
+        let t3 = Instant::now();
+        draft_s.push((t1 - t0).as_secs_f64());
+        verify_s.push((t2 - t1).as_secs_f64());
+        keep_s.push((t3 - t2).as_secs_f64());
+        steps += 1;
+        emitted += accepted + 1;
+        at += accepted + 1;
+        next = bonus;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let ms = |v: &[f64]| 1e3 * v.iter().sum::<f64>() / v.len() as f64;
+    Ok(Speculative {
+        drafts: k,
+        decode_tok_s: emitted as f64 / secs,
+        mean_accepted_length: emitted as f64 / steps as f64,
+        draft_ms: ms(&draft_s),
+        verify_ms: ms(&verify_s),
+        keep_ms: ms(&keep_s),
+        rounds_decode_tok_s: Vec::new(),
+    })
+}
+
+/// The median round's numbers, with every round's rate.
+fn summarize(rounds: &[Speculative], k: usize) -> Speculative {
+    let rates: Vec<f64> = rounds.iter().map(|r| r.decode_tok_s).collect();
+    let mid = median(&rates);
+    let pick = rounds.iter().find(|r| r.decode_tok_s == mid).cloned().expect("the median is one of them");
+    Speculative { drafts: k, rounds_decode_tok_s: rates, ..pick }
 }
 
 fn gib(bytes: usize) -> f64 {

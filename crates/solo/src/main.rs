@@ -117,6 +117,15 @@ enum Command {
         /// the MoE block, attention, the GDN kernels, the GPU sampler, a server request's setup).
         #[arg(long)]
         kernels: bool,
+        /// Also time speculative decoding with K MTP drafts per step. Random weights predict
+        /// nothing, so the drafts are replayed from the plain greedy sequence (`--accept`); the
+        /// MTP head still runs each step, so its cost is real.
+        #[arg(long, default_value_t = 0)]
+        speculate: usize,
+        /// With --speculate: the mean accepted length (tokens per verify step, 1 ..= K + 1) the
+        /// replayed drafts aim at.
+        #[arg(long, default_value_t = 3.0)]
+        accept: f64,
         /// Also draw prefill and decode tok/s against context into this SVG file.
         #[arg(long)]
         svg: Option<PathBuf>,
@@ -171,6 +180,8 @@ fn main() {
             full_lm_head,
             sampled,
             kernels,
+            speculate,
+            accept,
             svg,
             from,
         } => bench::bench(bench::BenchArgs {
@@ -186,6 +197,8 @@ fn main() {
             full_lm_head,
             sampled,
             kernels,
+            speculate,
+            accept,
             svg,
             from,
         }),
