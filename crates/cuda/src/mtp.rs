@@ -315,53 +315,37 @@ mod tests {
         Sampler::new(SamplerConfig { temperature: 0.0, top_k: 0, top_p: 1.0, seed: 0 })
     }
 
-    /// On a 4-layer model of the real widths with a random MTP head: verify steps whose drafts
-    /// are right for 0..=k positions accept exactly those, their logits are the plain decode
-    /// steps', the bonus is the plain greedy token, and after every roll-back the sequence goes
-    /// on as plain greedy decoding.
+    /// On a 4-layer model of the real widths with a random MTP head, after a draft: keeping n of
+    /// a verify step's 4 tokens leaves the state a prefill of those n tokens leaves (the next
+    /// decode step's logits bit for bit), and the head's next drafts agree too.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
-    fn verify_and_roll_back_follow_plain_greedy_decoding() {
-        let model = crate::synthetic::random_model(4, 512, Precision::Bf16).unwrap();
-        let vocab = model.config.vocab_size;
+    fn keep_verified_equals_prefilling_the_kept_tokens() {
+        let model = crate::synthetic::random_model(4, 256, Precision::Bf16).unwrap();
         let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
-        let mut plain = model.try_new_state().unwrap();
-        let first = argmax(&model.prefill(&mut plain, &prompt, Logits::Last).unwrap());
-        let (mut want, mut rows) = (vec![first], Vec::new());
-        for _ in 0..40 {
-            let logits = model.decode(&mut plain, *want.last().unwrap()).unwrap();
-            want.push(argmax(&logits));
-            rows.push(logits);
+        let tokens = [11u32, 22, 33, 44];
+        let mut base = model.try_new_state().unwrap();
+        model.prefill(&mut base, &prompt, Logits::Last).unwrap();
+        model.draft(&mut base, tokens[0], 3, &mut greedy()).unwrap();
+        for n in 1..=tokens.len() {
+            let mut spec = model.copy_state(&base).unwrap();
+            model.verify(&mut spec, &tokens).unwrap();
+            model.keep_verified(&mut spec, n).unwrap();
+            let mut kept = model.copy_state(&base).unwrap();
+            model.prefill(&mut kept, &tokens[..n], Logits::Last).unwrap();
+            assert_eq!(spec.position, kept.position);
+            let (a, b) = (
+                model.draft(&mut spec, 7, 2, &mut greedy()).unwrap(),
+                model.draft(&mut kept, 7, 2, &mut greedy()).unwrap(),
+            );
+            assert_eq!(a.logits, b.logits, "keep {n}: drafts differ");
+            assert_eq!(
+                model.decode(&mut spec, 9).unwrap(),
+                model.decode(&mut kept, 9).unwrap(),
+                "keep {n}: next step differs"
+            );
         }
-        let k = 3;
-        let mut state = model.try_new_state().unwrap();
-        model.prefill(&mut state, &prompt, Logits::Last).unwrap();
-        let (mut at, mut worst) = (0, 0f32);
-        for step in 0..8 {
-            let right = step % (k + 1);
-            let draft = model.draft(&mut state, want[at], k, &mut greedy()).unwrap();
-            assert_eq!(draft.tokens.len(), k);
-            let mut tokens = vec![want[at]];
-            tokens.extend((0..k).map(|i| if i < right { want[at + 1 + i] } else { (want[at + 1 + i] + 1) % 1000 }));
-            let verified = model.verify(&mut state, &tokens).unwrap();
-            for (i, row) in verified.chunks(vocab).enumerate().take(right + 1) {
-                let want_row = &rows[at + i];
-                let scale = want_row.iter().fold(0f32, |m, v| m.max(v.abs()));
-                let diff = row.iter().zip(want_row).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
-                worst = worst.max(diff / scale);
-            }
-            let d = Draft { tokens: tokens[1..].to_vec(), logits: vec![] };
-            let (accepted, bonus) = speculative::accept(&verified, &d, vocab, &mut greedy());
-            assert_eq!(accepted, right, "step {step}: accepted");
-            assert_eq!(bonus, want[at + accepted + 1], "step {step}: bonus");
-            model.keep_verified(&mut state, accepted + 1).unwrap();
-            at += accepted + 1;
-            assert_eq!(state.position, prompt.len() + at);
-        }
-        assert!(worst <= 1e-4, "verify logits differ from decode steps' by {worst:e} of their scale");
-        // After the roll-backs the state decodes as the plain one does.
-        let logits = model.decode(&mut state, want[at]).unwrap();
-        assert_eq!(argmax(&logits), want[at + 1]);
+        assert!(model.keep_verified(&mut base, 1).is_err(), "keep without a verify");
     }
 
     /// Drafts of a copied state equal the original's (the head's cache and pending row are copied).
@@ -378,5 +362,50 @@ mod tests {
         assert_eq!(a.tokens, b.tokens);
         assert_eq!(a.logits, b.logits);
         assert!(a.logits.iter().all(|v| v.is_finite()));
+    }
+
+    fn rel(a: &[f32], b: &[f32]) -> f32 {
+        let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+        a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
+    }
+
+    /// A verify step's logits are those of 4 decode steps within the prefill path's tolerance
+    /// (its GEMMs are cuBLAS's, not the decode GEMVs: measured 4e-3 – 7e-3 of the logits' scale on
+    /// random weights, so argmax near-ties can go the other way), with and without a draft before
+    /// it; one-token forwards are the decode step's bits.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn four_token_forward_matches_decode_steps() {
+        let model = crate::synthetic::random_model(4, 256, Precision::Bf16).unwrap();
+        let vocab = model.config.vocab_size;
+        let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
+        let tokens = [11u32, 22, 33, 44];
+        let mut base = model.try_new_state().unwrap();
+        model.prefill(&mut base, &prompt, Logits::Last).unwrap();
+        let mut a = model.copy_state(&base).unwrap();
+        let rows: Vec<Vec<f32>> = tokens.iter().map(|&t| model.decode(&mut a, t).unwrap()).collect();
+        let check = |what: &str, got: &[f32]| {
+            let errs: Vec<f32> = got.chunks(vocab).zip(&rows).map(|(g, w)| rel(g, w)).collect();
+            eprintln!("{what}: relative errors {errs:?}");
+            errs
+        };
+        let mut b = model.copy_state(&base).unwrap();
+        let e1 = check("prefill of 4", &model.prefill(&mut b, &tokens, Logits::All).unwrap());
+        let mut c = model.copy_state(&base).unwrap();
+        let e2 = check(
+            "prefill of 1 x4",
+            &tokens.iter().flat_map(|&t| model.prefill(&mut c, &[t], Logits::All).unwrap()).collect::<Vec<_>>(),
+        );
+        let mut d = model.copy_state(&base).unwrap();
+        model.draft(&mut d, tokens[0], 3, &mut greedy()).unwrap();
+        let e3 = check("draft, then prefill of 4", &model.prefill(&mut d, &tokens, Logits::All).unwrap());
+        let mut e = model.copy_state(&base).unwrap();
+        model.draft(&mut e, tokens[0], 3, &mut greedy()).unwrap();
+        let e4 = check("draft, then verify", &model.verify(&mut e, &tokens).unwrap());
+        for (what, errs) in
+            [("prefill of 4", e1), ("prefill of 1", e2), ("draft + prefill", e3), ("draft + verify", e4)]
+        {
+            assert!(errs.iter().all(|&e| e <= 1e-4), "{what}: {errs:?}");
+        }
     }
 }

@@ -67,23 +67,17 @@ pub struct RunArgs {
     pub seed: Option<u64>,
     pub no_think: bool,
     pub backend: BackendChoice,
-    /// Drafts per step; `None`: the backend's default (`default_speculation`).
-    pub speculate: Option<usize>,
+    /// MTP drafts per verify step (0: plain decoding).
+    pub speculate: usize,
 }
 
-/// Drafts per speculative step when `--speculate` is not given: 3 on CUDA when the checkpoint
-/// has an MTP head (about 3 tokens per step is what the head earns on real text), else 0.
-pub const DEFAULT_SPECULATE: usize = 3;
-
-/// `--speculate` resolved against the backend: an explicit K > 0 needs an MTP head.
-pub fn resolve_speculation<B: Backend>(model: &B, asked: Option<usize>, cuda: bool, dir: &Path) -> Result<usize> {
-    match asked {
-        Some(k) if k > 0 && !model.can_draft() => {
-            bail!("--speculate {k}: {} has no MTP head (mtp.* tensors) to draft with", dir.display())
-        }
-        Some(k) => Ok(k),
-        None => Ok(if cuda && model.can_draft() { DEFAULT_SPECULATE } else { 0 }),
+/// `--speculate` against the backend: K > 0 needs an MTP head. Off unless asked for: the CUDA
+/// verify step runs the prefill path, which costs more than the drafts save (bench/RESULTS.md).
+pub fn check_speculation<B: Backend>(model: &B, k: usize, dir: &Path) -> Result<()> {
+    if k > 0 && !model.can_draft() {
+        bail!("--speculate {k}: {} has no MTP head (mtp.* tensors) to draft with", dir.display());
     }
+    Ok(())
 }
 
 /// Chat: template, prefill, sample and stream until a stop token or `max_tokens`.
@@ -113,7 +107,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     let cuda = matches!(engine, Engine::Cuda(_));
     let backend = if cuda { "cuda" } else { "cpu" };
     let precision = with_engine!(&engine, model => model.config().precision.name());
-    let speculate = with_engine!(&engine, model => resolve_speculation(model, args.speculate, cuda, &dir))?;
+    let speculate = args.speculate;
+    with_engine!(&engine, model => check_speculation(model, speculate, &dir))?;
     eprintln!("solo: {precision} weights, {backend} backend");
     with_engine!(&engine, model => generate(model, &tokenizer, &stops, &prompt, sampler, args.max_tokens, speculate))
 }

@@ -52,11 +52,11 @@ enum Command {
         no_think: bool,
         #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
         backend: BackendChoice,
-        /// Draft tokens per step from the checkpoint's MTP head (speculative decoding; the output
-        /// is the same as without). 0 turns it off. Default: 3 on CUDA when the checkpoint has
-        /// an MTP head, else 0.
-        #[arg(long)]
-        speculate: Option<usize>,
+        /// Draft tokens per step from the checkpoint's MTP head (speculative decoding: several
+        /// tokens per verify step, distributed as without; greedy, the same tokens on the CPU).
+        /// 0, the default, turns it off.
+        #[arg(long, default_value_t = 0)]
+        speculate: usize,
     },
     /// Print the logits of every position as JSON `{"logits": [[...], ...]}` (row i predicts token i+1).
     Logits {

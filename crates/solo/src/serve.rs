@@ -35,10 +35,10 @@ pub struct ServeArgs {
     /// Seconds from arrival to the last token of a request.
     #[arg(long, default_value_t = 600)]
     request_timeout: u64,
-    /// MTP drafts per decode step (speculative decoding; replies are the same as without); 0
-    /// turns it off. Default: 3 on CUDA, 0 on the CPU; off when the checkpoint has no MTP head.
-    #[arg(long)]
-    speculate: Option<usize>,
+    /// MTP drafts per decode step (speculative decoding; replies distributed as without). 0, the
+    /// default, turns it off; ignored when the checkpoint has no MTP head.
+    #[arg(long, default_value_t = 0)]
+    speculate: usize,
     /// Memory for the prefix cache's state snapshots, in MiB (0 turns it off).
     #[arg(long, default_value_t = 8192)]
     cache_mb: usize,
@@ -138,7 +138,7 @@ pub fn serve(args: ServeArgs) -> Result<()> {
                 && model_config.as_ref().is_some_and(|c| solo_cuda::weights::check_real_widths(c).is_ok())
         }
     };
-    config.speculate = args.speculate.unwrap_or(if cuda { crate::commands::DEFAULT_SPECULATE } else { 0 });
+    config.speculate = args.speculate;
     let server = if cuda {
         // The CUDA backend allocates its KV cache for the context length up front.
         let max_seq = args.max_seq.unwrap_or(CUDA_MAX_SEQ);
