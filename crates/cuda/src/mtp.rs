@@ -227,7 +227,7 @@ impl CudaModel {
     /// `Backend::verify`: the tokens in one forward, the GDN states kept aside first.
     pub(crate) fn mtp_verify(&self, state: &mut CudaState, tokens: &[u32]) -> Result<Vec<f32>> {
         let t = tokens.len();
-        ensure!(t >= 1 && t <= MAX_VERIFY, "verify of {t} tokens (1..={MAX_VERIFY})");
+        ensure!((1..=MAX_VERIFY).contains(&t), "verify of {t} tokens (1..={MAX_VERIFY})");
         self.check_room(state, t)?;
         let (_, io) = self.head()?;
         self.back_up(state)?;
@@ -308,8 +308,8 @@ impl CudaModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use solo_model::sampler::{argmax, SamplerConfig};
-    use solo_model::{speculative, Backend, Logits, Precision};
+    use solo_model::sampler::SamplerConfig;
+    use solo_model::{Backend, Logits, Precision};
 
     fn greedy() -> Sampler {
         Sampler::new(SamplerConfig { temperature: 0.0, top_k: 0, top_p: 1.0, seed: 0 })
