@@ -123,8 +123,12 @@ pub struct Topics {
     /// Stems (`blut*`) → roles.
     stems: HashMap<Box<str>, Vec<Role>, BuildHasherDefault<Fnv>>,
     stem_lens: (usize, usize),
+    /// The first `stem_lens.0` bytes of every stem: a word that starts otherwise has none.
+    stem_heads: std::collections::HashSet<Box<str>, BuildHasherDefault<Fnv>>,
     /// Endings (`*itis`, `*statin`) → roles; a word must be `SUFFIX_ROOM` bytes longer.
     suffixes: Vec<(Box<str>, Vec<Role>)>,
+    /// The last two bytes of every ending (`tail`'s index): a word that ends otherwise has none.
+    suffix_tails: Vec<bool>,
     /// First words of phrases, with the longest phrase's length in words.
     phrase_heads: HashMap<Box<str>, usize, BuildHasherDefault<Fnv>>,
 }
@@ -147,7 +151,9 @@ impl Clone for Topics {
             exact: self.exact.clone(),
             stems: self.stems.clone(),
             stem_lens: self.stem_lens,
+            stem_heads: self.stem_heads.clone(),
             suffixes: self.suffixes.clone(),
+            suffix_tails: self.suffix_tails.clone(),
             phrase_heads: self.phrase_heads.clone(),
         }
     }
@@ -171,6 +177,12 @@ struct Words {
     record_lines: usize,
     speakers: Vec<String>,
     speaker_lines: usize,
+    /// Lines of a table or a list of values: a few words and a number ("HGB 10.8 L",
+    /// "03/04 SALARY ACME +3,412.00").
+    value_lines: usize,
+    /// Lines with words, and the words of the first of them.
+    lines: usize,
+    first_line_words: usize,
 }
 
 impl Words {
@@ -201,6 +213,9 @@ fn fold_into(word: &str, out: &mut String) {
     }
 }
 
+/// How a chat log names its writer's own lines.
+const SELF_LABELS: &[&str] = &["Me", "I", "Yo", "Ich", "Moi", "Je"];
+
 /// Inflectional endings of English, Spanish, German and French, tried off a word that the lexicon
 /// does not list.
 const INFLECTIONS: &[&str] = &["ing", "ed", "es", "en", "er", "ern", "s", "e", "n", "d"];
@@ -218,19 +233,33 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
     out.speakers.clear();
     out.record_lines = 0;
     out.speaker_lines = 0;
+    out.value_lines = 0;
+    out.lines = 0;
+    out.first_line_words = 0;
     let mut sentence = 0u32;
     let mut chars = 0u32;
     let mut it = text.char_indices().peekable();
     let mut line_start = 0usize;
     let mut line_words = 0usize;
     let check_line = |line: &str, out: &mut Words| {
+        // A chat line's time stamp ("[10:02] Sam: …", "10:02 Sam: …") is not its label.
+        let line = line.trim_start();
+        let line = match line.strip_prefix('[').and_then(|l| l.split_once(']')) {
+            Some((stamp, rest)) if stamp.bytes().all(|b| b.is_ascii_digit() || b == b':') => rest.trim_start(),
+            _ => line.trim_start_matches(|c: char| c.is_ascii_digit() || c == ':'),
+        };
+        let letter_words = line.split_whitespace().filter(|w| w.chars().any(char::is_alphabetic)).count();
         // `Label: value` and `Name: message` lines (labels of one to four words).
-        let Some(colon) = line.find(':') else { return };
+        let Some(colon) = line.find(':') else {
+            if letter_words <= 6 && line.bytes().any(|b| b.is_ascii_digit()) {
+                out.value_lines += 1;
+            }
+            return;
+        };
         let (label, value) = (line[..colon].trim(), line[colon + 1..].trim());
         if value.is_empty() || label.is_empty() || label.len() > 40 || label.split_whitespace().count() > 4 {
             return;
         }
-        let label = label.trim_start_matches(|c: char| c == '[' || c.is_ascii_digit() || c == ']' || c == ' ');
         if !label.starts_with(|c: char| c.is_uppercase()) || value.starts_with("//") {
             return;
         }
@@ -281,6 +310,10 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
                 line_start = i + 1;
                 if line_words > 0 {
                     sentence += 1;
+                    out.lines += 1;
+                    if out.lines == 1 {
+                        out.first_line_words = out.list.len();
+                    }
                 }
                 line_words = 0;
             }
@@ -290,6 +323,12 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
         }
     }
     check_line(&text[line_start..], out);
+    if line_words > 0 {
+        out.lines += 1;
+        if out.lines == 1 {
+            out.first_line_words = out.list.len();
+        }
+    }
 }
 
 impl Topics {
@@ -307,7 +346,9 @@ impl Topics {
             exact: HashMap::default(),
             stems: HashMap::default(),
             stem_lens: (usize::MAX, 0),
+            stem_heads: Default::default(),
             suffixes: Vec::new(),
+            suffix_tails: vec![false; 1 << 16],
             phrase_heads: HashMap::default(),
         };
         let mut roles: Vec<Role> = Vec::new();
@@ -369,6 +410,14 @@ impl Topics {
                 }
             }
         }
+        let lo = t.stem_lens.0;
+        t.stem_heads = t.stems.keys().map(|k| k.get(..lo).unwrap_or(k).into()).collect();
+        for (s, _) in &t.suffixes {
+            if s.len() < 2 {
+                return Err(format!("the ending {s:?} is shorter than two letters"));
+            }
+            t.suffix_tails[tail(s)] = true;
+        }
         Ok(t)
     }
 
@@ -392,15 +441,19 @@ impl Topics {
             return Some((1, r));
         }
         let (lo, hi) = self.stem_lens;
-        for len in (lo..=hi.min(first.len())).rev() {
+        let head = first.get(..lo).is_some_and(|h| self.stem_heads.contains(h));
+        for len in (lo..=hi.min(first.len())).rev().filter(|_| head) {
             if first.is_char_boundary(len) {
                 if let Some(r) = self.stems.get(&first[..len]) {
                     return Some((1, r));
                 }
             }
         }
-        if let Some((_, r)) =
-            self.suffixes.iter().find(|(s, _)| first.len() >= s.len() + SUFFIX_ROOM && first.ends_with(&**s))
+        if let Some((_, r)) = self
+            .suffixes
+            .iter()
+            .filter(|_| first.len() >= 2 && self.suffix_tails[tail(first)])
+            .find(|(s, _)| first.len() >= s.len() + SUFFIX_ROOM && first.ends_with(&**s))
         {
             return Some((1, r.as_slice()));
         }
@@ -435,7 +488,7 @@ impl Topics {
 
     fn classify_in(&self, text: &str, spans: &[Span], w: &mut Words, key: &mut String) -> Vec<Topic> {
         let names = crate::detect::names();
-        words(text, |label| names.kind(label) & crate::detect::FIRST != 0 || label == "Me", w);
+        words(text, |label| names.kind(label) & crate::detect::FIRST != 0 || SELF_LABELS.contains(&label), w);
         // What each word is.
         let mut terms: Vec<(usize, usize, Category, f32)> = Vec::new(); // first word, words, category, weight
         let mut anchors: Vec<(usize, usize, f32)> = Vec::new(); // first word, last word, strength
@@ -487,16 +540,18 @@ impl Topics {
             }
         }
         anchors.sort_by_key(|a| a.0);
-        let record = w.record_lines >= 3;
+        let record = w.lines >= 3 && w.record_lines + w.value_lines >= 3;
         if record {
             whole = whole.max(0.8);
         }
-        // A document word bound by a possessive or a paste cue a few words before it.
+        // A document word that heads a text of several lines ("Laborbefund", "NOTICE TO APPEAR").
+        let heading = |d: usize| w.lines >= 3 && d < w.first_line_words;
+        // A document word bound by a possessive or a paste cue a few words before it, or a heading.
         let bound_doc = |&(d, _): &(usize, usize)| {
             let near = |p: usize| {
                 p < d && d - p <= 4 && w.list[p].sentence == w.list[d].sentence && !know.iter().any(|&k| k > p && k < d)
             };
-            possessives.iter().any(|&p| near(p)) || pastes.iter().any(|&p| near(p))
+            possessives.iter().any(|&p| near(p)) || pastes.iter().any(|&p| near(p)) || heading(d)
         };
         let pasted: Vec<(usize, usize)> = docs.iter().copied().filter(bound_doc).collect();
         if !pasted.is_empty() {
@@ -522,9 +577,9 @@ impl Topics {
                 } else if d <= 3 {
                     1.0
                 } else if d <= 8 {
-                    0.75
+                    0.85
                 } else {
-                    0.45
+                    0.65
                 };
                 if same && know.iter().any(|&k| k > from && k < to) {
                     b *= 0.3;
@@ -570,6 +625,12 @@ impl Topics {
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.kind.cmp(&b.kind)));
         out
     }
+}
+
+/// The last two bytes of `s` (two or more bytes long) as one index.
+fn tail(s: &str) -> usize {
+    let b = s.as_bytes();
+    (b[b.len() - 2] as usize) << 8 | b[b.len() - 1] as usize
 }
 
 /// A section header's roles.
