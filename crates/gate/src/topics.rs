@@ -98,6 +98,10 @@ pub struct Topic {
 /// A category is reported from this score up.
 pub const THRESHOLD: f32 = 0.55;
 
+/// Two or more categories, each short of `THRESHOLD`, whose scores together reach this report the
+/// strongest of them.
+pub const COMBINED: f32 = 0.65;
+
 /// The shipped lexicon: written by hand (four languages, every category), and HEALTH words from
 /// the ICD-10 titles (English; made by scripts/gate/make_topic_lexicon.py).
 pub const LEXICON: &str = include_str!("../data/topics.txt");
@@ -467,6 +471,15 @@ impl Topics {
                     }
                 }
             }
+            // A drug's or a condition's name as another language writes it: "Sertralin",
+            // "prednisona", "ibuprofeno" for the listed "sertraline", "prednisone", "ibuprofen".
+            let base = first.strip_suffix(['a', 'o']).unwrap_or(first);
+            key.clear();
+            key.push_str(base);
+            key.push('e');
+            if let Some(r) = self.exact.get(key.as_str()).or_else(|| self.exact.get(base).filter(|_| base != first)) {
+                return Some((1, r));
+            }
         }
         None
     }
@@ -522,6 +535,17 @@ impl Topics {
                     Role::Know => know.push(i),
                     Role::Meta => meta = true,
                     Role::Paste => pastes.push(i + len - 1),
+                }
+            }
+            // A phrase that starts with an anchor ("me duele", "i m bi") keeps the anchor.
+            if len > 1 && !w.list[i].caps {
+                for r in self.exact.get(w.text(i)).map_or(&[][..], |r| r.as_slice()) {
+                    if let Role::Anchor(s, possessive) = *r {
+                        anchors.push((i, i, s));
+                        if possessive {
+                            possessives.push(i);
+                        }
+                    }
                 }
             }
             i += len;
@@ -597,6 +621,15 @@ impl Topics {
                     let (a, b) = (w.list[t].chars.0, w.list[t + len - 1].chars.1);
                     evidence[i].push(Evidence { start: a as usize, end: b as usize });
                 }
+            }
+        }
+        // Subjects that are each short of the threshold but together say a person's matter
+        // ("my husband is Nigerian and gets stopped by the police"): the strongest one counts.
+        if scores.iter().all(|&x| x < THRESHOLD) {
+            let together = 1.0 - scores.iter().filter(|&&x| x >= 0.3).map(|x| 1.0 - x).product::<f32>();
+            let (top, _) = scores.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).expect("ten categories");
+            if together >= COMBINED && scores.iter().filter(|&&x| x >= 0.3).count() >= 2 {
+                scores[top] = THRESHOLD;
             }
         }
         // A private document: named and bound ("here is my payslip"), or shaped as one (a record
