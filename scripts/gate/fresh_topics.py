@@ -231,6 +231,42 @@ GENERAL = {
     ],
 }
 
+# General questions and everyday requests in the first person: the hard way round.
+GENERAL_FIRST_PERSON = {
+    "en": ["I'm writing a thesis on how banks assess mortgage risk, where do I start?",
+           "My teacher asked us to explain how HIV attacks the immune system",
+           "I'm curious why some people are allergic to peanuts",
+           "I want to understand how the electoral college works",
+           "I'm a nurse and need a simple way to explain insulin to patients",
+           "My son asked me what a lawyer does all day, how do I explain it?",
+           "I'm learning about the history of trade unions for a podcast",
+           "I've always wondered how DNA tests estimate ancestry"],
+    "es": ["Estoy preparando una presentación sobre el sistema de pensiones, ¿qué datos uso?",
+           "Mi profesora nos pidió explicar cómo se contagia la hepatitis",
+           "Tengo curiosidad: ¿por qué el Ramadán cambia de fecha cada año?",
+           "Quiero entender cómo funciona la ley electoral en España",
+           "Soy enfermera y busco una forma sencilla de explicar la diabetes a los pacientes",
+           "Mi hijo me preguntó qué hace un juez, ¿cómo se lo explico?",
+           "Estoy escribiendo una novela sobre un sindicalista de los años 70",
+           "Siempre me he preguntado cómo funcionan las huellas dactilares en el móvil"],
+    "de": ["Ich schreibe eine Hausarbeit über Schuldnerberatung, welche Quellen gibt es?",
+           "Mein Lehrer will, dass wir erklären, wie Impfstoffe wirken",
+           "Ich frage mich, warum manche Menschen Laktose nicht vertragen",
+           "Ich möchte verstehen, wie das Wahlsystem in Deutschland funktioniert",
+           "Ich bin Apothekerin und suche eine einfache Erklärung für Antibiotika-Resistenzen",
+           "Mein Sohn hat gefragt, was ein Staatsanwalt macht, wie erkläre ich das?",
+           "Ich mache einen Podcast über die Geschichte der Gewerkschaften",
+           "Ich wollte schon immer wissen, wie ein Vaterschaftstest funktioniert"],
+    "fr": ["J'écris un mémoire sur le surendettement des ménages, par où commencer ?",
+           "Mon prof nous demande d'expliquer comment le VIH se transmet",
+           "Je me demande pourquoi certaines personnes sont allergiques au gluten",
+           "Je veux comprendre comment fonctionne le scrutin proportionnel",
+           "Je suis infirmière et je cherche une façon simple d'expliquer l'hypertension",
+           "Mon fils m'a demandé ce que fait un avocat, comment lui expliquer ?",
+           "Je prépare un exposé sur l'histoire du syndicalisme en France",
+           "Je me suis toujours demandé comment marche la reconnaissance faciale"],
+}
+
 EVERYDAY = {
     "en": ["Can you suggest a name for my new puppy?", "my laptop fan is super loud, how do I clean it?",
            "Help me write a birthday message for my boss", "What should I cook tonight with chickpeas and spinach?",
@@ -266,6 +302,8 @@ def main():
         groups = [[{"text": t, "spans": [], "categories": c, "kind": "sensitive", "lang": lang}
                    for c, t in SENSITIVE[lang]],
                   [{"text": t, "spans": [], "categories": [], "kind": "general", "lang": lang} for t in GENERAL[lang]],
+                  [{"text": t, "spans": [], "categories": [], "kind": "general", "lang": lang}
+                   for t in GENERAL_FIRST_PERSON[lang]],
                   [{"text": t, "spans": [], "categories": [], "kind": "everyday", "lang": lang} for t in EVERYDAY[lang]]]
         for g in groups:
             for i, doc in enumerate(g):
