@@ -100,7 +100,7 @@ pub const THRESHOLD: f32 = 0.55;
 
 /// Two or more categories, each short of `THRESHOLD`, whose scores together reach this report the
 /// strongest of them.
-pub const COMBINED: f32 = 0.65;
+pub const COMBINED: f32 = 0.6;
 
 /// The shipped lexicon: written by hand (four languages, every category), and HEALTH words from
 /// the ICD-10 titles (English; made by scripts/gate/make_topic_lexicon.py).
@@ -726,6 +726,39 @@ mod tests {
         assert!(found("Wie funktioniert Insulin im Körper?").is_empty());
         assert!(found("¿Cuáles son los síntomas de la diabetes?").is_empty());
         assert!(found("Qu'est-ce qu'un relevé bancaire ?").is_empty());
+    }
+
+    #[test]
+    fn pasted_layouts() {
+        // A chat log with time stamps, a statement's rows, a letter's heading: no "here is my".
+        let chat = "[10:02] Sam: did you tell anyone?\n[10:03] Me: no, only my sister\n\
+                    [10:03] Sam: please don't, I could lose my job\n[10:05] Me: ok I promise";
+        assert!(found(chat).contains(&"PRIVATE_DOCUMENT"), "{:?}", found(chat));
+        let rows = "Datum  Buchungstext  Betrag\n01.03. Miete  -980,00\n02.03. Gehalt  +2.640,00\n04.03. REWE  -63,12";
+        let r = found(rows);
+        assert!(r.contains(&"FINANCE") && r.contains(&"PRIVATE_DOCUMENT"), "{r:?}");
+        let letter =
+            "NOTICE TO APPEAR\nYou are summoned to appear before the court on 14 May.\nWhat happens if I don't go?";
+        assert!(found(letter).contains(&"PRIVATE_DOCUMENT"), "{:?}", found(letter));
+        // Lines of a recipe are values too, but hold no sensitive subject.
+        assert!(found("Pancakes\n200 g flour\n2 eggs\n300 ml milk\nHow long do I rest the batter?").is_empty());
+    }
+
+    #[test]
+    fn cues_that_generalise() {
+        // A phrase that starts with an anchor keeps it ("me duele").
+        assert_eq!(found("Me duele mucho el pecho al respirar desde ayer"), ["HEALTH"]);
+        // A drug's name as German writes it.
+        assert_eq!(found("Ich nehme seit Wochen Sertralin und bin müde."), ["HEALTH"]);
+        // Two weak subjects together.
+        assert!(!found("My sister is Nigerian and gets stopped by the police every week.").is_empty());
+        // A named person's matter, the name after a particle or with a possessive 's.
+        assert_eq!(found("Der Gentest von Dieter Hoffmann zeigt ein Risiko."), ["BIOMETRIC"]);
+        assert_eq!(found("Noah O'Connor's genetic test showed a risk."), ["BIOMETRIC"]);
+        // First person, general or everyday: a professional's question, a word inside another.
+        assert!(found("I'm a nurse and need a simple way to explain insulin to patients").is_empty());
+        assert!(found("Help me write an email to my landlord about the broken heater.").is_empty());
+        assert!(found("Gib mir ein Rezept für Käsespätzle").is_empty());
     }
 
     #[test]

@@ -22,11 +22,13 @@ impl Detector {
         while i < words.len() {
             // A run of capitalised words (particles like "van der" may join them).
             let mut j = i;
-            let known_at = |k: usize| names.kind(text[words[k].0..words[k].1].trim_end_matches('.')) & (FIRST | LAST) != 0;
+            let known_at =
+                |k: usize| names.kind(text[words[k].0..words[k].1].trim_end_matches('.')) & (FIRST | LAST) != 0;
             while j + 1 < words.len() {
                 let gap = &text[words[j].1..words[j + 1].0];
                 let particles_ok = || gap.split(' ').filter(|w| !w.is_empty()).all(|w| particles().contains(w));
-                let particle = gap != " " && gap.len() <= 10 && gap.starts_with(' ') && gap.ends_with(' ') && particles_ok();
+                let particle =
+                    gap != " " && gap.len() <= 10 && gap.starts_with(' ') && gap.ends_with(' ') && particles_ok();
                 if (gap == " " || particle) && j - i < 4 {
                     if particle && !(i..=j).any(known_at) {
                         // "Der Gentest von Dieter Hoffmann": the capitalised words before the
@@ -72,7 +74,8 @@ impl Detector {
                 run_words[k] = w;
                 first[k] = kind & FIRST != 0;
                 last[k] = kind & LAST != 0
-                    || w.contains('-') && w.split('-').all(|p| capitalized(p, |p| names.kind(p) & LAST != 0));
+                    || w.contains('-') && w.split('-').all(|p| capitalized(p, |p| names.kind(p) & LAST != 0))
+                    || w.strip_prefix("O'").is_some_and(|p| p.len() > 1 && names.kind(p) & LAST != 0);
                 common[k] = lowered(x, &|w| names.kind(w) & COMMON != 0);
                 cue[k] = lowered(x, &|w| name_cues().contains(w));
             }
