@@ -231,6 +231,59 @@ GENERAL = {
     ],
 }
 
+# More sensitive requests for the dev half only (looked at while tuning; the test half stays as
+# first written).
+SENSITIVE_DEV_ONLY = {
+    "en": [
+        ([H], "ugh my period is two weeks late and the test was negative, what's going on"),
+        ([H], "I was told I have a fatty liver at my last scan, can I still drink on weekends?"),
+        ([H], "Since the accident I've had flashbacks and can't drive anymore"),
+        ([F], "We're drowning in medical bills and the collectors call every day"),
+        ([F], "I make 52k and my wife makes 38k, how much house can we afford?"),
+        ([L], "I got a DUI last year, will it show up on a background check for this job?"),
+        ([L], "My roommate stole 800 dollars from me, should I press charges?"),
+        ([S], "My wife wants to open our marriage and I'm not sure how I feel"),
+        ([R], "I'm Mormon but I stopped believing and I'm scared to tell my wife"),
+        ([E], "My manager keeps mocking my Nigerian accent in meetings"),
+    ],
+    "es": [
+        ([H], "Me han quitado la vesícula y desde entonces tengo diarreas"),
+        ([H], "Mi padre tiene alzhéimer y ya no me reconoce"),
+        ([F], "Estoy en el paro y me quedan 300 euros para todo el mes"),
+        ([F], "El banco me ha denegado la hipoteca por mi historial de impagos"),
+        ([L], "Me han abierto un expediente disciplinario en el trabajo y quieren despedirme"),
+        ([L], "Mi pareja me pega y tengo miedo de denunciar"),
+        ([S], "Mi novio quiere grabarnos en la cama y no quiero"),
+        ([R], "Me quiero casar por la iglesia pero no estoy bautizada"),
+        ([P], "Trabajo en el ayuntamiento y no quiero que sepan que soy de Bildu"),
+        ([E], "En el trabajo me llaman 'el moro' desde que entré"),
+    ],
+    "de": [
+        ([H], "Ich habe seit Monaten Tinnitus und kann nicht mehr schlafen"),
+        ([H], "Mein Mann trinkt jeden Abend eine Flasche Wein und wird aggressiv"),
+        ([F], "Ich bin arbeitslos und das Jobcenter hat mir das Bürgergeld gekürzt"),
+        ([F], "Unsere Nebenkostenabrechnung fordert 1.900 Euro nach, wir haben das Geld nicht"),
+        ([L], "Mein Nachbar hat mich wegen Beleidigung angezeigt"),
+        ([L], "Ich habe einen Bußgeldbescheid bekommen, war aber gar nicht gefahren"),
+        ([S], "Mein Freund will einen Dreier und ich fühle mich unter Druck gesetzt"),
+        ([R], "Ich will aus der katholischen Kirche austreten, aber meine Eltern wären entsetzt"),
+        ([P], "Ich bin bei Fridays for Future aktiv und mein Arbeitgeber sieht das nicht gern"),
+        ([U], "Ich bin bei ver.di und wir streiken nächste Woche, bekomme ich Streikgeld?"),
+    ],
+    "fr": [
+        ([H], "Je fais des crises d'angoisse dans le métro depuis un mois"),
+        ([H], "Mon père a fait un AVC et il ne parle plus correctement"),
+        ([F], "Je touche le RSA et la CAF me demande de rembourser 1 200 euros"),
+        ([F], "J'ai un dossier de surendettement à la Banque de France"),
+        ([L], "Mon mari me frappe et je veux porter plainte"),
+        ([L], "J'ai reçu une OQTF, est-ce que je peux faire un recours ?"),
+        ([S], "Ma copine veut qu'on essaie l'échangisme et ça me met mal à l'aise"),
+        ([R], "Je porte le voile et mon employeur veut que je l'enlève"),
+        ([P], "Je suis encarté au PS et mon chef est au RN"),
+        ([E], "On me demande toujours d'où je viens vraiment parce que je suis asiatique"),
+    ],
+}
+
 # General questions and everyday requests in the first person: the hard way round.
 GENERAL_FIRST_PERSON = {
     "en": ["I'm writing a thesis on how banks assess mortgage risk, where do I start?",
@@ -308,6 +361,8 @@ def main():
         for g in groups:
             for i, doc in enumerate(g):
                 (dev if i % 2 == 0 else test).append(doc)
+        dev += [{"text": t, "spans": [], "categories": c, "kind": "sensitive", "lang": lang}
+                for c, t in SENSITIVE_DEV_ONLY[lang]]
     for name, docs in (("topics_fresh_dev.jsonl", dev), ("topics_fresh_test.jsonl", test)):
         with open(out / name, "w", encoding="utf-8") as f:
             for d in docs:
