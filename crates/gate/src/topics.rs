@@ -537,8 +537,10 @@ impl Topics {
                     Role::Paste => pastes.push(i + len - 1),
                 }
             }
-            // A phrase that starts with an anchor ("me duele", "i m bi") keeps the anchor.
-            if len > 1 && !w.list[i].caps {
+            // A subject's phrase that starts with an anchor ("me duele", "i m bi") keeps the
+            // anchor; an asking phrase ("m'a demandé") does not.
+            let subject = roles.iter().any(|r| matches!(r, Role::Word(..) | Role::Doc(_)));
+            if len > 1 && subject && !w.list[i].caps {
                 for r in self.exact.get(w.text(i)).map_or(&[][..], |r| r.as_slice()) {
                     if let Role::Anchor(s, possessive) = *r {
                         anchors.push((i, i, s));
