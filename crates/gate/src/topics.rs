@@ -120,10 +120,18 @@ enum Role {
     Paste,
 }
 
+/// A word's or a phrase's roles, and the length in words of the longest phrase that it starts
+/// (0: none).
+#[derive(Clone, Default)]
+struct Entry {
+    roles: Vec<Role>,
+    phrase: usize,
+}
+
 /// The lexicon, compiled.
 pub struct Topics {
-    /// Whole words and phrases ("blood test", words joined by one space) → roles.
-    exact: HashMap<Box<str>, Vec<Role>, BuildHasherDefault<Fnv>>,
+    /// Whole words and phrases ("blood test", words joined by one space).
+    exact: HashMap<Box<str>, Entry, BuildHasherDefault<Fnv>>,
     /// Stems (`blut*`) → roles.
     stems: HashMap<Box<str>, Vec<Role>, BuildHasherDefault<Fnv>>,
     stem_lens: (usize, usize),
@@ -131,10 +139,8 @@ pub struct Topics {
     stem_heads: std::collections::HashSet<Box<str>, BuildHasherDefault<Fnv>>,
     /// Endings (`*itis`, `*statin`) → roles; a word must be `SUFFIX_ROOM` bytes longer.
     suffixes: Vec<(Box<str>, Vec<Role>)>,
-    /// The last two bytes of every ending (`tail`'s index): a word that ends otherwise has none.
-    suffix_tails: Vec<bool>,
-    /// First words of phrases, with the longest phrase's length in words.
-    phrase_heads: HashMap<Box<str>, usize, BuildHasherDefault<Fnv>>,
+    /// The endings by their last two bytes (`tail`), in the lexicon's order.
+    suffix_tails: HashMap<usize, Vec<usize>, BuildHasherDefault<Fnv>>,
 }
 
 impl Default for Topics {
@@ -158,7 +164,6 @@ impl Clone for Topics {
             stem_heads: self.stem_heads.clone(),
             suffixes: self.suffixes.clone(),
             suffix_tails: self.suffix_tails.clone(),
-            phrase_heads: self.phrase_heads.clone(),
         }
     }
 }
@@ -352,8 +357,7 @@ impl Topics {
             stem_lens: (usize::MAX, 0),
             stem_heads: Default::default(),
             suffixes: Vec::new(),
-            suffix_tails: vec![false; 1 << 16],
-            phrase_heads: HashMap::default(),
+            suffix_tails: HashMap::default(),
         };
         let mut roles: Vec<Role> = Vec::new();
         let mut scratch = Words::default();
@@ -393,20 +397,19 @@ impl Topics {
                     return Err(format!("line {}: {term:?} has no letters", n + 1));
                 }
                 let key = parts.join(" ");
-                let map = if stem {
+                let entry = if stem {
                     if parts.len() > 1 {
                         return Err(format!("line {}: a stem is one word: {term:?}", n + 1));
                     }
                     t.stem_lens = (t.stem_lens.0.min(key.len()), t.stem_lens.1.max(key.len()));
-                    &mut t.stems
+                    t.stems.entry(key.into_boxed_str()).or_default()
                 } else {
                     if parts.len() > 1 {
-                        let h = t.phrase_heads.entry(parts[0].into()).or_insert(0);
-                        *h = (*h).max(parts.len());
+                        let head = t.exact.entry(parts[0].into()).or_default();
+                        head.phrase = head.phrase.max(parts.len());
                     }
-                    &mut t.exact
+                    &mut t.exact.entry(key.into_boxed_str()).or_default().roles
                 };
-                let entry = map.entry(key.into_boxed_str()).or_default();
                 for r in &roles {
                     if !entry.contains(r) {
                         entry.push(*r);
@@ -416,19 +419,25 @@ impl Topics {
         }
         let lo = t.stem_lens.0;
         t.stem_heads = t.stems.keys().map(|k| k.get(..lo).unwrap_or(k).into()).collect();
-        for (s, _) in &t.suffixes {
+        for (i, (s, _)) in t.suffixes.iter().enumerate() {
             if s.len() < 2 {
                 return Err(format!("the ending {s:?} is shorter than two letters"));
             }
-            t.suffix_tails[tail(s)] = true;
+            t.suffix_tails.entry(tail(s)).or_default().push(i);
         }
         Ok(t)
+    }
+
+    /// The roles of a listed word or phrase.
+    fn word(&self, key: &str) -> Option<&[Role]> {
+        self.exact.get(key).map(|e| e.roles.as_slice()).filter(|r| !r.is_empty())
     }
 
     /// The roles of the longest entry at word `i`, and how many words it takes.
     fn at<'a>(&'a self, w: &Words, i: usize, key: &mut String) -> Option<(usize, &'a [Role])> {
         let first = w.text(i);
-        if let Some(&longest) = self.phrase_heads.get(first) {
+        let entry = self.exact.get(first);
+        if let Some(longest) = entry.map(|e| e.phrase).filter(|&n| n > 1) {
             for len in (2..=longest.min(w.list.len() - i)).rev() {
                 key.clear();
                 key.push_str(first);
@@ -436,37 +445,37 @@ impl Topics {
                     key.push(' ');
                     key.push_str(w.text(k));
                 }
-                if let Some(r) = self.exact.get(key.as_str()) {
+                if let Some(r) = self.word(key) {
                     return Some((len, r));
                 }
             }
         }
-        if let Some(r) = self.exact.get(first) {
-            return Some((1, r));
+        if let Some(e) = entry.filter(|e| !e.roles.is_empty()) {
+            return Some((1, &e.roles));
         }
         let (lo, hi) = self.stem_lens;
         let head = first.get(..lo).is_some_and(|h| self.stem_heads.contains(h));
-        for len in (lo..=hi.min(first.len())).rev().filter(|_| head) {
-            if first.is_char_boundary(len) {
-                if let Some(r) = self.stems.get(&first[..len]) {
+        if head {
+            for len in (lo..=hi.min(first.len())).rev() {
+                if let Some(r) = first.get(..len).and_then(|p| self.stems.get(p)) {
                     return Some((1, r));
                 }
             }
         }
-        if let Some((_, r)) = self
-            .suffixes
-            .iter()
-            .filter(|_| first.len() >= 2 && self.suffix_tails[tail(first)])
-            .find(|(s, _)| first.len() >= s.len() + SUFFIX_ROOM && first.ends_with(&**s))
-        {
-            return Some((1, r.as_slice()));
+        if let Some(endings) = self.suffix_tails.get(&tail(first)) {
+            for &e in endings {
+                let (s, r) = &self.suffixes[e];
+                if first.len() >= s.len() + SUFFIX_ROOM && first.ends_with(&**s) {
+                    return Some((1, r.as_slice()));
+                }
+            }
         }
         // An inflected form of a listed word ("streiken", "inherited", "deudas"): the word less
         // a common ending of the four languages.
         if first.len() >= 6 && first.is_ascii() {
             for ending in INFLECTIONS {
                 if let Some(base) = first.strip_suffix(ending) {
-                    if let Some(r) = self.exact.get(base) {
+                    if let Some(r) = self.word(base) {
                         return Some((1, r));
                     }
                 }
@@ -477,7 +486,7 @@ impl Topics {
             key.clear();
             key.push_str(base);
             key.push('e');
-            if let Some(r) = self.exact.get(key.as_str()).or_else(|| self.exact.get(base).filter(|_| base != first)) {
+            if let Some(r) = self.word(key).or_else(|| self.word(base).filter(|_| base != first)) {
                 return Some((1, r));
             }
         }
@@ -541,7 +550,7 @@ impl Topics {
             // anchor; an asking phrase ("m'a demandé") does not.
             let subject = roles.iter().any(|r| matches!(r, Role::Word(..) | Role::Doc(_)));
             if len > 1 && subject && !w.list[i].caps {
-                for r in self.exact.get(w.text(i)).map_or(&[][..], |r| r.as_slice()) {
+                for r in self.word(w.text(i)).unwrap_or_default() {
                     if let Role::Anchor(s, possessive) = *r {
                         anchors.push((i, i, s));
                         if possessive {
@@ -662,10 +671,9 @@ impl Topics {
     }
 }
 
-/// The last two bytes of `s` (two or more bytes long) as one index.
+/// The last two bytes of `s` as one index (a shorter `s`: its bytes).
 fn tail(s: &str) -> usize {
-    let b = s.as_bytes();
-    (b[b.len() - 2] as usize) << 8 | b[b.len() - 1] as usize
+    s.bytes().rev().take(2).fold(0, |acc, b| acc << 8 | b as usize)
 }
 
 /// A section header's roles.
