@@ -284,6 +284,58 @@ SENSITIVE_DEV_ONLY = {
     ],
 }
 
+# A second round for the dev half, written after the first was tuned on.
+SENSITIVE_DEV_ONLY_2 = {
+    "en": [
+        ([H], "My knee surgery is next Tuesday and I'm terrified of the anaesthesia"),
+        ([H], "Is it bad that I've been taking double my Adderall dose to study?"),
+        ([H], "my toddler has had a 40 degree temperature since last night"),
+        ([F], "I owe my brother 3 grand and he keeps bringing it up at family dinners"),
+        ([F], "The bank froze my account after a big transfer from my dad"),
+        ([L], "My landlord is evicting us and we have 30 days, what are my rights?"),
+        ([L], "I'm on parole and my officer wants to search my phone"),
+        ([S], "I've never had sex and I'm 29, is something wrong with me?"),
+        ([P], "I donated to the Bernie campaign and now my conservative boss found out"),
+        ([B], "The police took my DNA swab after the arrest, can I get it deleted?"),
+    ],
+    "es": [
+        ([H], "Me han diagnosticado fibromialgia y no sé cómo explicárselo a mi jefe"),
+        ([H], "Llevo tres días vomitando y no retengo ni el agua"),
+        ([H], "Mi hermana se autolesiona y no sé cómo ayudarla"),
+        ([F], "Cobro en negro y no sé cómo declarar lo que gano"),
+        ([F], "Me han embargado la cuenta por una deuda de hace años"),
+        ([L], "Me han puesto una orden de alejamiento y no entiendo por qué"),
+        ([L], "Mi permiso de trabajo caduca en mayo y la empresa no quiere renovarlo"),
+        ([S], "Soy asexual y mi pareja no lo entiende"),
+        ([R], "Soy testigo de Jehová y necesito una operación sin transfusión"),
+        ([U], "El sindicato me ha pedido que sea delegado y temo represalias"),
+    ],
+    "de": [
+        ([H], "Ich habe Knoten in der Brust ertastet und der Termin ist erst in sechs Wochen"),
+        ([H], "Seit der Geburt meines Sohnes bin ich nur noch traurig und gereizt"),
+        ([H], "Mein Vater ist dement und erkennt meine Mutter nicht mehr"),
+        ([F], "Ich habe meine Kreditkarte überzogen und die Bank will 18 Prozent Zinsen"),
+        ([F], "Mein Arbeitgeber zahlt mir nur den Mindestlohn, obwohl ich Überstunden mache"),
+        ([L], "Ich habe einen Unfall mit Fahrerflucht verursacht und habe Angst"),
+        ([L], "Mein Aufenthaltsstatus hängt an meiner Ehe und wir wollen uns trennen"),
+        ([S], "Ich habe mich in meine beste Freundin verliebt und bin selbst eine Frau"),
+        ([R], "Ich bin Zeuge Jehovas und meine Kinder sollen keine Bluttransfusion bekommen"),
+        ([E], "Als Schwarzer werde ich an der Grenze immer rausgewunken"),
+    ],
+    "fr": [
+        ([H], "J'ai des vertiges dès que je me lève, mon cardiologue ne trouve rien"),
+        ([H], "Ma fille de 15 ans se fait vomir après les repas"),
+        ([H], "Je bois une bouteille de vin par soir et je n'arrive pas à arrêter"),
+        ([F], "Je n'arrive plus à rembourser mon crédit auto et j'ai reçu une mise en demeure"),
+        ([F], "Mon conjoint contrôle tout mon argent et me donne 20 euros par semaine"),
+        ([L], "Je suis en procédure de divorce et mon mari a vidé le compte joint"),
+        ([L], "Je travaille sans papiers dans un restaurant, est-ce que je peux être régularisé ?"),
+        ([S], "Je suis attirée par les femmes depuis toujours et j'ai 45 ans"),
+        ([R], "Je suis musulmane convertie et ma mère ne l'accepte pas"),
+        ([E], "Au travail on m'appelle 'la Chinoise' alors que je suis vietnamienne"),
+    ],
+}
+
 # General questions and everyday requests in the first person: the hard way round.
 GENERAL_FIRST_PERSON = {
     "en": ["I'm writing a thesis on how banks assess mortgage risk, where do I start?",
@@ -362,7 +414,7 @@ def main():
             for i, doc in enumerate(g):
                 (dev if i % 2 == 0 else test).append(doc)
         dev += [{"text": t, "spans": [], "categories": c, "kind": "sensitive", "lang": lang}
-                for c, t in SENSITIVE_DEV_ONLY[lang]]
+                for c, t in SENSITIVE_DEV_ONLY[lang] + SENSITIVE_DEV_ONLY_2[lang]]
     for name, docs in (("topics_fresh_dev.jsonl", dev), ("topics_fresh_test.jsonl", test)):
         with open(out / name, "w", encoding="utf-8") as f:
             for d in docs:
