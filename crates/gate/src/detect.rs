@@ -585,6 +585,8 @@ mod tests {
     fn names_and_addresses() {
         one("Please forward this to Jennifer Martinez.", "Jennifer Martinez", "PERSON");
         one("Dear Dr. Hopkins, thanks", "Hopkins", "PERSON");
+        one("Noah O'Connor's test came back", "Noah O'Connor", "PERSON");
+        one("Der Gentest von Dieter Hoffmann zeigt ein Risiko.", "Dieter Hoffmann", "PERSON");
         one(
             "I live at 1600 Pennsylvania Avenue, Washington, DC 20500",
             "1600 Pennsylvania Avenue, Washington, DC 20500",

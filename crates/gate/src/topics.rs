@@ -8,11 +8,14 @@
 //! with a weight, and anchors, the words that make a subject someone's own ("my", "ich", "j'",
 //! "nuestro"). A category word counts as much as the nearest anchor of its sentence binds it
 //! (closer binds more; a general-knowledge word such as "how" between them unbinds), or of the
-//! sentence before, or of the whole text when the text is a record (label: value lines), carries
-//! identifiers (a name, an e-mail…) or is a pasted document ("here is my payslip:"). A category's
-//! score is `1 - Π(1 - weight × binding)` over its words; it is reported from `THRESHOLD` up.
-//! Writing and fiction cues ("a story where", "my essay on") weaken far and third-person anchors.
-//! Deterministic, no allocation per word beyond the word list, a few µs per KB.
+//! sentence before, or of the whole text when the text is a record (label: value lines, or lines
+//! of a few words and a number: lab values, a statement's rows), carries identifiers (a name, an
+//! e-mail…) or is a pasted document ("here is my payslip:", or a document's name heading a text of
+//! several lines). A category's score is `1 - Π(1 - weight × binding)` over its words; it is
+//! reported from `THRESHOLD` up, or, when none reaches it, from `COMBINED` for two weak
+//! categories together. Writing, fiction and professional cues ("a story where", "my essay on",
+//! "I'm a nurse") weaken far and third-person anchors. Deterministic, no allocation per word
+//! beyond the word list; a few hash look-ups a word (about 40 µs per KB in release builds).
 
 use crate::detect::Fnv;
 use crate::{EntityType, Span};
@@ -98,6 +101,10 @@ pub struct Topic {
 /// A category is reported from this score up.
 pub const THRESHOLD: f32 = 0.55;
 
+/// Two or more categories, each short of `THRESHOLD`, whose scores together reach this report the
+/// strongest of them.
+pub const COMBINED: f32 = 0.6;
+
 /// The shipped lexicon: written by hand (four languages, every category), and HEALTH words from
 /// the ICD-10 titles (English; made by scripts/gate/make_topic_lexicon.py).
 pub const LEXICON: &str = include_str!("../data/topics.txt");
@@ -116,17 +123,27 @@ enum Role {
     Paste,
 }
 
+/// A word's or a phrase's roles, and the length in words of the longest phrase that it starts
+/// (0: none).
+#[derive(Clone, Default)]
+struct Entry {
+    roles: Vec<Role>,
+    phrase: usize,
+}
+
 /// The lexicon, compiled.
 pub struct Topics {
-    /// Whole words and phrases ("blood test", words joined by one space) → roles.
-    exact: HashMap<Box<str>, Vec<Role>, BuildHasherDefault<Fnv>>,
+    /// Whole words and phrases ("blood test", words joined by one space).
+    exact: HashMap<Box<str>, Entry, BuildHasherDefault<Fnv>>,
     /// Stems (`blut*`) → roles.
     stems: HashMap<Box<str>, Vec<Role>, BuildHasherDefault<Fnv>>,
     stem_lens: (usize, usize),
+    /// The first `stem_lens.0` bytes of every stem: a word that starts otherwise has none.
+    stem_heads: std::collections::HashSet<Box<str>, BuildHasherDefault<Fnv>>,
     /// Endings (`*itis`, `*statin`) → roles; a word must be `SUFFIX_ROOM` bytes longer.
     suffixes: Vec<(Box<str>, Vec<Role>)>,
-    /// First words of phrases, with the longest phrase's length in words.
-    phrase_heads: HashMap<Box<str>, usize, BuildHasherDefault<Fnv>>,
+    /// The endings by their last two bytes (`tail`), in the lexicon's order.
+    suffix_tails: HashMap<usize, Vec<usize>, BuildHasherDefault<Fnv>>,
 }
 
 impl Default for Topics {
@@ -147,8 +164,9 @@ impl Clone for Topics {
             exact: self.exact.clone(),
             stems: self.stems.clone(),
             stem_lens: self.stem_lens,
+            stem_heads: self.stem_heads.clone(),
             suffixes: self.suffixes.clone(),
-            phrase_heads: self.phrase_heads.clone(),
+            suffix_tails: self.suffix_tails.clone(),
         }
     }
 }
@@ -171,6 +189,12 @@ struct Words {
     record_lines: usize,
     speakers: Vec<String>,
     speaker_lines: usize,
+    /// Lines of a table or a list of values: a few words and a number ("HGB 10.8 L",
+    /// "03/04 SALARY ACME +3,412.00").
+    value_lines: usize,
+    /// Lines with words, and the words of the first of them.
+    lines: usize,
+    first_line_words: usize,
 }
 
 impl Words {
@@ -201,6 +225,9 @@ fn fold_into(word: &str, out: &mut String) {
     }
 }
 
+/// How a chat log names its writer's own lines.
+const SELF_LABELS: &[&str] = &["Me", "I", "Yo", "Ich", "Moi", "Je"];
+
 /// Inflectional endings of English, Spanish, German and French, tried off a word that the lexicon
 /// does not list.
 const INFLECTIONS: &[&str] = &["ing", "ed", "es", "en", "er", "ern", "s", "e", "n", "d"];
@@ -218,19 +245,33 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
     out.speakers.clear();
     out.record_lines = 0;
     out.speaker_lines = 0;
+    out.value_lines = 0;
+    out.lines = 0;
+    out.first_line_words = 0;
     let mut sentence = 0u32;
     let mut chars = 0u32;
     let mut it = text.char_indices().peekable();
     let mut line_start = 0usize;
     let mut line_words = 0usize;
     let check_line = |line: &str, out: &mut Words| {
+        // A chat line's time stamp ("[10:02] Sam: …", "10:02 Sam: …") is not its label.
+        let line = line.trim_start();
+        let line = match line.strip_prefix('[').and_then(|l| l.split_once(']')) {
+            Some((stamp, rest)) if stamp.bytes().all(|b| b.is_ascii_digit() || b == b':') => rest.trim_start(),
+            _ => line.trim_start_matches(|c: char| c.is_ascii_digit() || c == ':'),
+        };
+        let letter_words = line.split_whitespace().filter(|w| w.chars().any(char::is_alphabetic)).count();
         // `Label: value` and `Name: message` lines (labels of one to four words).
-        let Some(colon) = line.find(':') else { return };
+        let Some(colon) = line.find(':') else {
+            if letter_words <= 6 && line.bytes().any(|b| b.is_ascii_digit()) {
+                out.value_lines += 1;
+            }
+            return;
+        };
         let (label, value) = (line[..colon].trim(), line[colon + 1..].trim());
         if value.is_empty() || label.is_empty() || label.len() > 40 || label.split_whitespace().count() > 4 {
             return;
         }
-        let label = label.trim_start_matches(|c: char| c == '[' || c.is_ascii_digit() || c == ']' || c == ' ');
         if !label.starts_with(|c: char| c.is_uppercase()) || value.starts_with("//") {
             return;
         }
@@ -281,6 +322,10 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
                 line_start = i + 1;
                 if line_words > 0 {
                     sentence += 1;
+                    out.lines += 1;
+                    if out.lines == 1 {
+                        out.first_line_words = out.list.len();
+                    }
                 }
                 line_words = 0;
             }
@@ -290,6 +335,12 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
         }
     }
     check_line(&text[line_start..], out);
+    if line_words > 0 {
+        out.lines += 1;
+        if out.lines == 1 {
+            out.first_line_words = out.list.len();
+        }
+    }
 }
 
 impl Topics {
@@ -307,8 +358,9 @@ impl Topics {
             exact: HashMap::default(),
             stems: HashMap::default(),
             stem_lens: (usize::MAX, 0),
+            stem_heads: Default::default(),
             suffixes: Vec::new(),
-            phrase_heads: HashMap::default(),
+            suffix_tails: HashMap::default(),
         };
         let mut roles: Vec<Role> = Vec::new();
         let mut scratch = Words::default();
@@ -348,20 +400,19 @@ impl Topics {
                     return Err(format!("line {}: {term:?} has no letters", n + 1));
                 }
                 let key = parts.join(" ");
-                let map = if stem {
+                let entry = if stem {
                     if parts.len() > 1 {
                         return Err(format!("line {}: a stem is one word: {term:?}", n + 1));
                     }
                     t.stem_lens = (t.stem_lens.0.min(key.len()), t.stem_lens.1.max(key.len()));
-                    &mut t.stems
+                    t.stems.entry(key.into_boxed_str()).or_default()
                 } else {
                     if parts.len() > 1 {
-                        let h = t.phrase_heads.entry(parts[0].into()).or_insert(0);
-                        *h = (*h).max(parts.len());
+                        let head = t.exact.entry(parts[0].into()).or_default();
+                        head.phrase = head.phrase.max(parts.len());
                     }
-                    &mut t.exact
+                    &mut t.exact.entry(key.into_boxed_str()).or_default().roles
                 };
-                let entry = map.entry(key.into_boxed_str()).or_default();
                 for r in &roles {
                     if !entry.contains(r) {
                         entry.push(*r);
@@ -369,13 +420,27 @@ impl Topics {
                 }
             }
         }
+        let lo = t.stem_lens.0;
+        t.stem_heads = t.stems.keys().map(|k| k.get(..lo).unwrap_or(k).into()).collect();
+        for (i, (s, _)) in t.suffixes.iter().enumerate() {
+            if s.len() < 2 {
+                return Err(format!("the ending {s:?} is shorter than two letters"));
+            }
+            t.suffix_tails.entry(tail(s)).or_default().push(i);
+        }
         Ok(t)
+    }
+
+    /// The roles of a listed word or phrase.
+    fn word(&self, key: &str) -> Option<&[Role]> {
+        self.exact.get(key).map(|e| e.roles.as_slice()).filter(|r| !r.is_empty())
     }
 
     /// The roles of the longest entry at word `i`, and how many words it takes.
     fn at<'a>(&'a self, w: &Words, i: usize, key: &mut String) -> Option<(usize, &'a [Role])> {
         let first = w.text(i);
-        if let Some(&longest) = self.phrase_heads.get(first) {
+        let entry = self.exact.get(first);
+        if let Some(longest) = entry.map(|e| e.phrase).filter(|&n| n > 1) {
             for len in (2..=longest.min(w.list.len() - i)).rev() {
                 key.clear();
                 key.push_str(first);
@@ -383,36 +448,49 @@ impl Topics {
                     key.push(' ');
                     key.push_str(w.text(k));
                 }
-                if let Some(r) = self.exact.get(key.as_str()) {
+                if let Some(r) = self.word(key) {
                     return Some((len, r));
                 }
             }
         }
-        if let Some(r) = self.exact.get(first) {
-            return Some((1, r));
+        if let Some(e) = entry.filter(|e| !e.roles.is_empty()) {
+            return Some((1, &e.roles));
         }
         let (lo, hi) = self.stem_lens;
-        for len in (lo..=hi.min(first.len())).rev() {
-            if first.is_char_boundary(len) {
-                if let Some(r) = self.stems.get(&first[..len]) {
+        let head = first.get(..lo).is_some_and(|h| self.stem_heads.contains(h));
+        if head {
+            for len in (lo..=hi.min(first.len())).rev() {
+                if let Some(r) = first.get(..len).and_then(|p| self.stems.get(p)) {
                     return Some((1, r));
                 }
             }
         }
-        if let Some((_, r)) =
-            self.suffixes.iter().find(|(s, _)| first.len() >= s.len() + SUFFIX_ROOM && first.ends_with(&**s))
-        {
-            return Some((1, r.as_slice()));
+        if let Some(endings) = self.suffix_tails.get(&tail(first)) {
+            for &e in endings {
+                let (s, r) = &self.suffixes[e];
+                if first.len() >= s.len() + SUFFIX_ROOM && first.ends_with(&**s) {
+                    return Some((1, r.as_slice()));
+                }
+            }
         }
         // An inflected form of a listed word ("streiken", "inherited", "deudas"): the word less
         // a common ending of the four languages.
         if first.len() >= 6 && first.is_ascii() {
             for ending in INFLECTIONS {
                 if let Some(base) = first.strip_suffix(ending) {
-                    if let Some(r) = self.exact.get(base) {
+                    if let Some(r) = self.word(base) {
                         return Some((1, r));
                     }
                 }
+            }
+            // A drug's or a condition's name as another language writes it: "Sertralin",
+            // "prednisona", "ibuprofeno" for the listed "sertraline", "prednisone", "ibuprofen".
+            let base = first.strip_suffix(['a', 'o']).unwrap_or(first);
+            key.clear();
+            key.push_str(base);
+            key.push('e');
+            if let Some(r) = self.word(key).or_else(|| self.word(base).filter(|_| base != first)) {
+                return Some((1, r));
             }
         }
         None
@@ -435,7 +513,7 @@ impl Topics {
 
     fn classify_in(&self, text: &str, spans: &[Span], w: &mut Words, key: &mut String) -> Vec<Topic> {
         let names = crate::detect::names();
-        words(text, |label| names.kind(label) & crate::detect::FIRST != 0 || label == "Me", w);
+        words(text, |label| names.kind(label) & crate::detect::FIRST != 0 || SELF_LABELS.contains(&label), w);
         // What each word is.
         let mut terms: Vec<(usize, usize, Category, f32)> = Vec::new(); // first word, words, category, weight
         let mut anchors: Vec<(usize, usize, f32)> = Vec::new(); // first word, last word, strength
@@ -471,6 +549,19 @@ impl Topics {
                     Role::Paste => pastes.push(i + len - 1),
                 }
             }
+            // A subject's phrase that starts with an anchor ("me duele", "i m bi") keeps the
+            // anchor; an asking phrase ("m'a demandé") does not.
+            let subject = roles.iter().any(|r| matches!(r, Role::Word(..) | Role::Doc(_)));
+            if len > 1 && subject && !w.list[i].caps {
+                for r in self.word(w.text(i)).unwrap_or_default() {
+                    if let Role::Anchor(s, possessive) = *r {
+                        anchors.push((i, i, s));
+                        if possessive {
+                            possessives.push(i);
+                        }
+                    }
+                }
+            }
             i += len;
         }
         // Names bind like third persons; other identifiers make the whole text someone's.
@@ -487,16 +578,18 @@ impl Topics {
             }
         }
         anchors.sort_by_key(|a| a.0);
-        let record = w.record_lines >= 3;
+        let record = w.lines >= 3 && w.record_lines + w.value_lines >= 3;
         if record {
             whole = whole.max(0.8);
         }
-        // A document word bound by a possessive or a paste cue a few words before it.
+        // A document word that heads a text of several lines ("Laborbefund", "NOTICE TO APPEAR").
+        let heading = |d: usize| w.lines >= 3 && d < w.first_line_words;
+        // A document word bound by a possessive or a paste cue a few words before it, or a heading.
         let bound_doc = |&(d, _): &(usize, usize)| {
             let near = |p: usize| {
                 p < d && d - p <= 4 && w.list[p].sentence == w.list[d].sentence && !know.iter().any(|&k| k > p && k < d)
             };
-            possessives.iter().any(|&p| near(p)) || pastes.iter().any(|&p| near(p))
+            possessives.iter().any(|&p| near(p)) || pastes.iter().any(|&p| near(p)) || heading(d)
         };
         let pasted: Vec<(usize, usize)> = docs.iter().copied().filter(bound_doc).collect();
         if !pasted.is_empty() {
@@ -522,9 +615,9 @@ impl Topics {
                 } else if d <= 3 {
                     1.0
                 } else if d <= 8 {
-                    0.75
+                    0.85
                 } else {
-                    0.45
+                    0.65
                 };
                 if same && know.iter().any(|&k| k > from && k < to) {
                     b *= 0.3;
@@ -542,6 +635,15 @@ impl Topics {
                     let (a, b) = (w.list[t].chars.0, w.list[t + len - 1].chars.1);
                     evidence[i].push(Evidence { start: a as usize, end: b as usize });
                 }
+            }
+        }
+        // Subjects that are each short of the threshold but together say a person's matter
+        // ("my husband is Nigerian and gets stopped by the police"): the strongest one counts.
+        if scores.iter().all(|&x| x < THRESHOLD) {
+            let together = 1.0 - scores.iter().filter(|&&x| x >= 0.3).map(|x| 1.0 - x).product::<f32>();
+            let (top, _) = scores.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).expect("ten categories");
+            if together >= COMBINED && scores.iter().filter(|&&x| x >= 0.3).count() >= 2 {
+                scores[top] = THRESHOLD;
             }
         }
         // A private document: named and bound ("here is my payslip"), or shaped as one (a record
@@ -570,6 +672,11 @@ impl Topics {
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.kind.cmp(&b.kind)));
         out
     }
+}
+
+/// The last two bytes of `s` as one index (a shorter `s`: its bytes).
+fn tail(s: &str) -> usize {
+    s.bytes().rev().take(2).fold(0, |acc, b| acc << 8 | b as usize)
 }
 
 /// A section header's roles.
@@ -632,6 +739,39 @@ mod tests {
         assert!(found("Wie funktioniert Insulin im Körper?").is_empty());
         assert!(found("¿Cuáles son los síntomas de la diabetes?").is_empty());
         assert!(found("Qu'est-ce qu'un relevé bancaire ?").is_empty());
+    }
+
+    #[test]
+    fn pasted_layouts() {
+        // A chat log with time stamps, a statement's rows, a letter's heading: no "here is my".
+        let chat = "[10:02] Sam: did you tell anyone?\n[10:03] Me: no, only my sister\n\
+                    [10:03] Sam: please don't, I could lose my job\n[10:05] Me: ok I promise";
+        assert!(found(chat).contains(&"PRIVATE_DOCUMENT"), "{:?}", found(chat));
+        let rows = "Datum  Buchungstext  Betrag\n01.03. Miete  -980,00\n02.03. Gehalt  +2.640,00\n04.03. REWE  -63,12";
+        let r = found(rows);
+        assert!(r.contains(&"FINANCE") && r.contains(&"PRIVATE_DOCUMENT"), "{r:?}");
+        let letter =
+            "NOTICE TO APPEAR\nYou are summoned to appear before the court on 14 May.\nWhat happens if I don't go?";
+        assert!(found(letter).contains(&"PRIVATE_DOCUMENT"), "{:?}", found(letter));
+        // Lines of a recipe are values too, but hold no sensitive subject.
+        assert!(found("Pancakes\n200 g flour\n2 eggs\n300 ml milk\nHow long do I rest the batter?").is_empty());
+    }
+
+    #[test]
+    fn cues_that_generalise() {
+        // A phrase that starts with an anchor keeps it ("me duele").
+        assert_eq!(found("Me duele mucho el pecho al respirar desde ayer"), ["HEALTH"]);
+        // A drug's name as German writes it.
+        assert_eq!(found("Ich nehme seit Wochen Sertralin und bin müde."), ["HEALTH"]);
+        // Two weak subjects together.
+        assert!(!found("My sister is Nigerian and gets stopped by the police every week.").is_empty());
+        // A named person's matter, the name after a particle or with a possessive 's.
+        assert_eq!(found("Der Gentest von Dieter Hoffmann zeigt ein Risiko."), ["BIOMETRIC"]);
+        assert_eq!(found("Noah O'Connor's genetic test showed a risk."), ["BIOMETRIC"]);
+        // First person, general or everyday: a professional's question, a word inside another.
+        assert!(found("I'm a nurse and need a simple way to explain insulin to patients").is_empty());
+        assert!(found("Help me write an email to my landlord about the broken heater.").is_empty());
+        assert!(found("Gib mir ein Rezept für Käsespätzle").is_empty());
     }
 
     #[test]

@@ -5,10 +5,11 @@
 //!
 //! The topic corpus (topics_heldout.jsonl, made by scripts/gate/make_topic_corpus.py from the
 //! held-out half of its templates and words; the lexicon was tuned on topics_dev.jsonl, the other
-//! half): general-knowledge requests flagged ≤ 5 % and everyday requests flagged ≤ 1 %, in each
-//! of the four languages, as the issue asks; sensitive requests kept local and per-category
-//! recall are held at what the lexicon reaches on phrasings it was not tuned on (short of the
-//! issue's 0.95: the bounds below say where it stands, so a change that loses ground fails).
+//! half): sensitive requests kept local ≥ 0.95, general-knowledge requests flagged ≤ 5 % and
+//! everyday requests flagged ≤ 1 %, in each of the four languages, as the issue asks. Its
+//! templates and the lexicon came from one hand, so the fresh corpus (topics_fresh_test.jsonl,
+//! written apart from both by scripts/gate/fresh_topics.py) is the plainer measure: there the
+//! bounds below hold what the lexicon reaches (short of 0.95), so a change that loses ground fails.
 
 use solo_gate::eval::{evaluate, Doc};
 use solo_gate::{Category, Detector, EntityType};
@@ -63,10 +64,13 @@ fn every_type_is_in_the_corpus() {
 }
 
 /// Where the lexicon stands on the held-out topic corpus (see the module comment).
-const KEPT_LOCAL: f64 = 0.80;
-const CATEGORY_RECALL: f64 = 0.45;
+const KEPT_LOCAL: f64 = 0.95;
+const CATEGORY_RECALL: f64 = 0.70;
 /// Names of the held-out half of the corpus's name lists, many in no list of the gate's.
-const TOPIC_PERSON_RECALL: f64 = 0.70;
+const TOPIC_PERSON_RECALL: f64 = 0.80;
+/// Where it stands on the fresh corpus's test half, written apart from the lexicon and the
+/// templates (scripts/gate/fresh_topics.py): short of the 0.95 target.
+const FRESH_KEPT_LOCAL: f64 = 0.85;
 
 #[test]
 fn topic_targets_on_held_out() {
@@ -98,4 +102,21 @@ fn topic_targets_on_held_out() {
     }
     let person = &r.per_type[&EntityType::Person];
     assert!(person.recall() >= TOPIC_PERSON_RECALL && person.precision() >= 0.95, "PERSON\n{table}");
+}
+
+#[test]
+fn topic_targets_on_the_fresh_corpus() {
+    let docs = corpus("topics_fresh_test.jsonl");
+    let r = evaluate(&Detector::new(), &docs);
+    let table = r.table();
+    println!("{table}");
+    let t = &r.topics;
+    assert!(t.kept_local.of >= 80 && t.general_flagged.of >= 50 && t.everyday_flagged.of >= 20, "{table}");
+    assert!(t.kept_local.rate() >= FRESH_KEPT_LOCAL, "{table}");
+    assert!(t.general_flagged.rate() <= 0.05, "{table}");
+    assert!(t.everyday_flagged.hit == 0, "{table}");
+    for lang in ["en", "es", "de", "fr"] {
+        let (k, _, _) = &t.per_lang[lang];
+        assert!(k.of >= 20 && k.rate() >= 0.70, "{lang}\n{table}");
+    }
 }

@@ -22,12 +22,19 @@ impl Detector {
         while i < words.len() {
             // A run of capitalised words (particles like "van der" may join them).
             let mut j = i;
+            let known_at =
+                |k: usize| names.kind(text[words[k].0..words[k].1].trim_end_matches('.')) & (FIRST | LAST) != 0;
             while j + 1 < words.len() {
                 let gap = &text[words[j].1..words[j + 1].0];
                 let particles_ok = || gap.split(' ').filter(|w| !w.is_empty()).all(|w| particles().contains(w));
-                if (gap == " " || gap.len() <= 10 && gap.starts_with(' ') && gap.ends_with(' ') && particles_ok())
-                    && j - i < 4
-                {
+                let particle =
+                    gap != " " && gap.len() <= 10 && gap.starts_with(' ') && gap.ends_with(' ') && particles_ok();
+                if (gap == " " || particle) && j - i < 4 {
+                    if particle && !(i..=j).any(known_at) {
+                        // "Der Gentest von Dieter Hoffmann": the capitalised words before the
+                        // particle hold no name, so the name starts after it.
+                        i = j + 1;
+                    }
                     j += 1;
                 } else {
                     break;
@@ -67,7 +74,8 @@ impl Detector {
                 run_words[k] = w;
                 first[k] = kind & FIRST != 0;
                 last[k] = kind & LAST != 0
-                    || w.contains('-') && w.split('-').all(|p| capitalized(p, |p| names.kind(p) & LAST != 0));
+                    || w.contains('-') && w.split('-').all(|p| capitalized(p, |p| names.kind(p) & LAST != 0))
+                    || w.strip_prefix("O'").is_some_and(|p| p.len() > 1 && names.kind(p) & LAST != 0);
                 common[k] = lowered(x, &|w| names.kind(w) & COMMON != 0);
                 cue[k] = lowered(x, &|w| name_cues().contains(w));
             }
@@ -396,8 +404,8 @@ pub(super) fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
         while j < b.len() {
             // ASCII first: lower-case letters and apostrophes go on, other bytes but `-` stop.
             let c = b[j];
-            // "McAllister": an upper-case letter after "Mc".
-            if c.is_ascii_uppercase() && j == start + 2 && &b[start..j] == b"Mc" {
+            // "McAllister", "O'Connor": an upper-case letter after "Mc" or "O'".
+            if c.is_ascii_uppercase() && j == start + 2 && (&b[start..j] == b"Mc" || b[start + 1] == b'\'') {
                 j += 1;
                 end = j;
                 continue;
@@ -443,6 +451,13 @@ pub(super) fn capitalised_words(text: &str, out: &mut Vec<(usize, usize)>) {
         }
         if next == Some('.') {
             end += 1;
+        }
+        // A possessive ("Smith's", "Smith’s", "Jones'") is not part of the name.
+        for ending in ["'s", "’s", "'"] {
+            if end - start > ending.len() + 1 && text[start..end].ends_with(ending) {
+                end -= ending.len();
+                break;
+            }
         }
         out.push((start, end));
         i = j;
