@@ -469,6 +469,10 @@ impl Backend for CudaModel {
         layers + state.mtp.as_ref().map_or(0, |m| m.bytes())
     }
 
+    fn prefill_chunk(&self) -> usize {
+        PREFILL_CHUNK
+    }
+
     fn can_draft(&self) -> bool {
         self.weights.mtp.is_some()
     }

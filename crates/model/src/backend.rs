@@ -74,6 +74,12 @@ pub trait Backend {
         0
     }
 
+    /// The longest prefill call worth making: longer prompts go in pieces of this many tokens
+    /// (the backend's own limit; callers cut no finer except at their snapshot points).
+    fn prefill_chunk(&self) -> usize {
+        512
+    }
+
     /// Whether `draft` can propose tokens: the checkpoint has an MTP head and this backend runs it.
     fn can_draft(&self) -> bool {
         false

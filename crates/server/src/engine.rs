@@ -116,8 +116,8 @@ pub struct TokenLogprob {
 pub struct EngineConfig {
     /// Token ids that end a reply.
     pub stop_ids: Vec<u32>,
-    /// Longest prefill call, in tokens (bounds activation memory).
-    pub prefill_chunk: usize,
+    /// Longest prefill call, in tokens; `None`: the backend's own (`Backend::prefill_chunk`).
+    pub prefill_chunk: Option<usize>,
     /// MTP drafts per decode step when the backend can draft (`Backend::can_draft`); 0: off.
     pub speculate: usize,
     /// A prompt snapshot every this many tokens.

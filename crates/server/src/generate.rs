@@ -39,7 +39,8 @@ pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: 
     // Prefill the rest, cut at chunk and snapshot boundaries.
     let interval = cx.config.snapshot_interval.max(1);
     let mut pos = cached;
-    for end in prefill_cuts(cached, prompt.len(), &job.snapshot_points, interval, cx.config.prefill_chunk) {
+    let chunk = cx.config.prefill_chunk.unwrap_or_else(|| cx.backend.prefill_chunk());
+    for end in prefill_cuts(cached, prompt.len(), &job.snapshot_points, interval, chunk) {
         if abandoned_before_generation(cx, job) {
             return Ok(());
         }

@@ -67,7 +67,9 @@ pub struct ServerConfig {
     pub cache_bytes: usize,
     /// Snapshot the state every this many prompt tokens (besides message boundaries).
     pub snapshot_interval: usize,
-    pub prefill_chunk: usize,
+    /// Longest prefill call, in tokens; `None` (the default): the backend's own chunk, so a
+    /// prompt is cut only at snapshot points and where the backend needs it.
+    pub prefill_chunk: Option<usize>,
     /// MTP drafts per decode step (speculative decoding) when the backend can draft; 0: off.
     pub speculate: usize,
     /// The privacy gate and hybrid router (see [`hybrid`]).
@@ -90,7 +92,7 @@ impl ServerConfig {
             cache_entries: 64,
             cache_bytes: 8 << 30,
             snapshot_interval: 2048,
-            prefill_chunk: 512,
+            prefill_chunk: None,
             speculate: 0,
             hybrid: None,
         }
@@ -150,7 +152,7 @@ where
     let metrics = Arc::new(Metrics::new());
     let engine_config = EngineConfig {
         stop_ids: text.stop_ids.clone(),
-        prefill_chunk: config.prefill_chunk.max(1),
+        prefill_chunk: config.prefill_chunk.map(|c| c.max(1)),
         speculate: config.speculate,
         snapshot_interval: config.snapshot_interval.max(1),
         cache_entries: config.cache_entries,

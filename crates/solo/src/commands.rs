@@ -14,9 +14,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// Tokens per prefill call when a command feeds a long input (bounds the activations' memory).
-const PREFILL_CHUNK: usize = 512;
-
 /// Longest sequence the CUDA backend allocates KV cache for in these commands.
 const CUDA_MAX_SEQ: usize = 32_768;
 
@@ -183,10 +180,10 @@ fn generate<B: Backend>(
     Ok(())
 }
 
-/// Prefills `tokens` in chunks; returns the last token's logits.
+/// Prefills `tokens` in the backend's own chunks; returns the last token's logits.
 fn prefill_chunked<B: Backend>(model: &B, state: &mut B::State, tokens: &[u32]) -> Result<Vec<f32>> {
     let mut last = Vec::new();
-    for chunk in tokens.chunks(PREFILL_CHUNK) {
+    for chunk in tokens.chunks(model.prefill_chunk()) {
         last = model.prefill(state, chunk, Logits::Last)?;
     }
     Ok(last)
@@ -284,10 +281,12 @@ fn mean_nll<B: Backend>(model: &B, tokens: &[u32]) -> Result<f64> {
     let mut state = model.new_state()?;
     let mut nll_sum = 0.0f64;
     // Row i of each chunk's logits predicts the token after chunk[i].
-    for (c, chunk) in tokens.chunks(PREFILL_CHUNK).enumerate() {
+    // Every row's logits come back ([chunk, vocab] f32: 0.5 GB at 512 tokens of the real vocabulary).
+    let step = model.prefill_chunk().min(512);
+    for (c, chunk) in tokens.chunks(step).enumerate() {
         let rows = model.prefill(&mut state, chunk, Logits::All)?;
         for (i, row) in rows.chunks(vocab).enumerate() {
-            if let Some(&next) = tokens.get(c * PREFILL_CHUNK + i + 1) {
+            if let Some(&next) = tokens.get(c * step + i + 1) {
                 nll_sum += negative_log_likelihood(row, next);
             }
         }
