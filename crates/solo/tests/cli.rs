@@ -299,9 +299,24 @@ fn the_demo_checkpoint_answers_the_readme_prompt_in_words() {
         let out = solo_env(&args, &env).ok();
         assert!(out.stdout.contains("black and white"), "think {think}: {}", out.stdout);
     }
-    // The MTP head ships with it (solo's loader skips it today).
-    let weights = std::fs::read(cache.path().join("demo-v2/model.safetensors")).unwrap();
-    assert!(weights.windows(13).any(|w| w == b"mtp.fc.weight"), "no mtp.* tensors in the demo checkpoint");
+}
+
+/// `--speculate 3` on the demo (its MTP head is trained): the same greedy reply, and the summary
+/// line counts the drafts accepted.
+#[test]
+fn speculation_gives_the_same_reply_and_reports_acceptance() {
+    let cache = tempfile::tempdir().unwrap();
+    let hub = tempfile::tempdir().unwrap();
+    let env = [("SOLO_CACHE", cache.path()), ("HF_HUB_CACHE", hub.path())];
+    let args = ["run", "--prompt", "Name the two colors of a chessboard.", "--max-tokens", "40", "--temperature", "0"];
+    let plain = solo_env(&args, &env).ok();
+    let mut spec_args = args.to_vec();
+    spec_args.extend(["--speculate", "3"]);
+    let spec = solo_env(&spec_args, &env).ok();
+    assert_eq!(spec.stdout, plain.stdout);
+    let line = spec.stderr.lines().last().unwrap_or_default();
+    assert!(line.contains("3 drafts per step:") && line.contains("tokens per step"), "{line}");
+    assert!(!plain.stderr.contains("drafts per step"), "{}", plain.stderr);
 }
 
 // ---- bad input ----------------------------------------------------------------------------------
