@@ -29,6 +29,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import Qwen3_5MoeConfig
+from make_fixtures import read_dir_tensors
 from transformers.models.qwen3_5_moe.modeling_qwen3_5_moe import (
     Qwen3_5MoeDecoderLayer,
     Qwen3_5MoeRMSNorm,
@@ -37,15 +38,6 @@ from transformers.models.qwen3_5_moe.modeling_qwen3_5_moe import (
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NAMES = ["tiny-a", "tiny-b", "tiny-fp8"]
-
-
-def checkpoint_tensors(d: Path) -> dict[str, torch.Tensor]:
-    out = {}
-    for f in sorted(d.glob("model*.safetensors")):
-        with safe_open(str(f), "pt") as st:
-            for k in st.keys():
-                out[k] = st.get_tensor(k)
-    return out
 
 
 def dense(t: dict[str, torch.Tensor], name: str) -> torch.Tensor:
@@ -81,7 +73,7 @@ def main() -> None:
         cfg = Qwen3_5MoeConfig(**json.loads((d / "config.json").read_text())).text_config
         cfg._attn_implementation = "eager"
         cfg._experts_implementation = "eager"
-        t = checkpoint_tensors(d)
+        t = read_dir_tensors(d)  # the checkpoint (and the reference files beside it, unused)
         with safe_open(str(d / "hf_reference.safetensors"), "pt") as st:
             tokens = st.get_tensor("tokens")
             h = st.get_tensor("hidden_states")[-1]  # [T, H]: after the final norm
