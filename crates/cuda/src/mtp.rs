@@ -30,7 +30,7 @@ use solo_model::sampler::Sampler;
 use solo_model::Draft;
 
 /// Most tokens one verify step takes (drafts + 1).
-pub const MAX_VERIFY: usize = 16;
+pub const MAX_VERIFY: usize = solo_model::speculative::MAX_DRAFTS + 1;
 
 /// The head's buffers, sized for `rows` pairs per pass (a prefill chunk).
 pub struct MtpIo {

@@ -24,6 +24,9 @@ use crate::backend::{Backend, Draft};
 use crate::sampler::Sampler;
 use anyhow::{ensure, Result};
 
+/// Most drafts per round a caller may ask for (a verify step takes drafts + 1 tokens).
+pub const MAX_DRAFTS: usize = 15;
+
 /// What one round emits.
 #[derive(Clone, Debug)]
 pub struct Round {

@@ -153,7 +153,7 @@ where
     let engine_config = EngineConfig {
         stop_ids: text.stop_ids.clone(),
         prefill_chunk: config.prefill_chunk.map(|c| c.max(1)),
-        speculate: config.speculate,
+        speculate: config.speculate.min(solo_model::speculative::MAX_DRAFTS),
         snapshot_interval: config.snapshot_interval.max(1),
         cache_entries: config.cache_entries,
         cache_bytes: config.cache_bytes,

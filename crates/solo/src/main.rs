@@ -54,8 +54,8 @@ enum Command {
         backend: BackendChoice,
         /// Draft tokens per step from the checkpoint's MTP head (speculative decoding: several
         /// tokens per verify step, distributed as without; greedy, the same tokens on the CPU).
-        /// 0, the default, turns it off.
-        #[arg(long, default_value_t = 0)]
+        /// 0, the default, turns it off; at most 15.
+        #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=solo_model::speculative::MAX_DRAFTS as u64))]
         speculate: usize,
     },
     /// Print the logits of every position as JSON `{"logits": [[...], ...]}` (row i predicts token i+1).
@@ -118,9 +118,9 @@ enum Command {
         #[arg(long)]
         kernels: bool,
         /// Also time speculative decoding with K MTP drafts per step. Random weights predict
-        /// nothing, so the drafts are replayed from the plain greedy sequence (`--accept`); the
-        /// MTP head still runs each step, so its cost is real.
-        #[arg(long, default_value_t = 0)]
+        /// nothing, so each step's acceptance is replayed (`--accept`); the head's drafts, the
+        /// verify and the roll-back run as they would, so their cost is real.
+        #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=solo_model::speculative::MAX_DRAFTS as u64))]
         speculate: usize,
         /// With --speculate: the mean accepted length (tokens per verify step, 1 ..= K + 1) the
         /// replayed drafts aim at.

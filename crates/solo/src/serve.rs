@@ -36,8 +36,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 600)]
     request_timeout: u64,
     /// MTP drafts per decode step (speculative decoding; replies distributed as without). 0, the
-    /// default, turns it off; ignored when the checkpoint has no MTP head.
-    #[arg(long, default_value_t = 0)]
+    /// default, turns it off; ignored when the checkpoint has no MTP head; at most 15.
+    #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=solo_model::speculative::MAX_DRAFTS as u64))]
     speculate: usize,
     /// Memory for the prefix cache's state snapshots, in MiB (0 turns it off).
     #[arg(long, default_value_t = 8192)]
