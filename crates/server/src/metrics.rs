@@ -59,55 +59,24 @@ impl Metrics {
         for ((route, status), n) in self.requests.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             let _ = writeln!(out, "solo_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}");
         }
-        counter(
-            &mut out,
-            "solo_prompt_tokens_total",
-            "Prompt tokens of admitted requests.",
-            self.prompt_tokens.load(Relaxed),
-        );
-        counter(&mut out, "solo_completion_tokens_total", "Generated tokens.", self.completion_tokens.load(Relaxed));
-        counter(
-            &mut out,
-            "solo_cached_prompt_tokens_total",
-            "Prompt tokens served from the prefix cache.",
-            self.cached_prompt_tokens.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "solo_prefix_cache_hits_total",
-            "Requests that resumed from a cached state.",
-            self.cache_hits.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "solo_prefix_cache_misses_total",
-            "Requests that prefilled from scratch.",
-            self.cache_misses.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "solo_requests_cancelled_total",
-            "Generations stopped because the client disconnected.",
-            self.cancelled.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "solo_requests_timed_out_total",
-            "Requests that ran past the per-request timeout.",
-            self.timeouts.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "solo_draft_tokens_total",
-            "Tokens the MTP head drafted (speculative decoding).",
-            self.draft_tokens.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "solo_accepted_draft_tokens_total",
-            "Drafted tokens the model accepted.",
-            self.accepted_tokens.load(Relaxed),
-        );
+        let counters = [
+            ("solo_prompt_tokens_total", "Prompt tokens of admitted requests.", &self.prompt_tokens),
+            ("solo_completion_tokens_total", "Generated tokens.", &self.completion_tokens),
+            (
+                "solo_cached_prompt_tokens_total",
+                "Prompt tokens served from the prefix cache.",
+                &self.cached_prompt_tokens,
+            ),
+            ("solo_prefix_cache_hits_total", "Requests that resumed from a cached state.", &self.cache_hits),
+            ("solo_prefix_cache_misses_total", "Requests that prefilled from scratch.", &self.cache_misses),
+            ("solo_requests_cancelled_total", "Generations stopped because the client disconnected.", &self.cancelled),
+            ("solo_requests_timed_out_total", "Requests that ran past the per-request timeout.", &self.timeouts),
+            ("solo_draft_tokens_total", "Tokens the MTP head drafted (speculative decoding).", &self.draft_tokens),
+            ("solo_accepted_draft_tokens_total", "Drafted tokens the model accepted.", &self.accepted_tokens),
+        ];
+        for (name, help, v) in counters {
+            counter(&mut out, name, help, v.load(Relaxed));
+        }
         gauge(
             &mut out,
             "solo_prefix_cache_entries",

@@ -89,28 +89,11 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
         norm.len
     );
     if let Some(scales) = w.fp8_scales {
-        return gemv_fp8_cu::gemv_norm_fp8(
-            gpu,
-            Launch::new(gemv_blocks(gpu), 256, FP8_GEMV_SHARED),
-            w.ptr,
-            scales,
-            h,
-            norm.ptr,
-            y,
-            w.rows as i32,
-            eps,
-        );
+        let launch = Launch::new(gemv_blocks(gpu), 256, FP8_GEMV_SHARED);
+        return gemv_fp8_cu::gemv_norm_fp8(gpu, launch, w.ptr, scales, h, norm.ptr, y, w.rows as i32, eps);
     }
-    gemv_cu::gemv_norm_bf16(
-        gpu,
-        Launch::new(gemv_blocks(gpu), 256, gemv_shared_bytes(w.cols)),
-        w.ptr,
-        h,
-        norm.ptr,
-        y,
-        w.rows as i32,
-        eps,
-    )
+    let launch = Launch::new(gemv_blocks(gpu), 256, gemv_shared_bytes(w.cols));
+    gemv_cu::gemv_norm_bf16(gpu, launch, w.ptr, h, norm.ptr, y, w.rows as i32, eps)
 }
 
 /// `gemv_norm` for the GDN decode step's in-projection w (12352 rows: qkv | z | b | a) with the
@@ -162,19 +145,9 @@ pub fn gemv_norm_conv(
         w.cols,
         norm.len
     );
-    gemv_cu::gemv_norm_conv_bf16(
-        gpu,
-        Launch::new(gemv_blocks(gpu), 256, gemv_shared_bytes(w.cols)),
-        w.ptr,
-        h,
-        norm.ptr,
-        y,
-        w.rows as i32,
-        eps,
-        conv_state,
-        taps,
-        mixed,
-    )
+    let launch = Launch::new(gemv_blocks(gpu), 256, gemv_shared_bytes(w.cols));
+    let rows = w.rows as i32;
+    gemv_cu::gemv_norm_conv_bf16(gpu, launch, w.ptr, h, norm.ptr, y, rows, eps, conv_state, taps, mixed)
 }
 
 /// out (bf16, `w.rows × w.cols`) = the FP8 matrix w dequantised (w = q · s, rounded to bf16):
