@@ -1,18 +1,23 @@
 //! The engine thread: it alone owns the backend (and so the GPU, once there is one). HTTP handlers
 //! hand it jobs through a bounded queue and read each job's events from the job's own channel.
 //!
-//! Jobs run one at a time, in arrival order. A job whose client has gone (its event receiver was
-//! dropped) is skipped, or stopped at its next token. A panic inside a job is caught: the job
-//! fails with a 500 and the engine carries on with an empty prefix cache.
+//! Up to `max_batch` jobs run at once, admitted in arrival order: each step gives every running
+//! sequence one step of its own (a piece of its prompt's prefill, or one token: `generate`), so a
+//! new request starts at the next step and a long prompt holds the others up by one prefill piece
+//! at a time. A sequence that finishes, times out or whose client left (its event receiver was
+//! dropped) leaves at its next step. A job the backend has no memory for waits until a running
+//! one leaves (alone, it fails with a 500). A panic inside a step is caught: that job fails with a
+//! 500 and the engine carries on with an empty prefix cache.
 
 use crate::error::ApiError;
-use crate::generate;
+use crate::generate::{Progress, Sequence, Start};
 use crate::metrics::Metrics;
 use crate::prefix_cache::PrefixCache;
 use anyhow::Result;
 use solo_model::sampling::Extras;
 use solo_model::{Backend, ModelConfig};
 use solo_text::Tokenizer;
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -120,6 +125,8 @@ pub struct EngineConfig {
     pub prefill_chunk: Option<usize>,
     /// MTP drafts per decode step when the backend can draft (`Backend::can_draft`); 0: off.
     pub speculate: usize,
+    /// Most sequences running at once.
+    pub max_batch: usize,
     /// A prompt snapshot every this many tokens.
     pub snapshot_interval: usize,
     pub cache_entries: usize,
@@ -189,25 +196,87 @@ where
         let metrics = engine_metrics;
         let mut cache = PrefixCache::new(config.cache_entries, config.cache_bytes);
         let cx = Context { backend: &backend, tokenizer: &tokenizer, config: &config, metrics: &metrics };
-        while let Some(job) = queue.blocking_recv() {
+        schedule(&cx, &mut cache, &mut queue);
+    })?;
+    let model = ready_rx.recv().map_err(|_| anyhow::anyhow!("the engine thread died while loading the model"))??;
+    Ok((EngineHandle { jobs, metrics }, model))
+}
+
+/// The engine's loop: admit, step every running sequence once, repeat; returns when the job
+/// channel closes and nothing is left.
+fn schedule<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, queue: &mut mpsc::Receiver<Job>) {
+    let metrics = cx.metrics;
+    let max_batch = cx.config.max_batch.max(1);
+    // Each with a serial number; `last` is the one the backend last ran a step for.
+    let mut running: Vec<(u64, Box<Sequence<B>>)> = Vec::new();
+    let (mut serial, mut last) = (0u64, None);
+    let mut waiting: VecDeque<Job> = VecDeque::new();
+    let mut open = true;
+    loop {
+        // Jobs leave the channel (so its bound keeps answering 503) only when there is a slot.
+        if open && running.is_empty() && waiting.is_empty() {
+            match queue.blocking_recv() {
+                Some(job) => waiting.push_back(job),
+                None => open = false,
+            }
+        }
+        while open && running.len() + waiting.len() < max_batch {
+            match queue.try_recv() {
+                Ok(job) => waiting.push_back(job),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => open = false,
+            }
+        }
+        while running.len() < max_batch {
+            let Some(job) = waiting.pop_front() else { break };
             metrics.queue_depth.fetch_sub(1, Relaxed);
-            metrics.running.fetch_add(1, Relaxed);
-            match catch_unwind(AssertUnwindSafe(|| generate::run(&cx, &mut cache, &job))) {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
+            match catch_unwind(AssertUnwindSafe(|| Sequence::start(cx, cache, job))) {
+                Ok(Start::Running(seq)) => {
+                    serial += 1;
+                    running.push((serial, seq));
+                }
+                Ok(Start::Abandoned) => {}
+                Ok(Start::NoRoom(job, e)) if running.is_empty() => {
                     let _ = job.events.send(Event::Error(ApiError::internal(&e)));
+                }
+                Ok(Start::NoRoom(job, _)) => {
+                    metrics.queue_depth.fetch_add(1, Relaxed);
+                    waiting.push_front(*job); // again once a running sequence has left
+                    break;
+                }
+                Err(_) => cache.clear(),
+            }
+        }
+        if running.is_empty() {
+            if !open && waiting.is_empty() {
+                return;
+            }
+            continue;
+        }
+        metrics.running.store(running.len() as i64, Relaxed);
+        metrics.batch_size.observe(running.len() as f64);
+        running.retain_mut(|(id, seq)| {
+            let untouched = last == Some(*id);
+            last = Some(*id);
+            match catch_unwind(AssertUnwindSafe(|| seq.step(cx, cache, untouched))) {
+                Ok(Ok(Progress::Running)) => return true,
+                Ok(Ok(Progress::Done)) => {}
+                Ok(Err(e)) => {
+                    let _ = seq.job().events.send(Event::Error(ApiError::internal(&e)));
                 }
                 Err(_) => {
                     // The panic message went to stderr; the cache may hold a half-made entry.
                     cache.clear();
-                    let _ = job.events.send(Event::Error(ApiError::internal(&"the engine panicked during a request")));
+                    let _ = seq
+                        .job()
+                        .events
+                        .send(Event::Error(ApiError::internal(&"the engine panicked during a request")));
                 }
             }
-            metrics.running.fetch_sub(1, Relaxed);
-            metrics.cache_entries.store(cache.len() as u64, Relaxed);
-            metrics.cache_bytes.store(cache.bytes() as u64, Relaxed);
-        }
-    })?;
-    let model = ready_rx.recv().map_err(|_| anyhow::anyhow!("the engine thread died while loading the model"))??;
-    Ok((EngineHandle { jobs, metrics }, model))
+            false
+        });
+        metrics.running.store(running.len() as i64, Relaxed);
+        metrics.cache_entries.store(cache.len() as u64, Relaxed);
+        metrics.cache_bytes.store(cache.bytes() as u64, Relaxed);
+    }
 }

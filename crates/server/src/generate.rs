@@ -1,7 +1,9 @@
-//! One job on the engine thread: resume from the prefix cache, prefill the rest of the prompt
-//! (taking snapshots on the way), then sample, detokenise and check stop strings token by token
-//! until a stop, `max_tokens`, the deadline or the client's departure; with an MTP head,
-//! several tokens per decode step (speculative decoding).
+//! One request on the engine thread, as a sequence the scheduler (`engine`) steps: resume from
+//! the prefix cache, prefill the rest of the prompt one piece per step (taking snapshots on the
+//! way), then one token per step: sample, detokenise and check stop strings, until a stop,
+//! `max_tokens`, the deadline or the client's departure; with an MTP head, several tokens per
+//! decode step (speculative decoding). A sequence's tokens do not depend on what else runs: its
+//! state, sampler and stream are its own.
 
 use crate::engine::{Context, Event, Finish, Job, Sampling, TokenLogprob};
 use crate::error::ApiError;
@@ -12,197 +14,303 @@ use solo_model::sampler::{self, Sampler, SamplerConfig};
 use solo_model::sampling::{self, Extras};
 use solo_model::speculative;
 use solo_model::{Backend, Logits};
+use solo_text::StreamDecoder;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
-pub fn run<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, job: &Job) -> Result<()> {
-    let metrics = cx.metrics;
-    if abandoned_before_generation(cx, job) {
-        return Ok(());
+/// What a step left the sequence as.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Progress {
+    Running,
+    /// Finished, failed to the client, or abandoned: the scheduler drops it.
+    Done,
+}
+
+/// How `Sequence::start` went.
+pub enum Start<'t, B: Backend> {
+    Running(Box<Sequence<'t, B>>),
+    /// The client left or the deadline passed before anything ran (already answered).
+    Abandoned,
+    /// The backend had no memory for another sequence: the job, to retry once one finishes.
+    NoRoom(Box<Job>, anyhow::Error),
+}
+
+/// One request and everything its token loop keeps.
+pub struct Sequence<'t, B: Backend> {
+    job: Job,
+    state: B::State,
+    /// Where the prompt's remaining prefill calls end; `pos` is how far it is prefilled.
+    cuts: VecDeque<usize>,
+    pos: usize,
+    cached: usize,
+    started: bool,
+    /// The row the next token is drawn from (stale while `logits_stale`: the backend picked).
+    logits: Vec<f32>,
+    logits_stale: bool,
+    sampler: Sampler,
+    seen: HashMap<u32, u32>,
+    forced: VecDeque<u32>,
+    forcing_armed: bool,
+    text: StreamDecoder<'t>,
+    stops: StopMatcher,
+    /// Generated tokens that are in `state`.
+    fed: Vec<u32>,
+    generated: usize,
+    first_token: Option<Instant>,
+    /// With only temperature, top-k and top-p to apply (and no tokens to force), the backend
+    /// picks each next token itself where it can (`decode_and_pick`: the logits stay on the GPU);
+    /// the token it picked waits in `picked`.
+    plain: bool,
+    picked: Option<u32>,
+    /// Speculative decoding (`solo_model::speculative`) where only temperature, top-k and top-p
+    /// shape the draw (logprobs are read off the target's rows): drafts per round, and a round's
+    /// tokens waiting with the row each was drawn from and whether it is already in `state`
+    /// (all but the last).
+    speculate: usize,
+    ahead: VecDeque<(u32, Vec<f32>, bool)>,
+    /// Whether the backend ran nothing for another sequence since this one's previous step: only
+    /// then does `Backend::picked_logits` still hold the logits of its last pick.
+    backend_untouched: bool,
+}
+
+impl<'t, B: Backend> Sequence<'t, B> {
+    /// Resumes `job` from the longest cached prefix of its prompt, or a fresh state.
+    pub fn start(cx: &Context<'t, B>, cache: &mut PrefixCache<B::State>, job: Job) -> Start<'t, B> {
+        if abandoned_before_generation(cx, &job) {
+            return Start::Abandoned;
+        }
+        let prompt = &job.prompt;
+        let resumed = cache
+            .longest_prefix(prompt)
+            .and_then(|hit| Some((cx.backend.snapshot(&hit.state)?, hit.logits.clone(), hit.tokens.len())));
+        let (state, logits, cached) = match resumed {
+            Some(resumed) => resumed,
+            None => match cx.backend.new_state() {
+                Ok(state) => (state, Vec::new(), 0),
+                Err(e) => return Start::NoRoom(Box::new(job), e),
+            },
+        };
+        let metrics = cx.metrics;
+        metrics.prompt_tokens.fetch_add(prompt.len() as u64, Relaxed);
+        metrics.cached_prompt_tokens.fetch_add(cached as u64, Relaxed);
+        let counter = if cached > 0 { &metrics.cache_hits } else { &metrics.cache_misses };
+        counter.fetch_add(1, Relaxed);
+
+        let interval = cx.config.snapshot_interval.max(1);
+        let chunk = cx.config.prefill_chunk.unwrap_or_else(|| cx.backend.prefill_chunk());
+        let cuts = prefill_cuts(cached, prompt.len(), &job.snapshot_points, interval, chunk).into();
+        let sampler = Sampler::new(SamplerConfig {
+            temperature: job.sampling.temperature,
+            top_k: job.sampling.top_k,
+            top_p: job.sampling.top_p,
+            seed: job.sampling.seed,
+        });
+        let forced = match &job.forced {
+            Some(f) if f.after.is_none() => f.tokens.iter().copied().collect(),
+            _ => VecDeque::new(),
+        };
+        let extras =
+            Extras { logprobs: job.logprobs.is_some(), forced_tokens: job.forced.is_some(), ..job.sampling.extras() };
+        let speculate = match sampling::is_plain(&Extras { logprobs: false, ..extras }) && cx.backend.can_draft() {
+            true => cx.config.speculate,
+            false => 0,
+        };
+        Start::Running(Box::new(Sequence {
+            forcing_armed: job.forced.as_ref().is_some_and(|f| f.after.is_some()),
+            stops: StopMatcher::new(job.stop.clone()),
+            plain: sampling::is_plain(&extras),
+            job,
+            state,
+            cuts,
+            pos: cached,
+            cached,
+            started: false,
+            logits,
+            logits_stale: false,
+            sampler,
+            seen: HashMap::new(),
+            forced,
+            text: cx.tokenizer.stream_decoder(true),
+            fed: Vec::new(),
+            generated: 0,
+            first_token: None,
+            picked: None,
+            speculate,
+            ahead: VecDeque::new(),
+            backend_untouched: false,
+        }))
     }
 
-    // Resume from the longest cached prefix.
-    let prompt = &job.prompt;
-    let resumed = cache
-        .longest_prefix(prompt)
-        .and_then(|hit| Some((cx.backend.snapshot(&hit.state)?, hit.logits.clone(), hit.tokens.len())));
-    let (mut state, mut logits, cached) = match resumed {
-        Some(resumed) => resumed,
-        None => (cx.backend.new_state()?, Vec::new(), 0),
-    };
-    metrics.prompt_tokens.fetch_add(prompt.len() as u64, Relaxed);
-    metrics.cached_prompt_tokens.fetch_add(cached as u64, Relaxed);
-    let counter = if cached > 0 { &metrics.cache_hits } else { &metrics.cache_misses };
-    counter.fetch_add(1, Relaxed);
-
-    // Prefill the rest, cut at chunk and snapshot boundaries.
-    let interval = cx.config.snapshot_interval.max(1);
-    let mut pos = cached;
-    let chunk = cx.config.prefill_chunk.unwrap_or_else(|| cx.backend.prefill_chunk());
-    for end in prefill_cuts(cached, prompt.len(), &job.snapshot_points, interval, chunk) {
-        if abandoned_before_generation(cx, job) {
-            return Ok(());
+    /// The next piece of the prompt, or the next token and the decode step after it.
+    /// `backend_untouched`: the engine's previous step was this sequence's.
+    pub fn step(
+        &mut self,
+        cx: &Context<'t, B>,
+        cache: &mut PrefixCache<B::State>,
+        backend_untouched: bool,
+    ) -> Result<Progress> {
+        self.backend_untouched = backend_untouched;
+        if let Some(end) = self.cuts.pop_front() {
+            if abandoned_before_generation(cx, &self.job) {
+                return Ok(Progress::Done);
+            }
+            let prompt = &self.job.prompt;
+            self.logits = cx.backend.prefill(&mut self.state, &prompt[self.pos..end], Logits::Last)?;
+            self.pos = end;
+            let interval = cx.config.snapshot_interval.max(1);
+            let wanted = end == prompt.len() || end % interval == 0 || self.job.snapshot_points.contains(&end);
+            if wanted && !cache.contains(&prompt[..end]) {
+                keep(cx, cache, prompt[..end].to_vec(), &self.state, &self.logits);
+            }
+            if !self.cuts.is_empty() {
+                return Ok(Progress::Running);
+            }
         }
-        logits = cx.backend.prefill(&mut state, &prompt[pos..end], Logits::Last)?;
-        pos = end;
-        let wanted = end == prompt.len() || end % interval == 0 || job.snapshot_points.contains(&end);
-        if wanted && !cache.contains(&prompt[..end]) {
-            keep(cx, cache, prompt[..end].to_vec(), &state, &logits);
+        if !self.started {
+            self.started = true;
+            let _ = self
+                .job
+                .events
+                .send(Event::Started { prompt_tokens: self.job.prompt.len(), cached_tokens: self.cached });
         }
+        self.token(cx, cache)
     }
-    let _ = job.events.send(Event::Started { prompt_tokens: prompt.len(), cached_tokens: cached });
 
-    let mut sampler = Sampler::new(SamplerConfig {
-        temperature: job.sampling.temperature,
-        top_k: job.sampling.top_k,
-        top_p: job.sampling.top_p,
-        seed: job.sampling.seed,
-    });
-    let mut seen: HashMap<u32, u32> = HashMap::new();
-    let mut forced: VecDeque<u32> = match &job.forced {
-        Some(f) if f.after.is_none() => f.tokens.iter().copied().collect(),
-        _ => VecDeque::new(),
-    };
-    let mut forcing_armed = job.forced.as_ref().is_some_and(|f| f.after.is_some());
-    let mut text = cx.tokenizer.stream_decoder(true);
-    let mut stops = StopMatcher::new(job.stop.clone());
-    // Generated tokens that went through `decode` or `decode_and_pick` (so are in `state`).
-    let mut fed: Vec<u32> = Vec::new();
-    let mut generated = 0;
-    let mut first_token: Option<Instant> = None;
-    let mut stopped_by_string = false;
-    // With only temperature, top-k and top-p to apply (and no tokens to force), the backend picks
-    // each next token itself where it can (`decode_and_pick`: the logits stay on the GPU); the
-    // token it picked waits in `picked`, and `logits` is stale (until `picked_logits`).
-    let extras =
-        Extras { logprobs: job.logprobs.is_some(), forced_tokens: job.forced.is_some(), ..job.sampling.extras() };
-    let plain = sampling::is_plain(&extras);
-    let mut picked: Option<u32> = None;
-    let mut logits_stale = false;
-    // Speculative decoding (`solo_model::speculative`) where only temperature, top-k and top-p
-    // shape the draw (logprobs are read off the target's rows). A round's tokens wait in `ahead`
-    // with the row each was drawn from and whether it is already in `state` (all but the last).
-    let speculate = match sampling::is_plain(&Extras { logprobs: false, ..extras }) && cx.backend.can_draft() {
-        true => cx.config.speculate,
-        false => 0,
-    };
-    let mut ahead: VecDeque<(u32, Vec<f32>, bool)> = VecDeque::new();
-
-    let finish = loop {
+    /// One token: pick it, send its text, and stop or feed it to the backend.
+    fn token(&mut self, cx: &Context<'t, B>, cache: &mut PrefixCache<B::State>) -> Result<Progress> {
+        let (job, metrics) = (&self.job, cx.metrics);
         if job.events.is_closed() {
             metrics.cancelled.fetch_add(1, Relaxed);
-            metrics.completion_tokens.fetch_add(generated as u64, Relaxed);
-            return Ok(());
+            metrics.completion_tokens.fetch_add(self.generated as u64, Relaxed);
+            return Ok(Progress::Done);
         }
         if Instant::now() >= job.deadline {
             metrics.timeouts.fetch_add(1, Relaxed);
-            break Finish::Length;
+            return self.finish(cx, cache, Finish::Length, false);
         }
-        let token = if let Some(t) = forced.pop_front().or_else(|| picked.take()) {
+        let token = if let Some(t) = self.forced.pop_front().or_else(|| self.picked.take()) {
             t
-        } else if let Some((t, row, in_state)) = ahead.pop_front() {
-            logits = row;
+        } else if let Some((t, row, in_state)) = self.ahead.pop_front() {
+            self.logits = row;
             if in_state {
-                fed.push(t);
+                self.fed.push(t);
             }
             t
         } else {
-            sample(&mut sampler, &logits, &job.sampling, &seen)
+            sample(&mut self.sampler, &self.logits, &job.sampling, &self.seen)
         };
         let logprob = job.logprobs.map(|top| {
-            let (logprob, top) = sampler::logprobs(&logits, token, top);
+            let (logprob, top) = sampler::logprobs(&self.logits, token, top);
             TokenLogprob { token, logprob, top }
         });
-        generated += 1;
-        *seen.entry(token).or_default() += 1;
-        if first_token.is_none() {
+        self.generated += 1;
+        *self.seen.entry(token).or_default() += 1;
+        if self.first_token.is_none() {
             let now = Instant::now();
             metrics.ttft.observe((now - job.arrived).as_secs_f64());
-            first_token = Some(now);
+            self.first_token = Some(now);
         }
         if cx.config.stop_ids.contains(&token) {
-            break Finish::Stop;
+            return self.finish(cx, cache, Finish::Stop, false);
         }
-        if forcing_armed && job.forced.as_ref().is_some_and(|f| f.after == Some(token)) {
-            forcing_armed = false;
-            forced.extend(job.forced.iter().flat_map(|f| f.tokens.iter().copied()));
+        if self.forcing_armed && job.forced.as_ref().is_some_and(|f| f.after == Some(token)) {
+            self.forcing_armed = false;
+            self.forced.extend(job.forced.iter().flat_map(|f| f.tokens.iter().copied()));
         }
-        let piece = text.push(token)?.unwrap_or_default();
-        let (out, hit) = stops.push(&piece);
+        let piece = self.text.push(token)?.unwrap_or_default();
+        let (out, hit) = self.stops.push(&piece);
         if !out.is_empty() || logprob.is_some() {
             let _ = job.events.send(Event::Text { text: out, logprob });
         }
         if hit {
-            stopped_by_string = true;
-            break Finish::Stop;
+            return self.finish(cx, cache, Finish::Stop, true);
         }
-        if generated >= job.max_tokens {
-            break Finish::Length;
+        if self.generated >= job.max_tokens {
+            return self.finish(cx, cache, Finish::Length, false);
         }
-        if !ahead.is_empty() {
-            continue; // `token` is in the state already
+        if !self.ahead.is_empty() {
+            return Ok(Progress::Running); // `token` is in the state already
         }
-        if speculate > 0 {
-            let round = speculative::round(cx.backend, &mut state, token, speculate, &mut sampler)?;
+        if self.speculate > 0 {
+            let round = speculative::round(cx.backend, &mut self.state, token, self.speculate, &mut self.sampler)?;
             metrics.draft_tokens.fetch_add(round.drafted as u64, Relaxed);
             metrics.accepted_tokens.fetch_add(round.accepted as u64, Relaxed);
             metrics.accepted_length.observe((round.accepted + 1) as f64);
             let vocab = cx.backend.config().vocab_size;
             let n = round.tokens.len();
             for (i, (&t, row)) in round.tokens.iter().zip(round.logits.chunks(vocab)).enumerate() {
-                ahead.push_back((t, row.to_vec(), i + 1 < n));
+                self.ahead.push_back((t, row.to_vec(), i + 1 < n));
             }
-            fed.push(token);
-            logits_stale = false;
-            continue;
+            self.fed.push(token);
+            self.logits_stale = false;
+            return Ok(Progress::Running);
         }
-        match plain.then(|| cx.backend.decode_and_pick(&mut state, token, &mut sampler)).flatten() {
-            Some(next) => picked = Some(next?),
-            None => logits = cx.backend.decode(&mut state, token)?,
+        match self.plain.then(|| cx.backend.decode_and_pick(&mut self.state, token, &mut self.sampler)).flatten() {
+            Some(next) => self.picked = Some(next?),
+            None => self.logits = cx.backend.decode(&mut self.state, token)?,
         }
-        logits_stale = picked.is_some();
-        fed.push(token);
-    };
+        self.logits_stale = self.picked.is_some();
+        self.fed.push(token);
+        Ok(Progress::Running)
+    }
 
-    let mut finish = finish;
-    if !stopped_by_string {
-        // Bytes of a character cut off by the end, and text held for an undecided stop string.
-        let (mut tail, hit) = stops.push(&text.flush()?);
-        if hit {
-            finish = Finish::Stop;
-        } else {
-            tail += &stops.finish();
+    /// The end of the reply: held text, the cache entry of the whole sequence, the metrics.
+    fn finish(
+        &mut self,
+        cx: &Context<'t, B>,
+        cache: &mut PrefixCache<B::State>,
+        mut finish: Finish,
+        stopped_by_string: bool,
+    ) -> Result<Progress> {
+        let job = &self.job;
+        if !stopped_by_string {
+            // Bytes of a character cut off by the end, and text held for an undecided stop string.
+            let (mut tail, hit) = self.stops.push(&self.text.flush()?);
+            if hit {
+                finish = Finish::Stop;
+            } else {
+                tail += &self.stops.finish();
+            }
+            if !tail.is_empty() {
+                let _ = job.events.send(Event::Text { text: tail, logprob: None });
+            }
         }
-        if !tail.is_empty() {
-            let _ = job.events.send(Event::Text { text: tail, logprob: None });
+        // Accepted drafts not emitted (a stop came first) are in the state all the same; the row
+        // after them is the last one's.
+        if let Some((_, row, _)) = self.ahead.back() {
+            self.fed.extend(self.ahead.iter().filter(|a| a.2).map(|a| a.0));
+            self.logits = row.clone();
+            self.logits_stale = false;
         }
-    }
-    // Accepted drafts not emitted (a stop came first) are in the state all the same; the row
-    // after them is the last one's.
-    if let Some((_, row, _)) = ahead.back() {
-        fed.extend(ahead.iter().filter(|a| a.2).map(|a| a.0));
-        logits = row.clone();
-    }
-    if !fed.is_empty() {
-        let mut tokens = prompt.clone();
-        tokens.extend(&fed);
-        match logits_stale.then(|| cx.backend.picked_logits()) {
-            None => keep(cx, cache, tokens, &state, &logits),
-            Some(Ok(picked_from)) => keep(cx, cache, tokens, &state, &picked_from),
-            // The reply is out: a failure here only costs the cache entry.
-            Some(Err(e)) => eprintln!("solo serve: reply not cached, its logits could not be read: {e:#}"),
+        if !self.fed.is_empty() {
+            let mut tokens = job.prompt.clone();
+            tokens.extend(&self.fed);
+            match self.logits_stale.then(|| self.backend_untouched.then(|| cx.backend.picked_logits())) {
+                None => keep(cx, cache, tokens, &self.state, &self.logits),
+                Some(Some(Ok(picked_from))) => keep(cx, cache, tokens, &self.state, &picked_from),
+                // Another sequence ran since the pick: its logits are gone, and so is the entry.
+                Some(None) => {}
+                // The reply is out: a failure here only costs the cache entry.
+                Some(Some(Err(e))) => eprintln!("solo serve: reply not cached, its logits could not be read: {e:#}"),
+            }
         }
-    }
-    metrics.completion_tokens.fetch_add(generated as u64, Relaxed);
-    if let Some(first) = first_token.filter(|_| generated > 1) {
-        let secs = first.elapsed().as_secs_f64();
-        if secs > 0.0 {
-            metrics.decode_rate.observe((generated - 1) as f64 / secs);
+        let metrics = cx.metrics;
+        metrics.completion_tokens.fetch_add(self.generated as u64, Relaxed);
+        if let Some(first) = self.first_token.filter(|_| self.generated > 1) {
+            let secs = first.elapsed().as_secs_f64();
+            if secs > 0.0 {
+                metrics.decode_rate.observe((self.generated - 1) as f64 / secs);
+            }
         }
+        let _ = job.events.send(Event::Done { finish, completion_tokens: self.generated });
+        Ok(Progress::Done)
     }
-    let _ = job.events.send(Event::Done { finish, completion_tokens: generated });
-    Ok(())
+
+    /// Where the job's events go (the scheduler reports a failed step there).
+    pub fn job(&self) -> &Job {
+        &self.job
+    }
 }
 
 /// Where prefill calls end, after `from` up to `to`: every multiple of `chunk` and of

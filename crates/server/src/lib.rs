@@ -72,6 +72,8 @@ pub struct ServerConfig {
     pub prefill_chunk: Option<usize>,
     /// MTP drafts per decode step (speculative decoding) when the backend can draft; 0: off.
     pub speculate: usize,
+    /// Most requests generating at once (the rest wait in the queue).
+    pub max_batch: usize,
     /// The privacy gate and hybrid router (see [`hybrid`]).
     pub hybrid: Option<hybrid::HybridConfig>,
 }
@@ -94,6 +96,7 @@ impl ServerConfig {
             snapshot_interval: 2048,
             prefill_chunk: None,
             speculate: 0,
+            max_batch: 8,
             hybrid: None,
         }
     }
@@ -154,6 +157,7 @@ where
         stop_ids: text.stop_ids.clone(),
         prefill_chunk: config.prefill_chunk.map(|c| c.max(1)),
         speculate: config.speculate.min(solo_model::speculative::MAX_DRAFTS),
+        max_batch: config.max_batch.max(1),
         snapshot_interval: config.snapshot_interval.max(1),
         cache_entries: config.cache_entries,
         cache_bytes: config.cache_bytes,

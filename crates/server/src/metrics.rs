@@ -29,6 +29,8 @@ pub struct Metrics {
     pub draft_tokens: AtomicU64,
     pub accepted_tokens: AtomicU64,
     pub accepted_length: Histogram,
+    /// Sequences stepped together, per engine step.
+    pub batch_size: Histogram,
 }
 
 impl Metrics {
@@ -37,6 +39,7 @@ impl Metrics {
             ttft: Histogram::new(&[0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
             decode_rate: Histogram::new(&[1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]),
             accepted_length: Histogram::new(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]),
+            batch_size: Histogram::new(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]),
             ..Default::default()
         }
     }
@@ -91,8 +94,10 @@ impl Metrics {
         );
         gauge(&mut out, "solo_queue_depth", "Requests waiting for the engine.", self.queue_depth.load(Relaxed));
         gauge(&mut out, "solo_requests_running", "Requests the engine is working on.", self.running.load(Relaxed));
+        gauge(&mut out, "solo_running_sequences", "Sequences in the engine's batch.", self.running.load(Relaxed));
         self.ttft.render(&mut out, "solo_time_to_first_token_seconds", "From arrival to the first generated token.");
         self.decode_rate.render(&mut out, "solo_decode_tokens_per_second", "Decode speed of each finished request.");
+        self.batch_size.render(&mut out, "solo_batch_size", "Sequences the engine stepped together, per step.");
         self.accepted_length.render(
             &mut out,
             "solo_speculative_accepted_length",

@@ -346,6 +346,7 @@ fn cloud_requests(cloud: &Server) -> f64 {
 fn stop_and_errors(b: &Browser) {
     let mut c = config();
     c.max_queue = 1;
+    c.max_batch = 1; // one generating, one waiting: the queue is full
     let story = "Once upon a time there was a small engine that answered one question at a time. ";
     let server = start_scripted(
         c,

@@ -273,3 +273,35 @@ fn speculation_gives_the_same_replies() {
     assert_eq!(metric(&plain, "solo_draft_tokens_total"), 0.0);
     assert!(metric(&spec, "solo_speculative_accepted_length_count") >= 1.0);
 }
+
+/// Four requests at once (greedy and seeded sampling, with and without speculation) get the
+/// replies each gets alone with the same settings (speculative sampling draws other tokens than
+/// plain sampling with the same seed, from the same distribution).
+#[test]
+fn concurrent_requests_get_the_replies_they_get_alone() {
+    let bodies: Vec<Value> = (0..4)
+        .map(|i| {
+            let mut b = json!({"messages": user(&format!("Tell me story number {i}")), "max_tokens": 40, "seed": i});
+            b["temperature"] = json!(if i % 2 == 0 { 0.0 } else { 1.0 });
+            b
+        })
+        .collect();
+    for speculate in [0, 2] {
+        let server = |max_batch| {
+            let mut c = config();
+            c.max_batch = max_batch;
+            c.speculate = speculate;
+            start_cpu(c)
+        };
+        let alone = server(1);
+        let want: Vec<String> = bodies.iter().map(|b| text_of(&ok(&alone, "/v1/chat/completions", b))).collect();
+        let together = server(4);
+        let got: Vec<String> = std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                bodies.iter().map(|b| scope.spawn(|| text_of(&ok(&together, "/v1/chat/completions", b)))).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(got, want, "speculate {speculate}");
+        assert!(metric(&together, "solo_batch_size_sum") > metric(&together, "solo_batch_size_count"), "never batched");
+    }
+}

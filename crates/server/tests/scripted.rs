@@ -240,6 +240,7 @@ fn a_disconnected_plain_request_is_cancelled_too() {
 fn a_full_queue_answers_503_with_retry_after() {
     let mut c = config();
     c.max_queue = 1;
+    c.max_batch = 1;
     let s = start_scripted(c, vec![Script::text("SLOW", &"word ".repeat(100)).slow(Duration::from_millis(20))]);
     let body = json!({"messages": user("SLOW"), "stream": true, "max_tokens": 200});
     // A runs...
@@ -271,4 +272,26 @@ fn the_request_timeout_ends_generation() {
     assert_eq!(r["choices"][0]["finish_reason"], "length");
     assert!(r["usage"]["completion_tokens"].as_u64().unwrap() < 100);
     assert_eq!(metric(&s, "solo_requests_timed_out_total"), 1.0);
+}
+
+/// Requests run together: a second slow stream starts while the first is running, and a short
+/// request gets its whole reply meanwhile; the batch-size histogram saw both at once.
+#[test]
+fn requests_generate_at_the_same_time() {
+    let mut c = config();
+    c.max_batch = 2;
+    let s = start_scripted(c, vec![Script::text("SLOW", &"word ".repeat(100)).slow(Duration::from_millis(20))]);
+    let body = json!({"messages": user("SLOW"), "stream": true, "max_tokens": 200});
+    let a = client().post(url(&s, "/v1/chat/completions")).json(&body).send().unwrap();
+    wait_for("A to run", || metric(&s, "solo_running_sequences") == 1.0);
+    let quick = ok(&s, "/v1/chat/completions", &json!({"messages": user("quick"), "max_tokens": 3}));
+    assert_eq!(quick["choices"][0]["finish_reason"], "stop", "{quick}");
+    assert_eq!(metric(&s, "solo_running_sequences"), 1.0, "A was still running");
+    let b = client().post(url(&s, "/v1/chat/completions")).json(&body).send().unwrap();
+    wait_for("A and B to run together", || metric(&s, "solo_running_sequences") == 2.0);
+    drop((a, b));
+    wait_for("both to be cancelled", || metric(&s, "solo_requests_cancelled_total") == 2.0);
+    let steps = metric(&s, "solo_batch_size_count");
+    let single = metric_labelled(&s, "solo_batch_size_bucket", "le=\"1\"");
+    assert!(single < steps, "no step ran two sequences ({single} of {steps} steps ran one)");
 }

@@ -39,6 +39,10 @@ pub struct ServeArgs {
     /// default, turns it off; ignored when the checkpoint has no MTP head; at most 15.
     #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=solo_model::speculative::MAX_DRAFTS as u64))]
     speculate: usize,
+    /// Requests generating at once: each engine step gives every one of them a prefill piece or
+    /// a token (more wait in the queue).
+    #[arg(long, default_value_t = 8)]
+    max_batch: usize,
     /// Memory for the prefix cache's state snapshots, in MiB (0 turns it off).
     #[arg(long, default_value_t = 8192)]
     cache_mb: usize,
@@ -139,6 +143,7 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         }
     };
     config.speculate = args.speculate;
+    config.max_batch = args.max_batch;
     let server = if cuda {
         // The CUDA backend allocates its KV cache for the context length up front.
         let max_seq = args.max_seq.unwrap_or(CUDA_MAX_SEQ);

@@ -195,6 +195,15 @@ pub fn metric(server: &Server, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no metric {name} in\n{text}"))
 }
 
+/// A labelled sample (`name{labels} value`, e.g. a histogram bucket) from /metrics.
+pub fn metric_labelled(server: &Server, name: &str, labels: &str) -> f64 {
+    let (_, text) = get(server, "/metrics");
+    let key = format!("{name}{{{labels}}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&key).map(|v| v.parse().unwrap()))
+        .unwrap_or_else(|| panic!("no metric {key} in\n{text}"))
+}
+
 /// Polls until `cond` holds (panics after 10 s).
 pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
