@@ -57,10 +57,14 @@ pub struct CudaModel {
     /// Whether `decode_greedy` and `decode_pick` use the screened lm_head (default) or the full
     /// one (`solo bench --full-lm-head`); both choose the same tokens.
     pub screened_lm_head: bool,
-    /// Per `StepEnd`, the decode step's graph and the id of the state it was captured for (its
-    /// buffers are baked in).
-    graphs: [RefCell<Option<(u64, cudarc::driver::CudaGraph)>>; 4],
+    /// Per `StepEnd`, the decode step's graphs with the id of the state each was captured for
+    /// (its buffers are baked in), least recently used first: up to `GRAPHS_KEPT`, so that the
+    /// server's several running sequences each keep theirs.
+    graphs: [RefCell<Vec<(u64, cudarc::driver::CudaGraph)>>; 4],
 }
+
+/// Decode graphs kept per step kind (one per sequence that decodes in turn).
+const GRAPHS_KEPT: usize = 16;
 
 /// How a decode step ends, after the last layer.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -264,28 +268,36 @@ impl CudaModel {
     /// `StepEnd`. Captured once per state and kind, then replayed.
     fn decode_step_on_device(&self, state: &CudaState, end: StepEnd) -> Result<()> {
         let key = state.id;
-        let mut graph = self.graphs[end as usize].borrow_mut();
-        if graph.as_ref().map(|(k, _)| *k) != Some(key) {
-            *graph = None;
-            if matches!(end, StepEnd::Screened | StepEnd::ScreenedSampled) {
-                self.screen()?; // made before the capture: it allocates and launches
+        let mut graphs = self.graphs[end as usize].borrow_mut();
+        match graphs.iter().position(|(k, _)| *k == key) {
+            Some(i) => {
+                let hit = graphs.remove(i);
+                graphs.push(hit);
             }
-            self.gpu.sync()?;
-            let stream = &self.gpu.stream;
-            stream
-                .begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-                .map_err(|e| anyhow!("begin graph capture: {e:?}"))?;
-            let captured = self.decode_kernels(state, end);
-            let g = stream
-                .end_capture(
-                    cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
-                )
-                .map_err(|e| anyhow!("end graph capture: {e:?}"))?;
-            captured?;
-            let g = g.ok_or_else(|| anyhow!("graph capture produced no graph"))?;
-            *graph = Some((key, g));
+            None => {
+                if graphs.len() >= GRAPHS_KEPT {
+                    graphs.remove(0);
+                }
+                if matches!(end, StepEnd::Screened | StepEnd::ScreenedSampled) {
+                    self.screen()?; // made before the capture: it allocates and launches
+                }
+                self.gpu.sync()?;
+                let stream = &self.gpu.stream;
+                stream
+                    .begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                    .map_err(|e| anyhow!("begin graph capture: {e:?}"))?;
+                let captured = self.decode_kernels(state, end);
+                let g = stream
+                    .end_capture(
+                        cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+                    )
+                    .map_err(|e| anyhow!("end graph capture: {e:?}"))?;
+                captured?;
+                graphs.push((key, g.ok_or_else(|| anyhow!("graph capture produced no graph"))?));
+            }
         }
-        graph.as_ref().unwrap().1.launch().map_err(|e| anyhow!("graph launch: {e:?}"))
+        let (_, graph) = graphs.last().expect("pushed above");
+        graph.launch().map_err(|e| anyhow!("graph launch: {e:?}"))
     }
 
     /// The kernels of one decode step (what the graph holds).
