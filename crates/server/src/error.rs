@@ -89,7 +89,20 @@ impl ApiError {
         }
     }
 
-    /// 503 with `Retry-After`: the queue is full, or a request waited in it past its timeout.
+    /// 408: the request body did not arrive within `limit` of its headers.
+    pub fn body_timeout(limit: std::time::Duration) -> Self {
+        ApiError {
+            code: Some("request_timeout"),
+            ..Self::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "invalid_request_error",
+                format!("The request body did not arrive within {:.1} s.", limit.as_secs_f64()),
+            )
+        }
+    }
+
+    /// 503 with `Retry-After`: the queue is full, a request waited in it past its timeout, or the
+    /// server has as many connections open as it takes.
     pub fn overloaded(message: impl Into<String>, retry_after: u64) -> Self {
         ApiError {
             code: Some("server_overloaded"),

@@ -26,6 +26,8 @@ pub struct App {
     pub max_seq: usize,
     pub request_timeout: Duration,
     pub max_body_bytes: usize,
+    /// From the end of a request's headers to the end of its body (0: no limit).
+    pub body_timeout: Duration,
     /// The model's vocabulary (embedding rows).
     pub vocab: usize,
     /// How the checkpoint stores its weights (`bf16`, `fp8-block128`), for `/v1/models`.

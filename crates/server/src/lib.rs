@@ -8,6 +8,7 @@
 //!   completions.rs                                 stop.rs      stop strings
 //!   parser.rs + tool_args.rs  <think> and <tool_call> out of the streamed text
 //!   routes.rs   router, auth, metrics.rs, error.rs
+//!   conn.rs     accept loop: header and body timeouts, the connection cap, graceful shutdown
 //!   hybrid.rs   the privacy gate and the hybrid (local / cloud) route of chat requests
 //!   web.rs      `GET /`: the chat page (assets/, compiled in)
 //! ```
@@ -17,6 +18,7 @@
 
 pub mod chat;
 pub mod completions;
+pub mod conn;
 pub mod engine;
 pub mod error;
 pub mod generate;
@@ -63,6 +65,14 @@ pub struct ServerConfig {
     /// ends with `finish_reason: "length"`.
     pub request_timeout: Duration,
     pub max_body_bytes: usize,
+    /// A client must send its request headers within this (also: how long an idle keep-alive
+    /// connection stays open); past it the connection is closed. Zero: no limit.
+    pub header_timeout: Duration,
+    /// ... and the body within this of the headers; past it, 408 and the connection closes.
+    /// Zero: no limit. Streamed replies are not timed.
+    pub body_timeout: Duration,
+    /// Connections served at once; one more gets a 503 with `Retry-After` and is closed.
+    pub max_connections: usize,
     pub cache_entries: usize,
     pub cache_bytes: usize,
     /// Snapshot the state every this many prompt tokens (besides message boundaries).
@@ -91,6 +101,9 @@ impl ServerConfig {
             max_queue: 64,
             request_timeout: Duration::from_secs(600),
             max_body_bytes: 32 << 20,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 1024,
             cache_entries: 64,
             cache_bytes: 8 << 30,
             snapshot_interval: 2048,
@@ -172,6 +185,7 @@ where
         max_seq,
         request_timeout: config.request_timeout,
         max_body_bytes: config.max_body_bytes,
+        body_timeout: config.body_timeout,
         vocab: model.vocab_size,
         precision: model.precision.name(),
         created: handlers::unix_now(),
@@ -191,14 +205,17 @@ where
         .with_context(|| format!("cannot listen on {}:{}", config.host, config.port))?;
     let addr = listener.local_addr()?;
     let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
+    let limits = conn::Limits {
+        header_timeout: config.header_timeout,
+        body_timeout: config.body_timeout,
+        max_connections: config.max_connections,
+    };
+    let metrics = app.metrics.clone();
     let thread = std::thread::Builder::new().name("solo-http".into()).spawn(move || {
-        runtime.block_on(async move {
-            axum::serve(listener, routes::router(app))
-                .with_graceful_shutdown(async move {
-                    let _ = stop.await;
-                })
-                .await
-        })
+        runtime.block_on(conn::serve(listener, routes::router(app), limits, metrics, async move {
+            let _ = stop.await;
+        }));
+        Ok(())
     })?;
     Ok(Server { addr, shutdown: Some(shutdown), thread: Some(thread) })
 }

@@ -31,6 +31,10 @@ pub struct Metrics {
     pub accepted_length: Histogram,
     /// Sequences stepped together, per engine step.
     pub batch_size: Histogram,
+    /// Connections being served; those turned away at the cap; those closed for slow headers.
+    pub connections_open: AtomicI64,
+    pub connections_refused: AtomicU64,
+    pub connections_timed_out: AtomicU64,
 }
 
 impl Metrics {
@@ -93,6 +97,19 @@ impl Metrics {
             self.cache_bytes.load(Relaxed) as i64,
         );
         gauge(&mut out, "solo_queue_depth", "Requests waiting for the engine.", self.queue_depth.load(Relaxed));
+        gauge(&mut out, "solo_connections_open", "Connections being served.", self.connections_open.load(Relaxed));
+        counter(
+            &mut out,
+            "solo_connections_refused_total",
+            "Connections turned away (503) because as many were open as --max-connections.",
+            self.connections_refused.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "solo_connections_timed_out_total",
+            "Connections closed because request headers (or, when idle, the next request) did not arrive within --header-timeout.",
+            self.connections_timed_out.load(Relaxed),
+        );
         gauge(&mut out, "solo_requests_running", "Requests the engine is working on.", self.running.load(Relaxed));
         gauge(&mut out, "solo_running_sequences", "Sequences in the engine's batch.", self.running.load(Relaxed));
         self.ttft.render(&mut out, "solo_time_to_first_token_seconds", "From arrival to the first generated token.");

@@ -1,4 +1,5 @@
-//! The router: endpoints, the API-key check, per-route status counting, the body limit, and
+//! The router: endpoints, the API-key check, per-route status counting, the body limit and
+//! deadline, and
 //! OpenAI error objects for unknown routes and methods.
 
 use crate::completions::completions;
@@ -26,6 +27,7 @@ pub fn router(app: Arc<App>) -> Router {
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(middleware::from_fn_with_state(app.clone(), authorize))
+        .layer(middleware::from_fn_with_state(app.body_timeout, crate::conn::body_deadline))
         .layer(middleware::from_fn_with_state(app.clone(), count))
         .layer(DefaultBodyLimit::max(app.max_body_bytes))
         .with_state(app)

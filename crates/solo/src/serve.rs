@@ -35,6 +35,17 @@ pub struct ServeArgs {
     /// Seconds from arrival to the last token of a request.
     #[arg(long, default_value_t = 600)]
     request_timeout: u64,
+    /// Seconds a client has to send its request headers (also how long an idle keep-alive
+    /// connection stays open); 0: no limit.
+    #[arg(long, default_value_t = 10)]
+    header_timeout: u64,
+    /// Seconds a client has to send the request body once its headers are in; past it, 408.
+    /// 0: no limit. Streamed replies are not timed.
+    #[arg(long, default_value_t = 30)]
+    body_timeout: u64,
+    /// Connections served at once; more get 503 + Retry-After.
+    #[arg(long, default_value_t = 1024)]
+    max_connections: usize,
     /// MTP drafts per decode step (speculative decoding; replies distributed as without). 0, the
     /// default, turns it off; ignored when the checkpoint has no MTP head; at most 15.
     #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=solo_model::speculative::MAX_DRAFTS as u64))]
@@ -126,6 +137,9 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     config.max_seq = args.max_seq;
     config.max_queue = args.max_queue;
     config.request_timeout = Duration::from_secs(args.request_timeout);
+    config.header_timeout = Duration::from_secs(args.header_timeout);
+    config.body_timeout = Duration::from_secs(args.body_timeout);
+    config.max_connections = args.max_connections.max(1);
     config.cache_bytes = args.cache_mb << 20;
     if let Some(name) = args.model_name {
         config.model_name = name;
