@@ -263,23 +263,16 @@ impl CudaModel {
         self.mtp_catch_up(state, kept)
     }
 
+    /// Copies the GDN states and the head's pending row aside (one backup for the model: a
+    /// verify and its `keep_verified` run in the same speculative round, with nothing between).
     fn back_up(&self, state: &CudaState) -> Result<()> {
         let mut backup = self.verify_backup.borrow_mut();
         if backup.is_none() {
-            let gdn = state
-                .layers
-                .iter()
-                .filter(|l| matches!(l, LayerStateGpu::GatedDeltaNet(_)))
-                .map(|_| GdnStateGpu::new(&self.gpu))
-                .collect::<Result<Vec<_>>>()?;
+            let gdn = gdn_states(state).map(|_| GdnStateGpu::new(&self.gpu)).collect::<Result<Vec<_>>>()?;
             *backup = Some(VerifyBackup { gdn, pending: self.gpu.alloc(self.config.hidden_size * 4)? });
         }
         let b = backup.as_ref().expect("made above");
-        let gdn = state.layers.iter().filter_map(|l| match l {
-            LayerStateGpu::GatedDeltaNet(s) => Some(s),
-            LayerStateGpu::FullAttention(_) => None,
-        });
-        for (dst, src) in b.gdn.iter().zip(gdn) {
+        for (dst, src) in b.gdn.iter().zip(gdn_states(state)) {
             dst.copy_from(&self.gpu, src)?;
         }
         if let Some(s) = &state.mtp {
@@ -291,11 +284,7 @@ impl CudaModel {
     fn restore(&self, state: &CudaState) -> Result<()> {
         let backup = self.verify_backup.borrow();
         let b = backup.as_ref().context("no verify backup")?;
-        let gdn = state.layers.iter().filter_map(|l| match l {
-            LayerStateGpu::GatedDeltaNet(s) => Some(s),
-            LayerStateGpu::FullAttention(_) => None,
-        });
-        for (dst, src) in gdn.zip(&b.gdn) {
+        for (dst, src) in gdn_states(state).zip(&b.gdn) {
             dst.copy_from(&self.gpu, src)?;
         }
         if let Some(s) = &state.mtp {
@@ -303,6 +292,14 @@ impl CudaModel {
         }
         Ok(())
     }
+}
+
+/// The state's GDN layers, in order.
+fn gdn_states(state: &CudaState) -> impl Iterator<Item = &GdnStateGpu> {
+    state.layers.iter().filter_map(|l| match l {
+        LayerStateGpu::GatedDeltaNet(s) => Some(s),
+        LayerStateGpu::FullAttention(_) => None,
+    })
 }
 
 #[cfg(test)]

@@ -112,10 +112,8 @@ impl<'t, B: Backend> Sequence<'t, B> {
         };
         let extras =
             Extras { logprobs: job.logprobs.is_some(), forced_tokens: job.forced.is_some(), ..job.sampling.extras() };
-        let speculate = match sampling::is_plain(&Extras { logprobs: false, ..extras }) && cx.backend.can_draft() {
-            true => cx.config.speculate,
-            false => 0,
-        };
+        let can_speculate = sampling::is_plain(&Extras { logprobs: false, ..extras }) && cx.backend.can_draft();
+        let speculate = if can_speculate { cx.config.speculate } else { 0 };
         Start::Running(Box::new(Sequence {
             forcing_armed: job.forced.as_ref().is_some_and(|f| f.after.is_some()),
             stops: StopMatcher::new(job.stop.clone()),
