@@ -182,14 +182,14 @@ pub fn kernel_costs(model: &CudaModel) -> Result<Vec<Cost>> {
     let o = gpu.alloc(t_max * value_dim * 4)?;
     let (s, conv, taps) = (state.recurrent.ptr(), state.conv.ptr(), g0.conv1d.ptr);
     let us =
-        time_us(gpu, 2000, &mut || decode_step(gpu, &c, mixed.ptr(), small.ptr(), ab.ptr(), ab.ptr(), s, x.ptr()))?;
+        time_us(gpu, 2000, &mut || decode_step(gpu, &c, mixed.ptr(), small.ptr(), ab.ptr(), ab.ptr(), s, s, x.ptr()))?;
     let state_bytes = (GDN_V_HEADS * GDN_HEAD_DIM * GDN_HEAD_DIM * 4) as f64;
     add("gdn_decode_step".into(), us, tb(2.0 * state_bytes, us) + " of state read + write");
-    let us = time_us(gpu, 2000, &mut || conv_silu(gpu, y.ptr(), conv, taps, 1, mixed.ptr()))?;
+    let us = time_us(gpu, 2000, &mut || conv_silu(gpu, y.ptr(), conv, conv, taps, 1, mixed.ptr()))?;
     add("gdn_conv_silu T=1".into(), us, String::new());
     for t in [1024usize, 4096] {
         let reps = if t > 1024 { 3 } else { 20 };
-        let us = time_us(gpu, reps, &mut || conv_silu(gpu, y.ptr(), conv, taps, t, mixed.ptr()))?;
+        let us = time_us(gpu, reps, &mut || conv_silu(gpu, y.ptr(), conv, conv, taps, t, mixed.ptr()))?;
         add(format!("gdn_conv_silu T={t}"), us, String::new());
         let us = time_us(gpu, reps, &mut || prep(gpu, &c, mixed.ptr(), ab.ptr(), ab.ptr(), t, gates.ptr()))?;
         add(format!("gdn_prep T={t}"), us, String::new());

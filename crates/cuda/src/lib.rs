@@ -2,7 +2,8 @@
 //!
 //! `runtime` owns the device, stream and kernels; `weights` puts a checkpoint in GPU memory;
 //! `ops` holds each operation with its `.cu` file(s) and its test against the CPU reference;
-//! `model` is the forward pass and the `Backend` implementation; `synthetic` builds the full-size
+//! `model` is the forward pass and the `Backend` implementation; `multi_token` the decode step for
+//! several tokens at once and `mtp` speculative decoding on it; `synthetic` builds the full-size
 //! model with random weights directly in GPU memory for `solo bench`; `profile` times kernels
 //! within a decode step, `costs` times ops alone (`solo bench --kernels`).
 
@@ -10,6 +11,7 @@ pub mod costs;
 pub mod kernels;
 pub mod model;
 pub mod mtp;
+pub mod multi_token;
 pub mod ops;
 pub mod profile;
 pub mod runtime;

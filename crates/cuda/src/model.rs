@@ -22,13 +22,14 @@
 //! one token at a time: the server's step).
 
 use crate::mtp::{MtpIo, MtpStateGpu, VerifyBackup, VerifyMark};
+use crate::multi_token::TokenStates;
 use crate::ops::attention::{attention_decode, attention_mixer, KvCacheGpu};
 use crate::ops::gdn::{gdn_decode, gdn_mixer, GdnStateGpu};
 use crate::ops::linear::{gemv_norm, linear};
 use crate::ops::lm_head::LmHeadScreen;
 use crate::ops::moe::{moe_block, moe_decode, MixerOut};
 use crate::ops::{embed::embed, norm, sample, Scratch};
-use crate::runtime::{DevBuf, DevPtr, Gpu};
+use crate::runtime::{DevBuf, DevPtr, Gpu, GraphCache};
 use crate::weights::{MixerGpu, ModelGpu};
 use anyhow::{anyhow, bail, ensure, Result};
 use solo_model::sampler::{Sampler, SamplerConfig};
@@ -51,20 +52,21 @@ pub struct CudaModel {
     /// The MTP head's buffers (with an MTP head), and the states a verify step may go back to.
     pub(crate) mtp_io: Option<MtpIo>,
     pub(crate) verify_backup: RefCell<Option<VerifyBackup>>,
+    /// The multi-token decode step's kept states, positions and logits (`multi_token`).
+    pub(crate) token_states: RefCell<Option<TokenStates>>,
     /// The int8 copy of the lm_head that greedy and picked steps screen with (`ops::lm_head`),
     /// made on the first screened step (508 MB that `decode` and `decode_sampled` never read).
     screen: std::cell::OnceCell<LmHeadScreen>,
     /// Whether `decode_greedy` and `decode_pick` use the screened lm_head (default) or the full
     /// one (`solo bench --full-lm-head`); both choose the same tokens.
     pub screened_lm_head: bool,
-    /// Per `StepEnd`, the decode step's graphs with the id of the state each was captured for
-    /// (its buffers are baked in), least recently used first: up to `GRAPHS_KEPT`, so that the
-    /// server's several running sequences each keep theirs.
-    graphs: [RefCell<Vec<(u64, cudarc::driver::CudaGraph)>>; 4],
+    /// Per `StepEnd`, the decode step's graphs by the id of the state each was captured for: up
+    /// to `GRAPHS_KEPT`, so that the server's several running sequences each keep theirs.
+    graphs: [GraphCache<u64>; 4],
 }
 
 /// Decode graphs kept per step kind (one per sequence that decodes in turn).
-const GRAPHS_KEPT: usize = 16;
+pub(crate) const GRAPHS_KEPT: usize = 16;
 
 /// How a decode step ends, after the last layer.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -102,8 +104,8 @@ struct Io {
 
 /// One sequence on the GPU.
 pub struct CudaState {
-    /// Unique per allocation: the key of the decode graph captured for this state's buffers.
-    id: u64,
+    /// Unique per allocation: the key of the decode graphs captured for this state's buffers.
+    pub(crate) id: u64,
     pub position: usize,
     /// i32 on the device: the position the next token is written at.
     pub pos: DevBuf,
@@ -115,6 +117,14 @@ pub struct CudaState {
 }
 
 impl CudaState {
+    /// The sequence's GDN layers' states, in order.
+    pub(crate) fn gdn_states(&self) -> impl Iterator<Item = &GdnStateGpu> {
+        self.layers.iter().filter_map(|l| match l {
+            LayerStateGpu::GatedDeltaNet(s) => Some(s),
+            LayerStateGpu::FullAttention(_) => None,
+        })
+    }
+
     /// A decode step (which the MTP head does not follow) appended `steps` tokens.
     fn advance_without_head(&mut self, steps: usize) {
         self.position += steps;
@@ -161,6 +171,7 @@ impl CudaModel {
             dequantized,
             mtp_io,
             verify_backup: RefCell::new(None),
+            token_states: RefCell::new(None),
             gpu,
             config,
             weights,
@@ -169,7 +180,7 @@ impl CudaModel {
             io,
             screen: Default::default(),
             screened_lm_head: true,
-            graphs: Default::default(),
+            graphs: std::array::from_fn(|_| GraphCache::new(GRAPHS_KEPT)),
         })
     }
 
@@ -243,6 +254,11 @@ impl CudaModel {
         self.io.h.ptr() + (row * self.config.hidden_size * 4) as u64
     }
 
+    /// i32 [PREFILL_CHUNK] on the device: the token ids `upload_ids` wrote.
+    pub(crate) fn ids(&self) -> DevPtr {
+        self.io.ids.ptr()
+    }
+
     pub(crate) fn check_room(&self, state: &CudaState, t: usize) -> Result<()> {
         if state.position + t > self.max_seq {
             bail!(
@@ -267,37 +283,10 @@ impl CudaModel {
     /// back there (the argmax, or the GPU sampler's pick, also appended to `io.history`); see
     /// `StepEnd`. Captured once per state and kind, then replayed.
     fn decode_step_on_device(&self, state: &CudaState, end: StepEnd) -> Result<()> {
-        let key = state.id;
-        let mut graphs = self.graphs[end as usize].borrow_mut();
-        match graphs.iter().position(|(k, _)| *k == key) {
-            Some(i) => {
-                let hit = graphs.remove(i);
-                graphs.push(hit);
-            }
-            None => {
-                if graphs.len() >= GRAPHS_KEPT {
-                    graphs.remove(0);
-                }
-                if matches!(end, StepEnd::Screened | StepEnd::ScreenedSampled) {
-                    self.screen()?; // made before the capture: it allocates and launches
-                }
-                self.gpu.sync()?;
-                let stream = &self.gpu.stream;
-                stream
-                    .begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-                    .map_err(|e| anyhow!("begin graph capture: {e:?}"))?;
-                let captured = self.decode_kernels(state, end);
-                let g = stream
-                    .end_capture(
-                        cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
-                    )
-                    .map_err(|e| anyhow!("end graph capture: {e:?}"))?;
-                captured?;
-                graphs.push((key, g.ok_or_else(|| anyhow!("graph capture produced no graph"))?));
-            }
+        if matches!(end, StepEnd::Screened | StepEnd::ScreenedSampled) {
+            self.screen()?; // made before a capture: it allocates and launches
         }
-        let (_, graph) = graphs.last().expect("pushed above");
-        graph.launch().map_err(|e| anyhow!("graph launch: {e:?}"))
+        self.graphs[end as usize].launch(&self.gpu, state.id, || self.decode_kernels(state, end))
     }
 
     /// The kernels of one decode step (what the graph holds).

@@ -13,11 +13,16 @@
 //! After every forward the head catches up at once on the pairs whose next token is known; the
 //! last position's h waits in `pending` for the token that follows it, which `draft` brings.
 //!
-//! Verify runs the k+1 tokens through `forward` (one pass: each matrix read once for all of them)
-//! after copying the GDN layers' states aside. Keeping only n < k+1 of them restores those
-//! states and runs the n tokens again (the KV cache positions are simply rewritten).
+//! Verify runs the k+1 tokens through the multi-token decode step (`multi_token`: each token's
+//! logits are the plain decode step's bits, so greedy speculation gives the plain reply), which
+//! keeps each GDN layer's state after every token; keeping n of them takes the states after
+//! token n − 1 (the KV cache positions past them are simply rewritten later), and the head
+//! catches up on the n kept tokens. Where that step does not apply (FP8 weights, more than 8
+//! tokens), verify runs the tokens through `forward` (the prefill path: logits within ~1e-2 of
+//! the decode step's) after copying the GDN states aside; keeping n < k+1 restores them and runs
+//! the n tokens again.
 
-use crate::model::{CudaModel, CudaState, LayerStateGpu};
+use crate::model::{CudaModel, CudaState};
 use crate::ops::attention::{attention_mixer, KvCacheGpu};
 use crate::ops::gdn::GdnStateGpu;
 use crate::ops::linear::linear;
@@ -111,12 +116,14 @@ impl MtpStateGpu {
     }
 }
 
-/// What `verify` keeps to go back: where it started, its tokens, the head's bookkeeping.
+/// What `verify` keeps to go back: where it started, its tokens, the head's bookkeeping, and
+/// whether it ran the multi-token decode step (else the prefill path, with a backup).
 pub struct VerifyMark {
     start: usize,
     tokens: Vec<u32>,
     seen: usize,
     has_pending: bool,
+    multi_token: bool,
 }
 
 /// The GDN layers' states (and the head's pending row) before the last verify.
@@ -224,15 +231,24 @@ impl CudaModel {
         Ok(out)
     }
 
-    /// `Backend::verify`: the tokens in one forward, the GDN states kept aside first.
+    /// `Backend::verify`: the multi-token decode step, or the tokens in one forward with the GDN
+    /// states kept aside first.
     pub(crate) fn mtp_verify(&self, state: &mut CudaState, tokens: &[u32]) -> Result<Vec<f32>> {
         let t = tokens.len();
         ensure!((1..=MAX_VERIFY).contains(&t), "verify of {t} tokens (1..={MAX_VERIFY})");
         self.check_room(state, t)?;
         let (_, io) = self.head()?;
-        self.back_up(state)?;
         let (seen, has_pending) = state.mtp.as_ref().map_or((0, false), |s| (s.seen, s.has_pending));
-        state.verify = Some(VerifyMark { start: state.position, tokens: tokens.to_vec(), seen, has_pending });
+        let multi_token = self.can_decode_tokens(t);
+        let mark = VerifyMark { start: state.position, tokens: tokens.to_vec(), seen, has_pending, multi_token };
+        if multi_token {
+            let logits = self.decode_tokens(state, tokens)?;
+            state.verify = Some(mark);
+            state.position += t;
+            return Ok(logits);
+        }
+        self.back_up(state)?;
+        state.verify = Some(mark);
         self.upload_ids(tokens)?;
         self.forward(state, t)?;
         state.position += t;
@@ -246,6 +262,11 @@ impl CudaModel {
     pub(crate) fn mtp_keep(&self, state: &mut CudaState, n: usize) -> Result<()> {
         let mark = state.verify.take().context("keep_verified without a verify")?;
         ensure!(n >= 1 && n <= mark.tokens.len(), "keep {n} of {} verified tokens", mark.tokens.len());
+        if mark.multi_token {
+            state.position = mark.start;
+            self.keep_tokens(state, n)?;
+            return self.mtp_catch_up(state, &mark.tokens[..n]);
+        }
         if n == mark.tokens.len() {
             return Ok(());
         }
@@ -268,11 +289,11 @@ impl CudaModel {
     fn back_up(&self, state: &CudaState) -> Result<()> {
         let mut backup = self.verify_backup.borrow_mut();
         if backup.is_none() {
-            let gdn = gdn_states(state).map(|_| GdnStateGpu::new(&self.gpu)).collect::<Result<Vec<_>>>()?;
+            let gdn = state.gdn_states().map(|_| GdnStateGpu::new(&self.gpu)).collect::<Result<Vec<_>>>()?;
             *backup = Some(VerifyBackup { gdn, pending: self.gpu.alloc(self.config.hidden_size * 4)? });
         }
         let b = backup.as_ref().expect("made above");
-        for (dst, src) in b.gdn.iter().zip(gdn_states(state)) {
+        for (dst, src) in b.gdn.iter().zip(state.gdn_states()) {
             dst.copy_from(&self.gpu, src)?;
         }
         if let Some(s) = &state.mtp {
@@ -284,7 +305,7 @@ impl CudaModel {
     fn restore(&self, state: &CudaState) -> Result<()> {
         let backup = self.verify_backup.borrow();
         let b = backup.as_ref().context("no verify backup")?;
-        for (dst, src) in gdn_states(state).zip(&b.gdn) {
+        for (dst, src) in state.gdn_states().zip(&b.gdn) {
             dst.copy_from(&self.gpu, src)?;
         }
         if let Some(s) = &state.mtp {
@@ -292,14 +313,6 @@ impl CudaModel {
         }
         Ok(())
     }
-}
-
-/// The state's GDN layers, in order.
-fn gdn_states(state: &CudaState) -> impl Iterator<Item = &GdnStateGpu> {
-    state.layers.iter().filter_map(|l| match l {
-        LayerStateGpu::GatedDeltaNet(s) => Some(s),
-        LayerStateGpu::FullAttention(_) => None,
-    })
 }
 
 #[cfg(test)]
@@ -313,7 +326,7 @@ mod tests {
     }
 
     /// On a 4-layer model of the real widths with a random MTP head, after a draft: keeping n of
-    /// a verify step's 4 tokens leaves the state a prefill of those n tokens leaves (the next
+    /// a verify step's 4 tokens leaves the state a verify of only those n tokens leaves (the next
     /// decode step's logits bit for bit), and the head's next drafts agree too.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
@@ -329,7 +342,8 @@ mod tests {
             model.verify(&mut spec, &tokens).unwrap();
             model.keep_verified(&mut spec, n).unwrap();
             let mut kept = model.copy_state(&base).unwrap();
-            model.prefill(&mut kept, &tokens[..n], Logits::Last).unwrap();
+            model.verify(&mut kept, &tokens[..n]).unwrap();
+            model.keep_verified(&mut kept, n).unwrap();
             assert_eq!(spec.position, kept.position);
             let (a, b) = (
                 model.draft(&mut spec, 7, 2, &mut greedy()).unwrap(),
@@ -366,13 +380,13 @@ mod tests {
         a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
     }
 
-    /// A verify step's logits are those of 4 decode steps within the prefill path's tolerance
-    /// (its GEMMs are cuBLAS's, not the decode GEMVs: measured 4e-3 – 7e-3 of the logits' scale on
-    /// random weights, so argmax near-ties can go the other way), with and without a draft before
-    /// it; one-token forwards are the decode step's bits.
+    /// A verify step's logits are those of 4 decode steps bit for bit (the multi-token step),
+    /// after a draft too; a prefill of the same 4 tokens is within the prefill path's tolerance
+    /// (its GEMMs are cuBLAS's: measured 4e-3 – 7e-3 of the logits' scale on random weights);
+    /// one-token forwards are the decode step's bits.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
-    fn four_token_forward_matches_decode_steps() {
+    fn verify_equals_decode_steps() {
         let model = crate::synthetic::random_model(4, 256, Precision::Bf16).unwrap();
         let vocab = model.config.vocab_size;
         let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
@@ -381,28 +395,19 @@ mod tests {
         model.prefill(&mut base, &prompt, Logits::Last).unwrap();
         let mut a = model.copy_state(&base).unwrap();
         let rows: Vec<Vec<f32>> = tokens.iter().map(|&t| model.decode(&mut a, t).unwrap()).collect();
-        let check = |what: &str, got: &[f32]| {
-            let errs: Vec<f32> = got.chunks(vocab).zip(&rows).map(|(g, w)| rel(g, w)).collect();
-            eprintln!("{what}: relative errors {errs:?}");
-            errs
-        };
+        let errors = |got: &[f32]| -> Vec<f32> { got.chunks(vocab).zip(&rows).map(|(g, w)| rel(g, w)).collect() };
         let mut b = model.copy_state(&base).unwrap();
-        let e1 = check("prefill of 4", &model.prefill(&mut b, &tokens, Logits::All).unwrap());
+        let prefill = errors(&model.prefill(&mut b, &tokens, Logits::All).unwrap());
+        eprintln!("prefill of 4: relative errors {prefill:?}");
+        assert!(prefill.iter().all(|&e| e <= 2e-2), "prefill of 4: {prefill:?}");
         let mut c = model.copy_state(&base).unwrap();
-        let e2 = check(
-            "prefill of 1 x4",
-            &tokens.iter().flat_map(|&t| model.prefill(&mut c, &[t], Logits::All).unwrap()).collect::<Vec<_>>(),
-        );
-        let mut d = model.copy_state(&base).unwrap();
-        model.draft(&mut d, tokens[0], 3, &mut greedy()).unwrap();
-        let e3 = check("draft, then prefill of 4", &model.prefill(&mut d, &tokens, Logits::All).unwrap());
+        let one: Vec<f32> = tokens.iter().flat_map(|&t| model.prefill(&mut c, &[t], Logits::All).unwrap()).collect();
+        assert!(errors(&one).iter().all(|&e| e == 0.0), "prefill of 1 ×4: {:?}", errors(&one));
         let mut e = model.copy_state(&base).unwrap();
         model.draft(&mut e, tokens[0], 3, &mut greedy()).unwrap();
-        let e4 = check("draft, then verify", &model.verify(&mut e, &tokens).unwrap());
-        for (what, errs) in
-            [("prefill of 4", e1), ("prefill of 1", e2), ("draft + prefill", e3), ("draft + verify", e4)]
-        {
-            assert!(errs.iter().all(|&e| e <= 1e-4), "{what}: {errs:?}");
+        let verified = model.verify(&mut e, &tokens).unwrap();
+        for (i, (g, w)) in verified.chunks(vocab).zip(&rows).enumerate() {
+            assert!(g.iter().zip(w).all(|(x, y)| x.to_bits() == y.to_bits()), "verify: row {i} differs");
         }
     }
 }

@@ -357,3 +357,48 @@ fn cache_dir() -> Option<PathBuf> {
     }
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/solo/kernels"))
 }
+
+/// Captured CUDA graphs by key (each with the buffers it was captured with baked in), least
+/// recently used first, at most `capacity`: the decode step keeps one per sequence and step kind.
+pub struct GraphCache<K> {
+    graphs: std::cell::RefCell<Vec<(K, cudarc::driver::CudaGraph)>>,
+    capacity: usize,
+}
+
+impl<K: PartialEq> GraphCache<K> {
+    pub fn new(capacity: usize) -> Self {
+        GraphCache { graphs: Default::default(), capacity }
+    }
+
+    /// Launches the graph of `key`, first capturing what `kernels` launches on the model's stream
+    /// if there is none (everything they need must be allocated before: a capture cannot allocate).
+    pub fn launch(&self, gpu: &Gpu, key: K, kernels: impl FnOnce() -> Result<()>) -> Result<()> {
+        let mut graphs = self.graphs.borrow_mut();
+        match graphs.iter().position(|(k, _)| *k == key) {
+            Some(i) => {
+                let hit = graphs.remove(i);
+                graphs.push(hit);
+            }
+            None => {
+                if graphs.len() >= self.capacity {
+                    graphs.remove(0);
+                }
+                gpu.sync()?;
+                gpu.stream
+                    .begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                    .map_err(|e| anyhow!("begin graph capture: {e:?}"))?;
+                let captured = kernels();
+                let graph = gpu
+                    .stream
+                    .end_capture(
+                        cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+                    )
+                    .map_err(|e| anyhow!("end graph capture: {e:?}"))?;
+                captured?;
+                graphs.push((key, graph.ok_or_else(|| anyhow!("graph capture produced no graph"))?));
+            }
+        }
+        let (_, graph) = graphs.last().expect("pushed above");
+        graph.launch().map_err(|e| anyhow!("graph launch: {e:?}"))
+    }
+}

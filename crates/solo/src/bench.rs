@@ -325,9 +325,7 @@ fn kernel_costs(model: &solo_cuda::CudaModel, source: &str, json: Option<&std::p
 }
 
 /// One round of speculative greedy decoding after `prompt`, `decode_steps` tokens in verify
-/// steps. Random weights predict nothing, and a verify step's logits match the decode step's
-/// only within the prefill path's tolerance (random logits are full of near-ties), so the
-/// acceptance is replayed: each step accepts as many drafts as a Bresenham schedule over the
+/// steps. A random head predicts nothing, so the acceptance is replayed: each step accepts as many drafts as a Bresenham schedule over the
 /// steps gives for the mean accepted length `--accept`, and the bonus is the verify row's argmax.
 /// The head drafts, the verify and the roll-back run as they would; only the decision is set.
 fn speculative_round(

@@ -9,7 +9,7 @@
 //! kernels; no launch shape depends on it, so a decode step can be captured in a CUDA graph.
 
 use crate::kernels::{kernel_file, Launch};
-use crate::ops::linear::{gemv_norm, linear};
+use crate::ops::linear::{gemv_norm, gemv_norm_tokens, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{AttentionGpu, Vector};
@@ -169,6 +169,40 @@ pub fn attention_decode(
     gemv_norm(gpu, h, norm, eps, &w.qkv_proj, proj)?;
     qk_norm_rope(gpu, w, qg, k, v, 1, pos, cache, q)?;
     attend(gpu, q, qg, 1, pos, cache, scratch, gated)?;
+    Ok(gated)
+}
+
+/// `attention_decode` for t ≤ 8 consecutive tokens of one sequence (the multi-token decode step;
+/// h f32 `[t, 2048]`), bf16 weights: returns the gated outputs (bf16 `[t, 4096]`, scratch buffer
+/// 2). The stacked q/k/v projection is read once for all t tokens (`gemv_norm_tokens`); then,
+/// token by token, q/k norm + RoPE writes token i's keys and values at `positions[i]` and it
+/// attends over `0 ..= positions[i]` as the one-token step does (the same split count, so the same
+/// bits). positions: i32 `[t]` on the device, consecutive. Scratch buffers 0–4.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_decode_tokens(
+    gpu: &Gpu,
+    w: &AttentionGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    positions: DevPtr,
+    t: usize,
+    cache: &KvCacheGpu,
+    scratch: &Scratch,
+) -> Result<DevPtr> {
+    // proj f32 [t, 9216]: per token [q and gate 16·512 | k 512 | v 512]
+    const PROJ: usize = HEADS * 2 * HEAD_DIM + 2 * KV_HEADS * HEAD_DIM;
+    ensure!(w.qkv_proj.rows == PROJ, "attention: stacked q/k/v of {} rows, not {PROJ}", w.qkv_proj.rows);
+    let (proj, q, gated) = (scratch.ptr(0), scratch.ptr(1), scratch.ptr(2));
+    gemv_norm_tokens(gpu, h, norm, eps, &w.qkv_proj, t, proj, PROJ)?;
+    for i in 0..t {
+        let f32_at = |j: usize| proj + ((i * PROJ + j) * 4) as DevPtr;
+        let (qg, k, v) = (f32_at(0), f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
+        let pos = positions + (i * 4) as DevPtr;
+        let (q_i, gated_i) = (q + (i * HEADS * HEAD_DIM * 2) as DevPtr, gated + (i * HEADS * HEAD_DIM * 2) as DevPtr);
+        qk_norm_rope(gpu, w, qg, k, v, 1, pos, cache, q_i)?;
+        attend(gpu, q_i, qg, 1, pos, cache, scratch, gated_i)?;
+    }
     Ok(gated)
 }
 

@@ -13,7 +13,7 @@
 //! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
 
 use crate::kernels::{kernel_file, widths, Launch};
-use crate::ops::linear::{gemv_norm_conv, linear};
+use crate::ops::linear::{gemv_norm_conv, gemv_norm_tokens, linear};
 use crate::ops::Scratch;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{GdnGpu, Matrix, Vector};
@@ -22,13 +22,13 @@ use anyhow::{ensure, Result};
 kernel_file! {
     /// `gdn_conv.cu`'s kernels.
     pub mod gdn_conv_cu = "gdn_conv.cu" {
-        fn gdn_conv_silu(qkv: DevPtr, state: DevPtr, taps: DevPtr, out: DevPtr, t: i32);
+        fn gdn_conv_silu(qkv: DevPtr, state_in: DevPtr, state_out: DevPtr, taps: DevPtr, out: DevPtr, t: i32);
     }
 }
 kernel_file! {
     /// `gdn_delta.cu`'s kernels.
     pub mod gdn_delta_cu = "gdn_delta.cu" {
-        fn gdn_decode_step(mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, norm_w: DevPtr, s: DevPtr, out: DevPtr, eps: f32);
+        fn gdn_decode_step(mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, norm_w: DevPtr, s_in: DevPtr, s_out: DevPtr, out: DevPtr, eps: f32);
         fn gdn_prep(mixed: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, gates: DevPtr);
         fn gdn_prefill_scan(mixed: DevPtr, gates: DevPtr, s: DevPtr, o: DevPtr, t: i32);
         fn gdn_gated_norm(o: DevPtr, z: DevPtr, norm_w: DevPtr, out: DevPtr, rows: i32, eps: f32);
@@ -45,6 +45,8 @@ pub const HEAD_DIM: usize = widths::GDN_HEAD_DIM;
 pub const CONV_HISTORY: usize = widths::GDN_KERNEL - 1;
 /// rms_norm_eps of the real model, used by the gated norm.
 pub const RMS_EPS: f32 = 1e-6;
+/// Rows of the stacked bf16 in-projection: qkv 8192 | z 4096 | b 32 | a 32.
+pub const PROJ_ROWS: usize = CONV_DIM + VALUE_DIM + 2 * V_HEADS;
 /// Floats per token of the gates buffer: g[32] | beta[32] | kq[16] (`gdn_delta.cu`).
 pub const GATES_STRIDE: usize = 80;
 
@@ -152,9 +154,10 @@ pub fn gdn_mixer(
     linear(gpu, x, &w.in_proj_z, t, buf.z)?;
     linear(gpu, x, &w.in_proj_b, t, buf.b)?;
     linear(gpu, x, &w.in_proj_a, t, buf.a)?;
-    conv_silu(gpu, buf.qkv, state.conv.ptr(), w.conv1d.ptr, t, buf.mixed)?;
+    let (conv, recurrent) = (state.conv.ptr(), state.recurrent.ptr());
+    conv_silu(gpu, buf.qkv, conv, conv, w.conv1d.ptr, t, buf.mixed)?;
     if t == 1 {
-        decode_step(gpu, &consts, buf.mixed, buf.z, buf.b, buf.a, state.recurrent.ptr(), buf.y)?;
+        decode_step(gpu, &consts, buf.mixed, buf.z, buf.b, buf.a, recurrent, recurrent, buf.y)?;
     } else {
         prefill_delta(gpu, &consts, &buf, state.recurrent.ptr(), t)?;
     }
@@ -185,7 +188,50 @@ pub fn gdn_decode(
     ensure!(w.in_proj_a.ptr == w.in_proj_b.ptr + (V_HEADS * w.in_proj_b.cols * 2) as DevPtr, "GDN: a must follow b");
     let tail = Matrix::bf16(w.in_proj_b.ptr, 2 * V_HEADS, w.in_proj_b.cols);
     gemv_norm_conv(gpu, h, norm, eps, &w.in_proj, &tail, proj, state.conv.ptr(), w.conv1d.ptr, buf.mixed)?;
-    decode_step(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, state.recurrent.ptr(), buf.y)?;
+    let recurrent = state.recurrent.ptr();
+    decode_step(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, recurrent, recurrent, buf.y)?;
+    Ok(buf.y)
+}
+
+/// `gdn_decode` for t = `after.len()` ≤ 8 consecutive tokens of one sequence (the multi-token
+/// decode step; h f32 [t, 2048]), bf16 weights: returns y (bf16 [t, 4096], scratch buffer 3).
+/// The stacked in-projection is read once for all t tokens (`gemv_norm_tokens`); then, token by
+/// token, the conv (`gdn_conv_silu`) and the delta step read the state the token before left and
+/// write the state after this one into `after[i]`; `state` itself is not changed. Every token gets
+/// the bits `gdn_decode` would give it. Scratch buffers 0, 1, 3.
+#[allow(clippy::too_many_arguments)]
+pub fn gdn_decode_tokens(
+    gpu: &Gpu,
+    w: &GdnGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    state: &GdnStateGpu,
+    after: &[GdnStateGpu],
+    scratch: &Scratch,
+) -> Result<DevPtr> {
+    let t = after.len();
+    let buf = GdnBuffers::new(scratch, t)?;
+    // proj f32 [t, 12352]: per token [qkv 8192 | z 4096 | b 32 | a 32]
+    ensure!(
+        w.in_proj.rows == PROJ_ROWS && w.in_proj.fp8_scales.is_none(),
+        "the multi-token GDN step takes the stacked bf16 in-projection ({PROJ_ROWS} rows), not {} rows{}",
+        w.in_proj.rows,
+        if w.in_proj.fp8_scales.is_some() { " of FP8" } else { "" }
+    );
+    let proj = scratch.ptr(0);
+    gemv_norm_tokens(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS)?;
+    let consts = GdnConsts::of(w);
+    for (i, out) in after.iter().enumerate() {
+        let before = if i == 0 { state } else { &after[i - 1] };
+        let f32_at = |j: usize| proj + ((i * PROJ_ROWS + j) * 4) as DevPtr;
+        let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
+        let mixed = buf.mixed + (i * CONV_DIM * 4) as DevPtr;
+        let y = buf.y + (i * VALUE_DIM * 2) as DevPtr;
+        // launched without PDL: the delta step after it reads the state the previous one wrote
+        conv_silu(gpu, f32_at(0), before.conv.ptr(), out.conv.ptr(), w.conv1d.ptr, 1, mixed)?;
+        decode_step(gpu, &consts, mixed, z, b, a, before.recurrent.ptr(), out.recurrent.ptr(), y)?;
+    }
     Ok(buf.y)
 }
 
@@ -197,22 +243,33 @@ pub fn prefill_delta(gpu: &Gpu, c: &GdnConsts, buf: &GdnBuffers, recurrent: DevP
     gated_norm(gpu, c, buf.o, buf.z, t, buf.y)
 }
 
-/// out f32 [t, 8192] = silu(causal_conv(qkv f32 [t, 8192])) with the window `conv_state` f32
-/// [3, 8192] (updated to the last 3 pre-conv rows); taps f32 [8192, 4].
-pub fn conv_silu(gpu: &Gpu, qkv: DevPtr, conv_state: DevPtr, taps: DevPtr, t: usize, out: DevPtr) -> Result<()> {
+/// out f32 [t, 8192] = silu(causal_conv(qkv f32 [t, 8192])) with the window `state_in` f32
+/// [3, 8192]; `state_out` (`state_in` itself, or another window) gets the last 3 pre-conv rows;
+/// taps f32 [8192, 4].
+pub fn conv_silu(
+    gpu: &Gpu,
+    qkv: DevPtr,
+    state_in: DevPtr,
+    state_out: DevPtr,
+    taps: DevPtr,
+    t: usize,
+    out: DevPtr,
+) -> Result<()> {
     gdn_conv_cu::gdn_conv_silu(
         gpu,
         Launch::new(((CONV_DIM / 256) as u32, t.div_ceil(CONV_TOKENS) as u32, 1), 256, 0),
         qkv,
-        conv_state,
+        state_in,
+        state_out,
         taps,
         out,
         t as i32,
     )
 }
 
-/// One token after the conv: mixed f32 [8192], z f32 [4096], b, a f32 [32]; updates `recurrent`
-/// f32 [32, 128, 128]; y bf16 [4096] = gated_norm(o)·silu(z).
+/// One token after the conv: mixed f32 [8192], z f32 [4096], b, a f32 [32]; the state
+/// `recurrent_in` f32 [32, 128, 128] → `recurrent_out` (the same buffer, or another);
+/// y bf16 [4096] = gated_norm(o)·silu(z).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_step(
     gpu: &Gpu,
@@ -221,7 +278,8 @@ pub fn decode_step(
     z: DevPtr,
     b: DevPtr,
     a: DevPtr,
-    recurrent: DevPtr,
+    recurrent_in: DevPtr,
+    recurrent_out: DevPtr,
     y: DevPtr,
 ) -> Result<()> {
     // 32 value heads × 4 column groups, clusters of 4 (compile-time `__cluster_dims__`).
@@ -235,7 +293,8 @@ pub fn decode_step(
         c.a_log,
         c.dt_bias,
         c.norm,
-        recurrent,
+        recurrent_in,
+        recurrent_out,
         y,
         RMS_EPS,
     )
@@ -390,7 +449,7 @@ mod tests {
             let want = causal_conv_silu(&qkv, &mut window, &taps, CONV_DIM);
             let qkv_gpu = gpu.upload_f32(&qkv).unwrap();
             let out = nan_f32(t * CONV_DIM);
-            conv_silu(gpu, qkv_gpu.ptr(), state.ptr(), taps_gpu.ptr(), t, out.ptr()).unwrap();
+            conv_silu(gpu, qkv_gpu.ptr(), state.ptr(), state.ptr(), taps_gpu.ptr(), t, out.ptr()).unwrap();
             let got = gpu.download_f32(out.ptr(), t * CONV_DIM).unwrap();
             assert_close(&format!("conv call {call} (T={t}) output"), &got, &want, 1e-5);
             let got_state = gpu.download_f32(state.ptr(), CONV_HISTORY * CONV_DIM).unwrap();
@@ -418,7 +477,18 @@ mod tests {
             let (m_gpu, z_gpu) = (gpu.upload_f32(&mixed).unwrap(), gpu.upload_f32(&z).unwrap());
             let (b_gpu, a_gpu) = (gpu.upload_f32(&b).unwrap(), gpu.upload_f32(&a).unwrap());
             let y = nan_bf16(VALUE_DIM);
-            decode_step(gpu, &cg.c, m_gpu.ptr(), z_gpu.ptr(), b_gpu.ptr(), a_gpu.ptr(), s_gpu.ptr(), y.ptr()).unwrap();
+            decode_step(
+                gpu,
+                &cg.c,
+                m_gpu.ptr(),
+                z_gpu.ptr(),
+                b_gpu.ptr(),
+                a_gpu.ptr(),
+                s_gpu.ptr(),
+                s_gpu.ptr(),
+                y.ptr(),
+            )
+            .unwrap();
             let got = bf16_from_bytes(&gpu.download(y.ptr(), VALUE_DIM * 2).unwrap());
             assert_close(&format!("decode step {step}: gated-norm output (bf16)"), &got, &want, 4e-3);
             let got_s = gpu.download_f32(s_gpu.ptr(), STATE).unwrap();

@@ -3,20 +3,22 @@
 //
 // gdn_conv_silu
 //   qkv   f32 [T, 8192]  pre-conv rows (the in_proj_qkv output)
-//   state f32 [3, 8192]  the 3 pre-conv rows before this call, oldest first; replaced by the last
-//                        3 rows of [state; qkv] (raw pre-conv values, not post-SiLU)
+//   state_in  f32 [3, 8192]  the 3 pre-conv rows before this call, oldest first
+//   state_out f32 [3, 8192]  the last 3 rows of [state_in; qkv] (raw pre-conv values, not post-SiLU);
+//                            state_in itself (in place), or another window (the multi-token
+//                            decode step keeps the window after each token)
 //   taps  f32 [8192, 4]  channel-major; tap 3 multiplies the current token
 //   out   f32 [T, 8192]  silu(Σ_j taps[c, j] · row_{t-3+j}[c]), rows before the call from `state`
 // Geometry: grid (8192 / 256, ceil(T / CONV_TOKENS)), 256 threads. A thread owns one channel over
 // CONV_TOKENS consecutive tokens and slides the 4-row window through registers; a warp reads 128
 // contiguous bytes of each row. Only blocks with blockIdx.y == 0 read the old state (CONV_TOKENS
 // >= 3), and the thread that reads a channel's old state is the one that writes its new state, so
-// in-place update needs no second kernel. T == 1 (decode) is one 32-block launch.
+// an in-place update needs no second kernel. T == 1 (decode) is one 32-block launch.
 #define CONV_TOKENS 16
 #define CONV_THREADS 256
 
 // (No __launch_bounds__: with it ptxas caps this kernel at 32 registers and spills the unrolled loop.)
-extern "C" __global__ void gdn_conv_silu(const float* __restrict__ qkv, float* __restrict__ state, const float* __restrict__ taps,
+extern "C" __global__ void gdn_conv_silu(const float* __restrict__ qkv, const float* state_in, float* state_out, const float* __restrict__ taps,
               float* __restrict__ out, int T) {
     pdl_trigger();
     pdl_wait();
@@ -28,9 +30,9 @@ extern "C" __global__ void gdn_conv_silu(const float* __restrict__ qkv, float* _
     // Window: rows t0-3, t0-2, t0-1 (from the state when they precede this call).
     float x0, x1, x2;
     if (t0 == 0) {
-        x0 = state[c];
-        x1 = state[GDN_CONV_DIM + c];
-        x2 = state[2 * GDN_CONV_DIM + c];
+        x0 = state_in[c];
+        x1 = state_in[GDN_CONV_DIM + c];
+        x2 = state_in[2 * GDN_CONV_DIM + c];
     } else {
         x0 = qkv[(size_t)(t0 - 3) * GDN_CONV_DIM + c];
         x1 = qkv[(size_t)(t0 - 2) * GDN_CONV_DIM + c];
@@ -54,7 +56,7 @@ extern "C" __global__ void gdn_conv_silu(const float* __restrict__ qkv, float* _
         for (int i = 0; i < 3; i++) {
             const int j = T + i;
             const float v = j >= 3 ? qkv[(size_t)(j - 3) * GDN_CONV_DIM + c] : (j == 1 ? s1 : s2);
-            state[i * GDN_CONV_DIM + c] = v;
+            state_out[i * GDN_CONV_DIM + c] = v;
         }
     }
 }

@@ -59,7 +59,8 @@ __device__ __forceinline__ void store_bf16x4(bf16* dst, float a, float b, float 
 
 // ---------------------------------------------------------------------------------------------
 // gdn_decode_step: one token, everything after the conv, in one kernel.
-//   mixed f32 [8192], z f32 [4096], b/a f32 [32], S f32 [32,128,128] (read and written once),
+//   mixed f32 [8192], z f32 [4096], b/a f32 [32], S_in f32 [32,128,128] (read once), S_out (written
+//   once: S_in itself, or the multi-token decode step's state after this token),
 //   out bf16 [4096] = gated RMSNorm(o) · silu(z), the out_proj input.
 // Geometry: 128 blocks of 128 threads in clusters of 4; block = (value head h = blockIdx.x / 4,
 // column group = blockIdx.x % 4 = its rank in the cluster) owns S[h][:, 32·group .. +32]; warp w
@@ -77,14 +78,15 @@ __device__ __forceinline__ void store_bf16x4(bf16* dst, float a, float b, float 
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128)
 gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, const float* __restrict__ b,
                 const float* __restrict__ a, const float* __restrict__ a_log, const float* __restrict__ dt_bias,
-                const float* __restrict__ norm_w, float* __restrict__ S, bf16* __restrict__ out, float eps) {
+                const float* __restrict__ norm_w, const float* S_in, float* S_out, bf16* __restrict__ out, float eps) {
     __shared__ float sumsq[16];  // Σo² of the head's 16 warps (4 blocks × 4), slot 4·rank + warp
     const unsigned FULL = 0xffffffffu;
     const int h = blockIdx.x >> 2, group = blockIdx.x & 3, kh = h >> 1;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int cq = lane & 1, rq = lane >> 1;
     const int col = group * 32 + warp * 8 + cq * 4;  // this lane's first column within the head
-    float* Sh = S + (size_t)h * 128 * 128 + col;
+    const float* Sh = S_in + (size_t)h * 128 * 128 + col;
+    float* Sh_out = S_out + (size_t)h * 128 * 128 + col;
     // Distributed shared memory may be touched only once every block of the cluster runs: arrive
     // now, wait just before the first remote store (by then nobody waits).
     cluster_arrive_relaxed();
@@ -93,8 +95,9 @@ gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, co
     float4 s[8];
 #pragma unroll
     for (int i = 0; i < 8; i++) s[i] = __ldcg(reinterpret_cast<const float4*>(Sh + (rq + 16 * i) * 128));
-    // S is this kernel's own state (written one token ago, from L2): read before pdl_wait(),
-    // overlapping the conv kernel. Everything below comes from the kernels just before.
+    // S is this kernel's own state (written one token ago, from L2; in the multi-token step by
+    // the token before, with the conv kernel, launched without PDL, in between): read before
+    // pdl_wait(), overlapping the conv kernel. Everything below comes from the kernels just before.
     pdl_wait();
     pdl_trigger();
     const float* qh = mixed + kh * 128;
@@ -167,7 +170,7 @@ gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, co
         float4 n;
         n.x = fmaf(kn, u.x, decay * s[i].x); n.y = fmaf(kn, u.y, decay * s[i].y);
         n.z = fmaf(kn, u.z, decay * s[i].z); n.w = fmaf(kn, u.w, decay * s[i].w);
-        *reinterpret_cast<float4*>(Sh + (rq + 16 * i) * 128) = n;
+        *reinterpret_cast<float4*>(Sh_out + (rq + 16 * i) * 128) = n;
     }
 }
 

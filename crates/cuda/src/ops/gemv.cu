@@ -89,6 +89,37 @@ struct GemvStream {
     }
 };
 
+// GemvStream::run for several tokens at once (gemv_norm_tokens_bf16): each row, once landed, is
+// read into registers and dotted with every token's x (f32 [tokens][IN], shared memory), each dot
+// summed exactly as run() sums it; store(row, token, dot).
+template <int IN, class Store>
+__device__ __forceinline__ void run_tokens(const GemvStream<IN>& s, const bf16* __restrict__ W, const float* xs,
+                                           int tokens, Store store) {
+    constexpr int DEPTH = GemvStream<IN>::DEPTH, PIECES = GemvStream<IN>::PIECES;
+    const int lane = threadIdx.x & 31;
+    for (int k0 = 0; s.first + k0 * s.stride < s.rows; k0 += DEPTH) {
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++) {
+            const int r = s.first + (k0 + d) * s.stride;
+            if (r >= s.rows) break;
+            cp_async_wait<DEPTH - 1>();
+            uint4 wv[PIECES];
+#pragma unroll
+            for (int j = 0; j < PIECES; j++) wv[j] = *reinterpret_cast<const uint4*>(s.ring + d * IN + j * 256 + lane * 8);
+            for (int t = 0; t < tokens; t++) {
+                const float* x = xs + t * IN + lane * 8;
+                float acc = 0.f;
+#pragma unroll
+                for (int j = 0; j < PIECES; j++)
+                    acc += dot_piece(wv[j], *reinterpret_cast<const float4*>(x + j * 256),
+                                     *reinterpret_cast<const float4*>(x + j * 256 + 4));
+                store(r, t, warp_sum(acc));  // the shuffles also finish this lane's reads of wv
+            }
+            s.request(W, r + DEPTH * s.stride, d);
+        }
+    }
+}
+
 template <int IN>
 __device__ __forceinline__ void gemv_x(const bf16* __restrict__ w, const bf16* __restrict__ x,
                                        float* __restrict__ y, int out_dim, bool accumulate) {
@@ -202,4 +233,24 @@ extern "C" __global__ void __launch_bounds__(256)
             }
         },
         fetch_window);
+}
+
+// gemv_norm_tokens_bf16: gemv_norm_bf16 for `tokens` ≤ 8 tokens at once (the multi-token decode
+// step): y[t·y_stride + r] = W[r] · RMSNorm(h[t]) for t < tokens, h f32 [tokens, 2048]. Each row
+// streams through the ring once for all the tokens; each token's x is staged as gemv_norm_bf16
+// stages it (after the rings, 8 KB a token) and each dot is summed as it sums it, so every token
+// gets the bits of its own gemv_norm_bf16 launch. Dynamic shared memory 64 KB + 8 KB a token.
+extern "C" __global__ void __launch_bounds__(256)
+    gemv_norm_tokens_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
+                          float* __restrict__ y, int out_dim, int y_stride, int tokens, float eps) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ float red[32];
+    float* xs = GemvStream<HIDDEN>::staging(smem);
+    const GemvStream<HIDDEN> s(smem, out_dim);
+    s.prologue(w);
+    pdl_wait();
+    pdl_trigger();
+    for (int t = 0; t < tokens; t++) stage_rms_norm(h + (size_t)t * HIDDEN, w1p, eps, xs + t * HIDDEN, red);
+    const bool lead = (threadIdx.x & 31) == 0;
+    run_tokens<HIDDEN>(s, w, xs, tokens, [&](int r, int t, float v) { if (lead) y[(size_t)t * y_stride + r] = v; });
 }

@@ -15,6 +15,7 @@ kernel_file! {
         fn gemv_bf16(w: DevPtr, x: DevPtr, y: DevPtr, out_dim: i32, in_dim: i32, accumulate: i32);
         fn gemv_norm_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32);
         fn gemv_norm_conv_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
+        fn gemv_norm_tokens_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32, eps: f32);
     }
 }
 kernel_file! {
@@ -94,6 +95,40 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
     }
     let launch = Launch::new(gemv_blocks(gpu), 256, gemv_shared_bytes(w.cols));
     gemv_cu::gemv_norm_bf16(gpu, launch, w.ptr, h, norm.ptr, y, w.rows as i32, eps)
+}
+
+/// Most tokens `gemv_norm_tokens` takes (the multi-token decode step's limit).
+pub const GEMV_MAX_TOKENS: usize = 8;
+
+/// `gemv_norm` for t ≤ GEMV_MAX_TOKENS tokens at once (the multi-token decode step), bf16 weights:
+/// y[i·y_stride + r] = w[r] · RMSNorm(h[i]) for i < t, h f32 [t, 2048]. Each row of w is read once
+/// for all t tokens, and each token gets the bits of its own `gemv_norm`.
+#[allow(clippy::too_many_arguments)]
+pub fn gemv_norm_tokens(
+    gpu: &Gpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    w: &Matrix,
+    t: usize,
+    y: DevPtr,
+    y_stride: usize,
+) -> Result<()> {
+    ensure!(
+        w.cols == 2048 && norm.len == 2048 && w.fp8_scales.is_none(),
+        "gemv_norm_tokens: {}x{} {} / norm {} (the kernel takes bf16, 2048 wide)",
+        w.rows,
+        w.cols,
+        if w.fp8_scales.is_some() { "FP8" } else { "bf16" },
+        norm.len
+    );
+    ensure!((1..=GEMV_MAX_TOKENS).contains(&t), "gemv_norm_tokens: {t} tokens (1..={GEMV_MAX_TOKENS})");
+    ensure!(y_stride >= w.rows, "gemv_norm_tokens: output rows of {y_stride} for {} rows", w.rows);
+    // the rings (64 KB) and 8 KB of x a token; two blocks an SM where both fit (t ≤ 6)
+    let shared = gemv_shared_bytes(w.cols) - (w.cols * 4) as u32 + (t * w.cols * 4) as u32;
+    let per_sm = if 2 * (shared + 2048) <= 233_472 { 2 } else { 1 };
+    let launch = Launch::new((per_sm * gpu.sms, 1, 1), 256, shared);
+    gemv_cu::gemv_norm_tokens_bf16(gpu, launch, w.ptr, h, norm.ptr, y, w.rows as i32, y_stride as i32, t as i32, eps)
 }
 
 /// `gemv_norm` for the GDN decode step's in-projection w (12352 rows: qkv | z | b | a) with the
@@ -233,18 +268,20 @@ mod tests {
         }
     }
 
+    /// A random bf16 matrix [rows, cols] on the CPU and on the GPU.
+    fn upload_matrix(seed: u64, rows: usize, cols: usize) -> (Tensor, Matrix, crate::runtime::DevBuf) {
+        let wv = round_bf16(&random(seed, rows * cols, (3.0 / cols as f32).sqrt()));
+        let buf = gpu().upload(&bf16_bytes(&wv)).unwrap();
+        let m = Matrix::bf16(buf.ptr(), rows, cols);
+        (Tensor::from_f32_as_bf16(vec![rows, cols], &wv), m, buf)
+    }
+
     /// The decode GEMVs with the residual add or the input RMSNorm folded in, against the CPU;
     /// and the folded norm gives the very bits of the unfused pair (norm kernel, then GEMV).
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn gemv_folds_match_cpu() {
         let gpu = gpu();
-        let upload_matrix = |seed: u64, rows: usize, cols: usize| {
-            let wv = round_bf16(&random(seed, rows * cols, (3.0 / cols as f32).sqrt()));
-            let buf = gpu.upload(&bf16_bytes(&wv)).unwrap();
-            let m = Matrix::bf16(buf.ptr(), rows, cols);
-            (Tensor::from_f32_as_bf16(vec![rows, cols], &wv), m, buf)
-        };
         for &(rows, cols) in &[(2048, 4096), (300, 2048)] {
             let (w_cpu, w, _wbuf) = upload_matrix(1, rows, cols);
             let x = round_bf16(&random(2, cols, 1.0));
@@ -276,6 +313,44 @@ mod tests {
                 "{rows} rows: folded norm ≠ unfused bits"
             );
         }
+    }
+
+    /// The multi-token GEMV: t tokens' W·RMSNorm(h_i) in one launch, each row of the output the
+    /// bits `gemv_norm` gives that token alone, and close to the CPU's matmul; rows past the
+    /// matrix's in a wider output stride stay untouched.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemv_norm_tokens_matches_one_token_gemvs_and_cpu() {
+        let gpu = gpu();
+        let norm_w = random(5, 2048, 0.3);
+        let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: 2048 };
+        for (rows, t) in [(12352, 4), (9216, 8), (300, 1), (257, 6)] {
+            let (w_cpu, w, _wbuf) = upload_matrix(6 + t as u64, rows, 2048);
+            let h = random(40 + t as u64, t * 2048, 3.0);
+            let hb = gpu.upload_f32(&h).unwrap();
+            let stride = rows + 3;
+            let y = gpu.upload_f32(&vec![f32::NAN; t * stride]).unwrap();
+            gemv_norm_tokens(gpu, hb.ptr(), &norm, 1e-6, &w, t, y.ptr(), stride).unwrap();
+            let got = gpu.download_f32(y.ptr(), t * stride).unwrap();
+            let one = gpu.alloc(rows * 4).unwrap();
+            for i in 0..t {
+                let row = &got[i * stride..][..stride];
+                assert!(row[rows..].iter().all(|v| v.is_nan()), "{rows} rows, token {i}: wrote past its rows");
+                let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h[i * 2048..][..2048], &norm_w, 1e-6));
+                let want = solo_cpu::ops::matmul(&x, &w_cpu);
+                assert_close(&format!("{t} tokens, token {i}, {rows} rows"), &row[..rows], &want, 1e-5);
+                gemv_norm(gpu, hb.ptr() + (i * 2048 * 4) as u64, &norm, 1e-6, &w, one.ptr()).unwrap();
+                let alone = gpu.download_f32(one.ptr(), rows).unwrap();
+                assert!(
+                    row[..rows].iter().zip(&alone).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{t} tokens, token {i}, {rows} rows: not the one-token GEMV's bits"
+                );
+            }
+        }
+        let (_, w, _wbuf) = upload_matrix(1, 64, 2048);
+        let y = gpu.alloc(9 * 64 * 4).unwrap();
+        assert!(gemv_norm_tokens(gpu, y.ptr(), &norm, 1e-6, &w, 9, y.ptr(), 64).is_err(), "9 tokens");
     }
 
     /// A random FP8 matrix (the official block recipe) on the CPU and on the GPU.

@@ -1,0 +1,197 @@
+//! The decode step for t ≤ 8 consecutive tokens of one sequence at once: the verify step of
+//! speculative decoding (`mtp.rs`).
+//!
+//! What reads weights and nothing per token reads them once for all t tokens: the stacked GDN
+//! in-projection, the stacked q/k/v projection and the lm_head (`gemv_norm_tokens`). What reads
+//! the sequence's state runs token by token, in order, with the one-token step's own kernels: the
+//! causal conv and the delta rule (each token's GDN state kept, so the step can be cut after any
+//! token), q/k norm + RoPE + attention at the token's position, and the fused MoE block (whose
+//! first phase is out_proj / o_proj; the routed experts differ per token anyway). Every kernel sums
+//! what it sums in the one-token step's order, so each token's logits are `decode`'s bit for bit,
+//! and a greedy speculative reply is the plain one.
+//!
+//! ```text
+//! h[i] = embed[tokens[i]]                                   i < t
+//! for each layer:
+//!     P = W_in · RMSN(h[i])  for all i (one read of W_in)
+//!     for i in order: y[i] = Mixer_i(P[i]; state after token i−1) → state after token i
+//!     for i in order: h[i] += W_o · y[i] + MoE(RMSN(h[i] + W_o · y[i]))
+//! logits[i] = lm_head · RMSN(h[i])  for all i (one read of lm_head)
+//! ```
+//! The sequence's own GDN states stay as they were; `keep_tokens(n)` moves the states after token
+//! n − 1 into them. Captured as one graph per sequence and t. bf16 weights (FP8 verifies
+//! through the prefill path: `mtp.rs`).
+
+use crate::model::{CudaModel, CudaState, LayerStateGpu, GRAPHS_KEPT};
+use crate::ops::attention::attention_decode_tokens;
+use crate::ops::embed::embed;
+use crate::ops::gdn::{gdn_decode_tokens, GdnStateGpu};
+use crate::ops::linear::{gemv_norm_tokens, GEMV_MAX_TOKENS};
+use crate::ops::moe::{moe_decode, MixerOut};
+use crate::runtime::{DevBuf, DevPtr, Gpu, GraphCache};
+use crate::weights::MixerGpu;
+use anyhow::{bail, ensure, Context, Result};
+use solo_model::Precision;
+
+/// Most tokens one multi-token step takes.
+pub const MAX_TOKENS: usize = GEMV_MAX_TOKENS;
+
+/// The multi-token step's own memory (one per model, made on first use: ~500 MB).
+pub(crate) struct TokenStates {
+    /// Per GDN layer, in order: the state after each of the last step's tokens.
+    after: Vec<Vec<GdnStateGpu>>,
+    /// i32 [MAX_TOKENS]: the positions of the step's tokens.
+    positions: DevBuf,
+    /// f32 [MAX_TOKENS, vocab]: the step's logits.
+    logits: DevBuf,
+    /// The step's graphs by (state id, t).
+    graphs: GraphCache<(u64, usize)>,
+}
+
+impl TokenStates {
+    fn new(gpu: &Gpu, gdn_layers: usize, vocab: usize) -> Result<Self> {
+        let after = (0..gdn_layers)
+            .map(|_| (0..MAX_TOKENS).map(|_| GdnStateGpu::new(gpu)).collect::<Result<Vec<_>>>())
+            .collect::<Result<Vec<_>>>()?;
+        Ok(TokenStates {
+            after,
+            positions: gpu.alloc(MAX_TOKENS * 4)?,
+            logits: gpu.alloc(MAX_TOKENS * vocab * 4)?,
+            graphs: GraphCache::new(GRAPHS_KEPT),
+        })
+    }
+}
+
+impl CudaModel {
+    /// Whether `decode_tokens` takes t tokens: 1 ..= MAX_TOKENS, bf16 weights.
+    pub(crate) fn can_decode_tokens(&self, t: usize) -> bool {
+        (1..=MAX_TOKENS).contains(&t) && self.weights.precision == Precision::Bf16
+    }
+
+    /// Runs `tokens` at positions `state.position ..` and returns their logits (f32 [t, vocab],
+    /// each row `decode`'s for that token, bit for bit). Writes the t positions of the KV caches
+    /// and leaves the tokens' residual rows in `io.h` (the MTP head's catch-up reads them); the
+    /// GDN layers' states after each token wait for `keep_tokens`, `state` itself is unchanged
+    /// (its position too). One graph per state and t (captured on first use), one
+    /// synchronisation (the download).
+    pub(crate) fn decode_tokens(&self, state: &CudaState, tokens: &[u32]) -> Result<Vec<f32>> {
+        let t = tokens.len();
+        ensure!(
+            self.can_decode_tokens(t),
+            "the multi-token step takes 1..={MAX_TOKENS} tokens of bf16 weights, not {t}"
+        );
+        self.check_room(state, t)?;
+        let (gpu, vocab) = (&self.gpu, self.config.vocab_size);
+        if self.token_states.borrow().is_none() {
+            let made = TokenStates::new(gpu, state.gdn_states().count(), vocab)?;
+            *self.token_states.borrow_mut() = Some(made);
+        }
+        let slot = self.token_states.borrow();
+        let s = slot.as_ref().expect("made above");
+        let positions: Vec<u8> = (0..t).flat_map(|i| ((state.position + i) as i32).to_le_bytes()).collect();
+        gpu.write(s.positions.ptr(), &positions)?;
+        self.upload_ids(tokens)?;
+        s.graphs.launch(gpu, (state.id, t), || self.multi_token_kernels(state, t, s))?;
+        gpu.download_f32(s.logits.ptr(), t * vocab)
+    }
+
+    /// The kernels of `decode_tokens` (what its graph holds), for the t ids in `io.ids`.
+    fn multi_token_kernels(&self, state: &CudaState, t: usize, s: &TokenStates) -> Result<()> {
+        let (gpu, w, eps, vocab) = (&self.gpu, &self.weights, self.config.rms_norm_eps, self.config.vocab_size);
+        let h = self.main_residual(0);
+        embed(gpu, &w.embed_tokens, self.ids(), t, h)?;
+        let mut gdn_after = s.after.iter();
+        for (i, (layer, layer_state)) in w.layers.iter().zip(&state.layers).enumerate() {
+            let norm = &layer.input_norm;
+            let (out_proj, y) = match (&layer.mixer, layer_state) {
+                (MixerGpu::GatedDeltaNet(m), LayerStateGpu::GatedDeltaNet(st)) => {
+                    let after = &gdn_after.next().context("more GDN layers than kept states")?[..t];
+                    (&m.out_proj, gdn_decode_tokens(gpu, m, h, norm, eps, st, after, &self.scratch)?)
+                }
+                (MixerGpu::FullAttention(m), LayerStateGpu::FullAttention(kv)) => {
+                    let pos = s.positions.ptr();
+                    (&m.o_proj, attention_decode_tokens(gpu, m, h, norm, eps, pos, t, kv, &self.scratch)?)
+                }
+                _ => bail!("layer {i}: state and weights disagree on the layer kind"),
+            };
+            for k in 0..t {
+                // y: bf16 [t, out_proj.cols]
+                let y_k = y + (k * out_proj.cols * 2) as DevPtr;
+                let mixer = MixerOut { w: out_proj, y: y_k };
+                moe_decode(
+                    gpu,
+                    mixer,
+                    &layer.moe,
+                    self.main_residual(k),
+                    &layer.post_attention_norm,
+                    eps,
+                    &self.scratch,
+                )?;
+            }
+        }
+        gemv_norm_tokens(gpu, h, &w.final_norm, eps, &w.lm_head, t, s.logits.ptr(), vocab)
+    }
+
+    /// After `decode_tokens` of at least n tokens: the sequence keeps the first n and advances
+    /// by n. Each GDN layer takes its state after token n − 1; the KV caches already hold them.
+    pub(crate) fn keep_tokens(&self, state: &mut CudaState, n: usize) -> Result<()> {
+        let slot = self.token_states.borrow();
+        let s = slot.as_ref().context("keep_tokens before any multi-token step")?;
+        ensure!((1..=MAX_TOKENS).contains(&n), "keep {n} tokens of a multi-token step");
+        for (st, after) in state.gdn_states().zip(&s.after) {
+            st.copy_from(&self.gpu, &after[n - 1])?;
+        }
+        state.position += n;
+        self.gpu.write(state.pos.ptr(), &(state.position as i32).to_le_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use solo_model::{Backend, Logits};
+
+    /// On a 4-layer model of the real widths (3 GDN layers and an attention layer): the
+    /// multi-token step's logits for t = 1, 3, 8 tokens are those of t decode steps bit for bit;
+    /// keeping n of them leaves the state those n decode steps leave (the next step's logits bit
+    /// for bit), and the sequence's own state is untouched until then.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn decode_tokens_equals_decode_steps() {
+        let model = crate::synthetic::random_model(4, 256, Precision::Bf16).unwrap();
+        let vocab = model.config.vocab_size;
+        let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
+        let mut base = model.try_new_state().unwrap();
+        model.prefill(&mut base, &prompt, Logits::Last).unwrap();
+        for (t, n) in [(1, 1), (3, 2), (8, 8), (8, 5)] {
+            let tokens: Vec<u32> = (0..t as u32).map(|i| 1000 + 37 * i).collect();
+            let mut plain = model.copy_state(&base).unwrap();
+            let want: Vec<Vec<f32>> = tokens.iter().map(|&x| model.decode(&mut plain, x).unwrap()).collect();
+            let mut multi = model.copy_state(&base).unwrap();
+            let got = model.decode_tokens(&multi, &tokens).unwrap();
+            for (i, (g, w)) in got.chunks(vocab).zip(&want).enumerate() {
+                assert!(
+                    g.iter().zip(w).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{t} tokens: token {i}'s logits are not the decode step's"
+                );
+            }
+            // untouched until kept: a plain step from it is a step from base
+            let mut probe = model.copy_state(&multi).unwrap();
+            let mut from_base = model.copy_state(&base).unwrap();
+            assert_eq!(model.decode(&mut probe, 7).unwrap(), model.decode(&mut from_base, 7).unwrap());
+            model.keep_tokens(&mut multi, n).unwrap();
+            let mut kept = model.copy_state(&base).unwrap();
+            for &x in &tokens[..n] {
+                model.decode(&mut kept, x).unwrap();
+            }
+            assert_eq!(multi.position, kept.position);
+            assert_eq!(
+                model.decode(&mut multi, 9).unwrap(),
+                model.decode(&mut kept, 9).unwrap(),
+                "{t} tokens, {n} kept: the next step differs"
+            );
+        }
+        let nine = vec![5u32; 9];
+        assert!(model.decode_tokens(&base, &nine).is_err(), "9 tokens");
+    }
+}
