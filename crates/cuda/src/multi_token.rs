@@ -1,21 +1,22 @@
 //! The decode step for t ≤ 8 consecutive tokens of one sequence at once: the verify step of
 //! speculative decoding (`mtp.rs`).
 //!
-//! What reads weights and nothing per token reads them once for all t tokens: the stacked GDN
-//! in-projection, the stacked q/k/v projection and the lm_head (`gemv_norm_tokens`). What reads
-//! the sequence's state runs token by token, in order, with the one-token step's own kernels: the
-//! causal conv and the delta rule (each token's GDN state kept, so the step can be cut after any
-//! token), q/k norm + RoPE + attention at the token's position, and the fused MoE block (whose
-//! first phase is out_proj / o_proj; the routed experts differ per token anyway). Every kernel sums
-//! what it sums in the one-token step's order, so each token's logits are `decode`'s bit for bit,
-//! and a greedy speculative reply is the plain one.
+//! Each weight is read once for all t tokens: the stacked GDN in-projection, the stacked q/k/v
+//! projection and the lm_head (`gemv_norm_tokens`); the MoE block in its four-kernel form
+//! (`moe_decode_tokens`: out_proj / o_proj and the router once, the experts' GEMVs over every
+//! token's slots in one launch). What reads the sequence's state runs over the tokens in order:
+//! the causal conv and the delta rule (one launch each, the GDN state after every token kept, so
+//! the step can be cut after any token), and q/k norm + RoPE + attention at each token's
+//! position (a launch per token). Every kernel sums what it sums in the one-token step's order,
+//! so each token's logits are `decode`'s bit for bit, and a greedy speculative reply is the
+//! plain one.
 //!
 //! ```text
 //! h[i] = embed[tokens[i]]                                   i < t
 //! for each layer:
 //!     P = W_in · RMSN(h[i])  for all i (one read of W_in)
 //!     for i in order: y[i] = Mixer_i(P[i]; state after token i−1) → state after token i
-//!     for i in order: h[i] += W_o · y[i] + MoE(RMSN(h[i] + W_o · y[i]))
+//!     h[i] += W_o · y[i];  h[i] += MoE(RMSN(h[i]))   for all i (one read of W_o, the router)
 //! logits[i] = lm_head · RMSN(h[i])  for all i (one read of lm_head)
 //! ```
 //! The sequence's own GDN states stay as they were; `keep_tokens(n)` moves the states after token
@@ -25,10 +26,10 @@
 use crate::model::{CudaModel, CudaState, LayerStateGpu, GRAPHS_KEPT};
 use crate::ops::attention::attention_decode_tokens;
 use crate::ops::embed::embed;
-use crate::ops::gdn::{gdn_decode_tokens, GdnStateGpu};
+use crate::ops::gdn::{gdn_decode_tokens, GdnStatesAfter};
 use crate::ops::linear::{gemv_norm_tokens, GEMV_MAX_TOKENS};
-use crate::ops::moe::{moe_decode, MixerOut};
-use crate::runtime::{DevBuf, DevPtr, Gpu, GraphCache};
+use crate::ops::moe::{moe_decode_tokens, MixerOut};
+use crate::runtime::{DevBuf, Gpu, GraphCache};
 use crate::weights::MixerGpu;
 use anyhow::{bail, ensure, Context, Result};
 use solo_model::Precision;
@@ -39,7 +40,7 @@ pub const MAX_TOKENS: usize = GEMV_MAX_TOKENS;
 /// The multi-token step's own memory (one per model, made on first use: ~500 MB).
 pub(crate) struct TokenStates {
     /// Per GDN layer, in order: the state after each of the last step's tokens.
-    after: Vec<Vec<GdnStateGpu>>,
+    after: Vec<GdnStatesAfter>,
     /// i32 [MAX_TOKENS]: the positions of the step's tokens.
     positions: DevBuf,
     /// f32 [MAX_TOKENS, vocab]: the step's logits.
@@ -50,9 +51,7 @@ pub(crate) struct TokenStates {
 
 impl TokenStates {
     fn new(gpu: &Gpu, gdn_layers: usize, vocab: usize) -> Result<Self> {
-        let after = (0..gdn_layers)
-            .map(|_| (0..MAX_TOKENS).map(|_| GdnStateGpu::new(gpu)).collect::<Result<Vec<_>>>())
-            .collect::<Result<Vec<_>>>()?;
+        let after = (0..gdn_layers).map(|_| GdnStatesAfter::new(gpu, MAX_TOKENS)).collect::<Result<Vec<_>>>()?;
         Ok(TokenStates {
             after,
             positions: gpu.alloc(MAX_TOKENS * 4)?,
@@ -105,8 +104,8 @@ impl CudaModel {
             let norm = &layer.input_norm;
             let (out_proj, y) = match (&layer.mixer, layer_state) {
                 (MixerGpu::GatedDeltaNet(m), LayerStateGpu::GatedDeltaNet(st)) => {
-                    let after = &gdn_after.next().context("more GDN layers than kept states")?[..t];
-                    (&m.out_proj, gdn_decode_tokens(gpu, m, h, norm, eps, st, after, &self.scratch)?)
+                    let after = gdn_after.next().context("more GDN layers than kept states")?;
+                    (&m.out_proj, gdn_decode_tokens(gpu, m, h, norm, eps, t, st, after, &self.scratch)?)
                 }
                 (MixerGpu::FullAttention(m), LayerStateGpu::FullAttention(kv)) => {
                     let pos = s.positions.ptr();
@@ -114,20 +113,8 @@ impl CudaModel {
                 }
                 _ => bail!("layer {i}: state and weights disagree on the layer kind"),
             };
-            for k in 0..t {
-                // y: bf16 [t, out_proj.cols]
-                let y_k = y + (k * out_proj.cols * 2) as DevPtr;
-                let mixer = MixerOut { w: out_proj, y: y_k };
-                moe_decode(
-                    gpu,
-                    mixer,
-                    &layer.moe,
-                    self.main_residual(k),
-                    &layer.post_attention_norm,
-                    eps,
-                    &self.scratch,
-                )?;
-            }
+            let mixer = MixerOut { w: out_proj, y };
+            moe_decode_tokens(gpu, mixer, &layer.moe, h, &layer.post_attention_norm, eps, t, &self.scratch)?;
         }
         gemv_norm_tokens(gpu, h, &w.final_norm, eps, &w.lm_head, t, s.logits.ptr(), vocab)
     }
@@ -139,7 +126,7 @@ impl CudaModel {
         let s = slot.as_ref().context("keep_tokens before any multi-token step")?;
         ensure!((1..=MAX_TOKENS).contains(&n), "keep {n} tokens of a multi-token step");
         for (st, after) in state.gdn_states().zip(&s.after) {
-            st.copy_from(&self.gpu, &after[n - 1])?;
+            after.copy_into(&self.gpu, n - 1, st)?;
         }
         state.position += n;
         self.gpu.write(state.pos.ptr(), &(state.position as i32).to_le_bytes())

@@ -22,13 +22,13 @@ use anyhow::{ensure, Result};
 kernel_file! {
     /// `gdn_conv.cu`'s kernels.
     pub mod gdn_conv_cu = "gdn_conv.cu" {
-        fn gdn_conv_silu(qkv: DevPtr, state_in: DevPtr, state_out: DevPtr, taps: DevPtr, out: DevPtr, t: i32);
+        fn gdn_conv_silu(qkv: DevPtr, qkv_stride: i32, state_in: DevPtr, state_out: DevPtr, windows: DevPtr, taps: DevPtr, out: DevPtr, t: i32);
     }
 }
 kernel_file! {
     /// `gdn_delta.cu`'s kernels.
     pub mod gdn_delta_cu = "gdn_delta.cu" {
-        fn gdn_decode_step(mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, norm_w: DevPtr, s_in: DevPtr, s_out: DevPtr, out: DevPtr, eps: f32);
+        fn gdn_decode_step(mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, norm_w: DevPtr, s_in: DevPtr, s_out: DevPtr, out: DevPtr, eps: f32, tokens: i32, zba_stride: i32, s_stride: i64);
         fn gdn_prep(mixed: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, gates: DevPtr);
         fn gdn_prefill_scan(mixed: DevPtr, gates: DevPtr, s: DevPtr, o: DevPtr, t: i32);
         fn gdn_gated_norm(o: DevPtr, z: DevPtr, norm_w: DevPtr, out: DevPtr, rows: i32, eps: f32);
@@ -193,12 +193,38 @@ pub fn gdn_decode(
     Ok(buf.y)
 }
 
-/// `gdn_decode` for t = `after.len()` ≤ 8 consecutive tokens of one sequence (the multi-token
-/// decode step; h f32 [t, 2048]), bf16 weights: returns y (bf16 [t, 4096], scratch buffer 3).
-/// The stacked in-projection is read once for all t tokens (`gemv_norm_tokens`); then, token by
-/// token, the conv (`gdn_conv_silu`) and the delta step read the state the token before left and
-/// write the state after this one into `after[i]`; `state` itself is not changed. Every token gets
-/// the bits `gdn_decode` would give it. Scratch buffers 0, 1, 3.
+/// A GDN layer's states after each token of a multi-token step (`gdn_decode_tokens`): conv
+/// windows f32 [tokens, 3, 8192] and recurrent states f32 [tokens, 32, 128, 128].
+pub struct GdnStatesAfter {
+    pub tokens: usize,
+    conv: DevBuf,
+    recurrent: DevBuf,
+}
+
+impl GdnStatesAfter {
+    pub fn new(gpu: &Gpu, tokens: usize) -> Result<Self> {
+        Ok(GdnStatesAfter {
+            tokens,
+            conv: gpu.alloc(tokens * GdnStateGpu::CONV_BYTES)?,
+            recurrent: gpu.alloc(tokens * GdnStateGpu::RECURRENT_BYTES)?,
+        })
+    }
+
+    /// Makes `state` the state after token i (device copies on the model's stream).
+    pub fn copy_into(&self, gpu: &Gpu, i: usize, state: &GdnStateGpu) -> Result<()> {
+        ensure!(i < self.tokens, "state after token {i} of {}", self.tokens);
+        gpu.copy(state.conv.ptr(), self.conv.ptr() + (i * GdnStateGpu::CONV_BYTES) as DevPtr, GdnStateGpu::CONV_BYTES)?;
+        let recurrent = self.recurrent.ptr() + (i * GdnStateGpu::RECURRENT_BYTES) as DevPtr;
+        gpu.copy(state.recurrent.ptr(), recurrent, GdnStateGpu::RECURRENT_BYTES)
+    }
+}
+
+/// `gdn_decode` for t ≤ `after.tokens` consecutive tokens of one sequence (the multi-token decode
+/// step; h f32 [t, 2048]), bf16 weights: returns y (bf16 [t, 4096], scratch buffer 3). The
+/// stacked in-projection is read once for all t tokens (`gemv_norm_tokens`), the conv and the
+/// delta steps run over the t tokens in one launch each, and the state after each token goes to
+/// `after`; `state` itself is not changed. Every token gets the bits `gdn_decode` would give it.
+/// Scratch buffers 0, 1, 3.
 #[allow(clippy::too_many_arguments)]
 pub fn gdn_decode_tokens(
     gpu: &Gpu,
@@ -206,11 +232,12 @@ pub fn gdn_decode_tokens(
     h: DevPtr,
     norm: &Vector,
     eps: f32,
+    t: usize,
     state: &GdnStateGpu,
-    after: &[GdnStateGpu],
+    after: &GdnStatesAfter,
     scratch: &Scratch,
 ) -> Result<DevPtr> {
-    let t = after.len();
+    ensure!(t >= 1 && t <= after.tokens && t <= CONV_TOKENS, "GDN multi-token step of {t} tokens");
     let buf = GdnBuffers::new(scratch, t)?;
     // proj f32 [t, 12352]: per token [qkv 8192 | z 4096 | b 32 | a 32]
     ensure!(
@@ -221,17 +248,23 @@ pub fn gdn_decode_tokens(
     );
     let proj = scratch.ptr(0);
     gemv_norm_tokens(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS)?;
-    let consts = GdnConsts::of(w);
-    for (i, out) in after.iter().enumerate() {
-        let before = if i == 0 { state } else { &after[i - 1] };
-        let f32_at = |j: usize| proj + ((i * PROJ_ROWS + j) * 4) as DevPtr;
-        let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
-        let mixed = buf.mixed + (i * CONV_DIM * 4) as DevPtr;
-        let y = buf.y + (i * VALUE_DIM * 2) as DevPtr;
-        // launched without PDL: the delta step after it reads the state the previous one wrote
-        conv_silu(gpu, f32_at(0), before.conv.ptr(), out.conv.ptr(), w.conv1d.ptr, 1, mixed)?;
-        decode_step(gpu, &consts, mixed, z, b, a, before.recurrent.ptr(), out.recurrent.ptr(), y)?;
-    }
+    let f32_at = |j: usize| proj + (j * 4) as DevPtr;
+    let last_window = after.conv.ptr() + ((t - 1) * GdnStateGpu::CONV_BYTES) as DevPtr;
+    gdn_conv_cu::gdn_conv_silu(
+        gpu,
+        Launch::new(((CONV_DIM / 256) as u32, 1, 1), 256, 0),
+        proj,
+        PROJ_ROWS as i32,
+        state.conv.ptr(),
+        last_window,
+        after.conv.ptr(),
+        w.conv1d.ptr,
+        buf.mixed,
+        t as i32,
+    )?;
+    let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
+    let steps = DeltaSteps { tokens: t, zba_stride: PROJ_ROWS, state_stride: GdnStateGpu::RECURRENT_BYTES / 4 };
+    delta_steps(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, state.recurrent.ptr(), after.recurrent.ptr(), steps, buf.y)?;
     Ok(buf.y)
 }
 
@@ -259,8 +292,10 @@ pub fn conv_silu(
         gpu,
         Launch::new(((CONV_DIM / 256) as u32, t.div_ceil(CONV_TOKENS) as u32, 1), 256, 0),
         qkv,
+        CONV_DIM as i32,
         state_in,
         state_out,
+        0,
         taps,
         out,
         t as i32,
@@ -282,6 +317,33 @@ pub fn decode_step(
     recurrent_out: DevPtr,
     y: DevPtr,
 ) -> Result<()> {
+    let one = DeltaSteps { tokens: 1, zba_stride: 0, state_stride: 0 };
+    delta_steps(gpu, c, mixed, z, b, a, recurrent_in, recurrent_out, one, y)
+}
+
+/// How many consecutive tokens `delta_steps` takes, how far apart one token's z, b, a are from
+/// the next's (f32), and its states after each token (f32).
+struct DeltaSteps {
+    tokens: usize,
+    zba_stride: usize,
+    state_stride: usize,
+}
+
+/// `decode_step` for `steps.tokens` consecutive tokens in one launch: mixed f32 [t, 8192], out
+/// bf16 [t, 4096], the state after token i at `recurrent_out + i · state_stride`.
+#[allow(clippy::too_many_arguments)]
+fn delta_steps(
+    gpu: &Gpu,
+    c: &GdnConsts,
+    mixed: DevPtr,
+    z: DevPtr,
+    b: DevPtr,
+    a: DevPtr,
+    recurrent_in: DevPtr,
+    recurrent_out: DevPtr,
+    steps: DeltaSteps,
+    y: DevPtr,
+) -> Result<()> {
     // 32 value heads × 4 column groups, clusters of 4 (compile-time `__cluster_dims__`).
     gdn_delta_cu::gdn_decode_step(
         gpu,
@@ -297,6 +359,9 @@ pub fn decode_step(
         recurrent_out,
         y,
         RMS_EPS,
+        steps.tokens as i32,
+        steps.zba_stride as i32,
+        steps.state_stride as i64,
     )
 }
 

@@ -2,13 +2,16 @@
 // out[t][c] = silu(Σ_{j<K} w[c][j] · x[t − K + 1 + j][c]), earlier positions from the window.
 //
 // gdn_conv_silu
-//   qkv   f32 [T, 8192]  pre-conv rows (the in_proj_qkv output)
+//   qkv   f32 [T, 8192]  pre-conv rows (the in_proj_qkv output), qkv_stride floats apart (8192,
+//                        or the multi-token step's 12352: the stacked in-projection's rows)
 //   state_in  f32 [3, 8192]  the 3 pre-conv rows before this call, oldest first
 //   state_out f32 [3, 8192]  the last 3 rows of [state_in; qkv] (raw pre-conv values, not post-SiLU);
 //                            state_in itself (in place), or another window (the multi-token
 //                            decode step keeps the window after each token)
 //   taps  f32 [8192, 4]  channel-major; tap 3 multiplies the current token
 //   out   f32 [T, 8192]  silu(Σ_j taps[c, j] · row_{t-3+j}[c]), rows before the call from `state`
+//   windows f32 [T, 3, 8192] or null: the window after each token (the multi-token step keeps
+//                        them; needs T <= CONV_TOKENS, one block row)
 // Geometry: grid (8192 / 256, ceil(T / CONV_TOKENS)), 256 threads. A thread owns one channel over
 // CONV_TOKENS consecutive tokens and slides the 4-row window through registers; a warp reads 128
 // contiguous bytes of each row. Only blocks with blockIdx.y == 0 read the old state (CONV_TOKENS
@@ -18,8 +21,9 @@
 #define CONV_THREADS 256
 
 // (No __launch_bounds__: with it ptxas caps this kernel at 32 registers and spills the unrolled loop.)
-extern "C" __global__ void gdn_conv_silu(const float* __restrict__ qkv, const float* state_in, float* state_out, const float* __restrict__ taps,
-              float* __restrict__ out, int T) {
+extern "C" __global__ void gdn_conv_silu(const float* __restrict__ qkv, int qkv_stride, const float* state_in, float* state_out,
+                                         float* __restrict__ windows, const float* __restrict__ taps, float* __restrict__ out,
+                                         int T) {
     pdl_trigger();
     pdl_wait();
     const int c = blockIdx.x * CONV_THREADS + threadIdx.x;
@@ -34,20 +38,26 @@ extern "C" __global__ void gdn_conv_silu(const float* __restrict__ qkv, const fl
         x1 = state_in[GDN_CONV_DIM + c];
         x2 = state_in[2 * GDN_CONV_DIM + c];
     } else {
-        x0 = qkv[(size_t)(t0 - 3) * GDN_CONV_DIM + c];
-        x1 = qkv[(size_t)(t0 - 2) * GDN_CONV_DIM + c];
-        x2 = qkv[(size_t)(t0 - 1) * GDN_CONV_DIM + c];
+        x0 = qkv[(size_t)(t0 - 3) * qkv_stride + c];
+        x1 = qkv[(size_t)(t0 - 2) * qkv_stride + c];
+        x2 = qkv[(size_t)(t0 - 1) * qkv_stride + c];
     }
     const float s1 = x1, s2 = x2;  // old state rows 1, 2 (row 0 never survives: T >= 1)
 
 #pragma unroll 4
     for (int t = t0; t < t1; t++) {
-        const float x3 = qkv[(size_t)t * GDN_CONV_DIM + c];
+        const float x3 = qkv[(size_t)t * qkv_stride + c];
         const float y = w.x * x0 + w.y * x1 + w.z * x2 + w.w * x3;
         out[(size_t)t * GDN_CONV_DIM + c] = silu(y);
         x0 = x1;
         x1 = x2;
         x2 = x3;
+        if (windows) {
+            float* win = windows + (size_t)t * 3 * GDN_CONV_DIM + c;
+            win[0] = x0;
+            win[GDN_CONV_DIM] = x1;
+            win[2 * GDN_CONV_DIM] = x2;
+        }
     }
 
     if (t0 == 0) {
@@ -55,7 +65,7 @@ extern "C" __global__ void gdn_conv_silu(const float* __restrict__ qkv, const fl
 #pragma unroll
         for (int i = 0; i < 3; i++) {
             const int j = T + i;
-            const float v = j >= 3 ? qkv[(size_t)(j - 3) * GDN_CONV_DIM + c] : (j == 1 ? s1 : s2);
+            const float v = j >= 3 ? qkv[(size_t)(j - 3) * qkv_stride + c] : (j == 1 ? s1 : s2);
             state_out[i * GDN_CONV_DIM + c] = v;
         }
     }

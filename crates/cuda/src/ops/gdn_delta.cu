@@ -58,35 +58,40 @@ __device__ __forceinline__ void store_bf16x4(bf16* dst, float a, float b, float 
 }
 
 // ---------------------------------------------------------------------------------------------
-// gdn_decode_step: one token, everything after the conv, in one kernel.
-//   mixed f32 [8192], z f32 [4096], b/a f32 [32], S_in f32 [32,128,128] (read once), S_out (written
-//   once: S_in itself, or the multi-token decode step's state after this token),
-//   out bf16 [4096] = gated RMSNorm(o) · silu(z), the out_proj input.
+// gdn_decode_step: `tokens` consecutive tokens of one sequence (1 in the decode step, up to 8 in
+// the multi-token step), everything after the conv, in one kernel. Per token t:
+//   mixed f32 [t][8192]; z, b, a: token t's at z + t·zba_stride (f32 [4096]), b/a + t·zba_stride
+//   (f32 [32]); out bf16 [t][4096] = gated RMSNorm(o) · silu(z), the out_proj input.
+//   S_in f32 [32,128,128] is read once; the state after token t is written to
+//   S_out + t·s_stride (S_out = S_in, s_stride 0: in place; the multi-token step keeps them all).
 // Geometry: 128 blocks of 128 threads in clusters of 4; block = (value head h = blockIdx.x / 4,
 // column group = blockIdx.x % 4 = its rank in the cluster) owns S[h][:, 32·group .. +32]; warp w
 // owns 8 of those columns over all 128 rows; lane = 2·rq + cq holds columns 4cq..4cq+3 of them
-// for rows rq + 16i, i < 8 (8 float4 registers; per load a warp reads 16 rows × 32 bytes).
-// No block barrier: every global load is issued first (one memory round trip); each warp
-// computes the q, k norms of key head h/2 itself (3 warp sums over 128 values), reduces its
-// partial Sᵀk and Sᵀq of the old state over the 16 row lanes by shuffles, and then
+// for rows rq + 16i, i < 8 (8 float4 registers, kept there from token to token; per load a warp
+// reads 16 rows × 32 bytes). No block barrier: every global load is issued first (one memory
+// round trip); each warp computes the q, k norms of key head h/2 itself (3 warp sums over 128
+// values), reduces its partial Sᵀk and Sᵀq of the old state over the 16 row lanes by shuffles,
+// and then
 //   u = β (v − e^g Sᵀk),  o = Sᵀ_new q = e^g Sᵀq + (k·q) u,  S_new = e^g S + k uᵀ,
-// so S is read once and written once and o needs no second reduction. The gated norm's Σo² over
-// the head's 128 columns: each warp stores its 8-column partial into all 4 blocks' shared memory
-// (distributed shared memory), one cluster barrier, each sums the 16 partials. S is stored last.
-// H200 (ncu): 5.2 µs with 2.6 µs of SM-active time, state in L2; a trivial kernel measures ~3 µs.
-// (One 512-thread block per head, 32 blocks, measured 10.4 µs.)
+// so S is read once and written once a token and o needs no second reduction. The gated norm's
+// Σo² over the head's 128 columns: each warp stores its 8-column partial into all 4 blocks'
+// shared memory (distributed shared memory), one cluster barrier, each sums the 16 partials
+// (two slots, alternating by token: a slot is rewritten only after every block has passed the
+// next token's barrier, so after its reads). S is stored last.
+// H200 (ncu, one token): 5.2 µs with 2.6 µs of SM-active time, state in L2; a trivial kernel
+// measures ~3 µs. (One 512-thread block per head, 32 blocks, measured 10.4 µs.)
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128)
 gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, const float* __restrict__ b,
                 const float* __restrict__ a, const float* __restrict__ a_log, const float* __restrict__ dt_bias,
-                const float* __restrict__ norm_w, const float* S_in, float* S_out, bf16* __restrict__ out, float eps) {
-    __shared__ float sumsq[16];  // Σo² of the head's 16 warps (4 blocks × 4), slot 4·rank + warp
+                const float* __restrict__ norm_w, const float* S_in, float* S_out, bf16* __restrict__ out, float eps,
+                int tokens, int zba_stride, long long s_stride) {
+    __shared__ float sumsq[2][16];  // Σo² of the head's 16 warps (4 blocks × 4), slot 4·rank + warp
     const unsigned FULL = 0xffffffffu;
     const int h = blockIdx.x >> 2, group = blockIdx.x & 3, kh = h >> 1;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int cq = lane & 1, rq = lane >> 1;
     const int col = group * 32 + warp * 8 + cq * 4;  // this lane's first column within the head
     const float* Sh = S_in + (size_t)h * 128 * 128 + col;
-    float* Sh_out = S_out + (size_t)h * 128 * 128 + col;
     // Distributed shared memory may be touched only once every block of the cluster runs: arrive
     // now, wait just before the first remote store (by then nobody waits).
     cluster_arrive_relaxed();
@@ -95,82 +100,90 @@ gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, co
     float4 s[8];
 #pragma unroll
     for (int i = 0; i < 8; i++) s[i] = __ldcg(reinterpret_cast<const float4*>(Sh + (rq + 16 * i) * 128));
-    // S is this kernel's own state (written one token ago, from L2; in the multi-token step by
-    // the token before, with the conv kernel, launched without PDL, in between): read before
-    // pdl_wait(), overlapping the conv kernel. Everything below comes from the kernels just before.
+    // S is this kernel's own state (written one step ago, from L2): read before pdl_wait(),
+    // overlapping the kernel before. Everything below comes from the kernels just before.
     pdl_wait();
     pdl_trigger();
-    const float* qh = mixed + kh * 128;
-    const float* kh_ = mixed + GDN_KEY_DIM + kh * 128;
-    float qr[8], kr[8];  // raw q, k at this lane's rows
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        qr[i] = qh[rq + 16 * i];
-        kr[i] = kh_[rq + 16 * i];
-    }
-    const float4 qa = reinterpret_cast<const float4*>(qh)[lane];  // the whole head, for the norms
-    const float4 ka = reinterpret_cast<const float4*>(kh_)[lane];
-    const float4 v = *reinterpret_cast<const float4*>(mixed + 2 * GDN_KEY_DIM + h * 128 + col);
-    const float4 zz = *reinterpret_cast<const float4*>(z + h * 128 + col);
     const float4 nw = *reinterpret_cast<const float4*>(norm_w + col);
-    const float a_h = a[h], b_h = b[h], a_log_h = a_log[h], dt_bias_h = dt_bias[h];
-
-    // l2norm of q and k (eps inside the sum) and the normalised k·q, per warp.
-    const float sq = warp_sum(qa.x * qa.x + qa.y * qa.y + qa.z * qa.z + qa.w * qa.w);
-    const float sk = warp_sum(ka.x * ka.x + ka.y * ka.y + ka.z * ka.z + ka.w * ka.w);
-    const float sqk = warp_sum(qa.x * ka.x + qa.y * ka.y + qa.z * ka.z + qa.w * ka.w);
-    const float inv_q = rsqrtf(sq + GDN_L2_EPS) * GDN_Q_SCALE, inv_k = rsqrtf(sk + GDN_L2_EPS);
-    const float kq = sqk * inv_q * inv_k;
-    float g, beta;
-    gdn_gates(a_h, b_h, a_log_h, dt_bias_h, g, beta);
-    const float decay = expf(g);
-
-    // Sᵀk and Sᵀq of the old state (raw k, q; scaled after the sum).
-    float4 pk = make_float4(0.f, 0.f, 0.f, 0.f), pq = pk;
+    const float a_log_h = a_log[h], dt_bias_h = dt_bias[h];
+    for (int t = 0; t < tokens; t++) {
+        const float* mt = mixed + (size_t)t * GDN_CONV_DIM;
+        const float* qh = mt + kh * 128;
+        const float* kh_ = mt + GDN_KEY_DIM + kh * 128;
+        float qr[8], kr[8];  // raw q, k at this lane's rows
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
-        pk.x += s[i].x * kr[i]; pk.y += s[i].y * kr[i]; pk.z += s[i].z * kr[i]; pk.w += s[i].w * kr[i];
-        pq.x += s[i].x * qr[i]; pq.y += s[i].y * qr[i]; pq.z += s[i].z * qr[i]; pq.w += s[i].w * qr[i];
-    }
-#pragma unroll
-    for (int off = 2; off < 32; off <<= 1) {
-        pk.x += __shfl_xor_sync(FULL, pk.x, off); pk.y += __shfl_xor_sync(FULL, pk.y, off);
-        pk.z += __shfl_xor_sync(FULL, pk.z, off); pk.w += __shfl_xor_sync(FULL, pk.w, off);
-        pq.x += __shfl_xor_sync(FULL, pq.x, off); pq.y += __shfl_xor_sync(FULL, pq.y, off);
-        pq.z += __shfl_xor_sync(FULL, pq.z, off); pq.w += __shfl_xor_sync(FULL, pq.w, off);
-    }
+        for (int i = 0; i < 8; i++) {
+            qr[i] = qh[rq + 16 * i];
+            kr[i] = kh_[rq + 16 * i];
+        }
+        const float4 qa = reinterpret_cast<const float4*>(qh)[lane];  // the whole head, for the norms
+        const float4 ka = reinterpret_cast<const float4*>(kh_)[lane];
+        const float4 v = *reinterpret_cast<const float4*>(mt + 2 * GDN_KEY_DIM + h * 128 + col);
+        const size_t zba = (size_t)t * zba_stride;
+        const float4 zz = *reinterpret_cast<const float4*>(z + zba + h * 128 + col);
+        const float a_h = a[zba + h], b_h = b[zba + h];
 
-    float4 u, o;
-    u.x = beta * (v.x - decay * inv_k * pk.x); u.y = beta * (v.y - decay * inv_k * pk.y);
-    u.z = beta * (v.z - decay * inv_k * pk.z); u.w = beta * (v.w - decay * inv_k * pk.w);
-    o.x = decay * inv_q * pq.x + kq * u.x; o.y = decay * inv_q * pq.y + kq * u.y;
-    o.z = decay * inv_q * pq.z + kq * u.z; o.w = decay * inv_q * pq.w + kq * u.w;
+        // l2norm of q and k (eps inside the sum) and the normalised k·q, per warp.
+        const float sq = warp_sum(qa.x * qa.x + qa.y * qa.y + qa.z * qa.z + qa.w * qa.w);
+        const float sk = warp_sum(ka.x * ka.x + ka.y * ka.y + ka.z * ka.z + ka.w * ka.w);
+        const float sqk = warp_sum(qa.x * ka.x + qa.y * ka.y + qa.z * ka.z + qa.w * ka.w);
+        const float inv_q = rsqrtf(sq + GDN_L2_EPS) * GDN_Q_SCALE, inv_k = rsqrtf(sk + GDN_L2_EPS);
+        const float kq = sqk * inv_q * inv_k;
+        float g, beta;
+        gdn_gates(a_h, b_h, a_log_h, dt_bias_h, g, beta);
+        const float decay = expf(g);
 
-    // Gated RMSNorm over the head's 128 columns. Every lane holds the o of its 4 columns (lanes
-    // with the same cq agree); one shuffle gives the warp's 8 columns, lanes 0..3 send it to the
-    // 4 blocks of the cluster.
-    float p = o.x * o.x + o.y * o.y + o.z * o.z + o.w * o.w;
-    p += __shfl_xor_sync(FULL, p, 1);
-    cluster_wait();
-    if (lane < 4) st_shared_cluster(&sumsq[group * 4 + warp], lane, p);
-    cluster_sync();  // all 16 partials have landed in every block; no remote access follows
-    if (rq == 0) {
-        float total = 0.f;
+        // Sᵀk and Sᵀq of the old state (raw k, q; scaled after the sum).
+        float4 pk = make_float4(0.f, 0.f, 0.f, 0.f), pq = pk;
 #pragma unroll
-        for (int w = 0; w < 16; w++) total += sumsq[w];
-        const float inv = rsqrtf(total * (1.f / 128.f) + eps);
-        store_bf16x4(out + h * 128 + col, nw.x * (o.x * inv) * silu(zz.x), nw.y * (o.y * inv) * silu(zz.y),
-                     nw.z * (o.z * inv) * silu(zz.z), nw.w * (o.w * inv) * silu(zz.w));
-    }
+        for (int i = 0; i < 8; i++) {
+            pk.x += s[i].x * kr[i]; pk.y += s[i].y * kr[i]; pk.z += s[i].z * kr[i]; pk.w += s[i].w * kr[i];
+            pq.x += s[i].x * qr[i]; pq.y += s[i].y * qr[i]; pq.z += s[i].z * qr[i]; pq.w += s[i].w * qr[i];
+        }
+#pragma unroll
+        for (int off = 2; off < 32; off <<= 1) {
+            pk.x += __shfl_xor_sync(FULL, pk.x, off); pk.y += __shfl_xor_sync(FULL, pk.y, off);
+            pk.z += __shfl_xor_sync(FULL, pk.z, off); pk.w += __shfl_xor_sync(FULL, pk.w, off);
+            pq.x += __shfl_xor_sync(FULL, pq.x, off); pq.y += __shfl_xor_sync(FULL, pq.y, off);
+            pq.z += __shfl_xor_sync(FULL, pq.z, off); pq.w += __shfl_xor_sync(FULL, pq.w, off);
+        }
 
-    // S ← e^g S + k uᵀ (normalised k), stored after the barrier so it does not wait on the stores.
+        float4 u, o;
+        u.x = beta * (v.x - decay * inv_k * pk.x); u.y = beta * (v.y - decay * inv_k * pk.y);
+        u.z = beta * (v.z - decay * inv_k * pk.z); u.w = beta * (v.w - decay * inv_k * pk.w);
+        o.x = decay * inv_q * pq.x + kq * u.x; o.y = decay * inv_q * pq.y + kq * u.y;
+        o.z = decay * inv_q * pq.z + kq * u.z; o.w = decay * inv_q * pq.w + kq * u.w;
+
+        // Gated RMSNorm over the head's 128 columns. Every lane holds the o of its 4 columns
+        // (lanes with the same cq agree); one shuffle gives the warp's 8 columns, lanes 0..3 send
+        // it to the 4 blocks of the cluster.
+        float p = o.x * o.x + o.y * o.y + o.z * o.z + o.w * o.w;
+        p += __shfl_xor_sync(FULL, p, 1);
+        if (t == 0) cluster_wait();
+        float* slot = sumsq[t & 1];
+        if (lane < 4) st_shared_cluster(&slot[group * 4 + warp], lane, p);
+        cluster_sync();  // all 16 partials have landed in every block; no remote access follows
+        if (rq == 0) {
+            float total = 0.f;
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const float kn = kr[i] * inv_k;
-        float4 n;
-        n.x = fmaf(kn, u.x, decay * s[i].x); n.y = fmaf(kn, u.y, decay * s[i].y);
-        n.z = fmaf(kn, u.z, decay * s[i].z); n.w = fmaf(kn, u.w, decay * s[i].w);
-        *reinterpret_cast<float4*>(Sh_out + (rq + 16 * i) * 128) = n;
+            for (int w = 0; w < 16; w++) total += slot[w];
+            const float inv = rsqrtf(total * (1.f / 128.f) + eps);
+            store_bf16x4(out + (size_t)t * GDN_VALUE_DIM + h * 128 + col, nw.x * (o.x * inv) * silu(zz.x),
+                         nw.y * (o.y * inv) * silu(zz.y), nw.z * (o.z * inv) * silu(zz.z),
+                         nw.w * (o.w * inv) * silu(zz.w));
+        }
+
+        // S ← e^g S + k uᵀ (normalised k), stored after the barrier so it does not wait on the stores.
+        float* Sh_out = S_out + (size_t)t * s_stride + (size_t)h * 128 * 128 + col;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const float kn = kr[i] * inv_k;
+            float4 n;
+            n.x = fmaf(kn, u.x, decay * s[i].x); n.y = fmaf(kn, u.y, decay * s[i].y);
+            n.z = fmaf(kn, u.z, decay * s[i].z); n.w = fmaf(kn, u.w, decay * s[i].w);
+            *reinterpret_cast<float4*>(Sh_out + (rq + 16 * i) * 128) = n;
+            s[i] = n;
+        }
     }
 }
 

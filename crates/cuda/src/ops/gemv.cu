@@ -254,3 +254,27 @@ extern "C" __global__ void __launch_bounds__(256)
     const bool lead = (threadIdx.x & 31) == 0;
     run_tokens<HIDDEN>(s, w, xs, tokens, [&](int r, int t, float v) { if (lead) y[(size_t)t * y_stride + r] = v; });
 }
+
+// gemv_tokens_4096_bf16: gemv_bf16's in-4096 form with accumulate for `tokens` ≤ 8 tokens (the
+// multi-token step's out_proj / o_proj): y[t] += W · x[t], x bf16 [tokens, 4096], y f32
+// [tokens, out_dim]. The block's 8 rows are loaded into registers once; each token's x is staged
+// and dotted as gemv_tiles_4096 does it, so every token gets the bits of its own launch.
+// Grid ceil(out_dim / 8); dynamic shared memory 16 KB.
+extern "C" __global__ void __launch_bounds__(256)
+    gemv_tokens_4096_bf16(const bf16* __restrict__ w, const bf16* __restrict__ x, float* __restrict__ y, int out_dim,
+                          int tokens) {
+    extern __shared__ __align__(16) float xs[];
+    GemvTile<4096> tile;
+    tile.load(w, out_dim);
+    pdl_wait();
+    const int row = tile.row(0);
+    const bool lead = (threadIdx.x & 31) == 0 && row < out_dim;
+    for (int t = 0; t < tokens; t++) {
+        const float old = lead ? y[(size_t)t * out_dim + row] : 0.f;
+        if (t > 0) __syncthreads();  // every warp is done with the last token's xs
+        stage_bf16<4096>(x + (size_t)t * 4096, xs);
+        const float v = tile.dot(0, xs);
+        if (lead) y[(size_t)t * out_dim + row] = old + v;
+    }
+    pdl_trigger();
+}

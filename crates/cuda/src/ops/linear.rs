@@ -16,6 +16,7 @@ kernel_file! {
         fn gemv_norm_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32);
         fn gemv_norm_conv_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
         fn gemv_norm_tokens_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32, eps: f32);
+        fn gemv_tokens_4096_bf16(w: DevPtr, x: DevPtr, y: DevPtr, out_dim: i32, tokens: i32);
     }
 }
 kernel_file! {
@@ -129,6 +130,21 @@ pub fn gemv_norm_tokens(
     let per_sm = if 2 * (shared + 2048) <= 233_472 { 2 } else { 1 };
     let launch = Launch::new((per_sm * gpu.sms, 1, 1), 256, shared);
     gemv_cu::gemv_norm_tokens_bf16(gpu, launch, w.ptr, h, norm.ptr, y, w.rows as i32, y_stride as i32, t as i32, eps)
+}
+
+/// `gemv` with accumulate for t ≤ GEMV_MAX_TOKENS tokens of a 4096-wide bf16 matrix at once (the
+/// multi-token step's out_proj / o_proj): y[i] += w · x[i], x bf16 [t, 4096], y f32 [t, w.rows].
+/// Each row is read once; each token gets the bits of its own `gemv`.
+pub fn gemv_tokens_accumulate(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
+    ensure!(
+        w.cols == 4096 && w.fp8_scales.is_none(),
+        "gemv_tokens_accumulate: {}x{} (the kernel takes bf16, 4096 wide)",
+        w.rows,
+        w.cols
+    );
+    ensure!((1..=GEMV_MAX_TOKENS).contains(&t), "gemv_tokens_accumulate: {t} tokens (1..={GEMV_MAX_TOKENS})");
+    let launch = Launch::new((w.rows.div_ceil(8) as u32, 1, 1), 256, 4096 * 4);
+    gemv_cu::gemv_tokens_4096_bf16(gpu, launch, w.ptr, x, y, w.rows as i32, t as i32)
 }
 
 /// `gemv_norm` for the GDN decode step's in-projection w (12352 rows: qkv | z | b | a) with the

@@ -19,7 +19,7 @@
 
 use crate::kernels::widths::{EXPERTS, EXPERT_DIM, HIDDEN, TOP_K};
 use crate::kernels::{kernel_file, Launch};
-use crate::ops::linear::{gemv, linear};
+use crate::ops::linear::{gemv, gemv_tokens_accumulate, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevPtr, Gpu};
 use crate::weights::{ExpertScales, Matrix, MoeGpu, Vector};
@@ -30,6 +30,7 @@ kernel_file! {
     pub mod moe_router_cu = "moe_router.cu" {
         fn moe_route(logits: DevPtr, t: i32, ids: DevPtr, weights: DevPtr, counts: DevPtr);
         fn moe_route_decode(router: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, x: DevPtr, ids: DevPtr, weights: DevPtr, ticket: DevPtr);
+        fn moe_route_tokens(router: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, x: DevPtr, ids: DevPtr, weights: DevPtr, ticket: DevPtr, tokens: i32);
         fn moe_plan(counts: DevPtr, t: i32, offsets: DevPtr, cursor: DevPtr, tiles: DevPtr, total_tiles: DevPtr);
         fn moe_permute(ids: DevPtr, t: i32, offsets: DevPtr, cursor: DevPtr, perm: DevPtr);
     }
@@ -113,7 +114,7 @@ impl Layout {
         let logits = take(t * ROUTER_ROWS);
         let weights = take(t * SLOTS);
         let ids = take(t * SLOTS);
-        let x = take(HIDDEN / 2);
+        let x = take(t * HIDDEN / 2); // bf16 [t, 2048]: the decode forms' normalised input
         let counts = take(EXPERTS + 1);
         let offsets = take(EXPERTS + 1);
         let cursor = take(EXPERTS + 1);
@@ -286,6 +287,44 @@ pub fn moe_decode_kernels(
         scratch.ticket(),
     )?;
     experts_gemv(gpu, w, l.x, 1, &l, h)
+}
+
+/// `moe_decode` for t ≤ 8 tokens at once (the multi-token decode step), bf16 weights:
+/// h[i] += mixer.w · y[i], then h[i] += MoE(RMSNorm(h[i])), for y bf16 `[t, 4096]` and h f32
+/// `[t, 2048]`. The four-kernel form with the tokens together: the output projection and the
+/// router read once for all of them, the experts' GEMVs over every token's slots in one launch
+/// each (the shared expert's rows from L2 after the first token). Every token gets the bits of
+/// its own `moe_decode`. Scratch buffers 0 and 1, and the ticket.
+#[allow(clippy::too_many_arguments)]
+pub fn moe_decode_tokens(
+    gpu: &Gpu,
+    mixer: MixerOut,
+    w: &MoeGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    t: usize,
+    scratch: &Scratch,
+) -> Result<()> {
+    ensure!(w.fp8_scales.is_none(), "moe_decode_tokens: FP8 experts (the multi-token step is bf16)");
+    check_decode_shapes(&mixer, w, norm)?;
+    gemv_tokens_accumulate(gpu, mixer.y, mixer.w, t, h)?;
+    let l = Layout::new(scratch, t)?;
+    moe_router_cu::moe_route_tokens(
+        gpu,
+        Launch::new((ROUTER_ROWS.div_ceil(16) as u32, 1, 1), 256, 0), // GemvTile<2048>: 16 rows per block
+        w.router.ptr,
+        h,
+        norm.ptr,
+        eps,
+        l.logits,
+        l.x,
+        l.ids,
+        l.weights,
+        scratch.ticket(),
+        t as i32,
+    )?;
+    experts_gemv(gpu, w, l.x, t, &l, h)
 }
 
 /// What both forms of `moe_decode` assume of their matrices (h is `[2048]`).
@@ -709,6 +748,43 @@ mod tests {
                 "launch {round}: the fused kernel and the four kernels differ in {} of {HIDDEN} bits",
                 HIDDEN - same
             );
+        }
+    }
+
+    /// The multi-token form: t tokens (their own h and y rows) through `moe_decode_tokens` give
+    /// each token the bits `moe_decode` gives it alone; twice, so the ticket is left at zero.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn moe_decode_tokens_equals_one_token_launches() {
+        let gpu = gpu();
+        let f = fixture();
+        let mixer = MixerFixture::new();
+        let norm_w = random(22, HIDDEN, 0.3);
+        let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
+        let scratch = Scratch::new(gpu, 8).unwrap();
+        for t in [1usize, 3, 8] {
+            let h = random(30 + t as u64, t * HIDDEN, 2.0);
+            let y = round_bf16(&random(40 + t as u64, t * MIXER_OUT, 1.0));
+            let yb = gpu.upload(&bf16_bytes(&y)).unwrap();
+            let mut alone = Vec::new();
+            for i in 0..t {
+                let hb = gpu.upload_f32(&h[i * HIDDEN..][..HIDDEN]).unwrap();
+                let out = MixerOut { w: &mixer.w_o, y: yb.ptr() + (i * MIXER_OUT * 2) as u64 };
+                moe_decode(gpu, out, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+                alone.extend(gpu.download_f32(hb.ptr(), HIDDEN).unwrap());
+            }
+            for round in 0..2 {
+                let hb = gpu.upload_f32(&h).unwrap();
+                let out = MixerOut { w: &mixer.w_o, y: yb.ptr() };
+                moe_decode_tokens(gpu, out, &f.gpu, hb.ptr(), &norm, 1e-6, t, &scratch).unwrap();
+                let got = gpu.download_f32(hb.ptr(), t * HIDDEN).unwrap();
+                for i in 0..t {
+                    let (g, a) = (&got[i * HIDDEN..][..HIDDEN], &alone[i * HIDDEN..][..HIDDEN]);
+                    let differ = g.iter().zip(a).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+                    assert_eq!(differ, 0, "{t} tokens, round {round}, token {i}: {differ} of {HIDDEN} values differ");
+                }
+            }
         }
     }
 
