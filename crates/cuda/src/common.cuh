@@ -217,6 +217,19 @@ __device__ __forceinline__ void stage_rms_norm(const float* __restrict__ h, cons
     __syncthreads();
 }
 
+// stage_rms_norm keeping x as bf16 (xb bf16 [HIDDEN], shared): the same values in half the bytes.
+// Ends with a barrier.
+__device__ __forceinline__ void stage_rms_norm_bf16(const float* __restrict__ h, const float* __restrict__ w1p,
+                                                    float eps, bf16* xb, float* red) {
+    float hv[HIDDEN / STAGE_THREADS], wv[HIDDEN / STAGE_THREADS];
+#pragma unroll
+    for (int k = 0; k < HIDDEN / STAGE_THREADS; k++) wv[k] = w1p[threadIdx.x + k * STAGE_THREADS];
+    const float inv = rms_scale(h, eps, red, hv);
+#pragma unroll
+    for (int k = 0; k < HIDDEN / STAGE_THREADS; k++) xb[threadIdx.x + k * STAGE_THREADS] = __float2bfloat16(hv[k] * inv * wv[k]);
+    __syncthreads();
+}
+
 // xs (f32 [N], shared) = x (bf16 [N]), N a multiple of 2048: 16-byte loads, all in flight.
 // Ends with a barrier.
 // Activations written by the previous kernel are read from L2 (__ldcg) by the kernels that may

@@ -229,6 +229,29 @@ pub fn kernel_costs(model: &CudaModel) -> Result<Vec<Cost>> {
     let t0 = Instant::now();
     model.picked_logits()?;
     add("server: picked_logits (the logits to the host)".into(), us_since(t0), String::new());
+    if model.can_decode_tokens(1) {
+        // The multi-token step (speculative verify): its graph, then the logits to the host.
+        let mut state = model.try_new_state()?;
+        model.prefill(&mut state, &[1, 2, 3, 4], Logits::Last)?;
+        let vocab = model.config.vocab_size;
+        let logits = gpu.alloc(8 * vocab * 4)?;
+        for t in [1usize, 2, 4, 8] {
+            let tokens: Vec<u32> = (0..t as u32).map(|i| 100 + 7 * i).collect();
+            model.decode_tokens(&state, &tokens)?; // captures its graph
+            let t0 = Instant::now();
+            for _ in 0..8 {
+                model.decode_tokens(&state, &tokens)?;
+            }
+            add(format!("multi-token decode step, {t} tokens"), us_since(t0) / 8.0, "graph + logits download".into());
+            let t0 = Instant::now();
+            gpu.download_f32(logits.ptr(), t * vocab)?;
+            add(format!("download of {t} × {vocab} logits"), us_since(t0), String::new());
+        }
+        let tokens: Vec<u32> = (0..4u32).map(|i| 100 + 7 * i).collect();
+        for k in model.profile_decode_tokens(&state, &tokens)? {
+            add(format!("  4 tokens: {}", k.kernel), k.micros as f64, format!("{} launches, back to back", k.launches));
+        }
+    }
     Ok(costs)
 }
 

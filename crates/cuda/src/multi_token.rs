@@ -29,6 +29,7 @@ use crate::ops::embed::embed;
 use crate::ops::gdn::{gdn_decode_tokens, GdnStatesAfter};
 use crate::ops::linear::{gemv_norm_tokens, GEMV_MAX_TOKENS};
 use crate::ops::moe::{moe_decode_tokens, MixerOut};
+use crate::profile::{profile_launches, KernelTime};
 use crate::runtime::{DevBuf, Gpu, GraphCache};
 use crate::weights::MixerGpu;
 use anyhow::{bail, ensure, Context, Result};
@@ -92,6 +93,15 @@ impl CudaModel {
         self.upload_ids(tokens)?;
         s.graphs.launch(gpu, (state.id, t), || self.multi_token_kernels(state, t, s))?;
         gpu.download_f32(s.logits.ptr(), t * vocab)
+    }
+
+    /// Where `decode_tokens` of `tokens` spends its time, kernel by kernel (`profile`: launched
+    /// outside the graph, timed back to back on the GPU). Leaves `state` as `decode_tokens` does.
+    pub fn profile_decode_tokens(&self, state: &CudaState, tokens: &[u32]) -> Result<Vec<KernelTime>> {
+        self.decode_tokens(state, tokens)?; // its buffers, and the positions and ids
+        let slot = self.token_states.borrow();
+        let s = slot.as_ref().expect("made by decode_tokens");
+        profile_launches(&self.gpu, || self.multi_token_kernels(state, tokens.len(), s))
     }
 
     /// The kernels of `decode_tokens` (what its graph holds), for the t ids in `io.ids`.

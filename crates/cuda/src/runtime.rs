@@ -45,6 +45,9 @@ impl DevBuf {
 }
 
 pub struct Gpu {
+    /// Page-locked host memory that downloads go through, grown to the largest one (first: it is
+    /// freed before the context).
+    staging: std::sync::Mutex<PinnedStaging>,
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     functions: HashMap<&'static str, CudaFunction>,
@@ -121,6 +124,7 @@ impl Gpu {
             functions,
             shared_limits: Default::default(),
             blas,
+            staging: std::sync::Mutex::new(PinnedStaging { ptr: std::ptr::null_mut(), bytes: 0 }),
             name,
             sms,
             pdl_launched: Default::default(),
@@ -161,22 +165,44 @@ impl Gpu {
         self.sync()
     }
 
-    /// Copies `bytes` bytes at `ptr` back to the host (synchronises the stream).
-    pub fn download(&self, ptr: DevPtr, bytes: usize) -> Result<Vec<u8>> {
-        let mut host = vec![0u8; bytes];
+    /// Copies `n` values at `ptr` back to the host, through the pinned staging buffer (a copy
+    /// into pageable memory measured ~1.5 ms a megabyte on the H200 machine); synchronises the
+    /// stream. `T` is a plain number type (its bytes are the device's, little-endian).
+    fn download_values<T: Copy>(&self, ptr: DevPtr, n: usize) -> Result<Vec<T>> {
+        let bytes = n * std::mem::size_of::<T>();
+        let mut host: Vec<T> = Vec::with_capacity(n);
+        self.ctx.bind_to_thread().map_err(|e| anyhow!("download: {e:?}"))?;
+        let mut staging = self.staging.lock().map_err(|_| anyhow!("download: staging buffer poisoned"))?;
+        let pinned = staging.at_least(bytes)?;
+        // SAFETY: `pinned` is a page-locked host allocation of at least `bytes` bytes that only this
+        // (locked) call uses; `ptr` is the caller's device allocation of at least `bytes` bytes; the
+        // copy is ordered on the model's stream and complete after the synchronisation.
+        unsafe {
+            let dst = std::slice::from_raw_parts_mut(pinned, bytes);
+            cudarc::driver::result::memcpy_dtoh_async(dst, ptr, self.stream.cu_stream())
+                .map_err(|e| anyhow!("download: {e:?}"))?;
+        }
         self.sync()?;
-        // SAFETY: `host` holds `bytes` bytes; the copy is synchronous; `ptr` is the caller's device
-        // allocation of at least `bytes` bytes.
-        unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, ptr) }.map_err(|e| anyhow!("download: {e:?}"))?;
+        // SAFETY: `host` has room for `n` values, `bytes` bytes, all written by the copy (T is a
+        // plain number type: any bytes are a value); the two allocations are distinct.
+        unsafe {
+            std::ptr::copy_nonoverlapping(pinned, host.as_mut_ptr() as *mut u8, bytes);
+            host.set_len(n);
+        }
         Ok(host)
     }
 
+    /// Copies `bytes` bytes at `ptr` back to the host (synchronises the stream).
+    pub fn download(&self, ptr: DevPtr, bytes: usize) -> Result<Vec<u8>> {
+        self.download_values(ptr, bytes)
+    }
+
     pub fn download_f32(&self, ptr: DevPtr, n: usize) -> Result<Vec<f32>> {
-        Ok(self.download(ptr, n * 4)?.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect())
+        self.download_values(ptr, n)
     }
 
     pub fn download_i32(&self, ptr: DevPtr, n: usize) -> Result<Vec<i32>> {
-        Ok(self.download(ptr, n * 4)?.chunks_exact(4).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect())
+        self.download_values(ptr, n)
     }
 
     /// Device-to-device copy on the model's stream.
@@ -400,5 +426,45 @@ impl<K: PartialEq> GraphCache<K> {
         }
         let (_, graph) = graphs.last().expect("pushed above");
         graph.launch().map_err(|e| anyhow!("graph launch: {e:?}"))
+    }
+}
+
+/// A page-locked host buffer (`cuMemHostAlloc`), freed on drop.
+struct PinnedStaging {
+    ptr: *mut u8,
+    bytes: usize,
+}
+
+// SAFETY: the buffer is plain host memory owned by this value; `Gpu` only touches it under its mutex.
+unsafe impl Send for PinnedStaging {}
+
+impl PinnedStaging {
+    /// The buffer, grown (to a power of two, at least 1 MB) to hold `bytes` bytes.
+    fn at_least(&mut self, bytes: usize) -> Result<*mut u8> {
+        if bytes > self.bytes {
+            self.free();
+            let size = bytes.next_power_of_two().max(1 << 20);
+            // SAFETY: a fresh page-locked allocation of `size` bytes (flags 0: portable defaults).
+            let ptr = unsafe { cudarc::driver::result::malloc_host(size, 0) }
+                .map_err(|e| anyhow!("cannot allocate {size} bytes of pinned host memory: {e:?}"))?;
+            self.ptr = ptr as *mut u8;
+            self.bytes = size;
+        }
+        Ok(self.ptr)
+    }
+
+    fn free(&mut self) {
+        if !self.ptr.is_null() {
+            // SAFETY: `ptr` came from `malloc_host` and is freed once (then set to null).
+            let _ = unsafe { cudarc::driver::result::free_host(self.ptr as *mut std::ffi::c_void) };
+            self.ptr = std::ptr::null_mut();
+            self.bytes = 0;
+        }
+    }
+}
+
+impl Drop for PinnedStaging {
+    fn drop(&mut self) {
+        self.free();
     }
 }

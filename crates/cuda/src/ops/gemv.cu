@@ -90,10 +90,11 @@ struct GemvStream {
 };
 
 // GemvStream::run for several tokens at once (gemv_norm_tokens_bf16): each row, once landed, is
-// read into registers and dotted with every token's x (f32 [tokens][IN], shared memory), each dot
-// summed exactly as run() sums it; store(row, token, dot).
+// read into registers and dotted with every token's x (bf16 [tokens][IN] in shared memory: the
+// bf16-rounded values run() reads as f32, in half the shared-memory traffic, which bounds this
+// loop), each dot summed exactly as run() sums it; store(row, token, dot).
 template <int IN, class Store>
-__device__ __forceinline__ void run_tokens(const GemvStream<IN>& s, const bf16* __restrict__ W, const float* xs,
+__device__ __forceinline__ void run_tokens(const GemvStream<IN>& s, const bf16* __restrict__ W, const bf16* xb,
                                            int tokens, Store store) {
     constexpr int DEPTH = GemvStream<IN>::DEPTH, PIECES = GemvStream<IN>::PIECES;
     const int lane = threadIdx.x & 31;
@@ -107,12 +108,14 @@ __device__ __forceinline__ void run_tokens(const GemvStream<IN>& s, const bf16* 
 #pragma unroll
             for (int j = 0; j < PIECES; j++) wv[j] = *reinterpret_cast<const uint4*>(s.ring + d * IN + j * 256 + lane * 8);
             for (int t = 0; t < tokens; t++) {
-                const float* x = xs + t * IN + lane * 8;
+                const bf16* x = xb + t * IN + lane * 8;
                 float acc = 0.f;
 #pragma unroll
-                for (int j = 0; j < PIECES; j++)
-                    acc += dot_piece(wv[j], *reinterpret_cast<const float4*>(x + j * 256),
-                                     *reinterpret_cast<const float4*>(x + j * 256 + 4));
+                for (int j = 0; j < PIECES; j++) {
+                    float f[8];
+                    unpack8(*reinterpret_cast<const uint4*>(x + j * 256), f);
+                    acc += dot_piece(wv[j], make_float4(f[0], f[1], f[2], f[3]), make_float4(f[4], f[5], f[6], f[7]));
+                }
                 store(r, t, warp_sum(acc));  // the shuffles also finish this lane's reads of wv
             }
             s.request(W, r + DEPTH * s.stride, d);
@@ -145,10 +148,14 @@ __device__ __forceinline__ void gemv_x(const bf16* __restrict__ w, const bf16* _
 
 // in 4096 (out_proj, o_proj: 2048 rows, ~2 per warp of a streaming grid) runs faster as plain
 // tiles: GemvTile<4096>, 8 rows per block, every block's weights requested at once
-// (11.1 against 11.5 µs, H200, bench/RESULTS.md). Grid ceil(out / 8) blocks; dynamic shared memory 16 KB.
+// (11.1 against 11.5 µs, H200, bench/RESULTS.md). Grid (ceil(out / 8), tokens): blockIdx.y is
+// the token (x bf16 [tokens, 4096], y f32 [tokens, out]; the multi-token step's out_proj / o_proj,
+// its blocks of one row tile reading the rows from L2 after the first); dynamic shared memory 16 KB.
 __device__ __forceinline__ void gemv_tiles_4096(const bf16* __restrict__ w, const bf16* __restrict__ x,
                                                 float* __restrict__ y, int out_dim, bool accumulate) {
     extern __shared__ __align__(16) float xs[];
+    x += (size_t)blockIdx.y * 4096;
+    y += (size_t)blockIdx.y * out_dim;
     GemvTile<4096> tile;
     tile.load(w, out_dim);
     pdl_wait();
@@ -238,43 +245,19 @@ extern "C" __global__ void __launch_bounds__(256)
 // gemv_norm_tokens_bf16: gemv_norm_bf16 for `tokens` ≤ 8 tokens at once (the multi-token decode
 // step): y[t·y_stride + r] = W[r] · RMSNorm(h[t]) for t < tokens, h f32 [tokens, 2048]. Each row
 // streams through the ring once for all the tokens; each token's x is staged as gemv_norm_bf16
-// stages it (after the rings, 8 KB a token) and each dot is summed as it sums it, so every token
-// gets the bits of its own gemv_norm_bf16 launch. Dynamic shared memory 64 KB + 8 KB a token.
+// stages it (after the rings, as bf16: 4 KB a token) and each dot is summed as it sums it, so every token
+// gets the bits of its own gemv_norm_bf16 launch. Dynamic shared memory 64 KB + 4 KB a token.
 extern "C" __global__ void __launch_bounds__(256)
     gemv_norm_tokens_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
                           float* __restrict__ y, int out_dim, int y_stride, int tokens, float eps) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
-    float* xs = GemvStream<HIDDEN>::staging(smem);
+    bf16* xb = reinterpret_cast<bf16*>(GemvStream<HIDDEN>::staging(smem));
     const GemvStream<HIDDEN> s(smem, out_dim);
     s.prologue(w);
     pdl_wait();
     pdl_trigger();
-    for (int t = 0; t < tokens; t++) stage_rms_norm(h + (size_t)t * HIDDEN, w1p, eps, xs + t * HIDDEN, red);
+    for (int t = 0; t < tokens; t++) stage_rms_norm_bf16(h + (size_t)t * HIDDEN, w1p, eps, xb + t * HIDDEN, red);
     const bool lead = (threadIdx.x & 31) == 0;
-    run_tokens<HIDDEN>(s, w, xs, tokens, [&](int r, int t, float v) { if (lead) y[(size_t)t * y_stride + r] = v; });
-}
-
-// gemv_tokens_4096_bf16: gemv_bf16's in-4096 form with accumulate for `tokens` ≤ 8 tokens (the
-// multi-token step's out_proj / o_proj): y[t] += W · x[t], x bf16 [tokens, 4096], y f32
-// [tokens, out_dim]. The block's 8 rows are loaded into registers once; each token's x is staged
-// and dotted as gemv_tiles_4096 does it, so every token gets the bits of its own launch.
-// Grid ceil(out_dim / 8); dynamic shared memory 16 KB.
-extern "C" __global__ void __launch_bounds__(256)
-    gemv_tokens_4096_bf16(const bf16* __restrict__ w, const bf16* __restrict__ x, float* __restrict__ y, int out_dim,
-                          int tokens) {
-    extern __shared__ __align__(16) float xs[];
-    GemvTile<4096> tile;
-    tile.load(w, out_dim);
-    pdl_wait();
-    const int row = tile.row(0);
-    const bool lead = (threadIdx.x & 31) == 0 && row < out_dim;
-    for (int t = 0; t < tokens; t++) {
-        const float old = lead ? y[(size_t)t * out_dim + row] : 0.f;
-        if (t > 0) __syncthreads();  // every warp is done with the last token's xs
-        stage_bf16<4096>(x + (size_t)t * 4096, xs);
-        const float v = tile.dot(0, xs);
-        if (lead) y[(size_t)t * out_dim + row] = old + v;
-    }
-    pdl_trigger();
+    run_tokens<HIDDEN>(s, w, xb, tokens, [&](int r, int t, float v) { if (lead) y[(size_t)t * y_stride + r] = v; });
 }

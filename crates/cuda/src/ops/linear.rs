@@ -16,7 +16,6 @@ kernel_file! {
         fn gemv_norm_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32);
         fn gemv_norm_conv_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
         fn gemv_norm_tokens_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32, eps: f32);
-        fn gemv_tokens_4096_bf16(w: DevPtr, x: DevPtr, y: DevPtr, out_dim: i32, tokens: i32);
     }
 }
 kernel_file! {
@@ -125,8 +124,8 @@ pub fn gemv_norm_tokens(
     );
     ensure!((1..=GEMV_MAX_TOKENS).contains(&t), "gemv_norm_tokens: {t} tokens (1..={GEMV_MAX_TOKENS})");
     ensure!(y_stride >= w.rows, "gemv_norm_tokens: output rows of {y_stride} for {} rows", w.rows);
-    // the rings (64 KB) and 8 KB of x a token; two blocks an SM where both fit (t ≤ 6)
-    let shared = gemv_shared_bytes(w.cols) - (w.cols * 4) as u32 + (t * w.cols * 4) as u32;
+    // the rings (64 KB) and 4 KB of x (bf16) a token; two blocks an SM
+    let shared = gemv_shared_bytes(w.cols) - (w.cols * 4) as u32 + (t * w.cols * 2) as u32;
     let per_sm = if 2 * (shared + 2048) <= 233_472 { 2 } else { 1 };
     let launch = Launch::new((per_sm * gpu.sms, 1, 1), 256, shared);
     gemv_cu::gemv_norm_tokens_bf16(gpu, launch, w.ptr, h, norm.ptr, y, w.rows as i32, y_stride as i32, t as i32, eps)
@@ -143,8 +142,9 @@ pub fn gemv_tokens_accumulate(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: Dev
         w.cols
     );
     ensure!((1..=GEMV_MAX_TOKENS).contains(&t), "gemv_tokens_accumulate: {t} tokens (1..={GEMV_MAX_TOKENS})");
-    let launch = Launch::new((w.rows.div_ceil(8) as u32, 1, 1), 256, 4096 * 4);
-    gemv_cu::gemv_tokens_4096_bf16(gpu, launch, w.ptr, x, y, w.rows as i32, t as i32)
+    // gemv_bf16's in-4096 tiles with a block row per token (gemv.cu, gemv_tiles_4096)
+    let launch = Launch::new((w.rows.div_ceil(8) as u32, t as u32, 1), 256, 4096 * 4);
+    gemv_cu::gemv_bf16(gpu, launch, w.ptr, x, y, w.rows as i32, w.cols as i32, 1)
 }
 
 /// `gemv_norm` for the GDN decode step's in-projection w (12352 rows: qkv | z | b | a) with the

@@ -30,7 +30,7 @@ kernel_file! {
     pub mod moe_router_cu = "moe_router.cu" {
         fn moe_route(logits: DevPtr, t: i32, ids: DevPtr, weights: DevPtr, counts: DevPtr);
         fn moe_route_decode(router: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, x: DevPtr, ids: DevPtr, weights: DevPtr, ticket: DevPtr);
-        fn moe_route_tokens(router: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, x: DevPtr, ids: DevPtr, weights: DevPtr, ticket: DevPtr, tokens: i32);
+        fn moe_route_tokens(router: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, x: DevPtr, ids: DevPtr, weights: DevPtr, ticket: DevPtr);
         fn moe_plan(counts: DevPtr, t: i32, offsets: DevPtr, cursor: DevPtr, tiles: DevPtr, total_tiles: DevPtr);
         fn moe_permute(ids: DevPtr, t: i32, offsets: DevPtr, cursor: DevPtr, perm: DevPtr);
     }
@@ -312,7 +312,7 @@ pub fn moe_decode_tokens(
     let l = Layout::new(scratch, t)?;
     moe_router_cu::moe_route_tokens(
         gpu,
-        Launch::new((ROUTER_ROWS.div_ceil(16) as u32, 1, 1), 256, 0), // GemvTile<2048>: 16 rows per block
+        Launch::new((ROUTER_ROWS.div_ceil(16) as u32, t as u32, 1), 256, 0), // 16 router rows a block, a block row a token
         w.router.ptr,
         h,
         norm.ptr,
@@ -322,7 +322,6 @@ pub fn moe_decode_tokens(
         l.ids,
         l.weights,
         scratch.ticket(),
-        t as i32,
     )?;
     experts_gemv(gpu, w, l.x, t, &l, h)
 }

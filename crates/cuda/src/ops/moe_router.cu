@@ -53,35 +53,33 @@ extern "C" __global__ void __launch_bounds__(256)
     if (threadIdx.x == 0) *ticket = 0;
 }
 
-// moe_route_decode for `tokens` ≤ 8 tokens (the multi-token decode step): the router's rows are
-// loaded once; per token t, logits[t] = router · RMSNorm(h[t]) and block 0 writes x[t], each as
-// moe_route_decode computes them; the last block routes every token (warp t, token t).
+// moe_route_decode for `tokens` ≤ 8 tokens (the multi-token decode step): grid (17, tokens),
+// block row y computing token y's logits[y] = router · RMSNorm(h[y]) (and, in block (0, y),
+// x[y]) as moe_route_decode does; the last block of the grid routes every token (warp t, token t).
 //   h f32 [tokens, 2048]; logits f32 [tokens, 257]; x bf16 [tokens, 2048]; ids [tokens, 9];
 //   weights [tokens, 9]; ticket as in moe_route_decode.
 extern "C" __global__ void __launch_bounds__(256)
     moe_route_tokens(const bf16* __restrict__ router, const float* __restrict__ h, const float* __restrict__ w1p,
                      float eps, float* __restrict__ logits, bf16* __restrict__ x, int* __restrict__ ids,
-                     float* __restrict__ weights, int* __restrict__ ticket, int tokens) {
+                     float* __restrict__ weights, int* __restrict__ ticket) {
     __shared__ __align__(16) float xs[HIDDEN];
     __shared__ float red[32];
     __shared__ bool last;
+    const int t = blockIdx.y, tokens = gridDim.y;
     GemvTile<HIDDEN> tile;
     tile.load(router, ROUTER_ROWS);
     pdl_wait();
-    for (int t = 0; t < tokens; t++) {
-        if (t > 0) __syncthreads();  // every warp is done with the last token's xs
-        stage_rms_norm(h + (size_t)t * HIDDEN, w1p, eps, xs, red);
-        if (blockIdx.x == 0)
-            for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) x[(size_t)t * HIDDEN + i] = __float2bfloat16(xs[i]);
+    stage_rms_norm(h + (size_t)t * HIDDEN, w1p, eps, xs, red);
+    if (blockIdx.x == 0)
+        for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) x[(size_t)t * HIDDEN + i] = __float2bfloat16(xs[i]);
 #pragma unroll
-        for (int r = 0; r < GemvTile<HIDDEN>::ROWS_PER_WARP; r++) {
-            const float v = tile.dot(r, xs);
-            if ((threadIdx.x & 31) == 0 && tile.row(r) < ROUTER_ROWS) logits[t * ROUTER_ROWS + tile.row(r)] = v;
-        }
+    for (int r = 0; r < GemvTile<HIDDEN>::ROWS_PER_WARP; r++) {
+        const float v = tile.dot(r, xs);
+        if ((threadIdx.x & 31) == 0 && tile.row(r) < ROUTER_ROWS) logits[t * ROUTER_ROWS + tile.row(r)] = v;
     }
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(ticket, 1) == gridDim.x - 1;
+    if (threadIdx.x == 0) last = atomicAdd(ticket, 1) == gridDim.x * gridDim.y - 1;
     __syncthreads();
     if (!last) return;
     __threadfence();
