@@ -24,12 +24,30 @@ pub use runtime::Gpu;
 use anyhow::Result;
 use std::path::Path;
 
-/// Loads a checkpoint directory onto the GPU.
-pub fn load(dir: &Path, max_seq: usize) -> Result<CudaModel> {
+/// Loads a checkpoint directory onto the GPU for sequences of up to `max_seq` tokens (`None`:
+/// the checkpoint's `max_position_embeddings`), and says on stderr what one sequence's state
+/// costs; fails with one line when not even one fits in the memory the weights leave.
+pub fn load(dir: &Path, max_seq: Option<usize>) -> Result<CudaModel> {
     let (config, weights) = solo_model::load(dir)?;
     weights::check_real_widths(&config)?;
+    let max_seq = max_seq.unwrap_or(config.max_position_embeddings);
     let gpu = Gpu::new()?;
-    CudaModel::new(gpu, config, &weights, max_seq)
+    let model = CudaModel::new(gpu, config, &weights, max_seq)?;
+    let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
+    let (used, total) = model.memory_used()?;
+    let (per_sequence, free) = (model.sequence_bytes(), total - used);
+    eprintln!(
+        "solo: context {max_seq} tokens: {:.2} GiB of KV cache and state a sequence; {:.1} GiB of GPU memory free",
+        gib(per_sequence),
+        gib(free)
+    );
+    anyhow::ensure!(
+        per_sequence < free,
+        "one sequence of {max_seq} tokens needs {:.1} GiB of GPU memory and {:.1} GiB are free after the weights: pass a smaller --max-seq",
+        gib(per_sequence),
+        gib(free)
+    );
+    Ok(model)
 }
 
 /// Whether an NVIDIA GPU is usable here (driver library present and at least one device).

@@ -107,6 +107,8 @@ pub struct CudaState {
     /// Unique per allocation: the key of the decode graphs captured for this state's buffers.
     pub(crate) id: u64,
     pub position: usize,
+    /// Positions its KV caches hold: `max_seq`, or fewer for a compact copy (`compact_copy`).
+    pub capacity: usize,
     /// i32 on the device: the position the next token is written at.
     pub pos: DevBuf,
     pub layers: Vec<LayerStateGpu>,
@@ -260,7 +262,14 @@ impl CudaModel {
     }
 
     pub(crate) fn check_room(&self, state: &CudaState, t: usize) -> Result<()> {
-        if state.position + t > self.max_seq {
+        if state.position + t > state.capacity {
+            if state.capacity < self.max_seq {
+                bail!(
+                    "sequence of {} tokens exceeds this compact copy's KV cache of {} tokens (resume it with copy_state)",
+                    state.position + t,
+                    state.capacity
+                );
+            }
             bail!(
                 "sequence of {} tokens exceeds the KV cache of {} tokens (--max-seq)",
                 state.position + t,
@@ -455,7 +464,11 @@ impl Backend for CudaModel {
     }
 
     fn snapshot(&self, state: &CudaState) -> Option<CudaState> {
-        self.copy_state(state).ok()
+        self.compact_copy(state).ok()
+    }
+
+    fn resume(&self, snapshot: &CudaState) -> Option<CudaState> {
+        self.copy_state(snapshot).ok()
     }
 
     fn state_bytes(&self, state: &CudaState) -> usize {
@@ -550,29 +563,45 @@ impl Backend for CudaModel {
 impl CudaModel {
     /// A fresh sequence: zero conv/recurrent state, an empty KV cache of `max_seq` tokens.
     pub fn try_new_state(&self) -> Result<CudaState> {
+        self.new_state_holding(self.max_seq)
+    }
+
+    /// A fresh sequence whose KV caches hold `capacity` positions.
+    fn new_state_holding(&self, capacity: usize) -> Result<CudaState> {
         let layers = self
             .weights
             .layers
             .iter()
             .map(|l| match l.mixer {
                 MixerGpu::GatedDeltaNet(_) => Ok(LayerStateGpu::GatedDeltaNet(GdnStateGpu::new(&self.gpu)?)),
-                MixerGpu::FullAttention(_) => {
-                    Ok(LayerStateGpu::FullAttention(KvCacheGpu::new(&self.gpu, self.max_seq)?))
-                }
+                MixerGpu::FullAttention(_) => Ok(LayerStateGpu::FullAttention(KvCacheGpu::new(&self.gpu, capacity)?)),
             })
             .collect::<Result<Vec<_>>>()?;
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mtp = match &self.weights.mtp {
-            Some(_) => Some(MtpStateGpu::new(&self.gpu, self.max_seq, self.config.hidden_size)?),
+            Some(_) => Some(MtpStateGpu::new(&self.gpu, capacity, self.config.hidden_size)?),
             None => None,
         };
-        Ok(CudaState { id, position: 0, pos: self.gpu.upload_i32(&[0])?, layers, mtp, verify: None })
+        let pos = self.gpu.upload_i32(&[0])?;
+        Ok(CudaState { id, position: 0, capacity, pos, layers, mtp, verify: None })
     }
 
-    /// An independent copy of `state` on the device (the server's prefix cache).
+    /// An independent copy of `state` on the device that can go on to `max_seq` tokens (a
+    /// sequence resumed from the prefix cache).
     pub fn copy_state(&self, state: &CudaState) -> Result<CudaState> {
-        let copy = self.try_new_state()?;
+        self.copy_state_holding(state, self.max_seq)
+    }
+
+    /// A copy of `state` whose KV caches hold only its positions, rounded up to 256 (what the
+    /// prefix cache keeps: at a 262,144-token `max_seq` a full copy is 5.4 GB whatever the
+    /// prompt). It cannot take more tokens than it holds; `copy_state` of it can.
+    pub fn compact_copy(&self, state: &CudaState) -> Result<CudaState> {
+        self.copy_state_holding(state, state.position.max(1).next_multiple_of(256).min(self.max_seq))
+    }
+
+    fn copy_state_holding(&self, state: &CudaState, capacity: usize) -> Result<CudaState> {
+        let copy = self.new_state_holding(capacity)?;
         for (dst, src) in copy.layers.iter().zip(&state.layers) {
             match (dst, src) {
                 (LayerStateGpu::GatedDeltaNet(d), LayerStateGpu::GatedDeltaNet(s)) => d.copy_from(&self.gpu, s)?,
@@ -604,6 +633,17 @@ impl CudaModel {
             m.reset();
         }
         Ok(())
+    }
+
+    /// Device bytes one sequence of `max_seq` tokens holds (`try_new_state`): its KV caches, the
+    /// MTP head's, and the GDN states.
+    pub fn sequence_bytes(&self) -> usize {
+        let kv = KvCacheGpu::bytes_for(self.max_seq);
+        let per_layer = |l: &crate::weights::LayerGpu| match l.mixer {
+            MixerGpu::GatedDeltaNet(_) => GdnStateGpu::CONV_BYTES + GdnStateGpu::RECURRENT_BYTES,
+            MixerGpu::FullAttention(_) => kv,
+        };
+        self.weights.layers.iter().map(per_layer).sum::<usize>() + self.weights.mtp.as_ref().map_or(0, |_| kv)
     }
 
     /// Bytes of GPU memory in use on the device (all processes), and the card's total.
@@ -645,6 +685,32 @@ mod tests {
         }
         eprintln!("fused vs unfused decode: worst max|Δlogit| / max|logit| = {worst:e}");
         assert!(worst <= 1e-5, "logits differ by {worst:e} of their scale");
+    }
+
+    /// The prefix cache's snapshots are compact (KV caches of their positions, rounded up to
+    /// 256), and a sequence resumed from one decodes exactly as the original goes on; the compact
+    /// copy itself refuses tokens past what it holds.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn compact_snapshots_resume_exactly() {
+        let model = crate::synthetic::random_model(4, 8192, solo_model::Precision::Bf16).unwrap();
+        let prompt: Vec<u32> = (0..300u32).map(|i| i * 7919 % 200_000).collect();
+        let mut state = model.try_new_state().unwrap();
+        let first = argmax(&model.prefill(&mut state, &prompt, Logits::Last).unwrap());
+        let mut snap = model.snapshot(&state).unwrap();
+        assert_eq!(snap.capacity, 512);
+        assert!(model.state_bytes(&snap) * 8 < model.state_bytes(&state), "the snapshot is not compact");
+        let mut resumed = model.resume(&snap).unwrap();
+        assert_eq!((resumed.capacity, resumed.position), (8192, 300));
+        let (mut a, mut b) = (first, first);
+        for step in 0..8 {
+            let (la, lb) = (model.decode(&mut state, a).unwrap(), model.decode(&mut resumed, b).unwrap());
+            assert_eq!(la, lb, "step {step}: the resumed sequence differs");
+            (a, b) = (argmax(&la), argmax(&lb));
+        }
+        let long: Vec<u32> = vec![7; 300];
+        let err = model.prefill(&mut snap, &long, Logits::Last).unwrap_err().to_string();
+        assert!(err.contains("compact copy"), "{err}");
     }
 
     /// Greedy decoding with the screened lm_head (`decode_greedy`) chooses the tokens that the

@@ -67,6 +67,13 @@ pub trait Backend {
         None
     }
 
+    /// A state to go on from `snapshot` (one `snapshot` made): a copy that can take tokens up to
+    /// the backend's limit. The default is `snapshot` itself; a backend whose snapshots are
+    /// compact (the CUDA one's KV caches hold only their positions) makes a full-size copy.
+    fn resume(&self, snapshot: &Self::State) -> Option<Self::State> {
+        self.snapshot(snapshot)
+    }
+
     /// Memory `state` holds, in bytes (device memory for a GPU backend): what bounds the
     /// prefix cache. 0 (the default) leaves only the cache's entry count as a bound.
     fn state_bytes(&self, state: &Self::State) -> usize {

@@ -83,7 +83,7 @@ impl<'t, B: Backend> Sequence<'t, B> {
         let prompt = &job.prompt;
         let resumed = cache
             .longest_prefix(prompt)
-            .and_then(|hit| Some((cx.backend.snapshot(&hit.state)?, hit.logits.clone(), hit.tokens.len())));
+            .and_then(|hit| Some((cx.backend.resume(&hit.state)?, hit.logits.clone(), hit.tokens.len())));
         let (state, logits, cached) = match resumed {
             Some(resumed) => resumed,
             None => match cx.backend.new_state() {

@@ -110,7 +110,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let max_seq = max_ctx + passes * args.decode_steps + 1 + 2 * (args.speculate + 1);
     let load_start = Instant::now();
     let (mut model, source) = match (&args.model, args.synthetic) {
-        (Some(dir), false) => (solo_cuda::load(dir, max_seq)?, dir.display().to_string()),
+        (Some(dir), false) => (solo_cuda::load(dir, Some(max_seq))?, dir.display().to_string()),
         (None, true) => {
             let model = solo_cuda::synthetic::random_model(args.layers, max_seq, args.precision)?;
             (model, format!("synthetic, {} layers, random weights", args.layers))

@@ -14,9 +14,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// Longest sequence the CUDA backend allocates KV cache for in these commands.
-const CUDA_MAX_SEQ: usize = 32_768;
-
 /// A loaded model on either backend.
 pub enum Engine {
     Cpu(Box<CpuModel>),
@@ -50,7 +47,7 @@ pub fn load_engine(dir: &Path, choice: BackendChoice) -> Result<Engine> {
         }
     };
     Ok(if cuda {
-        Engine::Cuda(Box::new(solo_cuda::load(dir, CUDA_MAX_SEQ)?))
+        Engine::Cuda(Box::new(solo_cuda::load(dir, None)?))
     } else {
         Engine::Cpu(Box::new(solo_cpu::load(dir)?))
     })

@@ -6,9 +6,6 @@ use anyhow::Result;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Context length the CUDA backend allocates for unless `--max-seq` says otherwise.
-const CUDA_MAX_SEQ: usize = 32_768;
-
 #[derive(clap::Args)]
 pub struct ServeArgs {
     /// Checkpoint directory. Default: as for `solo run`.
@@ -20,7 +17,8 @@ pub struct ServeArgs {
     port: u16,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     backend: BackendChoice,
-    /// Context length, prompt plus completion. Default: the model's (CUDA: 32768).
+    /// Context length, prompt plus completion. Default: the checkpoint's `max_position_embeddings`
+    /// (262,144 for Qwen3.6-35B-A3B; on CUDA each running sequence's KV cache is sized for it).
     #[arg(long)]
     max_seq: Option<usize>,
     /// Require `Authorization: Bearer KEY` on /v1/ routes.
@@ -160,8 +158,8 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     config.max_batch = args.max_batch;
     let server = if cuda {
         // The CUDA backend allocates its KV cache for the context length up front.
-        let max_seq = args.max_seq.unwrap_or(CUDA_MAX_SEQ);
-        config.max_seq = Some(max_seq);
+        let max_seq = args.max_seq.or(model_config.as_ref().map(|c| c.max_position_embeddings));
+        config.max_seq = max_seq;
         solo_server::start(config, move || solo_cuda::load(&dir, max_seq))?
     } else {
         solo_server::start(config, move || solo_cpu::load(&dir))?

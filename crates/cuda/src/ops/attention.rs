@@ -93,6 +93,11 @@ impl KvCacheGpu {
         })
     }
 
+    /// Device bytes of a cache of `max_seq` positions (keys and values).
+    pub fn bytes_for(max_seq: usize) -> usize {
+        2 * max_seq * POSITION_BYTES
+    }
+
     /// Copies the first `tokens` positions of `other` into this cache (snapshot / restore).
     pub fn copy_from(&self, gpu: &Gpu, other: &Self, tokens: usize) -> Result<()> {
         ensure!(

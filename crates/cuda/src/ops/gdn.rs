@@ -264,7 +264,18 @@ pub fn gdn_decode_tokens(
     )?;
     let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
     let steps = DeltaSteps { tokens: t, zba_stride: PROJ_ROWS, state_stride: GdnStateGpu::RECURRENT_BYTES / 4 };
-    delta_steps(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, state.recurrent.ptr(), after.recurrent.ptr(), steps, buf.y)?;
+    delta_steps(
+        gpu,
+        &GdnConsts::of(w),
+        buf.mixed,
+        z,
+        b,
+        a,
+        state.recurrent.ptr(),
+        after.recurrent.ptr(),
+        steps,
+        buf.y,
+    )?;
     Ok(buf.y)
 }
 
