@@ -244,9 +244,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     }
     if args.speculate > 0 {
         println!(
-            "\nspeculative greedy decode, {} MTP drafts per step replayed from the greedy sequence \
-             (aiming at {:.2} tokens per step); per step: the head's drafts, the verify, the roll-back:",
-            args.speculate, args.accept
+            "\nspeculative greedy decode, {} MTP drafts per step, {}; per step: the head's drafts, \
+             the verify, the roll-back:",
+            args.speculate,
+            if args.model.is_some() {
+                "the head's own drafts judged by the model (the real acceptance)".to_string()
+            } else {
+                format!("acceptance replayed (aiming at {:.2} tokens per step)", args.accept)
+            }
         );
         println!(
             "{:>9} | {:>12} | {:>15} | {:>8} | {:>9} | {:>7}",
@@ -325,9 +330,12 @@ fn kernel_costs(model: &solo_cuda::CudaModel, source: &str, json: Option<&std::p
 }
 
 /// One round of speculative greedy decoding after `prompt`, `decode_steps` tokens in verify
-/// steps. A random head predicts nothing, so the acceptance is replayed: each step accepts as many drafts as a Bresenham schedule over the
-/// steps gives for the mean accepted length `--accept`, and the bonus is the verify row's argmax.
-/// The head drafts, the verify and the roll-back run as they would; only the decision is set.
+/// steps. With a checkpoint (`--model`) its head's drafts are judged as `solo serve` judges them
+/// (`speculative::accept`: the real acceptance). A random head predicts nothing, so with
+/// `--synthetic` the acceptance is replayed: each step accepts as many drafts as a Bresenham
+/// schedule over the steps gives for the mean accepted length `--accept`, and the bonus is the
+/// verify row's argmax. The head drafts, the verify and the roll-back run as they would; only the
+/// decision is set.
 fn speculative_round(
     model: &solo_cuda::CudaModel,
     state: &mut solo_cuda::model::CudaState,
@@ -343,10 +351,11 @@ fn speculative_round(
     let (mut steps, mut emitted) = (0usize, 0usize);
     let (mut draft_s, mut verify_s, mut keep_s) = (Vec::new(), Vec::new(), Vec::new());
     let start = Instant::now();
+    let real = args.model.is_some();
     while emitted < args.decode_steps {
         owed += args.accept - 1.0;
-        let right = (owed.floor() as usize).min(k);
-        owed -= right as f64;
+        let replayed = (owed.floor() as usize).min(k);
+        owed -= replayed as f64;
         let t0 = Instant::now();
         let draft = model.draft(state, next, k, &mut sampler)?;
         let t1 = Instant::now();
@@ -354,7 +363,11 @@ fn speculative_round(
         tokens.extend(&draft.tokens);
         let rows = model.verify(state, &tokens)?;
         let t2 = Instant::now();
-        let bonus = argmax(&rows[right * vocab..(right + 1) * vocab]);
+        let (right, bonus) = if real {
+            solo_model::speculative::accept(&rows, &draft, vocab, &mut sampler)
+        } else {
+            (replayed, argmax(&rows[replayed * vocab..(replayed + 1) * vocab]))
+        };
         model.keep_verified(state, right + 1)?;
         let t3 = Instant::now();
         draft_s.push((t1 - t0).as_secs_f64());

@@ -117,13 +117,14 @@ enum Command {
         /// the MoE block, attention, the GDN kernels, the GPU sampler, a server request's setup).
         #[arg(long)]
         kernels: bool,
-        /// Also time speculative decoding with K MTP drafts per step. Random weights predict
-        /// nothing, so each step's acceptance is replayed (`--accept`); the head's drafts, the
-        /// verify and the roll-back run as they would, so their cost is real.
+        /// Also time speculative decoding with K MTP drafts per step: with --model, the head's
+        /// own drafts and the real acceptance; with --synthetic (random weights predict nothing)
+        /// each step's acceptance is replayed (`--accept`), the head's drafts, the verify and the
+        /// roll-back running as they would, so their cost is real.
         #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=solo_model::speculative::MAX_DRAFTS as u64))]
         speculate: usize,
-        /// With --speculate: the mean accepted length (tokens per verify step, 1 ..= K + 1) the
-        /// replayed drafts aim at.
+        /// With --speculate --synthetic: the mean accepted length (tokens per verify step,
+        /// 1 ..= K + 1) the replayed drafts aim at.
         #[arg(long, default_value_t = 3.0)]
         accept: f64,
         /// Also draw prefill and decode tok/s against context into this SVG file.
