@@ -128,7 +128,7 @@ impl CudaState {
     }
 
     /// A decode step (which the MTP head does not follow) appended `steps` tokens.
-    fn advance_without_head(&mut self, steps: usize) {
+    pub(crate) fn advance_without_head(&mut self, steps: usize) {
         self.position += steps;
         if let Some(m) = &mut self.mtp {
             m.skip_to(self.position);
@@ -465,6 +465,23 @@ impl Backend for CudaModel {
 
     fn snapshot(&self, state: &CudaState) -> Option<CudaState> {
         self.compact_copy(state).ok()
+    }
+
+    fn decode_batch(&self, states: &mut [&mut CudaState], tokens: &[u32]) -> Result<Vec<f32>> {
+        ensure!(states.len() == tokens.len(), "{} states for {} tokens", states.len(), tokens.len());
+        // the batched step takes up to MAX_TOKENS sequences of bf16 weights; FP8 decodes in turn
+        let most = crate::multi_token::MAX_TOKENS;
+        let mut rows = Vec::new();
+        for (states, tokens) in states.chunks_mut(most).zip(tokens.chunks(most)) {
+            if self.can_decode_tokens(tokens.len()) {
+                rows.extend(self.batch_step(states, tokens)?);
+            } else {
+                for (state, &token) in states.iter_mut().zip(tokens) {
+                    rows.extend(self.decode(state, token)?);
+                }
+            }
+        }
+        Ok(rows)
     }
 
     fn resume(&self, snapshot: &CudaState) -> Option<CudaState> {

@@ -1,5 +1,7 @@
-//! The decode step for t ≤ 8 consecutive tokens of one sequence at once: the verify step of
-//! speculative decoding (`mtp.rs`).
+//! The decode step for several tokens at once: t ≤ 8 consecutive tokens of one sequence (the
+//! verify step of speculative decoding, `mtp.rs`: `decode_tokens`), or one token of each of
+//! n ≤ 8 sequences (batched decoding: `batch_step`, `Backend::decode_batch`, the same kernels with each sequence's
+//! state).
 //!
 //! Each weight is read once for all t tokens: the stacked GDN in-projection, the stacked q/k/v
 //! projection and the lm_head (`gemv_norm_tokens`); the MoE block in its four-kernel form
@@ -26,11 +28,11 @@
 use crate::model::{CudaModel, CudaState, LayerStateGpu, GRAPHS_KEPT};
 use crate::ops::attention::attention_decode_tokens;
 use crate::ops::embed::embed;
-use crate::ops::gdn::{gdn_decode_tokens, GdnStatesAfter};
+use crate::ops::gdn::{gdn_decode_batch, gdn_decode_tokens, GdnStatesAfter};
 use crate::ops::linear::{gemv_norm_tokens, GEMV_MAX_TOKENS};
 use crate::ops::moe::{moe_decode_tokens, MixerOut};
 use crate::profile::{profile_launches, KernelTime};
-use crate::runtime::{DevBuf, Gpu, GraphCache};
+use crate::runtime::{DevBuf, DevPtr, Gpu, GraphCache};
 use crate::weights::MixerGpu;
 use anyhow::{bail, ensure, Context, Result};
 use solo_model::Precision;
@@ -48,6 +50,10 @@ pub(crate) struct TokenStates {
     logits: DevBuf,
     /// The step's graphs by (state id, t).
     graphs: GraphCache<(u64, usize)>,
+    /// u64 [GDN layers][2][MAX_TOKENS]: per GDN layer, the batched step's sequences' conv-window
+    /// and recurrent-state pointers.
+    pointers: DevBuf,
+    gdn_layers: usize,
 }
 
 impl TokenStates {
@@ -58,11 +64,91 @@ impl TokenStates {
             positions: gpu.alloc(MAX_TOKENS * 4)?,
             logits: gpu.alloc(MAX_TOKENS * vocab * 4)?,
             graphs: GraphCache::new(GRAPHS_KEPT),
+            pointers: gpu.alloc(gdn_layers * 2 * MAX_TOKENS * 8)?,
+            gdn_layers,
         })
+    }
+
+    /// Device address of GDN layer g's pointer array, `recurrent` or conv windows.
+    fn pointers(&self, g: usize, recurrent: bool) -> DevPtr {
+        self.pointers.ptr() + ((2 * g + usize::from(recurrent)) * MAX_TOKENS * 8) as DevPtr
     }
 }
 
 impl CudaModel {
+    /// One decode step for several sequences at once: `tokens[i]` fed to `states[i]` (n ≤
+    /// MAX_TOKENS distinct sequences, bf16 weights); returns the logits f32 [n, vocab], row i
+    /// `decode(states[i], tokens[i])`'s bit for bit, and advances each sequence by one. The
+    /// weights are read once for all n (as in `decode_tokens`); the conv and the delta step take
+    /// every sequence's token in one launch each; attention runs a launch per sequence. Eager
+    /// launches (the batch changes as requests come and go), one synchronisation.
+    pub(crate) fn batch_step(&self, states: &mut [&mut CudaState], tokens: &[u32]) -> Result<Vec<f32>> {
+        let n = tokens.len();
+        ensure!(states.len() == n, "{} states for {n} tokens", states.len());
+        ensure!(
+            self.can_decode_tokens(n),
+            "the batched step takes 1..={MAX_TOKENS} sequences of bf16 weights, not {n}"
+        );
+        for st in states.iter() {
+            self.check_room(st, 1)?;
+        }
+        let (gpu, w, eps, vocab) = (&self.gpu, &self.weights, self.config.rms_norm_eps, self.config.vocab_size);
+        if self.token_states.borrow().is_none() {
+            let made = TokenStates::new(gpu, states[0].gdn_states().count(), vocab)?;
+            *self.token_states.borrow_mut() = Some(made);
+        }
+        let slot = self.token_states.borrow();
+        let s = slot.as_ref().expect("made above");
+        let positions: Vec<u8> = states.iter().flat_map(|st| (st.position as i32).to_le_bytes()).collect();
+        gpu.write(s.positions.ptr(), &positions)?;
+        let mut pointers = vec![0u64; s.gdn_layers * 2 * MAX_TOKENS];
+        for (i, st) in states.iter().enumerate() {
+            for (g, gdn) in st.gdn_states().enumerate() {
+                pointers[2 * g * MAX_TOKENS + i] = gdn.conv.ptr();
+                pointers[(2 * g + 1) * MAX_TOKENS + i] = gdn.recurrent.ptr();
+            }
+        }
+        gpu.write(s.pointers.ptr(), &pointers.iter().flat_map(|p| p.to_le_bytes()).collect::<Vec<u8>>())?;
+        self.upload_ids(tokens)?;
+        let h = self.main_residual(0);
+        embed(gpu, &w.embed_tokens, self.ids(), n, h)?;
+        let mut g = 0;
+        for (i, layer) in w.layers.iter().enumerate() {
+            let norm = &layer.input_norm;
+            let (out_proj, y) = match &layer.mixer {
+                MixerGpu::GatedDeltaNet(m) => {
+                    let (windows, recurrents) = (s.pointers(g, false), s.pointers(g, true));
+                    g += 1;
+                    (&m.out_proj, gdn_decode_batch(gpu, m, h, norm, eps, n, windows, recurrents, &self.scratch)?)
+                }
+                MixerGpu::FullAttention(m) => {
+                    let caches = states
+                        .iter()
+                        .map(|st| match &st.layers[i] {
+                            LayerStateGpu::FullAttention(kv) => Ok(kv),
+                            LayerStateGpu::GatedDeltaNet(_) => {
+                                bail!("layer {i}: state and weights disagree on the layer kind")
+                            }
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    (
+                        &m.o_proj,
+                        attention_decode_tokens(gpu, m, h, norm, eps, s.positions.ptr(), &caches, &self.scratch)?,
+                    )
+                }
+            };
+            let mixer = MixerOut { w: out_proj, y };
+            moe_decode_tokens(gpu, mixer, &layer.moe, h, &layer.post_attention_norm, eps, n, &self.scratch)?;
+        }
+        gemv_norm_tokens(gpu, h, &w.final_norm, eps, &w.lm_head, n, s.logits.ptr(), vocab)?;
+        let logits = gpu.download_f32(s.logits.ptr(), n * vocab)?;
+        for st in states.iter_mut() {
+            st.advance_without_head(1);
+            gpu.write(st.pos.ptr(), &(st.position as i32).to_le_bytes())?;
+        }
+        Ok(logits)
+    }
+
     /// Whether `decode_tokens` takes t tokens: 1 ..= MAX_TOKENS, bf16 weights.
     pub(crate) fn can_decode_tokens(&self, t: usize) -> bool {
         (1..=MAX_TOKENS).contains(&t) && self.weights.precision == Precision::Bf16
@@ -118,8 +204,11 @@ impl CudaModel {
                     (&m.out_proj, gdn_decode_tokens(gpu, m, h, norm, eps, t, st, after, &self.scratch)?)
                 }
                 (MixerGpu::FullAttention(m), LayerStateGpu::FullAttention(kv)) => {
-                    let pos = s.positions.ptr();
-                    (&m.o_proj, attention_decode_tokens(gpu, m, h, norm, eps, pos, t, kv, &self.scratch)?)
+                    let caches = vec![kv; t];
+                    (
+                        &m.o_proj,
+                        attention_decode_tokens(gpu, m, h, norm, eps, s.positions.ptr(), &caches, &self.scratch)?,
+                    )
                 }
                 _ => bail!("layer {i}: state and weights disagree on the layer kind"),
             };
@@ -190,5 +279,42 @@ mod tests {
         }
         let nine = vec![5u32; 9];
         assert!(model.decode_tokens(&base, &nine).is_err(), "9 tokens");
+    }
+
+    /// The batched step: one token of each of 3 sequences at different positions gives each
+    /// the logits its own decode step gives, bit for bit, step after step (so it leaves each
+    /// where its own decode leaves it).
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn decode_batch_equals_decode_per_sequence() {
+        let model = crate::synthetic::random_model(4, 512, Precision::Bf16).unwrap();
+        let vocab = model.config.vocab_size;
+        let mut batched = Vec::new();
+        let mut alone = Vec::new();
+        for (len, seed) in [(40u32, 7919u32), (7, 104_729), (300, 15_485_863)] {
+            let prompt: Vec<u32> = (0..len).map(|i| i.wrapping_mul(seed) % 200_000).collect();
+            let mut st = model.try_new_state().unwrap();
+            model.prefill(&mut st, &prompt, Logits::Last).unwrap();
+            alone.push(model.copy_state(&st).unwrap());
+            batched.push(st);
+        }
+        let mut tokens = vec![11u32, 22, 33];
+        for step in 0..4 {
+            let mut refs: Vec<&mut CudaState> = batched.iter_mut().collect();
+            let rows = model.decode_batch(&mut refs, &tokens).unwrap();
+            for (i, (row, st)) in rows.chunks(vocab).zip(alone.iter_mut()).enumerate() {
+                let want = model.decode(st, tokens[i]).unwrap();
+                assert!(
+                    row.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "step {step}, sequence {i}: not its own decode step's logits"
+                );
+                assert_eq!(batched[i].position, st.position);
+            }
+            tokens = tokens.iter().map(|t| (t * 31 + 5) % 200_000).collect();
+        }
+        // back to one sequence at a time: the batched states decode as the others
+        for (a, b) in batched.iter_mut().zip(alone.iter_mut()) {
+            assert_eq!(model.decode(a, 3).unwrap(), model.decode(b, 3).unwrap());
+        }
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::config::ModelConfig;
 use crate::sampler::Sampler;
-use anyhow::{bail, Result};
+use anyhow::{bail, ensure, Result};
 
 /// Which rows of logits a prefill returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +65,19 @@ pub trait Backend {
     fn snapshot(&self, state: &Self::State) -> Option<Self::State> {
         let _ = state;
         None
+    }
+
+    /// One decode step for several sequences at once: `tokens[i]` fed to `states[i]`; returns
+    /// the logits [n, vocab], row i what `decode(states[i], tokens[i])` returns. A backend that
+    /// reads its weights once for all of them (CUDA) overrides it; the default decodes them one
+    /// after the other.
+    fn decode_batch(&self, states: &mut [&mut Self::State], tokens: &[u32]) -> Result<Vec<f32>> {
+        ensure!(states.len() == tokens.len(), "{} states for {} tokens", states.len(), tokens.len());
+        let mut rows = Vec::with_capacity(tokens.len() * self.config().vocab_size);
+        for (state, &token) in states.iter_mut().zip(tokens) {
+            rows.extend(self.decode(state, token)?);
+        }
+        Ok(rows)
     }
 
     /// A state to go on from `snapshot` (one `snapshot` made): a copy that can take tokens up to

@@ -11,7 +11,7 @@
 //! the host every step) and then through host sampling (`decode`: the logits downloaded, the CPU
 //! sampler), each over `decode_steps` tokens.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use solo_model::sampler::{argmax, Sampler, SamplerConfig, SplitMix};
 use solo_model::{Backend, Logits, Precision};
 use std::path::PathBuf;
@@ -51,6 +51,9 @@ pub struct BenchArgs {
     /// MTP drafts per speculative step (0: not measured), and the replayed mean accepted length.
     pub speculate: usize,
     pub accept: f64,
+    /// Instead of the context sweep: decode this many sequences at once (the batched step), each
+    /// after a prompt of the first context's length.
+    pub batch: Vec<usize>,
     /// Draw prefill and decode tok/s against context into this SVG file.
     pub svg: Option<PathBuf>,
     /// Saved `--json` reports to draw (`--svg`) instead of measuring.
@@ -120,6 +123,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     eprintln!("solo bench: model ready in {:.1} s", load_start.elapsed().as_secs_f64());
     if args.kernels {
         return kernel_costs(&model, &source, args.json.as_deref());
+    }
+    if !args.batch.is_empty() {
+        return batched_decode(&model, &source, &args);
     }
     model.screened_lm_head = !args.full_lm_head;
     let vocab = model.config.vocab_size;
@@ -406,6 +412,77 @@ fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     s[s.len() / 2]
+}
+
+#[derive(serde::Serialize)]
+struct BatchRow {
+    sequences: usize,
+    context: usize,
+    aggregate_tok_s: f64,
+    per_stream_tok_s: f64,
+    ms_per_step: f64,
+    rounds_aggregate_tok_s: Vec<f64>,
+}
+
+/// `--batch`: for each n, n sequences after prompts of the first context's length (different
+/// ids each), then `decode_steps` greedy steps of all n at once (`Backend::decode_batch`: the
+/// logits to the host, each row's argmax there); the median of the rounds after a warm-up.
+fn batched_decode(model: &solo_cuda::CudaModel, source: &str, args: &BenchArgs) -> Result<()> {
+    let (ctx, vocab) = (args.contexts[0], model.config.vocab_size);
+    let mut rows = Vec::new();
+    for &n in &args.batch {
+        ensure!(n >= 1, "--batch takes sequence counts of at least 1");
+        let mut states = (0..n).map(|_| model.try_new_state()).collect::<Result<Vec<_>>>()?;
+        let mut rates = Vec::new();
+        for round in 0..=args.rounds {
+            let mut tokens = Vec::new();
+            for (i, state) in states.iter_mut().enumerate() {
+                model.reset(state)?;
+                let prompt = synthetic_prompt(ctx + i, vocab);
+                tokens.push(argmax(&model.prefill(state, &prompt[i..], Logits::Last)?));
+            }
+            let t0 = Instant::now();
+            for _ in 0..args.decode_steps {
+                let mut refs: Vec<&mut solo_cuda::CudaState> = states.iter_mut().collect();
+                let logits = model.decode_batch(&mut refs, &tokens)?;
+                tokens = logits.chunks(vocab).map(argmax).collect();
+            }
+            if round > 0 {
+                rates.push((n * args.decode_steps) as f64 / t0.elapsed().as_secs_f64());
+            }
+        }
+        let aggregate = median(&rates);
+        eprintln!("  {n} sequences: {aggregate:.1} tok/s together");
+        rows.push(BatchRow {
+            sequences: n,
+            context: ctx,
+            aggregate_tok_s: aggregate,
+            per_stream_tok_s: aggregate / n as f64,
+            ms_per_step: 1e3 * n as f64 / aggregate,
+            rounds_aggregate_tok_s: rates,
+        });
+    }
+    let commit = env!("SOLO_COMMIT");
+    println!(
+        "solo bench --batch — {} — {} weights — commit {commit}\nmodel: {source}; prompts of {ctx} tokens; {} greedy steps of all the sequences at once (logits to the host); median of {} rounds after 1 warm-up",
+        model.gpu.name,
+        model.weights.precision.name(),
+        args.decode_steps,
+        args.rounds
+    );
+    println!("{:>9} | {:>14} | {:>16} | {:>11}", "sequences", "aggregate tok/s", "per-stream tok/s", "ms per step");
+    for r in &rows {
+        println!(
+            "{:>9} | {:>14.1} | {:>16.1} | {:>11.3}",
+            r.sequences, r.aggregate_tok_s, r.per_stream_tok_s, r.ms_per_step
+        );
+    }
+    if let Some(path) = &args.json {
+        let report = serde_json::json!({ "gpu": model.gpu.name, "commit": commit, "model": source, "batch": rows });
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Deterministic token ids spread over the ordinary vocabulary.

@@ -117,6 +117,11 @@ enum Command {
         /// the MoE block, attention, the GDN kernels, the GPU sampler, a server request's setup).
         #[arg(long)]
         kernels: bool,
+        /// Instead of the context sweep: decode N sequences at once (the batched step) for each N
+        /// given (e.g. 1,2,4,8), each after a prompt of the first --contexts length; aggregate and
+        /// per-stream tok/s.
+        #[arg(long, value_delimiter = ',')]
+        batch: Vec<usize>,
         /// Also time speculative decoding with K MTP drafts per step: with --model, the head's
         /// own drafts and the real acceptance; with --synthetic (random weights predict nothing)
         /// each step's acceptance is replayed (`--accept`), the head's drafts, the verify and the
@@ -183,6 +188,7 @@ fn main() {
             kernels,
             speculate,
             accept,
+            batch,
             svg,
             from,
         } => bench::bench(bench::BenchArgs {
@@ -200,6 +206,7 @@ fn main() {
             kernels,
             speculate,
             accept,
+            batch,
             svg,
             from,
         }),

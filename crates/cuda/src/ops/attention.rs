@@ -177,12 +177,13 @@ pub fn attention_decode(
     Ok(gated)
 }
 
-/// `attention_decode` for t ≤ 8 consecutive tokens of one sequence (the multi-token decode step;
-/// h f32 `[t, 2048]`), bf16 weights: returns the gated outputs (bf16 `[t, 4096]`, scratch buffer
-/// 2). The stacked q/k/v projection is read once for all t tokens (`gemv_norm_tokens`); then,
-/// token by token, q/k norm + RoPE writes token i's keys and values at `positions[i]` and it
-/// attends over `0 ..= positions[i]` as the one-token step does (the same split count, so the same
-/// bits). positions: i32 `[t]` on the device, consecutive. Scratch buffers 0–4.
+/// `attention_decode` for t ≤ 8 tokens at once (h f32 `[t, 2048]`), bf16 weights: token i goes
+/// to `caches[i]` at `positions[i]` (the multi-token step: t consecutive positions of one
+/// sequence's cache; the batched step: one token of each of t sequences). Returns the gated
+/// outputs (bf16 `[t, 4096]`, scratch buffer 2). The stacked q/k/v projection is read once for
+/// all t tokens (`gemv_norm_tokens`); then, token by token, q/k norm + RoPE writes token i's keys
+/// and values and it attends over `0 ..= positions[i]` as the one-token step does (the same
+/// split count, so the same bits). positions: i32 `[t]` on the device. Scratch buffers 0–4.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_decode_tokens(
     gpu: &Gpu,
@@ -191,16 +192,15 @@ pub fn attention_decode_tokens(
     norm: &Vector,
     eps: f32,
     positions: DevPtr,
-    t: usize,
-    cache: &KvCacheGpu,
+    caches: &[&KvCacheGpu],
     scratch: &Scratch,
 ) -> Result<DevPtr> {
     // proj f32 [t, 9216]: per token [q and gate 16·512 | k 512 | v 512]
     const PROJ: usize = HEADS * 2 * HEAD_DIM + 2 * KV_HEADS * HEAD_DIM;
     ensure!(w.qkv_proj.rows == PROJ, "attention: stacked q/k/v of {} rows, not {PROJ}", w.qkv_proj.rows);
     let (proj, q, gated) = (scratch.ptr(0), scratch.ptr(1), scratch.ptr(2));
-    gemv_norm_tokens(gpu, h, norm, eps, &w.qkv_proj, t, proj, PROJ)?;
-    for i in 0..t {
+    gemv_norm_tokens(gpu, h, norm, eps, &w.qkv_proj, caches.len(), proj, PROJ)?;
+    for (i, cache) in caches.iter().enumerate() {
         let f32_at = |j: usize| proj + ((i * PROJ + j) * 4) as DevPtr;
         let (qg, k, v) = (f32_at(0), f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
         let pos = positions + (i * 4) as DevPtr;

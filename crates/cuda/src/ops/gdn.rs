@@ -23,12 +23,13 @@ kernel_file! {
     /// `gdn_conv.cu`'s kernels.
     pub mod gdn_conv_cu = "gdn_conv.cu" {
         fn gdn_conv_silu(qkv: DevPtr, qkv_stride: i32, state_in: DevPtr, state_out: DevPtr, windows: DevPtr, taps: DevPtr, out: DevPtr, t: i32);
+        fn gdn_conv_batch(qkv: DevPtr, qkv_stride: i32, states: DevPtr, taps: DevPtr, out: DevPtr);
     }
 }
 kernel_file! {
     /// `gdn_delta.cu`'s kernels.
     pub mod gdn_delta_cu = "gdn_delta.cu" {
-        fn gdn_decode_step(mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, norm_w: DevPtr, s_in: DevPtr, s_out: DevPtr, out: DevPtr, eps: f32, tokens: i32, zba_stride: i32, s_stride: i64);
+        fn gdn_decode_step(mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, norm_w: DevPtr, s_in: DevPtr, s_out: DevPtr, out: DevPtr, eps: f32, tokens: i32, zba_stride: i32, s_stride: i64, states: DevPtr);
         fn gdn_prep(mixed: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, gates: DevPtr);
         fn gdn_prefill_scan(mixed: DevPtr, gates: DevPtr, s: DevPtr, o: DevPtr, t: i32);
         fn gdn_gated_norm(o: DevPtr, z: DevPtr, norm_w: DevPtr, out: DevPtr, rows: i32, eps: f32);
@@ -263,7 +264,12 @@ pub fn gdn_decode_tokens(
         t as i32,
     )?;
     let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
-    let steps = DeltaSteps { tokens: t, zba_stride: PROJ_ROWS, state_stride: GdnStateGpu::RECURRENT_BYTES / 4 };
+    let steps = DeltaSteps {
+        tokens: t,
+        zba_stride: PROJ_ROWS,
+        state_stride: GdnStateGpu::RECURRENT_BYTES / 4,
+        sequences: None,
+    };
     delta_steps(
         gpu,
         &GdnConsts::of(w),
@@ -276,6 +282,48 @@ pub fn gdn_decode_tokens(
         steps,
         buf.y,
     )?;
+    Ok(buf.y)
+}
+
+/// `gdn_decode` for one token of each of n ≤ 8 sequences (the batched decode step; h f32
+/// [n, 2048]), bf16 weights: returns y (bf16 [n, 4096], scratch buffer 3). The stacked
+/// in-projection is read once for all n (`gemv_norm_tokens`); the conv and the delta step take
+/// every sequence's token in one launch each, updating its state in place. `windows` and
+/// `recurrents`: u64 [n] device arrays of the sequences' `conv` and `recurrent` pointers. Each
+/// token gets the bits `gdn_decode` would give it. Scratch buffers 0, 1, 3.
+#[allow(clippy::too_many_arguments)]
+pub fn gdn_decode_batch(
+    gpu: &Gpu,
+    w: &GdnGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    n: usize,
+    windows: DevPtr,
+    recurrents: DevPtr,
+    scratch: &Scratch,
+) -> Result<DevPtr> {
+    let buf = GdnBuffers::new(scratch, n)?;
+    ensure!(
+        w.in_proj.rows == PROJ_ROWS && w.in_proj.fp8_scales.is_none(),
+        "the batched GDN step takes the stacked bf16 in-projection ({PROJ_ROWS} rows), not {} rows",
+        w.in_proj.rows
+    );
+    let proj = scratch.ptr(0); // f32 [n, 12352]
+    gemv_norm_tokens(gpu, h, norm, eps, &w.in_proj, n, proj, PROJ_ROWS)?;
+    gdn_conv_cu::gdn_conv_batch(
+        gpu,
+        Launch::new(((CONV_DIM / 256) as u32, n as u32, 1), 256, 0),
+        proj,
+        PROJ_ROWS as i32,
+        windows,
+        w.conv1d.ptr,
+        buf.mixed,
+    )?;
+    let f32_at = |j: usize| proj + (j * 4) as DevPtr;
+    let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
+    let steps = DeltaSteps { tokens: 1, zba_stride: PROJ_ROWS, state_stride: 0, sequences: Some((n, recurrents)) };
+    delta_steps(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, 0, 0, steps, buf.y)?;
     Ok(buf.y)
 }
 
@@ -328,16 +376,18 @@ pub fn decode_step(
     recurrent_out: DevPtr,
     y: DevPtr,
 ) -> Result<()> {
-    let one = DeltaSteps { tokens: 1, zba_stride: 0, state_stride: 0 };
+    let one = DeltaSteps { tokens: 1, zba_stride: 0, state_stride: 0, sequences: None };
     delta_steps(gpu, c, mixed, z, b, a, recurrent_in, recurrent_out, one, y)
 }
 
 /// How many consecutive tokens `delta_steps` takes, how far apart one token's z, b, a are from
-/// the next's (f32), and its states after each token (f32).
+/// the next's (f32), and its states after each token (f32); or, with `sequences` (n, and a device
+/// array of n state pointers), one token of each of n sequences, each state updated in place.
 struct DeltaSteps {
     tokens: usize,
     zba_stride: usize,
     state_stride: usize,
+    sequences: Option<(usize, DevPtr)>,
 }
 
 /// `decode_step` for `steps.tokens` consecutive tokens in one launch: mixed f32 [t, 8192], out
@@ -358,7 +408,7 @@ fn delta_steps(
     // 32 value heads × 4 column groups, clusters of 4 (compile-time `__cluster_dims__`).
     gdn_delta_cu::gdn_decode_step(
         gpu,
-        Launch::new(((V_HEADS * 4) as u32, 1, 1), 128, 0).pdl(true),
+        Launch::new(((V_HEADS * 4) as u32, steps.sequences.map_or(1, |(n, _)| n as u32), 1), 128, 0).pdl(true),
         mixed,
         z,
         b,
@@ -373,6 +423,7 @@ fn delta_steps(
         steps.tokens as i32,
         steps.zba_stride as i32,
         steps.state_stride as i64,
+        steps.sequences.map_or(0, |(_, states)| states),
     )
 }
 

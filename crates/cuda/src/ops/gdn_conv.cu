@@ -70,3 +70,24 @@ extern "C" __global__ void gdn_conv_silu(const float* __restrict__ qkv, int qkv_
         }
     }
 }
+
+// gdn_conv_batch: one token of each of n sequences (the batched decode step), block row b for
+// sequence b: out[b] = silu(taps · [window_b; qkv[b]]) and sequence b's window (f32 [3, 8192] at
+// states[b]) shifted in place, with gdn_conv_silu's arithmetic. qkv rows qkv_stride floats apart.
+// Grid (8192 / 256, n), 256 threads.
+extern "C" __global__ void gdn_conv_batch(const float* __restrict__ qkv, int qkv_stride,
+                                          const unsigned long long* __restrict__ states,
+                                          const float* __restrict__ taps, float* __restrict__ out) {
+    pdl_trigger();
+    pdl_wait();
+    const int c = blockIdx.x * CONV_THREADS + threadIdx.x, b = blockIdx.y;
+    float* state = reinterpret_cast<float*>(states[b]);
+    const float4 w = *reinterpret_cast<const float4*>(taps + 4 * c);
+    const float x0 = state[c], x1 = state[GDN_CONV_DIM + c], x2 = state[2 * GDN_CONV_DIM + c];
+    const float x3 = qkv[(size_t)b * qkv_stride + c];
+    const float y = w.x * x0 + w.y * x1 + w.z * x2 + w.w * x3;
+    out[(size_t)b * GDN_CONV_DIM + c] = silu(y);
+    state[c] = x1;
+    state[GDN_CONV_DIM + c] = x2;
+    state[2 * GDN_CONV_DIM + c] = x3;
+}

@@ -64,6 +64,9 @@ __device__ __forceinline__ void store_bf16x4(bf16* dst, float a, float b, float 
 //   (f32 [32]); out bf16 [t][4096] = gated RMSNorm(o) · silu(z), the out_proj input.
 //   S_in f32 [32,128,128] is read once; the state after token t is written to
 //   S_out + t·s_stride (S_out = S_in, s_stride 0: in place; the multi-token step keeps them all).
+//   With `states` (u64 [n], the batched decode step: one token of each of n sequences), block
+//   row b takes token b of sequence b, whose state at states[b] it updates in place (S_in, S_out,
+//   tokens and s_stride unused).
 // Geometry: 128 blocks of 128 threads in clusters of 4; block = (value head h = blockIdx.x / 4,
 // column group = blockIdx.x % 4 = its rank in the cluster) owns S[h][:, 32·group .. +32]; warp w
 // owns 8 of those columns over all 128 rows; lane = 2·rq + cq holds columns 4cq..4cq+3 of them
@@ -84,13 +87,21 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128)
 gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, const float* __restrict__ b,
                 const float* __restrict__ a, const float* __restrict__ a_log, const float* __restrict__ dt_bias,
                 const float* __restrict__ norm_w, const float* S_in, float* S_out, bf16* __restrict__ out, float eps,
-                int tokens, int zba_stride, long long s_stride) {
+                int tokens, int zba_stride, long long s_stride, const unsigned long long* __restrict__ states) {
     __shared__ float sumsq[2][16];  // Σo² of the head's 16 warps (4 blocks × 4), slot 4·rank + warp
     const unsigned FULL = 0xffffffffu;
     const int h = blockIdx.x >> 2, group = blockIdx.x & 3, kh = h >> 1;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int cq = lane & 1, rq = lane >> 1;
     const int col = group * 32 + warp * 8 + cq * 4;  // this lane's first column within the head
+    int first = 0;  // the first of this block's tokens
+    if (states) {
+        first = blockIdx.y;
+        tokens = 1;
+        S_out = reinterpret_cast<float*>(states[first]);
+        S_in = S_out;
+        s_stride = 0;
+    }
     const float* Sh = S_in + (size_t)h * 128 * 128 + col;
     // Distributed shared memory may be touched only once every block of the cluster runs: arrive
     // now, wait just before the first remote store (by then nobody waits).
@@ -106,7 +117,7 @@ gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, co
     pdl_trigger();
     const float4 nw = *reinterpret_cast<const float4*>(norm_w + col);
     const float a_log_h = a_log[h], dt_bias_h = dt_bias[h];
-    for (int t = 0; t < tokens; t++) {
+    for (int t = first; t < first + tokens; t++) {
         const float* mt = mixed + (size_t)t * GDN_CONV_DIM;
         const float* qh = mt + kh * 128;
         const float* kh_ = mt + GDN_KEY_DIM + kh * 128;
@@ -159,7 +170,7 @@ gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, co
         // it to the 4 blocks of the cluster.
         float p = o.x * o.x + o.y * o.y + o.z * o.z + o.w * o.w;
         p += __shfl_xor_sync(FULL, p, 1);
-        if (t == 0) cluster_wait();
+        if (t == first) cluster_wait();
         float* slot = sumsq[t & 1];
         if (lane < 4) st_shared_cluster(&slot[group * 4 + warp], lane, p);
         cluster_sync();  // all 16 partials have landed in every block; no remote access follows
@@ -174,7 +185,7 @@ gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, co
         }
 
         // S ← e^g S + k uᵀ (normalised k), stored after the barrier so it does not wait on the stores.
-        float* Sh_out = S_out + (size_t)t * s_stride + (size_t)h * 128 * 128 + col;
+        float* Sh_out = S_out + (size_t)(t - first) * s_stride + (size_t)h * 128 * 128 + col;
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             const float kn = kr[i] * inv_k;
