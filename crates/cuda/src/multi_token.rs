@@ -53,6 +53,8 @@ pub(crate) struct TokenStates {
     /// u64 [GDN layers][2][MAX_TOKENS]: per GDN layer, the batched step's sequences' conv-window
     /// and recurrent-state pointers.
     pointers: DevBuf,
+    /// The batched step's graphs by its sequences' ids, in order.
+    batch_graphs: GraphCache<Vec<u64>>,
     gdn_layers: usize,
 }
 
@@ -65,6 +67,7 @@ impl TokenStates {
             logits: gpu.alloc(MAX_TOKENS * vocab * 4)?,
             graphs: GraphCache::new(GRAPHS_KEPT),
             pointers: gpu.alloc(gdn_layers * 2 * MAX_TOKENS * 8)?,
+            batch_graphs: GraphCache::new(GRAPHS_KEPT),
             gdn_layers,
         })
     }
@@ -80,8 +83,8 @@ impl CudaModel {
     /// MAX_TOKENS distinct sequences, bf16 weights); returns the logits f32 [n, vocab], row i
     /// `decode(states[i], tokens[i])`'s bit for bit, and advances each sequence by one. The
     /// weights are read once for all n (as in `decode_tokens`); the conv and the delta step take
-    /// every sequence's token in one launch each; attention runs a launch per sequence. Eager
-    /// launches (the batch changes as requests come and go), one synchronisation.
+    /// every sequence's token in one launch each; attention runs a launch per sequence. One graph
+    /// per batch (its sequences, in order), captured on first use; one synchronisation.
     pub(crate) fn batch_step(&self, states: &mut [&mut CudaState], tokens: &[u32]) -> Result<Vec<f32>> {
         let n = tokens.len();
         ensure!(states.len() == n, "{} states for {n} tokens", states.len());
@@ -92,7 +95,7 @@ impl CudaModel {
         for st in states.iter() {
             self.check_room(st, 1)?;
         }
-        let (gpu, w, eps, vocab) = (&self.gpu, &self.weights, self.config.rms_norm_eps, self.config.vocab_size);
+        let (gpu, vocab) = (&self.gpu, self.config.vocab_size);
         if self.token_states.borrow().is_none() {
             let made = TokenStates::new(gpu, states[0].gdn_states().count(), vocab)?;
             *self.token_states.borrow_mut() = Some(made);
@@ -110,6 +113,20 @@ impl CudaModel {
         }
         gpu.write(s.pointers.ptr(), &pointers.iter().flat_map(|p| p.to_le_bytes()).collect::<Vec<u8>>())?;
         self.upload_ids(tokens)?;
+        let ids: Vec<u64> = states.iter().map(|st| st.id).collect();
+        s.batch_graphs.launch(gpu, ids, || self.batch_kernels(states, s))?;
+        let logits = gpu.download_f32(s.logits.ptr(), n * vocab)?;
+        for st in states.iter_mut() {
+            st.advance_without_head(1);
+            gpu.write(st.pos.ptr(), &(st.position as i32).to_le_bytes())?;
+        }
+        Ok(logits)
+    }
+
+    /// The kernels of `batch_step` (what its graph holds), for the n ids in `io.ids`.
+    fn batch_kernels(&self, states: &[&mut CudaState], s: &TokenStates) -> Result<()> {
+        let (gpu, w, eps, vocab, n) =
+            (&self.gpu, &self.weights, self.config.rms_norm_eps, self.config.vocab_size, states.len());
         let h = self.main_residual(0);
         embed(gpu, &w.embed_tokens, self.ids(), n, h)?;
         let mut g = 0;
@@ -141,12 +158,7 @@ impl CudaModel {
             moe_decode_tokens(gpu, mixer, &layer.moe, h, &layer.post_attention_norm, eps, n, &self.scratch)?;
         }
         gemv_norm_tokens(gpu, h, &w.final_norm, eps, &w.lm_head, n, s.logits.ptr(), vocab)?;
-        let logits = gpu.download_f32(s.logits.ptr(), n * vocab)?;
-        for st in states.iter_mut() {
-            st.advance_without_head(1);
-            gpu.write(st.pos.ptr(), &(st.position as i32).to_le_bytes())?;
-        }
-        Ok(logits)
+        Ok(())
     }
 
     /// Whether `decode_tokens` takes t tokens: 1 ..= MAX_TOKENS, bf16 weights.
