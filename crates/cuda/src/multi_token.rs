@@ -1,7 +1,7 @@
 //! The decode step for several tokens at once: t ≤ 8 consecutive tokens of one sequence (the
 //! verify step of speculative decoding, `mtp.rs`: `decode_tokens`), or one token of each of
-//! n ≤ 8 sequences (batched decoding: `batch_step`, `Backend::decode_batch`, the same kernels with each sequence's
-//! state).
+//! n ≤ 8 sequences (batched decoding, `Backend::decode_batch`: `batch_step`, the same kernels,
+//! each token with its own sequence's state, position and KV cache).
 //!
 //! Each weight is read once for all t tokens: the stacked GDN in-projection, the stacked q/k/v
 //! projection and the lm_head (`gemv_norm_tokens`); the MoE block in its four-kernel form
@@ -96,12 +96,8 @@ impl CudaModel {
             self.check_room(st, 1)?;
         }
         let (gpu, vocab) = (&self.gpu, self.config.vocab_size);
-        if self.token_states.borrow().is_none() {
-            let made = TokenStates::new(gpu, states[0].gdn_states().count(), vocab)?;
-            *self.token_states.borrow_mut() = Some(made);
-        }
-        let slot = self.token_states.borrow();
-        let s = slot.as_ref().expect("made above");
+        let slot = self.token_states(states[0])?;
+        let s = slot.as_ref().expect("made by token_states");
         let positions: Vec<u8> = states.iter().flat_map(|st| (st.position as i32).to_le_bytes()).collect();
         gpu.write(s.positions.ptr(), &positions)?;
         let mut pointers = vec![0u64; s.gdn_layers * 2 * MAX_TOKENS];
@@ -161,6 +157,15 @@ impl CudaModel {
         Ok(())
     }
 
+    /// The multi-token step's memory, made on first use (for states shaped like `state`).
+    fn token_states(&self, state: &CudaState) -> Result<std::cell::Ref<'_, Option<TokenStates>>> {
+        if self.token_states.borrow().is_none() {
+            let made = TokenStates::new(&self.gpu, state.gdn_states().count(), self.config.vocab_size)?;
+            *self.token_states.borrow_mut() = Some(made);
+        }
+        Ok(self.token_states.borrow())
+    }
+
     /// Whether `decode_tokens` takes t tokens: 1 ..= MAX_TOKENS, bf16 weights.
     pub(crate) fn can_decode_tokens(&self, t: usize) -> bool {
         (1..=MAX_TOKENS).contains(&t) && self.weights.precision == Precision::Bf16
@@ -180,12 +185,8 @@ impl CudaModel {
         );
         self.check_room(state, t)?;
         let (gpu, vocab) = (&self.gpu, self.config.vocab_size);
-        if self.token_states.borrow().is_none() {
-            let made = TokenStates::new(gpu, state.gdn_states().count(), vocab)?;
-            *self.token_states.borrow_mut() = Some(made);
-        }
-        let slot = self.token_states.borrow();
-        let s = slot.as_ref().expect("made above");
+        let slot = self.token_states(state)?;
+        let s = slot.as_ref().expect("made by token_states");
         let positions: Vec<u8> = (0..t).flat_map(|i| ((state.position + i) as i32).to_le_bytes()).collect();
         gpu.write(s.positions.ptr(), &positions)?;
         self.upload_ids(tokens)?;

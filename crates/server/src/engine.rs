@@ -127,6 +127,9 @@ pub struct EngineConfig {
     pub speculate: usize,
     /// Most sequences running at once.
     pub max_batch: usize,
+    /// Feed the running sequences' plainly decoded tokens to the backend together, one
+    /// `Backend::decode_batch` a step (sampled on the host), instead of one decode step each.
+    pub batch_decode: bool,
     /// A prompt snapshot every this many tokens.
     pub snapshot_interval: usize,
     pub cache_entries: usize,
@@ -255,11 +258,18 @@ fn schedule<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, queu
         }
         metrics.running.store(running.len() as i64, Relaxed);
         metrics.batch_size.observe(running.len() as f64);
+        // Sequences whose token waits to be fed with the others' (`--batch-decode`), by serial.
+        let batch = cx.config.batch_decode && running.len() > 1;
+        let mut feeds: Vec<(u64, u32)> = Vec::new();
         running.retain_mut(|(id, seq)| {
             let untouched = last == Some(*id);
             last = Some(*id);
-            match catch_unwind(AssertUnwindSafe(|| seq.step(cx, cache, untouched))) {
+            match catch_unwind(AssertUnwindSafe(|| seq.step(cx, cache, untouched, batch))) {
                 Ok(Ok(Progress::Running)) => return true,
+                Ok(Ok(Progress::Feed(token))) => {
+                    feeds.push((*id, token));
+                    return true;
+                }
                 Ok(Ok(Progress::Done)) => {}
                 Ok(Err(e)) => {
                     let _ = seq.job().events.send(Event::Error(ApiError::internal(&e)));
@@ -275,8 +285,43 @@ fn schedule<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, queu
             }
             false
         });
+        if !feeds.is_empty() {
+            last = None; // the backend ran several sequences: no pick is left to read back
+            feed_together(cx, &mut running, &feeds);
+        }
         metrics.running.store(running.len() as i64, Relaxed);
         metrics.cache_entries.store(cache.len() as u64, Relaxed);
         metrics.cache_bytes.store(cache.bytes() as u64, Relaxed);
     }
+}
+
+/// One `Backend::decode_batch` for the sequences in `feeds` (serial, token), in `running`'s
+/// order; each gets its row of logits. If it fails, each of them gets the error and leaves.
+fn feed_together<B: Backend>(cx: &Context<B>, running: &mut Vec<(u64, Box<Sequence<B>>)>, feeds: &[(u64, u32)]) {
+    cx.metrics.batched_decode.observe(feeds.len() as f64);
+    let tokens: Vec<u32> = feeds.iter().map(|f| f.1).collect();
+    let outcome = {
+        let mut states: Vec<&mut B::State> =
+            running.iter_mut().filter(|(id, _)| feeds.iter().any(|f| f.0 == *id)).map(|(_, s)| s.state_mut()).collect();
+        catch_unwind(AssertUnwindSafe(|| cx.backend.decode_batch(&mut states, &tokens)))
+    };
+    let failure = match outcome {
+        Ok(Ok(rows)) => {
+            let vocab = cx.backend.config().vocab_size;
+            let fed = running.iter_mut().filter(|(id, _)| feeds.iter().any(|f| f.0 == *id));
+            for (((_, seq), row), &token) in fed.zip(rows.chunks(vocab)).zip(&tokens) {
+                seq.fed(token, row.to_vec());
+            }
+            return;
+        }
+        Ok(Err(e)) => ApiError::internal(&e),
+        Err(_) => ApiError::internal(&"the engine panicked during a request"),
+    };
+    running.retain(|(id, seq)| {
+        let fed = feeds.iter().any(|f| f.0 == *id);
+        if fed {
+            let _ = seq.job().events.send(Event::Error(failure.clone()));
+        }
+        !fed
+    });
 }

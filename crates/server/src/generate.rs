@@ -23,6 +23,9 @@ use std::time::Instant;
 #[derive(Debug, PartialEq, Eq)]
 pub enum Progress {
     Running,
+    /// The token was drawn (and sent); it waits to be fed to the backend together with the
+    /// other running sequences' (`Sequence::fed`).
+    Feed(u32),
     /// Finished, failed to the client, or abandoned: the scheduler drops it.
     Done,
 }
@@ -147,6 +150,7 @@ impl<'t, B: Backend> Sequence<'t, B> {
         cx: &Context<'t, B>,
         cache: &mut PrefixCache<B::State>,
         backend_untouched: bool,
+        batch: bool,
     ) -> Result<Progress> {
         self.backend_untouched = backend_untouched;
         if let Some(end) = self.cuts.pop_front() {
@@ -172,11 +176,24 @@ impl<'t, B: Backend> Sequence<'t, B> {
                 .events
                 .send(Event::Started { prompt_tokens: self.job.prompt.len(), cached_tokens: self.cached });
         }
-        self.token(cx, cache)
+        self.token(cx, cache, batch)
     }
 
-    /// One token: pick it, send its text, and stop or feed it to the backend.
-    fn token(&mut self, cx: &Context<'t, B>, cache: &mut PrefixCache<B::State>) -> Result<Progress> {
+    /// The state a batched decode step feeds (`Progress::Feed`).
+    pub fn state_mut(&mut self) -> &mut B::State {
+        &mut self.state
+    }
+
+    /// After `Progress::Feed(token)`: the batched step fed `token`, and `logits` follow it.
+    pub fn fed(&mut self, token: u32, logits: Vec<f32>) {
+        self.logits = logits;
+        self.logits_stale = false;
+        self.fed.push(token);
+    }
+
+    /// One token: pick it, send its text, and stop or feed it to the backend (with `batch`, a
+    /// plain decode step is left to the scheduler: `Progress::Feed`).
+    fn token(&mut self, cx: &Context<'t, B>, cache: &mut PrefixCache<B::State>, batch: bool) -> Result<Progress> {
         let (job, metrics) = (&self.job, cx.metrics);
         if job.events.is_closed() {
             metrics.cancelled.fetch_add(1, Relaxed);
@@ -243,6 +260,9 @@ impl<'t, B: Backend> Sequence<'t, B> {
             self.fed.push(token);
             self.logits_stale = false;
             return Ok(Progress::Running);
+        }
+        if batch {
+            return Ok(Progress::Feed(token));
         }
         match self.plain.then(|| cx.backend.decode_and_pick(&mut self.state, token, &mut self.sampler)).flatten() {
             Some(next) => self.picked = Some(next?),

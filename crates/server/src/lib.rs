@@ -84,6 +84,9 @@ pub struct ServerConfig {
     pub speculate: usize,
     /// Most requests generating at once (the rest wait in the queue).
     pub max_batch: usize,
+    /// Decode the running requests' tokens in one batched backend step (`Backend::decode_batch`)
+    /// instead of one step each; off by default.
+    pub batch_decode: bool,
     /// The privacy gate and hybrid router (see [`hybrid`]).
     pub hybrid: Option<hybrid::HybridConfig>,
 }
@@ -110,6 +113,7 @@ impl ServerConfig {
             prefill_chunk: None,
             speculate: 0,
             max_batch: 8,
+            batch_decode: false,
             hybrid: None,
         }
     }
@@ -171,6 +175,7 @@ where
         prefill_chunk: config.prefill_chunk.map(|c| c.max(1)),
         speculate: config.speculate.min(solo_model::speculative::MAX_DRAFTS),
         max_batch: config.max_batch.max(1),
+        batch_decode: config.batch_decode,
         snapshot_interval: config.snapshot_interval.max(1),
         cache_entries: config.cache_entries,
         cache_bytes: config.cache_bytes,

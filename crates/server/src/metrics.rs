@@ -31,6 +31,8 @@ pub struct Metrics {
     pub accepted_length: Histogram,
     /// Sequences stepped together, per engine step.
     pub batch_size: Histogram,
+    /// Sequences fed to the backend in one batched decode step (`--batch-decode`), per such step.
+    pub batched_decode: Histogram,
     /// Connections being served; those turned away at the cap; those closed for slow headers.
     pub connections_open: AtomicI64,
     pub connections_refused: AtomicU64,
@@ -44,6 +46,7 @@ impl Metrics {
             decode_rate: Histogram::new(&[1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]),
             accepted_length: Histogram::new(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]),
             batch_size: Histogram::new(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]),
+            batched_decode: Histogram::new(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]),
             ..Default::default()
         }
     }
@@ -115,6 +118,11 @@ impl Metrics {
         self.ttft.render(&mut out, "solo_time_to_first_token_seconds", "From arrival to the first generated token.");
         self.decode_rate.render(&mut out, "solo_decode_tokens_per_second", "Decode speed of each finished request.");
         self.batch_size.render(&mut out, "solo_batch_size", "Sequences the engine stepped together, per step.");
+        self.batched_decode.render(
+            &mut out,
+            "solo_batched_decode_size",
+            "Sequences decoded in one batched backend step (--batch-decode), per such step.",
+        );
         self.accepted_length.render(
             &mut out,
             "solo_speculative_accepted_length",

@@ -274,9 +274,10 @@ fn speculation_gives_the_same_replies() {
     assert!(metric(&spec, "solo_speculative_accepted_length_count") >= 1.0);
 }
 
-/// Four requests at once (greedy and seeded sampling, with and without speculation) get the
-/// replies each gets alone with the same settings (speculative sampling draws other tokens than
-/// plain sampling with the same seed, from the same distribution).
+/// Four requests at once (greedy and seeded sampling, with and without speculation, decoded one
+/// step each or in one batched step) get the replies each gets alone with the same settings
+/// (speculative sampling draws other tokens than plain sampling with the same seed, from the
+/// same distribution).
 #[test]
 fn concurrent_requests_get_the_replies_they_get_alone() {
     let bodies: Vec<Value> = (0..4)
@@ -286,11 +287,12 @@ fn concurrent_requests_get_the_replies_they_get_alone() {
             b
         })
         .collect();
-    for speculate in [0, 2] {
+    for (speculate, batch_decode) in [(0, false), (2, false), (0, true)] {
         let server = |max_batch| {
             let mut c = config();
             c.max_batch = max_batch;
             c.speculate = speculate;
+            c.batch_decode = batch_decode;
             start_cpu(c)
         };
         let alone = server(1);
@@ -301,7 +303,14 @@ fn concurrent_requests_get_the_replies_they_get_alone() {
                 bodies.iter().map(|b| scope.spawn(|| text_of(&ok(&together, "/v1/chat/completions", b)))).collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        assert_eq!(got, want, "speculate {speculate}");
+        assert_eq!(got, want, "speculate {speculate}, batch_decode {batch_decode}");
         assert!(metric(&together, "solo_batch_size_sum") > metric(&together, "solo_batch_size_count"), "never batched");
+        let batched = metric(&together, "solo_batched_decode_size_count");
+        if batch_decode {
+            assert!(batched >= 1.0, "no batched decode step");
+            assert!(metric(&together, "solo_batched_decode_size_sum") > batched, "no batched step of two or more");
+        } else {
+            assert_eq!(batched, 0.0);
+        }
     }
 }
