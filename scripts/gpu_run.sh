@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [kernels] [parity] [bench CONTEXTS ROUNDS]
+#   scripts/gpu_run.sh [tests] [kernels] [parity] [bench CONTEXTS ROUNDS] [batch COUNTS]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
 #   gpu-bin/solo             (cargo build --release -p solo)
@@ -29,6 +29,9 @@ while [ $# -gt 0 ]; do
         bench)
             timeout 400 ./gpu-bin/solo bench --synthetic --contexts "$2" --rounds "$3" ${BENCH_ARGS:-} --json "$OUT/bench${BENCH_TAG:-}.json" 2>&1 | tee "$OUT/bench${BENCH_TAG:-}.log" || status=1
             shift 3 ;;
+        batch)
+            timeout 300 ./gpu-bin/solo bench --synthetic --contexts 4096 --batch "$2" --rounds 3 --json "$OUT/batch.json" 2>&1 | tee "$OUT/batch.log" || status=1
+            shift 2 ;;
         *) echo "unknown step $1"; exit 2 ;;
     esac
 done
