@@ -5,7 +5,7 @@
 //!
 //! Each weight is read once for all t tokens: the stacked GDN in-projection, the stacked q/k/v
 //! projection and the lm_head (`gemv_norm_tokens`); the MoE block in its four-kernel form
-//! (`moe_decode_tokens`: out_proj / o_proj and the router once, the experts' GEMVs over every
+//! (`moe_decode_kernels`: out_proj / o_proj and the router once, the experts' GEMVs over every
 //! token's slots in one launch). What reads the sequence's state runs over the tokens in order:
 //! the causal conv and the delta rule (one launch each, the GDN state after every token kept, so
 //! the step can be cut after any token), and q/k norm + RoPE + attention at each token's
@@ -26,15 +26,15 @@
 //! through the prefill path: `mtp.rs`).
 
 use crate::model::{CudaModel, CudaState, LayerStateGpu, GRAPHS_KEPT};
-use crate::ops::attention::attention_decode_tokens;
+use crate::ops::attention::{attention_decode_tokens, KvCacheGpu};
 use crate::ops::embed::embed;
 use crate::ops::gdn::{gdn_decode_batch, gdn_decode_tokens, GdnStatesAfter};
 use crate::ops::linear::{gemv_norm_tokens, GEMV_MAX_TOKENS};
-use crate::ops::moe::{moe_decode_tokens, MixerOut};
+use crate::ops::moe::{moe_decode_kernels, MixerOut};
 use crate::profile::{profile_launches, KernelTime};
 use crate::runtime::{DevBuf, DevPtr, Gpu, GraphCache};
 use crate::weights::MixerGpu;
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{anyhow, ensure, Context, Result};
 use solo_model::Precision;
 
 /// Most tokens one multi-token step takes.
@@ -55,7 +55,6 @@ pub(crate) struct TokenStates {
     pointers: DevBuf,
     /// The batched step's graphs by its sequences' ids, in order.
     batch_graphs: GraphCache<Vec<u64>>,
-    gdn_layers: usize,
 }
 
 impl TokenStates {
@@ -68,7 +67,6 @@ impl TokenStates {
             graphs: GraphCache::new(GRAPHS_KEPT),
             pointers: gpu.alloc(gdn_layers * 2 * MAX_TOKENS * 8)?,
             batch_graphs: GraphCache::new(GRAPHS_KEPT),
-            gdn_layers,
         })
     }
 
@@ -76,6 +74,23 @@ impl TokenStates {
     fn pointers(&self, g: usize, recurrent: bool) -> DevPtr {
         self.pointers.ptr() + ((2 * g + usize::from(recurrent)) * MAX_TOKENS * 8) as DevPtr
     }
+}
+
+/// Layer i's KV cache in `state`, if layer i is an attention layer.
+fn kv_cache(state: &CudaState, i: usize) -> Option<&KvCacheGpu> {
+    match &state.layers[i] {
+        LayerStateGpu::FullAttention(kv) => Some(kv),
+        LayerStateGpu::GatedDeltaNet(_) => None,
+    }
+}
+
+/// Whose tokens a step runs.
+#[derive(Clone, Copy)]
+enum Tokens<'a> {
+    /// t consecutive tokens of one sequence (the states after each kept in `TokenStates::after`).
+    OfOne(&'a CudaState, usize),
+    /// One token of each sequence (their states updated in place, through `TokenStates::pointers`).
+    OfEach(&'a [&'a mut CudaState]),
 }
 
 impl CudaModel {
@@ -100,7 +115,7 @@ impl CudaModel {
         let s = slot.as_ref().expect("made by token_states");
         let positions: Vec<u8> = states.iter().flat_map(|st| (st.position as i32).to_le_bytes()).collect();
         gpu.write(s.positions.ptr(), &positions)?;
-        let mut pointers = vec![0u64; s.gdn_layers * 2 * MAX_TOKENS];
+        let mut pointers = vec![0u64; s.after.len() * 2 * MAX_TOKENS];
         for (i, st) in states.iter().enumerate() {
             for (g, gdn) in st.gdn_states().enumerate() {
                 pointers[2 * g * MAX_TOKENS + i] = gdn.conv.ptr();
@@ -110,51 +125,13 @@ impl CudaModel {
         gpu.write(s.pointers.ptr(), &pointers.iter().flat_map(|p| p.to_le_bytes()).collect::<Vec<u8>>())?;
         self.upload_ids(tokens)?;
         let ids: Vec<u64> = states.iter().map(|st| st.id).collect();
-        s.batch_graphs.launch(gpu, ids, || self.batch_kernels(states, s))?;
+        s.batch_graphs.launch(gpu, ids, || self.step_kernels(Tokens::OfEach(states), s))?;
         let logits = gpu.download_f32(s.logits.ptr(), n * vocab)?;
         for st in states.iter_mut() {
             st.advance_without_head(1);
             gpu.write(st.pos.ptr(), &(st.position as i32).to_le_bytes())?;
         }
         Ok(logits)
-    }
-
-    /// The kernels of `batch_step` (what its graph holds), for the n ids in `io.ids`.
-    fn batch_kernels(&self, states: &[&mut CudaState], s: &TokenStates) -> Result<()> {
-        let (gpu, w, eps, vocab, n) =
-            (&self.gpu, &self.weights, self.config.rms_norm_eps, self.config.vocab_size, states.len());
-        let h = self.main_residual(0);
-        embed(gpu, &w.embed_tokens, self.ids(), n, h)?;
-        let mut g = 0;
-        for (i, layer) in w.layers.iter().enumerate() {
-            let norm = &layer.input_norm;
-            let (out_proj, y) = match &layer.mixer {
-                MixerGpu::GatedDeltaNet(m) => {
-                    let (windows, recurrents) = (s.pointers(g, false), s.pointers(g, true));
-                    g += 1;
-                    (&m.out_proj, gdn_decode_batch(gpu, m, h, norm, eps, n, windows, recurrents, &self.scratch)?)
-                }
-                MixerGpu::FullAttention(m) => {
-                    let caches = states
-                        .iter()
-                        .map(|st| match &st.layers[i] {
-                            LayerStateGpu::FullAttention(kv) => Ok(kv),
-                            LayerStateGpu::GatedDeltaNet(_) => {
-                                bail!("layer {i}: state and weights disagree on the layer kind")
-                            }
-                        })
-                        .collect::<Result<Vec<_>>>()?;
-                    (
-                        &m.o_proj,
-                        attention_decode_tokens(gpu, m, h, norm, eps, s.positions.ptr(), &caches, &self.scratch)?,
-                    )
-                }
-            };
-            let mixer = MixerOut { w: out_proj, y };
-            moe_decode_tokens(gpu, mixer, &layer.moe, h, &layer.post_attention_norm, eps, n, &self.scratch)?;
-        }
-        gemv_norm_tokens(gpu, h, &w.final_norm, eps, &w.lm_head, n, s.logits.ptr(), vocab)?;
-        Ok(())
     }
 
     /// The multi-token step's memory, made on first use (for states shaped like `state`).
@@ -190,7 +167,7 @@ impl CudaModel {
         let positions: Vec<u8> = (0..t).flat_map(|i| ((state.position + i) as i32).to_le_bytes()).collect();
         gpu.write(s.positions.ptr(), &positions)?;
         self.upload_ids(tokens)?;
-        s.graphs.launch(gpu, (state.id, t), || self.multi_token_kernels(state, t, s))?;
+        s.graphs.launch(gpu, (state.id, t), || self.step_kernels(Tokens::OfOne(state, t), s))?;
         gpu.download_f32(s.logits.ptr(), t * vocab)
     }
 
@@ -200,35 +177,53 @@ impl CudaModel {
         self.decode_tokens(state, tokens)?; // its buffers, and the positions and ids
         let slot = self.token_states.borrow();
         let s = slot.as_ref().expect("made by decode_tokens");
-        profile_launches(&self.gpu, || self.multi_token_kernels(state, tokens.len(), s))
+        profile_launches(&self.gpu, || self.step_kernels(Tokens::OfOne(state, tokens.len()), s))
     }
 
-    /// The kernels of `decode_tokens` (what its graph holds), for the t ids in `io.ids`.
-    fn multi_token_kernels(&self, state: &CudaState, t: usize, s: &TokenStates) -> Result<()> {
+    /// The kernels of `decode_tokens` and `batch_step` (what their graphs hold), for the ids in
+    /// `io.ids`: the tokens of one sequence, or one token of each of several.
+    fn step_kernels(&self, tokens: Tokens, s: &TokenStates) -> Result<()> {
         let (gpu, w, eps, vocab) = (&self.gpu, &self.weights, self.config.rms_norm_eps, self.config.vocab_size);
+        let n = match tokens {
+            Tokens::OfOne(_, t) => t,
+            Tokens::OfEach(states) => states.len(),
+        };
         let h = self.main_residual(0);
-        embed(gpu, &w.embed_tokens, self.ids(), t, h)?;
-        let mut gdn_after = s.after.iter();
-        for (i, (layer, layer_state)) in w.layers.iter().zip(&state.layers).enumerate() {
+        embed(gpu, &w.embed_tokens, self.ids(), n, h)?;
+        let mismatch = |i: usize| anyhow!("layer {i}: state and weights disagree on the layer kind");
+        let mut g = 0; // GDN layers so far
+        for (i, layer) in w.layers.iter().enumerate() {
             let norm = &layer.input_norm;
-            let (out_proj, y) = match (&layer.mixer, layer_state) {
-                (MixerGpu::GatedDeltaNet(m), LayerStateGpu::GatedDeltaNet(st)) => {
-                    let after = gdn_after.next().context("more GDN layers than kept states")?;
-                    (&m.out_proj, gdn_decode_tokens(gpu, m, h, norm, eps, t, st, after, &self.scratch)?)
+            let (out_proj, y) = match &layer.mixer {
+                MixerGpu::GatedDeltaNet(m) => {
+                    let y = match tokens {
+                        Tokens::OfOne(state, t) => {
+                            let LayerStateGpu::GatedDeltaNet(st) = &state.layers[i] else { return Err(mismatch(i)) };
+                            let after = s.after.get(g).context("more GDN layers than kept states")?;
+                            gdn_decode_tokens(gpu, m, h, norm, eps, t, st, after, &self.scratch)?
+                        }
+                        Tokens::OfEach(_) => {
+                            let (windows, recurrents) = (s.pointers(g, false), s.pointers(g, true));
+                            gdn_decode_batch(gpu, m, h, norm, eps, n, windows, recurrents, &self.scratch)?
+                        }
+                    };
+                    g += 1;
+                    (&m.out_proj, y)
                 }
-                (MixerGpu::FullAttention(m), LayerStateGpu::FullAttention(kv)) => {
-                    let caches = vec![kv; t];
-                    (
-                        &m.o_proj,
-                        attention_decode_tokens(gpu, m, h, norm, eps, s.positions.ptr(), &caches, &self.scratch)?,
-                    )
+                MixerGpu::FullAttention(m) => {
+                    let cache = |state| kv_cache(state, i).ok_or_else(|| mismatch(i));
+                    let caches = match tokens {
+                        Tokens::OfOne(state, t) => vec![cache(state)?; t],
+                        Tokens::OfEach(states) => states.iter().map(|st| cache(st)).collect::<Result<Vec<_>>>()?,
+                    };
+                    let pos = s.positions.ptr();
+                    (&m.o_proj, attention_decode_tokens(gpu, m, h, norm, eps, pos, &caches, &self.scratch)?)
                 }
-                _ => bail!("layer {i}: state and weights disagree on the layer kind"),
             };
             let mixer = MixerOut { w: out_proj, y };
-            moe_decode_tokens(gpu, mixer, &layer.moe, h, &layer.post_attention_norm, eps, t, &self.scratch)?;
+            moe_decode_kernels(gpu, mixer, &layer.moe, h, &layer.post_attention_norm, eps, n, &self.scratch)?;
         }
-        gemv_norm_tokens(gpu, h, &w.final_norm, eps, &w.lm_head, t, s.logits.ptr(), vocab)
+        gemv_norm_tokens(gpu, h, &w.final_norm, eps, &w.lm_head, n, s.logits.ptr(), vocab)
     }
 
     /// After `decode_tokens` of at least n tokens: the sequence keeps the first n and advances

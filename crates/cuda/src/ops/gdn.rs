@@ -181,10 +181,8 @@ pub fn gdn_decode(
     scratch: &Scratch,
 ) -> Result<DevPtr> {
     let buf = GdnBuffers::new(scratch, 1)?;
-    // proj f32 [12352] = [qkv 8192 (not written: the conv consumes it) | z 4096 | b 32 | a 32]
-    let proj = scratch.ptr(0);
-    let f32_at = |i: usize| proj + (i * 4) as DevPtr;
-    let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
+    // proj f32 [12352] (its qkv part not written: the conv consumes it)
+    let StackedProj { qkv: proj, z, b, a } = StackedProj::at(scratch.ptr(0));
     // b | a, contiguous: inside in_proj (bf16) or their own matrix (FP8, where they stay bf16)
     ensure!(w.in_proj_a.ptr == w.in_proj_b.ptr + (V_HEADS * w.in_proj_b.cols * 2) as DevPtr, "GDN: a must follow b");
     let tail = Matrix::bf16(w.in_proj_b.ptr, 2 * V_HEADS, w.in_proj_b.cols);
@@ -192,6 +190,50 @@ pub fn gdn_decode(
     let recurrent = state.recurrent.ptr();
     decode_step(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, recurrent, recurrent, buf.y)?;
     Ok(buf.y)
+}
+
+/// The stacked in-projection's output for one token (f32 [12352] = [qkv 8192 | z 4096 | b 32 |
+/// a 32]), rows `PROJ_ROWS` apart for several: where its parts start.
+struct StackedProj {
+    qkv: DevPtr,
+    z: DevPtr,
+    b: DevPtr,
+    a: DevPtr,
+}
+
+impl StackedProj {
+    fn at(proj: DevPtr) -> Self {
+        let f32_at = |i: usize| proj + (i * 4) as DevPtr;
+        StackedProj {
+            qkv: proj,
+            z: f32_at(CONV_DIM),
+            b: f32_at(CONV_DIM + VALUE_DIM),
+            a: f32_at(CONV_DIM + VALUE_DIM + V_HEADS),
+        }
+    }
+}
+
+/// The stacked bf16 in-projection of t tokens' RMSNorm(h) (h f32 [t, 2048]) into scratch
+/// buffer 0, f32 [t, 12352], each row read once for all of them (`gemv_norm_tokens`).
+#[allow(clippy::too_many_arguments)]
+fn stacked_projection(
+    gpu: &Gpu,
+    w: &GdnGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    t: usize,
+    scratch: &Scratch,
+) -> Result<StackedProj> {
+    ensure!(
+        w.in_proj.rows == PROJ_ROWS && w.in_proj.fp8_scales.is_none(),
+        "the GDN steps for several tokens take the stacked bf16 in-projection ({PROJ_ROWS} rows), not {} rows{}",
+        w.in_proj.rows,
+        if w.in_proj.fp8_scales.is_some() { " of FP8" } else { "" }
+    );
+    let proj = scratch.ptr(0);
+    gemv_norm_tokens(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS)?;
+    Ok(StackedProj::at(proj))
 }
 
 /// A GDN layer's states after each token of a multi-token step (`gdn_decode_tokens`): conv
@@ -240,21 +282,12 @@ pub fn gdn_decode_tokens(
 ) -> Result<DevPtr> {
     ensure!(t >= 1 && t <= after.tokens && t <= CONV_TOKENS, "GDN multi-token step of {t} tokens");
     let buf = GdnBuffers::new(scratch, t)?;
-    // proj f32 [t, 12352]: per token [qkv 8192 | z 4096 | b 32 | a 32]
-    ensure!(
-        w.in_proj.rows == PROJ_ROWS && w.in_proj.fp8_scales.is_none(),
-        "the multi-token GDN step takes the stacked bf16 in-projection ({PROJ_ROWS} rows), not {} rows{}",
-        w.in_proj.rows,
-        if w.in_proj.fp8_scales.is_some() { " of FP8" } else { "" }
-    );
-    let proj = scratch.ptr(0);
-    gemv_norm_tokens(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS)?;
-    let f32_at = |j: usize| proj + (j * 4) as DevPtr;
+    let p = stacked_projection(gpu, w, h, norm, eps, t, scratch)?;
     let last_window = after.conv.ptr() + ((t - 1) * GdnStateGpu::CONV_BYTES) as DevPtr;
     gdn_conv_cu::gdn_conv_silu(
         gpu,
         Launch::new(((CONV_DIM / 256) as u32, 1, 1), 256, 0),
-        proj,
+        p.qkv,
         PROJ_ROWS as i32,
         state.conv.ptr(),
         last_window,
@@ -263,7 +296,6 @@ pub fn gdn_decode_tokens(
         buf.mixed,
         t as i32,
     )?;
-    let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
     let steps = DeltaSteps {
         tokens: t,
         zba_stride: PROJ_ROWS,
@@ -274,9 +306,9 @@ pub fn gdn_decode_tokens(
         gpu,
         &GdnConsts::of(w),
         buf.mixed,
-        z,
-        b,
-        a,
+        p.z,
+        p.b,
+        p.a,
         state.recurrent.ptr(),
         after.recurrent.ptr(),
         steps,
@@ -304,26 +336,18 @@ pub fn gdn_decode_batch(
     scratch: &Scratch,
 ) -> Result<DevPtr> {
     let buf = GdnBuffers::new(scratch, n)?;
-    ensure!(
-        w.in_proj.rows == PROJ_ROWS && w.in_proj.fp8_scales.is_none(),
-        "the batched GDN step takes the stacked bf16 in-projection ({PROJ_ROWS} rows), not {} rows",
-        w.in_proj.rows
-    );
-    let proj = scratch.ptr(0); // f32 [n, 12352]
-    gemv_norm_tokens(gpu, h, norm, eps, &w.in_proj, n, proj, PROJ_ROWS)?;
+    let p = stacked_projection(gpu, w, h, norm, eps, n, scratch)?;
     gdn_conv_cu::gdn_conv_batch(
         gpu,
         Launch::new(((CONV_DIM / 256) as u32, n as u32, 1), 256, 0),
-        proj,
+        p.qkv,
         PROJ_ROWS as i32,
         windows,
         w.conv1d.ptr,
         buf.mixed,
     )?;
-    let f32_at = |j: usize| proj + (j * 4) as DevPtr;
-    let (z, b, a) = (f32_at(CONV_DIM), f32_at(CONV_DIM + VALUE_DIM), f32_at(CONV_DIM + VALUE_DIM + V_HEADS));
     let steps = DeltaSteps { tokens: 1, zba_stride: PROJ_ROWS, state_stride: 0, sequences: Some((n, recurrents)) };
-    delta_steps(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, 0, 0, steps, buf.y)?;
+    delta_steps(gpu, &GdnConsts::of(w), buf.mixed, p.z, p.b, p.a, 0, 0, steps, buf.y)?;
     Ok(buf.y)
 }
 

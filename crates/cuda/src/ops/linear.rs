@@ -124,10 +124,9 @@ pub fn gemv_norm_tokens(
     );
     ensure!((1..=GEMV_MAX_TOKENS).contains(&t), "gemv_norm_tokens: {t} tokens (1..={GEMV_MAX_TOKENS})");
     ensure!(y_stride >= w.rows, "gemv_norm_tokens: output rows of {y_stride} for {} rows", w.rows);
-    // the rings (64 KB) and 4 KB of x (bf16) a token; two blocks an SM
+    // the rings (64 KB) and 4 KB of x (bf16) a token: at most 96 KB, two blocks an SM
     let shared = gemv_shared_bytes(w.cols) - (w.cols * 4) as u32 + (t * w.cols * 2) as u32;
-    let per_sm = if 2 * (shared + 2048) <= 233_472 { 2 } else { 1 };
-    let launch = Launch::new((per_sm * gpu.sms, 1, 1), 256, shared);
+    let launch = Launch::new(gemv_blocks(gpu), 256, shared);
     gemv_cu::gemv_norm_tokens_bf16(gpu, launch, w.ptr, h, norm.ptr, y, w.rows as i32, y_stride as i32, t as i32, eps)
 }
 

@@ -8,9 +8,9 @@
 //!   mixer's output projection (added to the residual stream), the post-attention RMSNorm, the
 //!   router product, the routing, the 9 experts' gate/up rows (SwiGLU) and down rows (weighted
 //!   sum over the slots, added to the residual stream), its phases meeting at grid barriers. Its
-//!   four-kernel form (`moe_decode_kernels`, the same bits; GPUs with fewer than 129 SMs):
-//!   `gemv_bf16` → `moe_route_decode` (norm, router, routing) → `moe_gate_up_gemv` →
-//!   `moe_down_gemv`.
+//!   four-kernel form (`moe_decode_kernels`, the same bits; GPUs with fewer than 129 SMs, and
+//!   the multi-token step's several tokens at once): `gemv_bf16` → `moe_route_decode` (norm,
+//!   router, routing) → `moe_gate_up_gemv` → `moe_down_gemv`.
 //! - Few tokens (`t <= GEMV_MAX_T`): the same two expert GEMVs after `moe_route`.
 //! - Prefill: `moe_plan` + `moe_permute` group the (token, slot) pairs by expert (counting sort on
 //!   the device), then the grouped tensor-core GEMMs `moe_gate_up_grouped` (SwiGLU fused, bf16
@@ -19,7 +19,7 @@
 
 use crate::kernels::widths::{EXPERTS, EXPERT_DIM, HIDDEN, TOP_K};
 use crate::kernels::{kernel_file, Launch};
-use crate::ops::linear::{gemv, gemv_tokens_accumulate, linear};
+use crate::ops::linear::{gemv_tokens_accumulate, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevPtr, Gpu};
 use crate::weights::{ExpertScales, Matrix, MoeGpu, Vector};
@@ -30,7 +30,6 @@ kernel_file! {
     pub mod moe_router_cu = "moe_router.cu" {
         fn moe_route(logits: DevPtr, t: i32, ids: DevPtr, weights: DevPtr, counts: DevPtr);
         fn moe_route_decode(router: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, x: DevPtr, ids: DevPtr, weights: DevPtr, ticket: DevPtr);
-        fn moe_route_tokens(router: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, x: DevPtr, ids: DevPtr, weights: DevPtr, ticket: DevPtr);
         fn moe_plan(counts: DevPtr, t: i32, offsets: DevPtr, cursor: DevPtr, tiles: DevPtr, total_tiles: DevPtr);
         fn moe_permute(ids: DevPtr, t: i32, offsets: DevPtr, cursor: DevPtr, perm: DevPtr);
     }
@@ -193,7 +192,7 @@ pub fn moe_decode(
     }
     // the fused kernel wants a block per router row (2 per SM): ≥ 129 SMs (H100 SXM, H200)
     if 2 * gpu.sms < ROUTER_ROWS as u32 {
-        return moe_decode_kernels(gpu, mixer, w, h, norm, eps, scratch);
+        return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch);
     }
     check_decode_shapes(&mixer, w, norm)?;
     let l = Layout::new(scratch, 1)?;
@@ -254,49 +253,16 @@ fn moe_decode_fp8(
     )
 }
 
-/// `moe_decode` as four kernels: the output projection (`gemv_bf16`, accumulating into h),
-/// `moe_route_decode` (norm, router, routing), then the expert GEMVs. Scratch buffers 0 and 1,
-/// and the scratch's ticket counter.
-pub fn moe_decode_kernels(
-    gpu: &Gpu,
-    mixer: MixerOut,
-    w: &MoeGpu,
-    h: DevPtr,
-    norm: &Vector,
-    eps: f32,
-    scratch: &Scratch,
-) -> Result<()> {
-    check_decode_shapes(&mixer, w, norm)?;
-    gemv(gpu, mixer.y, mixer.w, h, true)?;
-    let l = Layout::new(scratch, 1)?;
-    moe_router_cu::moe_route_decode(
-        gpu,
-        Launch::new(
-            (ROUTER_ROWS.div_ceil(16) as u32, 1, 1), // GemvTile<2048>: 16 rows per block
-            256,
-            0,
-        ),
-        w.router.ptr,
-        h,
-        norm.ptr,
-        eps,
-        l.logits,
-        l.x,
-        l.ids,
-        l.weights,
-        scratch.ticket(),
-    )?;
-    experts_gemv(gpu, w, l.x, 1, &l, h)
-}
-
-/// `moe_decode` for t ≤ 8 tokens at once (the multi-token decode step), bf16 weights:
-/// h[i] += mixer.w · y[i], then h[i] += MoE(RMSNorm(h[i])), for y bf16 `[t, 4096]` and h f32
-/// `[t, 2048]`. The four-kernel form with the tokens together: the output projection and the
-/// router read once for all of them, the experts' GEMVs over every token's slots in one launch
-/// each (the shared expert's rows from L2 after the first token). Every token gets the bits of
-/// its own `moe_decode`. Scratch buffers 0 and 1, and the ticket.
+/// `moe_decode` as four kernels, for t ≤ 8 tokens at once (1: the decode step's form on GPUs
+/// with fewer than 129 SMs; more: the multi-token decode step), bf16 weights: h[i] += mixer.w ·
+/// y[i], then h[i] += MoE(RMSNorm(h[i])), for y bf16 `[t, 4096]` and h f32 `[t, 2048]`. The
+/// output projection (`gemv_bf16`'s tiles, accumulating into h) and `moe_route_decode` (norm,
+/// router, routing) read their matrices once for all the tokens, then the experts' GEMVs run
+/// over every token's slots in one launch each (the shared expert's rows from L2 after the first
+/// token). Every token gets the bits of its own fused `moe_decode`. Scratch buffers 0 and 1, and
+/// the scratch's ticket counter.
 #[allow(clippy::too_many_arguments)]
-pub fn moe_decode_tokens(
+pub fn moe_decode_kernels(
     gpu: &Gpu,
     mixer: MixerOut,
     w: &MoeGpu,
@@ -306,11 +272,11 @@ pub fn moe_decode_tokens(
     t: usize,
     scratch: &Scratch,
 ) -> Result<()> {
-    ensure!(w.fp8_scales.is_none(), "moe_decode_tokens: FP8 experts (the multi-token step is bf16)");
+    ensure!(w.fp8_scales.is_none(), "moe_decode_kernels: FP8 experts (this form is bf16)");
     check_decode_shapes(&mixer, w, norm)?;
     gemv_tokens_accumulate(gpu, mixer.y, mixer.w, t, h)?;
     let l = Layout::new(scratch, t)?;
-    moe_router_cu::moe_route_tokens(
+    moe_router_cu::moe_route_decode(
         gpu,
         Launch::new((ROUTER_ROWS.div_ceil(16) as u32, t as u32, 1), 256, 0), // 16 router rows a block, a block row a token
         w.router.ptr,
@@ -737,7 +703,7 @@ mod tests {
             let fused = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
             assert_close(&format!("moe_decode, launch {round}"), &fused, &want, 1e-4);
             let hb = gpu.upload_f32(&h).unwrap();
-            moe_decode_kernels(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+            moe_decode_kernels(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, 1, &scratch).unwrap();
             let kernels = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
             assert_close(&format!("moe_decode_kernels, launch {round}"), &kernels, &want, 1e-4);
             let same = fused.iter().zip(&kernels).filter(|(a, b)| a.to_bits() == b.to_bits()).count();
@@ -750,11 +716,11 @@ mod tests {
         }
     }
 
-    /// The multi-token form: t tokens (their own h and y rows) through `moe_decode_tokens` give
+    /// The four-kernel form for t tokens (their own h and y rows) gives
     /// each token the bits `moe_decode` gives it alone; twice, so the ticket is left at zero.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
-    fn moe_decode_tokens_equals_one_token_launches() {
+    fn moe_decode_kernels_for_tokens_equal_one_token_launches() {
         let gpu = gpu();
         let f = fixture();
         let mixer = MixerFixture::new();
@@ -776,7 +742,7 @@ mod tests {
             for round in 0..2 {
                 let hb = gpu.upload_f32(&h).unwrap();
                 let out = MixerOut { w: &mixer.w_o, y: yb.ptr() };
-                moe_decode_tokens(gpu, out, &f.gpu, hb.ptr(), &norm, 1e-6, t, &scratch).unwrap();
+                moe_decode_kernels(gpu, out, &f.gpu, hb.ptr(), &norm, 1e-6, t, &scratch).unwrap();
                 let got = gpu.download_f32(hb.ptr(), t * HIDDEN).unwrap();
                 for i in 0..t {
                     let (g, a) = (&got[i * HIDDEN..][..HIDDEN], &alone[i * HIDDEN..][..HIDDEN]);

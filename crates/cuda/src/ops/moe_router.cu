@@ -17,49 +17,16 @@ extern "C" __global__ void __launch_bounds__(32)
     route_token(logits + (size_t)t * ROUTER_ROWS, ids + t * SLOTS, weights + t * SLOTS, counts);
 }
 
-// Decode, one token, the whole router in one kernel: logits = router · RMSNorm(h) (GemvTile:
-// 16 rows per block, 17 blocks for the 257 rows, each block normalising h itself), block 0 also
-// writes the normalised x (bf16 [2048]) for the expert kernels, and the last block to finish
-// (a ticket counter, left at 0 again) routes the token: ids [9], weights [9].
-//   router bf16 [257, 2048]; h f32 [2048]; w1p f32 [2048] (post-attention norm, 1 + w);
-//   logits f32 [257] (scratch); ticket i32 [1], zero between launches.
+// Decode, the whole router in one kernel, for `gridDim.y` ≤ 8 tokens (1 in the decode step's
+// four-kernel form, more in the multi-token step): block row y takes token y, logits[y] = router ·
+// RMSNorm(h[y]) (GemvTile: 16 rows per block, 17 blocks for the 257 rows, each block normalising
+// h[y] itself), block (0, y) also writes the normalised x[y] for the expert kernels, and the last
+// block of the grid to finish (a ticket counter, left at 0 again) routes every token (warp t,
+// token t): ids [t, 9], weights [t, 9].
+//   router bf16 [257, 2048]; h f32 [tokens, 2048]; w1p f32 [2048] (post-attention norm, 1 + w);
+//   logits f32 [tokens, 257] (scratch); x bf16 [tokens, 2048]; ticket i32 [1], zero between launches.
 extern "C" __global__ void __launch_bounds__(256)
     moe_route_decode(const bf16* __restrict__ router, const float* __restrict__ h, const float* __restrict__ w1p,
-                     float eps, float* __restrict__ logits, bf16* __restrict__ x, int* __restrict__ ids,
-                     float* __restrict__ weights, int* __restrict__ ticket) {
-    __shared__ __align__(16) float xs[HIDDEN];
-    __shared__ float red[32];
-    __shared__ bool last;
-    GemvTile<HIDDEN> tile;
-    tile.load(router, ROUTER_ROWS);
-    pdl_wait();
-    stage_rms_norm(h, w1p, eps, xs, red);
-    if (blockIdx.x == 0)
-        for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) x[i] = __float2bfloat16(xs[i]);  // exact: xs is bf16-rounded
-#pragma unroll
-    for (int r = 0; r < GemvTile<HIDDEN>::ROWS_PER_WARP; r++) {
-        const float v = tile.dot(r, xs);
-        if ((threadIdx.x & 31) == 0 && tile.row(r) < ROUTER_ROWS) logits[tile.row(r)] = v;
-    }
-    // The last block in sees every block's logits: each publishes its writes before taking a ticket.
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(ticket, 1) == gridDim.x - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    pdl_trigger();
-    if (threadIdx.x < 32) route_token(logits, ids, weights, nullptr);
-    if (threadIdx.x == 0) *ticket = 0;
-}
-
-// moe_route_decode for `tokens` ≤ 8 tokens (the multi-token decode step): grid (17, tokens),
-// block row y computing token y's logits[y] = router · RMSNorm(h[y]) (and, in block (0, y),
-// x[y]) as moe_route_decode does; the last block of the grid routes every token (warp t, token t).
-//   h f32 [tokens, 2048]; logits f32 [tokens, 257]; x bf16 [tokens, 2048]; ids [tokens, 9];
-//   weights [tokens, 9]; ticket as in moe_route_decode.
-extern "C" __global__ void __launch_bounds__(256)
-    moe_route_tokens(const bf16* __restrict__ router, const float* __restrict__ h, const float* __restrict__ w1p,
                      float eps, float* __restrict__ logits, bf16* __restrict__ x, int* __restrict__ ids,
                      float* __restrict__ weights, int* __restrict__ ticket) {
     __shared__ __align__(16) float xs[HIDDEN];
@@ -70,13 +37,14 @@ extern "C" __global__ void __launch_bounds__(256)
     tile.load(router, ROUTER_ROWS);
     pdl_wait();
     stage_rms_norm(h + (size_t)t * HIDDEN, w1p, eps, xs, red);
-    if (blockIdx.x == 0)
+    if (blockIdx.x == 0)  // exact: xs is bf16-rounded
         for (int i = threadIdx.x; i < HIDDEN; i += blockDim.x) x[(size_t)t * HIDDEN + i] = __float2bfloat16(xs[i]);
 #pragma unroll
     for (int r = 0; r < GemvTile<HIDDEN>::ROWS_PER_WARP; r++) {
         const float v = tile.dot(r, xs);
         if ((threadIdx.x & 31) == 0 && tile.row(r) < ROUTER_ROWS) logits[t * ROUTER_ROWS + tile.row(r)] = v;
     }
+    // The last block in sees every block's logits: each publishes its writes before taking a ticket.
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) last = atomicAdd(ticket, 1) == gridDim.x * gridDim.y - 1;
