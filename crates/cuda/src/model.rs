@@ -332,6 +332,11 @@ impl CudaModel {
         sample::advance_position(gpu, state.pos.ptr(), 1)
     }
 
+    /// Device scratch of the GPU sampler (SAMPLE_SCRATCH_BYTES; one draw at a time on the stream).
+    pub(crate) fn sample_scratch(&self) -> DevPtr {
+        self.io.sample_scratch.ptr()
+    }
+
     /// The lm_head screen, made on first use.
     fn screen(&self) -> Result<&LmHeadScreen> {
         if self.screen.get().is_none() {
@@ -482,6 +487,29 @@ impl Backend for CudaModel {
             }
         }
         Ok(rows)
+    }
+
+    fn decode_batch_and_pick(
+        &self,
+        states: &mut [&mut CudaState],
+        tokens: &[u32],
+        samplers: &mut [&mut Sampler],
+    ) -> Option<Result<Vec<u32>>> {
+        // the batched step (bf16) with settings the GPU sampler has; otherwise the caller's way
+        let pickable = samplers.iter().all(|s| sample::SamplingParamsGpu::encode(s.config()).is_ok());
+        if !pickable || !self.can_decode_tokens(1) || states.len() != tokens.len() || samplers.len() != tokens.len() {
+            return None;
+        }
+        let most = crate::multi_token::MAX_TOKENS;
+        let mut picks = Vec::with_capacity(tokens.len());
+        let chunks = states.chunks_mut(most).zip(tokens.chunks(most)).zip(samplers.chunks_mut(most));
+        for ((states, tokens), samplers) in chunks {
+            match self.batch_step_pick(states, tokens, samplers) {
+                Ok(p) => picks.extend(p),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(Ok(picks))
     }
 
     fn resume(&self, snapshot: &CudaState) -> Option<CudaState> {

@@ -31,10 +31,12 @@ use crate::ops::embed::embed;
 use crate::ops::gdn::{gdn_decode_batch, gdn_decode_tokens, GdnStatesAfter};
 use crate::ops::linear::{gemv_norm_tokens, GEMV_MAX_TOKENS};
 use crate::ops::moe::{moe_decode_kernels, MixerOut};
+use crate::ops::sample::{sample, SamplingParamsGpu};
 use crate::profile::{profile_launches, KernelTime};
 use crate::runtime::{DevBuf, DevPtr, Gpu, GraphCache};
 use crate::weights::MixerGpu;
 use anyhow::{anyhow, ensure, Context, Result};
+use solo_model::sampler::Sampler;
 use solo_model::Precision;
 
 /// Most tokens one multi-token step takes.
@@ -55,6 +57,10 @@ pub(crate) struct TokenStates {
     pointers: DevBuf,
     /// The batched step's graphs by its sequences' ids, in order.
     batch_graphs: GraphCache<Vec<u64>>,
+    /// Per sequence of a batched step: its sampler's settings and draw count (`batch_step_pick`).
+    sampling: Vec<SamplingParamsGpu>,
+    /// i32 [MAX_TOKENS]: the batched step's picks.
+    picks: DevBuf,
 }
 
 impl TokenStates {
@@ -67,6 +73,8 @@ impl TokenStates {
             graphs: GraphCache::new(GRAPHS_KEPT),
             pointers: gpu.alloc(gdn_layers * 2 * MAX_TOKENS * 8)?,
             batch_graphs: GraphCache::new(GRAPHS_KEPT),
+            sampling: (0..MAX_TOKENS).map(|_| SamplingParamsGpu::new(gpu)).collect::<Result<Vec<_>>>()?,
+            picks: gpu.alloc(MAX_TOKENS * 4)?,
         })
     }
 
@@ -101,6 +109,63 @@ impl CudaModel {
     /// every sequence's token in one launch each; attention runs a launch per sequence. One graph
     /// per batch (its sequences, in order), captured on first use; one synchronisation.
     pub(crate) fn batch_step(&self, states: &mut [&mut CudaState], tokens: &[u32]) -> Result<Vec<f32>> {
+        let slot = self.batch_step_on_device(states, tokens)?;
+        let s = slot.as_ref().expect("made by token_states");
+        let logits = self.gpu.download_f32(s.logits.ptr(), tokens.len() * self.config.vocab_size)?;
+        drop(slot);
+        self.advance_all(states)?;
+        Ok(logits)
+    }
+
+    /// `batch_step`, each sequence's next token then drawn on the GPU from its row of logits by
+    /// its own sampler (`samplers[i]`: greedy or top_k in 1..=64, as `decode_pick`): the picks,
+    /// what `samplers[i].sample(row i)` gives with the same draw of its seeded stream (which
+    /// advances). Only the n ids come back to the host. The draws are kernels of their own after
+    /// the graph (two a sequence).
+    pub(crate) fn batch_step_pick(
+        &self,
+        states: &mut [&mut CudaState],
+        tokens: &[u32],
+        samplers: &mut [&mut Sampler],
+    ) -> Result<Vec<u32>> {
+        ensure!(samplers.len() == tokens.len(), "{} samplers for {} tokens", samplers.len(), tokens.len());
+        for sampler in samplers.iter() {
+            SamplingParamsGpu::encode(sampler.config())?;
+        }
+        let (gpu, vocab) = (&self.gpu, self.config.vocab_size);
+        let slot = self.batch_step_on_device(states, tokens)?;
+        let s = slot.as_ref().expect("made by token_states");
+        for (i, sampler) in samplers.iter().enumerate() {
+            let params = &s.sampling[i];
+            params.write_at(gpu, sampler.config(), sampler.draws())?;
+            let row = s.logits.ptr() + (i * vocab * 4) as DevPtr;
+            sample(gpu, row, vocab, params, self.sample_scratch(), s.picks.ptr() + (4 * i) as DevPtr)?;
+        }
+        let picks = gpu.download_i32(s.picks.ptr(), tokens.len())?;
+        drop(slot);
+        self.advance_all(states)?;
+        for sampler in samplers.iter_mut().filter(|s| s.config().temperature > 0.0) {
+            sampler.skip_draw(); // the device drew it
+        }
+        Ok(picks.into_iter().map(|p| p as u32).collect())
+    }
+
+    /// Each sequence one token further, on the host and the device.
+    fn advance_all(&self, states: &mut [&mut CudaState]) -> Result<()> {
+        for st in states.iter_mut() {
+            st.advance_without_head(1);
+            self.gpu.write(st.pos.ptr(), &(st.position as i32).to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The batched step up to its logits (f32 [n, vocab] in the step's memory, returned borrowed),
+    /// the states not yet advanced.
+    fn batch_step_on_device(
+        &self,
+        states: &mut [&mut CudaState],
+        tokens: &[u32],
+    ) -> Result<std::cell::Ref<'_, Option<TokenStates>>> {
         let n = tokens.len();
         ensure!(states.len() == n, "{} states for {n} tokens", states.len());
         ensure!(
@@ -110,7 +175,7 @@ impl CudaModel {
         for st in states.iter() {
             self.check_room(st, 1)?;
         }
-        let (gpu, vocab) = (&self.gpu, self.config.vocab_size);
+        let gpu = &self.gpu;
         let slot = self.token_states(states[0])?;
         let s = slot.as_ref().expect("made by token_states");
         let positions: Vec<u8> = states.iter().flat_map(|st| (st.position as i32).to_le_bytes()).collect();
@@ -126,12 +191,7 @@ impl CudaModel {
         self.upload_ids(tokens)?;
         let ids: Vec<u64> = states.iter().map(|st| st.id).collect();
         s.batch_graphs.launch(gpu, ids, || self.step_kernels(Tokens::OfEach(states), s))?;
-        let logits = gpu.download_f32(s.logits.ptr(), n * vocab)?;
-        for st in states.iter_mut() {
-            st.advance_without_head(1);
-            gpu.write(st.pos.ptr(), &(st.position as i32).to_le_bytes())?;
-        }
-        Ok(logits)
+        Ok(slot)
     }
 
     /// The multi-token step's memory, made on first use (for states shaped like `state`).
@@ -178,6 +238,16 @@ impl CudaModel {
         let slot = self.token_states.borrow();
         let s = slot.as_ref().expect("made by decode_tokens");
         profile_launches(&self.gpu, || self.step_kernels(Tokens::OfOne(state, tokens.len()), s))
+    }
+
+    /// Where `batch_step` of `tokens` spends its time, kernel by kernel (launched outside the
+    /// graph, timed back to back on the GPU), after one `batch_step` of the same tokens. For
+    /// `solo bench`: the states' GDN layers then hold two steps' updates (reset them after).
+    pub fn profile_batch_step(&self, states: &mut [&mut CudaState], tokens: &[u32]) -> Result<Vec<KernelTime>> {
+        self.batch_step(states, tokens)?; // its buffers, pointers, positions and ids
+        let slot = self.token_states.borrow();
+        let s = slot.as_ref().expect("made by batch_step");
+        profile_launches(&self.gpu, || self.step_kernels(Tokens::OfEach(states), s))
     }
 
     /// The kernels of `decode_tokens` and `batch_step` (what their graphs hold), for the ids in
@@ -324,5 +394,44 @@ mod tests {
         for (a, b) in batched.iter_mut().zip(alone.iter_mut()) {
             assert_eq!(model.decode(a, 3).unwrap(), model.decode(b, 3).unwrap());
         }
+    }
+
+    /// The batched step's picks on the GPU: each sequence's token is the one its own
+    /// `decode_pick` draws with the same sampler (greedy, and two seeded samplers), step after
+    /// step, and each sampler's stream advances as there.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn batch_picks_equal_decode_picks() {
+        let model = crate::synthetic::random_model(4, 512, Precision::Bf16).unwrap();
+        let configs = [(0.0, 0, 1.0, 0), (1.0, 20, 0.95, 7), (0.7, 64, 0.8, 42)];
+        let sampler = |(temperature, top_k, top_p, seed): (f32, usize, f32, u64)| {
+            Sampler::new(solo_model::sampler::SamplerConfig { temperature, top_k, top_p, seed })
+        };
+        let (mut batched, mut alone) = (Vec::new(), Vec::new());
+        for (len, seed) in [(40u32, 7919u32), (7, 104_729), (300, 15_485_863)] {
+            let prompt: Vec<u32> = (0..len).map(|i| i.wrapping_mul(seed) % 200_000).collect();
+            let mut st = model.try_new_state().unwrap();
+            model.prefill(&mut st, &prompt, Logits::Last).unwrap();
+            alone.push(model.copy_state(&st).unwrap());
+            batched.push(st);
+        }
+        let mut batch_samplers: Vec<Sampler> = configs.iter().map(|&c| sampler(c)).collect();
+        let mut alone_samplers: Vec<Sampler> = configs.iter().map(|&c| sampler(c)).collect();
+        let mut tokens = vec![11u32, 22, 33];
+        for step in 0..5 {
+            let mut refs: Vec<&mut CudaState> = batched.iter_mut().collect();
+            let mut samplers: Vec<&mut Sampler> = batch_samplers.iter_mut().collect();
+            let picks = model.decode_batch_and_pick(&mut refs, &tokens, &mut samplers).unwrap().unwrap();
+            for i in 0..3 {
+                let want = model.decode_pick(&mut alone[i], tokens[i], &mut alone_samplers[i]).unwrap();
+                assert_eq!(picks[i], want, "step {step}, sequence {i}");
+                assert_eq!(batch_samplers[i].draws(), alone_samplers[i].draws());
+            }
+            tokens = picks;
+        }
+        let mut host_only = [sampler((1.0, 0, 1.0, 3))]; // top_k 0: the host samples
+        let mut refs: Vec<&mut CudaState> = batched.iter_mut().take(1).collect();
+        let mut samplers: Vec<&mut Sampler> = host_only.iter_mut().collect();
+        assert!(model.decode_batch_and_pick(&mut refs, &tokens[..1], &mut samplers).is_none());
     }
 }

@@ -80,6 +80,20 @@ pub trait Backend {
         Ok(rows)
     }
 
+    /// `decode_batch`, each sequence's next token then picked on the backend itself, as
+    /// `samplers[i].sample(row i)` would (the same draw of its seeded stream, which advances),
+    /// without bringing the logits to the host. `None` (the default) when the backend cannot
+    /// pick these with these settings: nothing has changed, so the caller uses `decode_batch`.
+    fn decode_batch_and_pick(
+        &self,
+        states: &mut [&mut Self::State],
+        tokens: &[u32],
+        samplers: &mut [&mut Sampler],
+    ) -> Option<Result<Vec<u32>>> {
+        let _ = (states, tokens, samplers);
+        None
+    }
+
     /// A state to go on from `snapshot` (one `snapshot` made): a copy that can take tokens up to
     /// the backend's limit. The default is `snapshot` itself; a backend whose snapshots are
     /// compact (the CUDA one's KV caches hold only their positions) makes a full-size copy.

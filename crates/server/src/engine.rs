@@ -14,6 +14,7 @@ use crate::generate::{Progress, Sequence, Start};
 use crate::metrics::Metrics;
 use crate::prefix_cache::PrefixCache;
 use anyhow::Result;
+use solo_model::sampler::Sampler;
 use solo_model::sampling::Extras;
 use solo_model::{Backend, ModelConfig};
 use solo_text::Tokenizer;
@@ -295,21 +296,45 @@ fn schedule<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, queu
     }
 }
 
-/// One `Backend::decode_batch` for the sequences in `feeds` (serial, token), in `running`'s
-/// order; each gets its row of logits. If it fails, each of them gets the error and leaves.
+/// One batched backend step for the sequences in `feeds` (serial, token), in `running`'s
+/// order: `Backend::decode_batch_and_pick` when every one of them lets the backend pick (each
+/// gets its next token), else `Backend::decode_batch` (each gets its row of logits). If it
+/// fails, each of them gets the error and leaves.
 fn feed_together<B: Backend>(cx: &Context<B>, running: &mut Vec<(u64, Box<Sequence<B>>)>, feeds: &[(u64, u32)]) {
     cx.metrics.batched_decode.observe(feeds.len() as f64);
     let tokens: Vec<u32> = feeds.iter().map(|f| f.1).collect();
-    let outcome = {
-        let mut states: Vec<&mut B::State> =
-            running.iter_mut().filter(|(id, _)| feeds.iter().any(|f| f.0 == *id)).map(|(_, s)| s.state_mut()).collect();
-        catch_unwind(AssertUnwindSafe(|| cx.backend.decode_batch(&mut states, &tokens)))
+    let fed = |id: &u64| feeds.iter().any(|f| f.0 == *id);
+    let picked = {
+        let (mut states, mut samplers): (Vec<&mut B::State>, Vec<Option<&mut Sampler>>) =
+            running.iter_mut().filter(|(id, _)| fed(id)).map(|(_, s)| s.state_and_picker()).unzip();
+        match samplers.iter_mut().map(|s| s.as_deref_mut()).collect::<Option<Vec<&mut Sampler>>>() {
+            Some(mut samplers) => {
+                catch_unwind(AssertUnwindSafe(|| cx.backend.decode_batch_and_pick(&mut states, &tokens, &mut samplers)))
+            }
+            None => Ok(None),
+        }
+    };
+    let outcome = match picked {
+        Ok(Some(Ok(picks))) => {
+            let seqs = running.iter_mut().filter(|(id, _)| fed(id));
+            for (((_, seq), &next), &token) in seqs.zip(&picks).zip(&tokens) {
+                seq.fed_picked(token, next);
+            }
+            return;
+        }
+        Ok(Some(Err(e))) => Ok(Err(e)),
+        Err(panic) => Err(panic),
+        Ok(None) => {
+            let mut states: Vec<&mut B::State> =
+                running.iter_mut().filter(|(id, _)| fed(id)).map(|(_, s)| s.state_mut()).collect();
+            catch_unwind(AssertUnwindSafe(|| cx.backend.decode_batch(&mut states, &tokens)))
+        }
     };
     let failure = match outcome {
         Ok(Ok(rows)) => {
             let vocab = cx.backend.config().vocab_size;
-            let fed = running.iter_mut().filter(|(id, _)| feeds.iter().any(|f| f.0 == *id));
-            for (((_, seq), row), &token) in fed.zip(rows.chunks(vocab)).zip(&tokens) {
+            let seqs = running.iter_mut().filter(|(id, _)| fed(id));
+            for (((_, seq), row), &token) in seqs.zip(rows.chunks(vocab)).zip(&tokens) {
                 seq.fed(token, row.to_vec());
             }
             return;
@@ -318,10 +343,9 @@ fn feed_together<B: Backend>(cx: &Context<B>, running: &mut Vec<(u64, Box<Sequen
         Err(_) => ApiError::internal(&"the engine panicked during a request"),
     };
     running.retain(|(id, seq)| {
-        let fed = feeds.iter().any(|f| f.0 == *id);
-        if fed {
+        if fed(id) {
             let _ = seq.job().events.send(Event::Error(failure.clone()));
         }
-        !fed
+        !fed(id)
     });
 }

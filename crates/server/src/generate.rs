@@ -184,10 +184,27 @@ impl<'t, B: Backend> Sequence<'t, B> {
         &mut self.state
     }
 
+    /// The state, and the sampler the backend may pick the next token with itself (`None`:
+    /// the draw needs the logits on the host: logprobs, penalties, forced tokens).
+    pub fn state_and_picker(&mut self) -> (&mut B::State, Option<&mut Sampler>) {
+        (&mut self.state, self.plain.then_some(&mut self.sampler))
+    }
+
     /// After `Progress::Feed(token)`: the batched step fed `token`, and `logits` follow it.
     pub fn fed(&mut self, token: u32, logits: Vec<f32>) {
         self.logits = logits;
         self.logits_stale = false;
+        self.fed.push(token);
+    }
+
+    /// After `Progress::Feed(token)`: the batched step fed `token` and picked `next` with this
+    /// sequence's sampler (`Backend::decode_batch_and_pick`). The logits stayed on the device
+    /// and are not kept: the reply's prefix-cache entry is dropped, as after any other
+    /// sequence's step.
+    pub fn fed_picked(&mut self, token: u32, next: u32) {
+        self.picked = Some(next);
+        self.logits_stale = true;
+        self.backend_untouched = false;
         self.fed.push(token);
     }
 

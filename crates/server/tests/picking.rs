@@ -26,6 +26,8 @@ struct Picking {
 #[derive(Default)]
 struct Log {
     picks: AtomicUsize,
+    /// Tokens picked by `decode_batch_and_pick`.
+    batch_picks: AtomicUsize,
     /// Tokens given to `decode` or `decode_and_pick`, in order.
     decoded: Mutex<Vec<u32>>,
 }
@@ -66,6 +68,23 @@ impl Backend for Picking {
         }))
     }
 
+    fn decode_batch_and_pick(
+        &self,
+        states: &mut [&mut Self::State],
+        tokens: &[u32],
+        samplers: &mut [&mut Sampler],
+    ) -> Option<Result<Vec<u32>>> {
+        if samplers.iter().any(|s| s.config().top_k == 0 && s.config().temperature > 0.0) {
+            return None;
+        }
+        self.log.batch_picks.fetch_add(tokens.len(), Relaxed);
+        let vocab = self.config().vocab_size;
+        Some(self.cpu.decode_batch(states, tokens).map(|rows| {
+            self.log.decoded.lock().unwrap().extend(tokens);
+            rows.chunks(vocab).zip(samplers.iter_mut()).map(|(row, s)| s.sample(row)).collect()
+        }))
+    }
+
     fn picked_logits(&self) -> Result<Vec<f32>> {
         Ok(self.last_logits.lock().unwrap().clone())
     }
@@ -76,9 +95,13 @@ impl Backend for Picking {
 }
 
 fn start_picking() -> (solo_server::Server, Arc<Log>) {
+    start_picking_with(config())
+}
+
+fn start_picking_with(config: solo_server::ServerConfig) -> (solo_server::Server, Arc<Log>) {
     let log = Arc::new(Log::default());
     let shared = log.clone();
-    let server = solo_server::start(config(), move || {
+    let server = solo_server::start(config, move || {
         Ok(Picking { cpu: solo_cpu::load(&fixture())?, log: shared, last_logits: Mutex::new(Vec::new()) })
     })
     .expect("server starts");
@@ -88,9 +111,7 @@ fn start_picking() -> (solo_server::Server, Arc<Log>) {
 fn chat(server: &solo_server::Server, sampling: &Value) -> String {
     let mut body = json!({"messages": user("Tell me a story"), "max_tokens": 8});
     body.as_object_mut().unwrap().extend(sampling.as_object().unwrap().clone());
-    let r = ok(server, "/v1/chat/completions", &body);
-    let m = &r["choices"][0]["message"];
-    format!("{}|{}", m["reasoning_content"].as_str().unwrap_or(""), m["content"].as_str().unwrap_or(""))
+    chat_body(server, &body)
 }
 
 #[test]
@@ -143,4 +164,45 @@ fn a_reply_ended_by_a_pick_is_cached_with_its_logits() {
     let cold = ok(&host, "/v1/completions", &body);
     assert_eq!(cold["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
     assert_eq!(resumed["choices"][0]["text"], cold["choices"][0]["text"]);
+}
+
+/// `--batch-decode` with a backend that picks: concurrent plain requests (greedy and seeded)
+/// are decoded in batched steps whose tokens the backend picks, and each gets the reply it gets
+/// alone from the host sampler; a request whose settings the backend declines (top_k 0) joins
+/// the batch through the logits instead, with the same result.
+#[test]
+fn batched_picks_give_the_replies_of_requests_alone() {
+    let host = start_cpu(config());
+    let mut c = config();
+    c.max_batch = 4;
+    c.batch_decode = true;
+    let (picking, log) = start_picking_with(c);
+    for declined in [false, true] {
+        let bodies: Vec<Value> = (0..4)
+            .map(|i| {
+                let mut b =
+                    json!({"messages": user(&format!("Tell me story number {i}")), "max_tokens": 24, "seed": i});
+                b["temperature"] = json!(if i % 2 == 0 { 0.0 } else { 1.0 });
+                b["top_k"] = json!(if declined && i == 3 { 0 } else { 20 });
+                b
+            })
+            .collect();
+        let want: Vec<String> = bodies.iter().map(|b| chat_body(&host, b)).collect();
+        let before = log.batch_picks.load(Relaxed);
+        let got: Vec<String> = std::thread::scope(|scope| {
+            let handles: Vec<_> = bodies.iter().map(|b| scope.spawn(|| chat_body(&picking, b))).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(got, want, "declined {declined}");
+        assert!(metric(&picking, "solo_batched_decode_size_sum") > metric(&picking, "solo_batched_decode_size_count"));
+        if !declined {
+            assert!(log.batch_picks.load(Relaxed) > before, "no batched pick");
+        }
+    }
+}
+
+fn chat_body(server: &solo_server::Server, body: &Value) -> String {
+    let r = ok(server, "/v1/chat/completions", body);
+    let m = &r["choices"][0]["message"];
+    format!("{}|{}", m["reasoning_content"].as_str().unwrap_or(""), m["content"].as_str().unwrap_or(""))
 }

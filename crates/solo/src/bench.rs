@@ -93,6 +93,7 @@ struct Speculative {
 
 /// The sampling the server's step is timed with: the checkpoint's defaults
 /// (its generation_config.json).
+const GREEDY: SamplerConfig = SamplerConfig { temperature: 0.0, top_k: 0, top_p: 1.0, seed: 0 };
 const SERVER_SAMPLING: SamplerConfig = SamplerConfig { temperature: 1.0, top_k: 20, top_p: 0.95, seed: 1 };
 
 pub fn bench(args: BenchArgs) -> Result<()> {
@@ -273,22 +274,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         }
     }
     for (ctx, kernels) in &profiles {
-        let total: f32 = kernels.iter().map(|k| k.micros).sum();
-        let launches: usize = kernels.iter().map(|k| k.launches).sum();
-        println!("\none decode step at context {ctx}: {launches} kernel launches, {total:.0} µs run back to back");
-        println!("{:>9} | {:>6} | {:>8} | {:>6} | kernel <<<grid, block>>>", "µs", "share", "launches", "µs each");
-        let mut sorted = kernels.clone();
-        sorted.sort_by(|a, b| b.micros.total_cmp(&a.micros));
-        for k in &sorted {
-            let each = k.micros / k.launches as f32;
-            println!(
-                "{:>9.1} | {:>5.1}% | {:>8} | {each:>7.2} | {}",
-                k.micros,
-                100.0 * k.micros / total,
-                k.launches,
-                k.kernel
-            );
-        }
+        print_profile(&format!("one decode step at context {ctx}"), kernels);
     }
     println!(
         "GPU memory in use at the end (KV cache for {max_seq} tokens): {:.1} GiB of {:.1} GiB",
@@ -349,10 +335,9 @@ fn speculative_round(
     args: &BenchArgs,
 ) -> Result<Speculative> {
     let (k, vocab) = (args.speculate, model.config.vocab_size);
-    let greedy = SamplerConfig { temperature: 0.0, top_k: 0, top_p: 1.0, seed: 0 };
     model.reset(state)?;
     let first = argmax(&model.prefill(state, prompt, Logits::Last)?);
-    let mut sampler = Sampler::new(greedy);
+    let mut sampler = Sampler::new(GREEDY);
     let (mut next, mut owed) = (first, 0.0f64);
     let (mut steps, mut emitted) = (0usize, 0usize);
     let (mut draft_s, mut verify_s, mut keep_s) = (Vec::new(), Vec::new(), Vec::new());
@@ -425,27 +410,31 @@ struct BatchRow {
 }
 
 /// `--batch`: for each n, n sequences after prompts of the first context's length (different
-/// ids each), then `decode_steps` greedy steps of all n at once (`Backend::decode_batch`: the
-/// logits to the host, each row's argmax there); the median of the rounds after a warm-up.
+/// ids each), then `decode_steps` greedy steps of all n at once (`Backend::decode_batch_and_pick`:
+/// each row's argmax on the GPU, n ids to the host); the median of the rounds after a warm-up.
 fn batched_decode(model: &solo_cuda::CudaModel, source: &str, args: &BenchArgs) -> Result<()> {
     let (ctx, vocab) = (args.contexts[0], model.config.vocab_size);
-    let mut rows = Vec::new();
+    let (mut rows, mut profiles) = (Vec::new(), Vec::new());
     for &n in &args.batch {
         ensure!(n >= 1, "--batch takes sequence counts of at least 1");
         let mut states = (0..n).map(|_| model.try_new_state()).collect::<Result<Vec<_>>>()?;
-        let mut rates = Vec::new();
+        let (mut rates, mut tokens) = (Vec::new(), Vec::new());
         for round in 0..=args.rounds {
-            let mut tokens = Vec::new();
+            tokens.clear();
             for (i, state) in states.iter_mut().enumerate() {
                 model.reset(state)?;
                 let prompt = synthetic_prompt(ctx + i, vocab);
                 tokens.push(argmax(&model.prefill(state, &prompt[i..], Logits::Last)?));
             }
             let t0 = Instant::now();
+            let mut pickers: Vec<Sampler> = (0..n).map(|_| Sampler::new(GREEDY)).collect();
             for _ in 0..args.decode_steps {
                 let mut refs: Vec<&mut solo_cuda::CudaState> = states.iter_mut().collect();
-                let logits = model.decode_batch(&mut refs, &tokens)?;
-                tokens = logits.chunks(vocab).map(argmax).collect();
+                let mut samplers: Vec<&mut Sampler> = pickers.iter_mut().collect();
+                tokens = match model.decode_batch_and_pick(&mut refs, &tokens, &mut samplers) {
+                    Some(picks) => picks?,
+                    None => model.decode_batch(&mut refs, &tokens)?.chunks(vocab).map(argmax).collect(),
+                };
             }
             if round > 0 {
                 rates.push((n * args.decode_steps) as f64 / t0.elapsed().as_secs_f64());
@@ -453,6 +442,10 @@ fn batched_decode(model: &solo_cuda::CudaModel, source: &str, args: &BenchArgs) 
         }
         let aggregate = median(&rates);
         eprintln!("  {n} sequences: {aggregate:.1} tok/s together");
+        if args.profile {
+            let mut refs: Vec<&mut solo_cuda::CudaState> = states.iter_mut().collect();
+            profiles.push((n, model.profile_batch_step(&mut refs, &tokens)?));
+        }
         rows.push(BatchRow {
             sequences: n,
             context: ctx,
@@ -464,7 +457,7 @@ fn batched_decode(model: &solo_cuda::CudaModel, source: &str, args: &BenchArgs) 
     }
     let commit = env!("SOLO_COMMIT");
     println!(
-        "solo bench --batch — {} — {} weights — commit {commit}\nmodel: {source}; prompts of {ctx} tokens; {} greedy steps of all the sequences at once (logits to the host); median of {} rounds after 1 warm-up",
+        "solo bench --batch — {} — {} weights — commit {commit}\nmodel: {source}; prompts of {ctx} tokens; {} greedy steps of all the sequences at once (each row's argmax on the GPU); median of {} rounds after 1 warm-up",
         model.gpu.name,
         model.weights.precision.name(),
         args.decode_steps,
@@ -477,12 +470,35 @@ fn batched_decode(model: &solo_cuda::CudaModel, source: &str, args: &BenchArgs) 
             r.sequences, r.aggregate_tok_s, r.per_stream_tok_s, r.ms_per_step
         );
     }
+    for (n, kernels) in &profiles {
+        print_profile(&format!("one batched step of {n} sequences at context {ctx}"), kernels);
+    }
     if let Some(path) = &args.json {
         let report = serde_json::json!({ "gpu": model.gpu.name, "commit": commit, "model": source, "batch": rows });
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
+}
+
+/// A step's kernels, the slowest first: µs, share, launches, µs per launch.
+fn print_profile(what: &str, kernels: &[solo_cuda::profile::KernelTime]) {
+    let total: f32 = kernels.iter().map(|k| k.micros).sum();
+    let launches: usize = kernels.iter().map(|k| k.launches).sum();
+    println!("\n{what}: {launches} kernel launches, {total:.0} µs run back to back");
+    println!("{:>9} | {:>6} | {:>8} | {:>6} | kernel <<<grid, block>>>", "µs", "share", "launches", "µs each");
+    let mut sorted = kernels.to_vec();
+    sorted.sort_by(|a, b| b.micros.total_cmp(&a.micros));
+    for k in &sorted {
+        let each = k.micros / k.launches as f32;
+        println!(
+            "{:>9.1} | {:>5.1}% | {:>8} | {each:>7.2} | {}",
+            k.micros,
+            100.0 * k.micros / total,
+            k.launches,
+            k.kernel
+        );
+    }
 }
 
 /// Deterministic token ids spread over the ordinary vocabulary.
