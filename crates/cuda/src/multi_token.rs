@@ -9,7 +9,8 @@
 //! token's slots in one launch). What reads the sequence's state runs over the tokens in order:
 //! the causal conv and the delta rule (one launch each, the GDN state after every token kept, so
 //! the step can be cut after any token), and q/k norm + RoPE + attention at each token's
-//! position (a launch per token). Every kernel sums what it sums in the one-token step's order,
+//! position (a launch per token; in the batched step one launch each over the sequences, through
+//! device arrays of their positions and caches). Every kernel sums what it sums in the one-token step's order,
 //! so each token's logits are `decode`'s bit for bit, and a greedy speculative reply is the
 //! plain one.
 //!
@@ -26,7 +27,7 @@
 //! through the prefill path: `mtp.rs`).
 
 use crate::model::{CudaModel, CudaState, LayerStateGpu, GRAPHS_KEPT};
-use crate::ops::attention::{attention_decode_tokens, KvCacheGpu};
+use crate::ops::attention::{attention_decode_batch, attention_decode_tokens, BatchCaches, KvCacheGpu};
 use crate::ops::embed::embed;
 use crate::ops::gdn::{gdn_decode_batch, gdn_decode_tokens, GdnStatesAfter};
 use crate::ops::linear::{gemv_norm_tokens, GEMV_MAX_TOKENS};
@@ -55,6 +56,11 @@ pub(crate) struct TokenStates {
     /// u64 [GDN layers][2][MAX_TOKENS]: per GDN layer, the batched step's sequences' conv-window
     /// and recurrent-state pointers.
     pointers: DevBuf,
+    /// u64 [attention layers][2][MAX_TOKENS]: per attention layer, the batched step's sequences'
+    /// key and value caches.
+    kv_pointers: DevBuf,
+    /// Rows each of the batched step's sequences' KV caches holds (all alike).
+    batch_capacity: std::cell::Cell<usize>,
     /// The batched step's graphs by its sequences' ids, in order.
     batch_graphs: GraphCache<Vec<u64>>,
     /// Per sequence of a batched step: its sampler's settings and draw count (`batch_step_pick`).
@@ -64,7 +70,7 @@ pub(crate) struct TokenStates {
 }
 
 impl TokenStates {
-    fn new(gpu: &Gpu, gdn_layers: usize, vocab: usize) -> Result<Self> {
+    fn new(gpu: &Gpu, gdn_layers: usize, attention_layers: usize, vocab: usize) -> Result<Self> {
         let after = (0..gdn_layers).map(|_| GdnStatesAfter::new(gpu, MAX_TOKENS)).collect::<Result<Vec<_>>>()?;
         Ok(TokenStates {
             after,
@@ -72,6 +78,8 @@ impl TokenStates {
             logits: gpu.alloc(MAX_TOKENS * vocab * 4)?,
             graphs: GraphCache::new(GRAPHS_KEPT),
             pointers: gpu.alloc(gdn_layers * 2 * MAX_TOKENS * 8)?,
+            kv_pointers: gpu.alloc(attention_layers.max(1) * 2 * MAX_TOKENS * 8)?,
+            batch_capacity: std::cell::Cell::new(0),
             batch_graphs: GraphCache::new(GRAPHS_KEPT),
             sampling: (0..MAX_TOKENS).map(|_| SamplingParamsGpu::new(gpu)).collect::<Result<Vec<_>>>()?,
             picks: gpu.alloc(MAX_TOKENS * 4)?,
@@ -81,6 +89,12 @@ impl TokenStates {
     /// Device address of GDN layer g's pointer array, `recurrent` or conv windows.
     fn pointers(&self, g: usize, recurrent: bool) -> DevPtr {
         self.pointers.ptr() + ((2 * g + usize::from(recurrent)) * MAX_TOKENS * 8) as DevPtr
+    }
+
+    /// Where attention layer a of the batched step finds its sequences.
+    fn batch_caches(&self, a: usize) -> BatchCaches {
+        let at = |values: usize| self.kv_pointers.ptr() + ((2 * a + values) * MAX_TOKENS * 8) as DevPtr;
+        BatchCaches { positions: self.positions.ptr(), keys: at(0), values: at(1), max_seq: self.batch_capacity.get() }
     }
 }
 
@@ -106,7 +120,8 @@ impl CudaModel {
     /// MAX_TOKENS distinct sequences, bf16 weights); returns the logits f32 [n, vocab], row i
     /// `decode(states[i], tokens[i])`'s bit for bit, and advances each sequence by one. The
     /// weights are read once for all n (as in `decode_tokens`); the conv and the delta step take
-    /// every sequence's token in one launch each; attention runs a launch per sequence. One graph
+    /// every sequence's token in one launch each, and so do q/k norm + RoPE, attention and its
+    /// combine (`attention_decode_batch`). One graph
     /// per batch (its sequences, in order), captured on first use; one synchronisation.
     pub(crate) fn batch_step(&self, states: &mut [&mut CudaState], tokens: &[u32]) -> Result<Vec<f32>> {
         let slot = self.batch_step_on_device(states, tokens)?;
@@ -188,6 +203,21 @@ impl CudaModel {
             }
         }
         gpu.write(s.pointers.ptr(), &pointers.iter().flat_map(|p| p.to_le_bytes()).collect::<Vec<u8>>())?;
+        let capacity = states[0].capacity;
+        ensure!(states.iter().all(|st| st.capacity == capacity), "the batched step takes sequences of one KV capacity");
+        s.batch_capacity.set(capacity);
+        let mut kv = Vec::new();
+        for (i, st) in states.iter().enumerate() {
+            let caches = (0..st.layers.len()).filter_map(|l| kv_cache(st, l));
+            for (a, cache) in caches.enumerate() {
+                kv.resize(kv.len().max((2 * a + 2) * MAX_TOKENS), 0u64);
+                kv[2 * a * MAX_TOKENS + i] = cache.keys.ptr();
+                kv[(2 * a + 1) * MAX_TOKENS + i] = cache.values.ptr();
+            }
+        }
+        if !kv.is_empty() {
+            gpu.write(s.kv_pointers.ptr(), &kv.iter().flat_map(|p| p.to_le_bytes()).collect::<Vec<u8>>())?;
+        }
         self.upload_ids(tokens)?;
         let ids: Vec<u64> = states.iter().map(|st| st.id).collect();
         s.batch_graphs.launch(gpu, ids, || self.step_kernels(Tokens::OfEach(states), s))?;
@@ -197,7 +227,8 @@ impl CudaModel {
     /// The multi-token step's memory, made on first use (for states shaped like `state`).
     fn token_states(&self, state: &CudaState) -> Result<std::cell::Ref<'_, Option<TokenStates>>> {
         if self.token_states.borrow().is_none() {
-            let made = TokenStates::new(&self.gpu, state.gdn_states().count(), self.config.vocab_size)?;
+            let gdn = state.gdn_states().count();
+            let made = TokenStates::new(&self.gpu, gdn, state.layers.len() - gdn, self.config.vocab_size)?;
             *self.token_states.borrow_mut() = Some(made);
         }
         Ok(self.token_states.borrow())
@@ -261,7 +292,7 @@ impl CudaModel {
         let h = self.main_residual(0);
         embed(gpu, &w.embed_tokens, self.ids(), n, h)?;
         let mismatch = |i: usize| anyhow!("layer {i}: state and weights disagree on the layer kind");
-        let mut g = 0; // GDN layers so far
+        let (mut g, mut a) = (0, 0); // GDN and attention layers so far
         for (i, layer) in w.layers.iter().enumerate() {
             let norm = &layer.input_norm;
             let (out_proj, y) = match &layer.mixer {
@@ -281,13 +312,18 @@ impl CudaModel {
                     (&m.out_proj, y)
                 }
                 MixerGpu::FullAttention(m) => {
-                    let cache = |state| kv_cache(state, i).ok_or_else(|| mismatch(i));
-                    let caches = match tokens {
-                        Tokens::OfOne(state, t) => vec![cache(state)?; t],
-                        Tokens::OfEach(states) => states.iter().map(|st| cache(st)).collect::<Result<Vec<_>>>()?,
+                    let y = match tokens {
+                        Tokens::OfOne(state, t) => {
+                            let cache = kv_cache(state, i).ok_or_else(|| mismatch(i))?;
+                            let pos = s.positions.ptr();
+                            attention_decode_tokens(gpu, m, h, norm, eps, pos, t, cache, &self.scratch)?
+                        }
+                        Tokens::OfEach(_) => {
+                            attention_decode_batch(gpu, m, h, norm, eps, n, &s.batch_caches(a), &self.scratch)?
+                        }
                     };
-                    let pos = s.positions.ptr();
-                    (&m.o_proj, attention_decode_tokens(gpu, m, h, norm, eps, pos, &caches, &self.scratch)?)
+                    a += 1;
+                    (&m.o_proj, y)
                 }
             };
             let mixer = MixerOut { w: out_proj, y };

@@ -57,7 +57,8 @@ __device__ __forceinline__ int split_chunk(int visible, int splits, int align) {
 template <int WARPS, int BC, bool EARLY = false>
 __device__ __forceinline__ void attend(const bf16* __restrict__ q, const bf16* __restrict__ kc,
                                        const bf16* __restrict__ vc, const int* __restrict__ pos_ptr, int T,
-                                       int splits, float* __restrict__ part_o, float* __restrict__ part_ml) {
+                                       int splits, float* __restrict__ part_o, float* __restrict__ part_ml,
+                                       int tile) {
     constexpr int ROWS = 16 * WARPS;
     constexpr int TOK = ROWS / GROUP;
     constexpr int NT = BC / 8;  // 8-position column tiles of S
@@ -70,7 +71,7 @@ __device__ __forceinline__ void attend(const bf16* __restrict__ q, const bf16* _
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, tq = lane & 3;
-    const int t0 = blockIdx.x * TOK, kh = blockIdx.y, split = blockIdx.z;
+    const int t0 = tile * TOK, kh = blockIdx.y, split = blockIdx.z;
     if (t0 >= T) return;
     const int pos = *pos_ptr;
     const int visible = pos + T;
@@ -246,7 +247,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
                  const int* __restrict__ pos, int T, int splits, float* __restrict__ part_o,
                  float* __restrict__ part_ml) {
     pdl_wait();
-    attend<8, 64>(q, kc, vc, pos, T, splits, part_o, part_ml);
+    attend<8, 64>(q, kc, vc, pos, T, splits, part_o, part_ml, blockIdx.x);
 }
 
 // Decode (and short chunks): 1 warp = 2 tokens per block, key tiles of 32. Grid (ceil(T/2), 2, splits),
@@ -255,7 +256,22 @@ extern "C" __global__ void __launch_bounds__(32)
     attn_decode(const bf16* __restrict__ q, const bf16* __restrict__ kc, const bf16* __restrict__ vc,
                 const int* __restrict__ pos, int T, int splits, float* __restrict__ part_o,
                 float* __restrict__ part_ml) {
-    attend<1, 32, true>(q, kc, vc, pos, T, splits, part_o, part_ml);  // pdl_wait() inside
+    attend<1, 32, true>(q, kc, vc, pos, T, splits, part_o, part_ml, blockIdx.x);  // pdl_wait() inside
+}
+
+// attn_decode for one token of each of n sequences (the batched decode step): blockIdx.x = s
+// attends with q row s (q [n, 16, 256]) over its own cache (k_caches[s], v_caches[s]) at its own
+// position (pos[s]), writing the partials of its own attn_decode launch at
+// part_o + s·splits·16·256 and part_ml + s·splits·16·2: the same blocks, so the same bits.
+// Grid (n, 2, splits), as attn_decode's for one token.
+extern "C" __global__ void __launch_bounds__(32)
+    attn_decode_batch(const bf16* __restrict__ q, const bf16* const* __restrict__ k_caches,
+                      const bf16* const* __restrict__ v_caches, const int* __restrict__ pos, int splits,
+                      float* __restrict__ part_o, float* __restrict__ part_ml) {
+    const int s = blockIdx.x;
+    const size_t rows = (size_t)splits * ATTN_HEADS;
+    attend<1, 32, true>(q + (size_t)s * ATTN_HEADS * HEAD_DIM, k_caches[s], v_caches[s], pos + s, 1, splits,
+                        part_o + s * rows * HEAD_DIM, part_ml + s * rows * 2, 0);
 }
 
 // Merges the split-K partials of one row (token t, query head h), normalises, multiplies by
@@ -344,6 +360,18 @@ extern "C" __global__ void __launch_bounds__(256)
     attn_combine(const float* __restrict__ part_o, const float* __restrict__ part_ml, const float* __restrict__ qg,
                  const int* __restrict__ pos_ptr, int T, int splits, int align, bf16* __restrict__ out) {
     combine<HEAD_DIM>(part_o, part_ml, qg, pos_ptr, T, splits, align, out);
+}
+
+// attn_combine_sliced for the batched decode step: blockIdx.z = s combines sequence s's partials
+// (as attn_decode_batch wrote them), its gate in qg + s·qg_stride, into out row s (bf16 [n, 4096]).
+// Grid (16, 8, n).
+extern "C" __global__ void __launch_bounds__(256)
+    attn_combine_batch(const float* __restrict__ part_o, const float* __restrict__ part_ml, const float* __restrict__ qg,
+                       const int* __restrict__ pos, int splits, int align, int qg_stride, bf16* __restrict__ out) {
+    const int s = blockIdx.z;
+    const size_t rows = (size_t)splits * ATTN_HEADS;
+    combine<COMBINE_SLICE>(part_o + s * rows * HEAD_DIM, part_ml + s * rows * 2, qg + (size_t)s * qg_stride, pos + s,
+                           1, splits, align, out + (size_t)s * ATTN_HEADS * HEAD_DIM);
 }
 
 extern "C" __global__ void __launch_bounds__(256)

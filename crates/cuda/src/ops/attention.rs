@@ -19,6 +19,7 @@ kernel_file! {
     /// `attention_rope.cu`'s kernels.
     pub mod attention_rope_cu = "attention_rope.cu" {
         fn qk_norm_rope(qg: DevPtr, k: DevPtr, v: DevPtr, q_norm: DevPtr, k_norm: DevPtr, pos: DevPtr, t: i32, max_seq: i32, q_out: DevPtr, k_cache: DevPtr, v_cache: DevPtr);
+        fn qk_norm_rope_batch(proj: DevPtr, proj_stride: i32, q_norm: DevPtr, k_norm: DevPtr, pos: DevPtr, max_seq: i32, q_out: DevPtr, k_caches: DevPtr, v_caches: DevPtr);
     }
 }
 kernel_file! {
@@ -26,7 +27,9 @@ kernel_file! {
     pub mod attention_cu = "attention.cu" {
         fn attn_prefill(q: DevPtr, kc: DevPtr, vc: DevPtr, pos: DevPtr, t: i32, splits: i32, part_o: DevPtr, part_ml: DevPtr);
         fn attn_decode(q: DevPtr, kc: DevPtr, vc: DevPtr, pos: DevPtr, t: i32, splits: i32, part_o: DevPtr, part_ml: DevPtr);
+        fn attn_decode_batch(q: DevPtr, k_caches: DevPtr, v_caches: DevPtr, pos: DevPtr, splits: i32, part_o: DevPtr, part_ml: DevPtr);
         fn attn_combine(part_o: DevPtr, part_ml: DevPtr, qg: DevPtr, pos_ptr: DevPtr, t: i32, splits: i32, align: i32, out: DevPtr);
+        fn attn_combine_batch(part_o: DevPtr, part_ml: DevPtr, qg: DevPtr, pos: DevPtr, splits: i32, align: i32, qg_stride: i32, out: DevPtr);
         fn attn_combine_sliced(part_o: DevPtr, part_ml: DevPtr, qg: DevPtr, pos_ptr: DevPtr, t: i32, splits: i32, align: i32, out: DevPtr);
     }
 }
@@ -177,9 +180,8 @@ pub fn attention_decode(
     Ok(gated)
 }
 
-/// `attention_decode` for t ≤ 8 tokens at once (h f32 `[t, 2048]`), bf16 weights: token i goes
-/// to `caches[i]` at `positions[i]` (the multi-token step: t consecutive positions of one
-/// sequence's cache; the batched step: one token of each of t sequences). Returns the gated
+/// `attention_decode` for t ≤ 8 consecutive tokens of one sequence (h f32 `[t, 2048]`; the
+/// multi-token step), bf16 weights: token i goes to `cache` at `positions[i]`. Returns the gated
 /// outputs (bf16 `[t, 4096]`, scratch buffer 2). The stacked q/k/v projection is read once for
 /// all t tokens (`gemv_norm_tokens`); then, token by token, q/k norm + RoPE writes token i's keys
 /// and values and it attends over `0 ..= positions[i]` as the one-token step does (the same
@@ -192,15 +194,16 @@ pub fn attention_decode_tokens(
     norm: &Vector,
     eps: f32,
     positions: DevPtr,
-    caches: &[&KvCacheGpu],
+    t: usize,
+    cache: &KvCacheGpu,
     scratch: &Scratch,
 ) -> Result<DevPtr> {
     // proj f32 [t, 9216]: per token [q and gate 16·512 | k 512 | v 512]
     const PROJ: usize = HEADS * 2 * HEAD_DIM + 2 * KV_HEADS * HEAD_DIM;
     ensure!(w.qkv_proj.rows == PROJ, "attention: stacked q/k/v of {} rows, not {PROJ}", w.qkv_proj.rows);
     let (proj, q, gated) = (scratch.ptr(0), scratch.ptr(1), scratch.ptr(2));
-    gemv_norm_tokens(gpu, h, norm, eps, &w.qkv_proj, caches.len(), proj, PROJ)?;
-    for (i, cache) in caches.iter().enumerate() {
+    gemv_norm_tokens(gpu, h, norm, eps, &w.qkv_proj, t, proj, PROJ)?;
+    for i in 0..t {
         let f32_at = |j: usize| proj + ((i * PROJ + j) * 4) as DevPtr;
         let (qg, k, v) = (f32_at(0), f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
         let pos = positions + (i * 4) as DevPtr;
@@ -208,6 +211,75 @@ pub fn attention_decode_tokens(
         qk_norm_rope(gpu, w, qg, k, v, 1, pos, cache, q_i)?;
         attend(gpu, q_i, qg, 1, pos, cache, scratch, gated_i)?;
     }
+    Ok(gated)
+}
+
+/// Where the batched decode step's attention finds its sequences: per sequence, its position
+/// and its cache (device arrays of n entries).
+pub struct BatchCaches {
+    /// i32 `[n]`
+    pub positions: DevPtr,
+    /// u64 `[n]`: each sequence's key cache, bf16 `[max_seq, 2, 256]`
+    pub keys: DevPtr,
+    /// u64 `[n]`: each sequence's value cache
+    pub values: DevPtr,
+    /// Rows every one of the caches holds.
+    pub max_seq: usize,
+}
+
+/// `attention_decode_tokens` for one token of each of n ≤ 8 sequences, in three launches
+/// whatever n: q/k/v read once (`gemv_norm_tokens`), then q/k norm + RoPE, attention and the
+/// combine each in one launch over the sequences, each block doing what it does in sequence s's
+/// own one-token launch (the same split count), so each row gets the same bits. Returns the gated
+/// outputs (bf16 `[n, 4096]`, scratch buffer 2). Scratch buffers 0–4.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_decode_batch(
+    gpu: &Gpu,
+    w: &AttentionGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    n: usize,
+    caches: &BatchCaches,
+    scratch: &Scratch,
+) -> Result<DevPtr> {
+    const PROJ: usize = HEADS * 2 * HEAD_DIM + 2 * KV_HEADS * HEAD_DIM;
+    ensure!(w.qkv_proj.rows == PROJ, "attention: stacked q/k/v of {} rows, not {PROJ}", w.qkv_proj.rows);
+    let (proj, q, gated) = (scratch.ptr(0), scratch.ptr(1), scratch.ptr(2));
+    gemv_norm_tokens(gpu, h, norm, eps, &w.qkv_proj, n, proj, PROJ)?;
+    let max_seq = caches.max_seq as i32;
+    let launch = Launch::new((n as u32, (HEADS + KV_HEADS) as u32, 1), HEAD_DIM as u32, 0);
+    attention_rope_cu::qk_norm_rope_batch(
+        gpu,
+        launch,
+        proj,
+        PROJ as i32,
+        w.q_norm.ptr,
+        w.k_norm.ptr,
+        caches.positions,
+        max_seq,
+        q,
+        caches.keys,
+        caches.values,
+    )?;
+    let kernel = &DECODE;
+    let splits = split_count(kernel, 1, scratch.max_tokens, gpu.sms as usize);
+    ensure!(
+        n * splits * HEADS * HEAD_DIM <= scratch.max_tokens * SCRATCH_WIDTH,
+        "attention of {n} sequences: their partials do not fit the scratch buffer"
+    );
+    let (part_o, part_ml) = (scratch.ptr(3), scratch.ptr(4));
+    let launch = Launch::new(
+        (n as u32, KV_HEADS as u32, splits as u32),
+        (32 * kernel.warps) as u32,
+        kernel.shared_bytes() as u32,
+    )
+    .pdl(kernel.early);
+    let (positions, splits) = (caches.positions, splits as i32);
+    attention_cu::attn_decode_batch(gpu, launch, q, caches.keys, caches.values, positions, splits, part_o, part_ml)?;
+    let launch = Launch::new((HEADS as u32, (HEAD_DIM / COMBINE_SLICE) as u32, n as u32), 256, 0);
+    let align = kernel.key_tile as i32;
+    attention_cu::attn_combine_batch(gpu, launch, part_o, part_ml, proj, positions, splits, align, PROJ as i32, gated)?;
     Ok(gated)
 }
 

@@ -13,22 +13,20 @@
 //   q_norm, k_norm [256] f32: zero-centred weights stored as 1 + w
 //   q_out [T, 16, 256] bf16: normalised, rotated queries (unscaled)
 //   k_cache, v_cache [max_seq, 2, 256] bf16: rows pos..pos+T-1 written (rows >= max_seq dropped)
-extern "C" __global__ void __launch_bounds__(HEAD_DIM) qk_norm_rope(
-    const float* __restrict__ qg, const float* __restrict__ k, const float* __restrict__ v,
-    const float* __restrict__ q_norm, const float* __restrict__ k_norm, const int* __restrict__ pos,
-    int T, int max_seq, bf16* __restrict__ q_out, bf16* __restrict__ k_cache, bf16* __restrict__ v_cache) {
-    pdl_trigger();
-    pdl_wait();
+// Head h = blockIdx.y of one token at position p: qg_t [16, 512], k_t / v_t [2, 256] its rows,
+// q_t [16, 256] its output row.
+__device__ __forceinline__ void qk_norm_rope_token(const float* __restrict__ qg_t, const float* __restrict__ k_t,
+                                                   const float* __restrict__ v_t, const float* __restrict__ q_norm,
+                                                   const float* __restrict__ k_norm, int p, int max_seq,
+                                                   bf16* __restrict__ q_t, bf16* __restrict__ k_cache,
+                                                   bf16* __restrict__ v_cache) {
     __shared__ float red[32];
     __shared__ float ys[HEAD_DIM];
-    const int t = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
-    if (t >= T) return;
-    const int p = *pos + t;
+    const int h = blockIdx.y, d = threadIdx.x;
     const bool is_q = h < ATTN_HEADS;
     const int kh = h - ATTN_HEADS;
 
-    const float x = is_q ? qg[(size_t)t * (ATTN_HEADS * 2 * HEAD_DIM) + h * 2 * HEAD_DIM + d]
-                         : k[(size_t)t * (KV_HEADS * HEAD_DIM) + kh * HEAD_DIM + d];
+    const float x = is_q ? qg_t[h * 2 * HEAD_DIM + d] : k_t[kh * HEAD_DIM + d];
     const float ss = block_sum(x * x, red);
     const float inv = 1.f / sqrtf(ss / (float)HEAD_DIM + 1e-6f);
     float y = x * (inv * (is_q ? q_norm[d] : k_norm[d]));
@@ -49,10 +47,40 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM) qk_norm_rope(
     }
 
     if (is_q) {
-        q_out[((size_t)t * ATTN_HEADS + h) * HEAD_DIM + d] = __float2bfloat16(y);
+        q_t[h * HEAD_DIM + d] = __float2bfloat16(y);
     } else if (p < max_seq) {
         const size_t row = ((size_t)p * KV_HEADS + kh) * HEAD_DIM + d;
         k_cache[row] = __float2bfloat16(y);
-        v_cache[row] = __float2bfloat16(v[(size_t)t * (KV_HEADS * HEAD_DIM) + kh * HEAD_DIM + d]);
+        v_cache[row] = __float2bfloat16(v_t[kh * HEAD_DIM + d]);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(HEAD_DIM) qk_norm_rope(
+    const float* __restrict__ qg, const float* __restrict__ k, const float* __restrict__ v,
+    const float* __restrict__ q_norm, const float* __restrict__ k_norm, const int* __restrict__ pos,
+    int T, int max_seq, bf16* __restrict__ q_out, bf16* __restrict__ k_cache, bf16* __restrict__ v_cache) {
+    pdl_trigger();
+    pdl_wait();
+    const int t = blockIdx.x;
+    if (t >= T) return;
+    const size_t kv = (size_t)t * KV_HEADS * HEAD_DIM;
+    qk_norm_rope_token(qg + (size_t)t * ATTN_HEADS * 2 * HEAD_DIM, k + kv, v + kv, q_norm, k_norm, *pos + t, max_seq,
+                       q_out + (size_t)t * ATTN_HEADS * HEAD_DIM, k_cache, v_cache);
+}
+
+// qk_norm_rope for one token of each of n sequences (the batched decode step): blockIdx.x = s,
+// its projections at proj + s·proj_stride ([q and gate 16·512 | k 512 | v 512]), its position
+// pos[s], its cache k_caches[s] / v_caches[s] (each max_seq rows), its queries q_out row s.
+// Grid (n, 18).
+extern "C" __global__ void __launch_bounds__(HEAD_DIM) qk_norm_rope_batch(
+    const float* __restrict__ proj, int proj_stride, const float* __restrict__ q_norm, const float* __restrict__ k_norm,
+    const int* __restrict__ pos, int max_seq, bf16* __restrict__ q_out, bf16* const* __restrict__ k_caches,
+    bf16* const* __restrict__ v_caches) {
+    pdl_trigger();
+    pdl_wait();
+    const int s = blockIdx.x;
+    const float* qg = proj + (size_t)s * proj_stride;
+    const float* k = qg + ATTN_HEADS * 2 * HEAD_DIM;
+    qk_norm_rope_token(qg, k, k + KV_HEADS * HEAD_DIM, q_norm, k_norm, pos[s], max_seq,
+                       q_out + (size_t)s * ATTN_HEADS * HEAD_DIM, k_caches[s], v_caches[s]);
 }

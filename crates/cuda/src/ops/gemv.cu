@@ -148,14 +148,10 @@ __device__ __forceinline__ void gemv_x(const bf16* __restrict__ w, const bf16* _
 
 // in 4096 (out_proj, o_proj: 2048 rows, ~2 per warp of a streaming grid) runs faster as plain
 // tiles: GemvTile<4096>, 8 rows per block, every block's weights requested at once
-// (11.1 against 11.5 µs, H200, bench/RESULTS.md). Grid (ceil(out / 8), tokens): blockIdx.y is
-// the token (x bf16 [tokens, 4096], y f32 [tokens, out]; the multi-token step's out_proj / o_proj,
-// its blocks of one row tile reading the rows from L2 after the first); dynamic shared memory 16 KB.
+// (11.1 against 11.5 µs, H200, bench/RESULTS.md). Grid ceil(out / 8); dynamic shared memory 16 KB.
 __device__ __forceinline__ void gemv_tiles_4096(const bf16* __restrict__ w, const bf16* __restrict__ x,
                                                 float* __restrict__ y, int out_dim, bool accumulate) {
     extern __shared__ __align__(16) float xs[];
-    x += (size_t)blockIdx.y * 4096;
-    y += (size_t)blockIdx.y * out_dim;
     GemvTile<4096> tile;
     tile.load(w, out_dim);
     pdl_wait();
@@ -175,6 +171,40 @@ extern "C" __global__ void __launch_bounds__(256)
         gemv_x<2048>(w, x, y, out_dim, accumulate);
     else
         gemv_tiles_4096(w, x, y, out_dim, accumulate);
+}
+
+// gemv_tokens_4096_bf16: out_proj / o_proj for `tokens` ≤ 8 tokens at once (the multi-token and
+// batched steps): y[t, r] += W[r] · x[t], x bf16 [tokens, 4096], y f32 [tokens, out]. Each block's
+// 8 rows come into registers once (GemvTile<4096>) and are dotted with every token's x in turn
+// (staged as bf16, 8 KB a token, and widened exactly as stage_bf16 widens it), each dot summed as
+// gemv_tiles_4096 sums it: every token gets the bits of its own launch, for one read of W.
+// Grid ceil(out / 8); dynamic shared memory 8 KB a token.
+extern "C" __global__ void __launch_bounds__(256)
+    gemv_tokens_4096_bf16(const bf16* __restrict__ w, const bf16* __restrict__ x, float* __restrict__ y, int out_dim,
+                          int tokens) {
+    extern __shared__ __align__(16) bf16 xb[];
+    GemvTile<4096> tile;
+    tile.load(w, out_dim);
+    pdl_wait();
+    const int row = tile.row(0);
+    const bool lead = (threadIdx.x & 31) == 0 && row < out_dim;
+    for (int i = threadIdx.x; i < tokens * 512; i += 256)
+        reinterpret_cast<uint4*>(xb)[i] = __ldcg(reinterpret_cast<const uint4*>(x) + i);
+    __syncthreads();
+    pdl_trigger();
+    const int lane = threadIdx.x & 31;
+    for (int t = 0; t < tokens; t++) {
+        const float old = lead ? y[(size_t)t * out_dim + row] : 0.f;
+        float acc = 0.f;
+#pragma unroll
+        for (int j = 0; j < GemvTile<4096>::PIECES; j++) {
+            float f[8];
+            unpack8(*reinterpret_cast<const uint4*>(xb + t * 4096 + j * 256 + lane * 8), f);
+            acc += dot_piece(tile.w[0][j], make_float4(f[0], f[1], f[2], f[3]), make_float4(f[4], f[5], f[6], f[7]));
+        }
+        const float v = warp_sum(acc);
+        if (lead) y[(size_t)t * out_dim + row] = old + v;
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(256)

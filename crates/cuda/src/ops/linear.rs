@@ -13,6 +13,7 @@ kernel_file! {
     /// `gemv.cu`'s kernels.
     pub mod gemv_cu = "gemv.cu" {
         fn gemv_bf16(w: DevPtr, x: DevPtr, y: DevPtr, out_dim: i32, in_dim: i32, accumulate: i32);
+        fn gemv_tokens_4096_bf16(w: DevPtr, x: DevPtr, y: DevPtr, out_dim: i32, tokens: i32);
         fn gemv_norm_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32);
         fn gemv_norm_conv_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
         fn gemv_norm_tokens_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32, eps: f32);
@@ -141,9 +142,9 @@ pub fn gemv_tokens_accumulate(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: Dev
         w.cols
     );
     ensure!((1..=GEMV_MAX_TOKENS).contains(&t), "gemv_tokens_accumulate: {t} tokens (1..={GEMV_MAX_TOKENS})");
-    // gemv_bf16's in-4096 tiles with a block row per token (gemv.cu, gemv_tiles_4096)
-    let launch = Launch::new((w.rows.div_ceil(8) as u32, t as u32, 1), 256, 4096 * 4);
-    gemv_cu::gemv_bf16(gpu, launch, w.ptr, x, y, w.rows as i32, w.cols as i32, 1)
+    // gemv_bf16's in-4096 tiles, each dotted with every token's x (gemv.cu)
+    let launch = Launch::new((w.rows.div_ceil(8) as u32, 1, 1), 256, (t * 4096 * 2) as u32);
+    gemv_cu::gemv_tokens_4096_bf16(gpu, launch, w.ptr, x, y, w.rows as i32, t as i32)
 }
 
 /// `gemv_norm` for the GDN decode step's in-projection w (12352 rows: qkv | z | b | a) with the
