@@ -495,16 +495,23 @@ impl Backend for CudaModel {
         tokens: &[u32],
         samplers: &mut [&mut Sampler],
     ) -> Option<Result<Vec<u32>>> {
-        // the batched step (bf16) with settings the GPU sampler has; otherwise the caller's way
+        // Settings the GPU sampler lacks: the caller's way (the logits to the host).
         let pickable = samplers.iter().all(|s| sample::SamplingParamsGpu::encode(s.config()).is_ok());
-        if !pickable || !self.can_decode_tokens(1) || states.len() != tokens.len() || samplers.len() != tokens.len() {
+        if !pickable || states.len() != tokens.len() || samplers.len() != tokens.len() {
             return None;
         }
+        // Up to 8 sequences of bf16 weights in one batched step; FP8 picks in turns.
         let most = crate::multi_token::MAX_TOKENS;
         let mut picks = Vec::with_capacity(tokens.len());
         let chunks = states.chunks_mut(most).zip(tokens.chunks(most)).zip(samplers.chunks_mut(most));
         for ((states, tokens), samplers) in chunks {
-            match self.batch_step_pick(states, tokens, samplers) {
+            let picked = if self.can_decode_tokens(tokens.len()) {
+                self.batch_step_pick(states, tokens, samplers)
+            } else {
+                let each = states.iter_mut().zip(tokens).zip(samplers.iter_mut());
+                each.map(|((st, &t), s)| self.decode_pick(st, t, s)).collect()
+            };
+            match picked {
                 Ok(p) => picks.extend(p),
                 Err(e) => return Some(Err(e)),
             }

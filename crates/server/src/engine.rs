@@ -128,8 +128,8 @@ pub struct EngineConfig {
     pub speculate: usize,
     /// Most sequences running at once.
     pub max_batch: usize,
-    /// Feed the running sequences' plainly decoded tokens to the backend together, one
-    /// `Backend::decode_batch` a step (sampled on the host), instead of one decode step each.
+    /// Feed the running sequences' plainly decoded tokens to the backend together, one batched
+    /// step a step (`feed_together`), instead of one decode step each.
     pub batch_decode: bool,
     /// A prompt snapshot every this many tokens.
     pub snapshot_interval: usize,
@@ -286,6 +286,7 @@ fn schedule<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, queu
             }
             false
         });
+        metrics.running.store(running.len() as i64, Relaxed); // the finished ones have left
         if !feeds.is_empty() {
             last = None; // the backend ran several sequences: no pick is left to read back
             feed_together(cx, &mut running, &feeds);

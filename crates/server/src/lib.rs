@@ -84,8 +84,9 @@ pub struct ServerConfig {
     pub speculate: usize,
     /// Most requests generating at once (the rest wait in the queue).
     pub max_batch: usize,
-    /// Decode the running requests' tokens in one batched backend step (`Backend::decode_batch`)
-    /// instead of one step each; off by default.
+    /// Decode the running requests' tokens in one batched backend step
+    /// (`Backend::decode_batch_and_pick`, or `decode_batch` where a request needs its logits)
+    /// instead of one step each; on by default.
     pub batch_decode: bool,
     /// The privacy gate and hybrid router (see [`hybrid`]).
     pub hybrid: Option<hybrid::HybridConfig>,
@@ -113,7 +114,7 @@ impl ServerConfig {
             prefill_chunk: None,
             speculate: 0,
             max_batch: 8,
-            batch_decode: false,
+            batch_decode: true,
             hybrid: None,
         }
     }

@@ -128,6 +128,70 @@ extern "C" __global__ void __launch_bounds__(DOWN_COLUMNS * DOWN_GROUPS * 32)
     }
 }
 
+// moe_down_gemv for T ≥ 2 tokens (the multi-token and batched steps): one block per 4 columns for
+// all the tokens in turn, the warps as in moe_down_gemv (column, 3 slots), each warp's rows —
+// token 0's 3 slots, token 1's, ... — streaming through a ring of DOWN_RING rows (1 KB each), so
+// the next rows land while these are summed (a block of moe_down_gemv fetches its rows, then
+// sums them, then exits). Each token's column is summed as moe_down_gemv sums it: the same bits.
+// Grid 2048/4, 384 threads; dynamic shared memory 12 warps × DOWN_RING KB (48 KB: 4 blocks an SM).
+#define DOWN_RING 4
+extern "C" __global__ void __launch_bounds__(DOWN_COLUMNS * DOWN_GROUPS * 32)
+    moe_down_gemv_tokens(const float* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ ids,
+                         const float* __restrict__ weights, float* __restrict__ out, int T) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    bf16 (*ring)[DOWN_RING][EXPERT_DIM] = reinterpret_cast<bf16 (*)[DOWN_RING][EXPERT_DIM]>(smem);
+    __shared__ float partial[2][DOWN_GROUPS][DOWN_COLUMNS];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int column = warp % DOWN_COLUMNS, group = warp / DOWN_COLUMNS;
+    const int c = blockIdx.x * DOWN_COLUMNS + column;
+    const int rows = T * DOWN_SLOTS_PER_WARP;  // row q: token q / 3, slot group·3 + q % 3
+    auto request = [&](int q) {  // one commit group per row, empty past the end
+        if (q < rows) {
+            const int slot = group * DOWN_SLOTS_PER_WARP + q % DOWN_SLOTS_PER_WARP;
+            const int t = q / DOWN_SLOTS_PER_WARP;
+            const bf16* row = down + ((size_t)__ldcg(ids + t * SLOTS + slot) * HIDDEN + c) * EXPERT_DIM;
+#pragma unroll
+            for (int j = 0; j < EXPERT_DIM / 256; j++)
+                cp_async16(&ring[warp][q % DOWN_RING][j * 256 + lane * 8], row + j * 256 + lane * 8, true);
+        }
+        cp_async_commit();
+    };
+    // requested before pdl_wait(), as in moe_down_gemv (the routing is complete)
+#pragma unroll
+    for (int q = 0; q < DOWN_RING; q++) request(q);
+    pdl_wait();
+    pdl_trigger();
+    for (int t = 0; t < T; t++) {
+        const float old = group == 0 && lane == 0 ? out[(size_t)t * HIDDEN + c] : 0.f;
+        float acc = 0.f;
+#pragma unroll
+        for (int s = 0; s < DOWN_SLOTS_PER_WARP; s++) {
+            const int q = t * DOWN_SLOTS_PER_WARP + s, slot = group * DOWN_SLOTS_PER_WARP + s;
+            cp_async_wait<DOWN_RING - 1>();  // row q, the oldest in flight, has landed
+            const float* a = act + ((size_t)t * SLOTS + slot) * EXPERT_DIM + lane * 8;
+            float part = 0.f;
+#pragma unroll
+            for (int j = 0; j < EXPERT_DIM / 256; j++) {
+                const float4 a0 = __ldg(reinterpret_cast<const float4*>(a + j * 256));
+                const float4 a1 = __ldg(reinterpret_cast<const float4*>(a + j * 256 + 4));
+                const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                part += dot8(*reinterpret_cast<const uint4*>(&ring[warp][q % DOWN_RING][j * 256 + lane * 8]), av);
+            }
+            acc += weights[t * SLOTS + slot] * part;
+            request(q + DOWN_RING);  // into the slot just read (each lane reads back only its own pieces)
+        }
+        acc = warp_sum(acc);
+        if (lane == 0) partial[t & 1][group][column] = acc;
+        __syncthreads();
+        if (group == 0 && lane == 0) {
+            float sum = 0.f;
+#pragma unroll
+            for (int g = 0; g < DOWN_GROUPS; g++) sum += partial[t & 1][g][column];
+            out[(size_t)t * HIDDEN + c] = old + sum;
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Prefill: grouped GEMMs
 
