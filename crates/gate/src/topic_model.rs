@@ -26,6 +26,9 @@ const MAGIC: &[u8; 8] = b"SOLOTM01";
 /// `Category::ALL`'s order.
 pub const HEADS: usize = 1 + Category::ALL.len();
 
+/// A category head beside the strongest is reported from this probability.
+pub const SECOND: f32 = 0.8;
+
 /// Words a window holds, and how far the next one starts.
 pub const WINDOW: usize = 96;
 const STRIDE: usize = 48;
@@ -252,17 +255,21 @@ fn windows(n: usize) -> impl Iterator<Item = (usize, usize)> {
     (0..=last).map(move |k| (k * STRIDE, (k * STRIDE + WINDOW).min(n)))
 }
 
-/// The distinct buckets of a whole text, as the training script reads them
-/// (`examples/topic_features.rs`; a text is one window there).
-pub fn text_buckets(text: &str, bits: u32) -> Vec<u32> {
+/// The distinct buckets of each window of a text, as the training script reads them
+/// (`examples/topic_features.rs`).
+pub fn text_buckets(text: &str, bits: u32) -> Vec<Vec<u32>> {
     let mut t = Tokens::default();
     t.read(text);
     let mut f = Vec::new();
-    features(&t, 0, t.len(), bits, &mut f);
-    let mut out: Vec<u32> = f.into_iter().map(|(b, _)| b).collect();
-    out.sort_unstable();
-    out.dedup();
-    out
+    windows(t.len())
+        .map(|(a, b)| {
+            features(&t, a, b, bits, &mut f);
+            let mut out: Vec<u32> = f.iter().map(|&(b, _)| b).collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        })
+        .collect()
 }
 
 /// What the model says of a text: each head's probability, in the strongest window.
@@ -403,8 +410,8 @@ impl TopicModel {
         self.predict_in(&t, &mut ModelScratch::default())
     }
 
-    /// The categories the model finds from `threshold` on the private head: each category head
-    /// from 0.5, or the strongest. Evidence: the words that add most to the category's head.
+    /// The categories the model finds from `threshold` on the private head: the strongest
+    /// category head, and any other from `SECOND`. Evidence: the words that add most to the category's head.
     pub fn classify_in(&self, t: &Tokens, s: &mut ModelScratch, threshold: f32) -> Vec<Topic> {
         let p = self.predict_in(t, s);
         if p.private < threshold {
@@ -413,7 +420,7 @@ impl TopicModel {
         let top = (0..p.categories.len()).max_by(|&a, &b| p.categories[a].total_cmp(&p.categories[b])).expect("ten");
         let mut out = Vec::new();
         for (i, &c) in Category::ALL.iter().enumerate() {
-            if p.categories[i] < 0.5 && i != top {
+            if p.categories[i] < SECOND && i != top {
                 continue;
             }
             let score = (p.private.min(p.categories[i].max(0.55)) * 100.0).round() / 100.0;

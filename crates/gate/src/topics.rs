@@ -133,7 +133,8 @@ struct Entry {
 }
 
 /// Which detector `Topics::classify` runs: the lexicon, the learned model
-/// (`topic_model.rs`), or both (the shipped default: a category either finds).
+/// (`topic_model.rs`), or both (the shipped default: the lexicon's categories, or when it finds
+/// none, the model's from `TopicModel::threshold_combined`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Mode {
     Lexicon,
@@ -546,15 +547,15 @@ impl Topics {
         match self.mode {
             Mode::Lexicon => self.classify_in(text, spans, &mut s.words, &mut s.key),
             Mode::Model => model(s),
+            // The lexicon first (its categories are the more precise, its evidence the exact
+            // words); the model only where the lexicon found nothing, from its higher threshold.
             Mode::Combined => {
-                let mut found = self.classify_in(text, spans, &mut s.words, &mut s.key);
-                for t in model(s) {
-                    if !found.iter().any(|f| f.kind == t.kind) {
-                        found.push(t);
-                    }
+                let found = self.classify_in(text, spans, &mut s.words, &mut s.key);
+                if found.is_empty() {
+                    model(s)
+                } else {
+                    found
                 }
-                found.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.kind.cmp(&b.kind)));
-                found
             }
         }
     }
