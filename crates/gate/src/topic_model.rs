@@ -46,7 +46,7 @@ const PIECE_LEN: usize = 4;
 #[derive(Default)]
 pub struct ModelScratch {
     features: Vec<(u32, u32)>,
-    best: Vec<(u32, u32)>,
+    touched: Vec<u32>,
     seen: Vec<u64>,
 }
 
@@ -150,8 +150,20 @@ impl Tokens {
         let mut c = 0u32;
         let mut word: Option<u32> = None; // the current word's first character
         let mut digit = false;
-        for (i, ch) in text.char_indices() {
-            if ch.is_alphanumeric() {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            // ASCII without decoding (most text), anything else as its character.
+            let byte = bytes[i];
+            let (ch, len) = match byte {
+                0..0x80 => (byte as char, 1),
+                _ => {
+                    let ch = text[i..].chars().next().expect("a character");
+                    (ch, ch.len_utf8())
+                }
+            };
+            let alphanumeric = if len == 1 { byte.is_ascii_alphanumeric() } else { ch.is_alphanumeric() };
+            if alphanumeric {
                 if word.is_none() {
                     word = Some(c);
                     digit = false;
@@ -179,7 +191,7 @@ impl Tokens {
                 end_line(has_word, has_digit, colon && after_colon, spaced);
                 (line_start, has_word, has_digit, colon, after_colon, spaced, in_spaced) =
                     (i + 1, false, false, false, false, 0, false);
-            } else if ch.is_whitespace() {
+            } else if byte == b' ' || (len > 1 || byte < b' ') && ch.is_whitespace() {
                 in_spaced = false;
             } else {
                 if !in_spaced {
@@ -193,6 +205,7 @@ impl Tokens {
                 }
             }
             c += 1;
+            i += len;
         }
         if let Some(w) = word {
             self.ends.push(self.text.len() as u32);
@@ -223,14 +236,20 @@ impl Tokens {
 /// combines its words' hashes; a piece is its 4 bytes read as one number, with its kind in the top byte; every hash is mixed (`bucket`) before it is cut to `bits`.
 fn features(t: &Tokens, a: usize, b: usize, bits: u32, out: &mut Vec<(u32, u32)>) {
     out.clear();
+    each_feature(t, a, b, bits, |k, i| out.push((k, i)));
+}
+
+/// `features`, each given to `f` as it is made.
+#[inline(always)]
+fn each_feature(t: &Tokens, a: usize, b: usize, bits: u32, mut f: impl FnMut(u32, u32)) {
     let mut prev = 0u64;
     let mut padded = [0u8; 64];
     for i in a..b {
         let w = t.word(i);
         let h = fnv(UNIGRAM, &[w]);
-        out.push((bucket(h, bits), i as u32));
+        f(bucket(h, bits), i as u32);
         if i > a {
-            out.push((bucket(prev.rotate_left(17) ^ h ^ (BIGRAM as u64) << 56, bits), i as u32));
+            f(bucket(prev.rotate_left(17) ^ h ^ (BIGRAM as u64) << 56, bits), i as u32);
         }
         prev = h;
         // The word's edges and its first 62 bytes.
@@ -241,11 +260,11 @@ fn features(t: &Tokens, a: usize, b: usize, bits: u32, out: &mut Vec<(u32, u32)>
         let len = n + 2;
         for s in 0..len.saturating_sub(PIECE_LEN - 1) {
             let v = u32::from_le_bytes(padded[s..s + PIECE_LEN].try_into().expect("4 bytes")) as u64;
-            out.push((bucket(v | (PIECE as u64) << 56, bits), i as u32));
+            f(bucket(v | (PIECE as u64) << 56, bits), i as u32);
         }
     }
     for s in &t.shape {
-        out.push((bucket(fnv(SHAPE, &[s.as_bytes()]), bits), u32::MAX));
+        f(bucket(fnv(SHAPE, &[s.as_bytes()]), bits), u32::MAX);
     }
 }
 
@@ -276,9 +295,17 @@ pub fn text_buckets(text: &str, bits: u32) -> Vec<Vec<u32>> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prediction {
     pub private: f32,
-    pub categories: [f32; Category::ALL.len()],
+    /// The category heads' scores (logits; `category` gives the probability).
+    z: [f32; Category::ALL.len()],
     /// The window's words.
     window: (usize, usize),
+}
+
+impl Prediction {
+    /// The probability of `Category::ALL[i]`.
+    pub fn category(&self, i: usize) -> f32 {
+        sigmoid(self.z[i])
+    }
 }
 
 fn sigmoid(z: f32) -> f32 {
@@ -354,27 +381,27 @@ impl TopicModel {
         self.bits
     }
 
-    /// Each head's score over the features in `f` (distinct buckets counted once).
-    fn score(&self, f: &[(u32, u32)], seen: &mut [u64]) -> [f32; HEADS] {
+    /// Each head's score over words `a..b` of `t` (distinct buckets counted once); `seen` is
+    /// left clear.
+    fn score(&self, t: &Tokens, (a, b): (usize, usize), seen: &mut [u64], touched: &mut Vec<u32>) -> [f32; HEADS] {
         let mut sum = [0i32; HEADS];
-        let mut n = 0usize;
-        for &(k, _) in f {
+        touched.clear();
+        each_feature(t, a, b, self.bits, |k, _| {
             let (word, bit) = (k as usize / 64, 1u64 << (k % 64));
             if seen[word] & bit == 0 {
                 seen[word] |= bit;
-                n += 1;
+                touched.push(k);
                 let row: &[i8; HEADS] =
                     self.weights[k as usize * HEADS..(k as usize + 1) * HEADS].try_into().expect("a row");
                 for (s, &w) in sum.iter_mut().zip(row) {
                     *s += w as i32;
                 }
             }
-        }
-        // Clear only the bits set.
-        for &(k, _) in f {
+        });
+        for &k in touched.iter() {
             seen[k as usize / 64] = 0;
         }
-        let norm = 1.0 / (n.max(1) as f32).sqrt();
+        let norm = 1.0 / (touched.len().max(1) as f32).sqrt();
         let mut z = [0f32; HEADS];
         for h in 0..HEADS {
             z[h] = self.bias[h] + self.scale[h] * sum[h] as f32 * norm;
@@ -383,25 +410,18 @@ impl TopicModel {
     }
 
     /// The heads' probabilities for a text (its words in `t`), in the window where the private
-    /// head is strongest; that window's features are left in `s.features`.
+    /// head is strongest.
     pub fn predict_in(&self, t: &Tokens, s: &mut ModelScratch) -> Prediction {
         s.seen.resize((1usize << self.bits) / 64, 0);
         let mut best: Option<([f32; HEADS], (usize, usize))> = None;
-        for (a, b) in windows(t.len()) {
-            features(t, a, b, self.bits, &mut s.features);
-            let z = self.score(&s.features, &mut s.seen);
+        for w in windows(t.len()) {
+            let z = self.score(t, w, &mut s.seen, &mut s.touched);
             if best.as_ref().is_none_or(|(x, _)| z[0] > x[0]) {
-                best = Some((z, (a, b)));
-                std::mem::swap(&mut s.features, &mut s.best);
+                best = Some((z, w));
             }
         }
-        std::mem::swap(&mut s.features, &mut s.best);
         let (z, window) = best.expect("one window at least");
-        let mut categories = [0f32; Category::ALL.len()];
-        for (c, zc) in categories.iter_mut().zip(&z[1..]) {
-            *c = sigmoid(*zc);
-        }
-        Prediction { private: sigmoid(z[0]), categories, window }
+        Prediction { private: sigmoid(z[0]), z: z[1..].try_into().expect("ten heads"), window }
     }
 
     pub fn predict(&self, text: &str) -> Prediction {
@@ -417,13 +437,14 @@ impl TopicModel {
         if p.private < threshold {
             return Vec::new();
         }
-        let top = (0..p.categories.len()).max_by(|&a, &b| p.categories[a].total_cmp(&p.categories[b])).expect("ten");
+        features(t, p.window.0, p.window.1, self.bits, &mut s.features);
+        let top = (0..p.z.len()).max_by(|&a, &b| p.z[a].total_cmp(&p.z[b])).expect("ten");
         let mut out = Vec::new();
         for (i, &c) in Category::ALL.iter().enumerate() {
-            if p.categories[i] < SECOND && i != top {
+            if p.category(i) < SECOND && i != top {
                 continue;
             }
-            let score = (p.private.min(p.categories[i].max(0.55)) * 100.0).round() / 100.0;
+            let score = (p.private.min(p.category(i).max(0.55)) * 100.0).round() / 100.0;
             out.push(Topic {
                 kind: c,
                 score: score.max(crate::topics::THRESHOLD),
