@@ -141,3 +141,42 @@ fn names_with_accents_and_greetings() {
     // Words with accents that are no names stay out.
     assert!(persons("Él dijo que Ébano es un color.").is_empty());
 }
+
+#[test]
+fn odd_inputs_do_not_break_it() {
+    let long_word = "x".repeat(500);
+    let many_lines = "Label: 12\n".repeat(400);
+    let texts = [
+        "",
+        "   \n\n\t",
+        "!!!???...",
+        long_word.as_str(),
+        many_lines.as_str(),
+        "日本語のテキストと한국어 그리고 العربية",
+        "ß ẞ Æ œ İ ı ﬁ \u{200b}\u{0301}",
+        "0 1 2 3 4 5 6 7 8 9 ٣ ४",
+    ];
+    // And xorshift-random characters from a few scripts.
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    let pool: Vec<char> = "aZ é€: \n0.;-ßЖ字😀".chars().collect();
+    let random: Vec<String> = (0..50)
+        .map(|_| {
+            (0..200)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    pool[(x % pool.len() as u64) as usize]
+                })
+                .collect()
+        })
+        .collect();
+    for t in texts.iter().copied().chain(random.iter().map(String::as_str)) {
+        for mode in [Mode::Model, Mode::Combined] {
+            let n = t.chars().count();
+            for topic in Topics::with_mode(mode).classify(t, &[]) {
+                assert!(topic.evidence.iter().all(|e| e.start < e.end && e.end <= n), "{t:?}");
+            }
+        }
+    }
+}
