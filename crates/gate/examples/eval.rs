@@ -1,6 +1,7 @@
 //! `solo gate eval` without the `solo` binary (for tuning): the table for one corpus file, then
 //! what the spans and the categories each cost, timed in turns over the same documents (so a
-//! busy machine slows both alike). `ALL=1` also prints every topic miss and false flag.
+//! busy machine slows both alike). `ALL=1` also prints every topic miss and false flag;
+//! `MODE=lexicon|model|combined` picks the topic detector (combined: the shipped one).
 use std::io::BufRead;
 
 fn main() {
@@ -12,10 +13,18 @@ fn main() {
         .enumerate()
         .map(|(n, l)| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{path} line {}: {e}", n + 1)))
         .collect();
-    let r = solo_gate::eval::evaluate(&solo_gate::Detector::new(), &docs);
+    // MODE=lexicon|model|combined (the default): which topic detector.
+    let mode = match std::env::var("MODE").as_deref() {
+        Ok("lexicon") => solo_gate::Mode::Lexicon,
+        Ok("model") => solo_gate::Mode::Model,
+        _ => solo_gate::Mode::Combined,
+    };
+    let topics = solo_gate::Topics::with_mode(mode);
+    let policy = solo_gate::Policy::default();
+    let r = solo_gate::eval::evaluate_with(&solo_gate::Detector::new(), &topics, &policy, &docs);
+    println!("topics: {mode:?}");
     print!("{}", r.table());
     let d = solo_gate::Detector::new();
-    let topics = solo_gate::Topics::shipped();
     let (mut spans_us, mut topics_us, mut kb) = (0.0, 0.0, 0.0);
     for _ in 0..5 {
         for doc in &docs {

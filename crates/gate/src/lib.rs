@@ -11,6 +11,7 @@
 //! checks.rs     Luhn, mod-97, national-id rules, dates
 //! conversation.rs  values seen so far in a conversation: repeats, placeholders, restoration
 //! topics.rs     what a text is about: a person's health, money, legal matters… (categories)
+//! topic_model.rs  the learned topic classifier beside the lexicon (weights in data/)
 //! policy.rs     the TOML policy: type or category (and destination) → outcome, strictest wins
 //! eval.rs       precision/recall/latency over a labelled corpus
 //! ```
@@ -23,6 +24,7 @@ pub mod keywords;
 pub mod normalize;
 pub mod policy;
 pub mod scan;
+pub mod topic_model;
 pub mod topics;
 
 #[cfg(test)]
@@ -49,7 +51,8 @@ pub(crate) mod test_rng {
 pub use conversation::{Conversation, Restorer};
 pub use detect::Detector;
 pub use policy::{Decision, Destination, Outcome, Policy};
-pub use topics::{Category, Evidence, Topic, Topics};
+pub use topic_model::TopicModel;
+pub use topics::{Category, Evidence, Mode, Topic, Topics};
 
 use serde::{Deserialize, Serialize};
 

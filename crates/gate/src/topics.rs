@@ -18,6 +18,7 @@
 //! beyond the word list; a few hash look-ups a word (about 40 µs per KB in release builds).
 
 use crate::detect::Fnv;
+use crate::topic_model::{ModelScratch, Tokens, TopicModel};
 use crate::{EntityType, Span};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -131,8 +132,20 @@ struct Entry {
     phrase: usize,
 }
 
+/// Which detector `Topics::classify` runs: the lexicon, the learned model
+/// (`topic_model.rs`), or both (the shipped default: the lexicon's categories, or when it finds
+/// none, the model's from `TopicModel::threshold_combined`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    Lexicon,
+    Model,
+    #[default]
+    Combined,
+}
+
 /// The lexicon, compiled.
 pub struct Topics {
+    pub mode: Mode,
     /// Whole words and phrases ("blood test", words joined by one space).
     exact: HashMap<Box<str>, Entry, BuildHasherDefault<Fnv>>,
     /// Stems (`blut*`) → roles.
@@ -161,6 +174,7 @@ impl std::fmt::Debug for Topics {
 impl Clone for Topics {
     fn clone(&self) -> Self {
         Topics {
+            mode: self.mode,
             exact: self.exact.clone(),
             stems: self.stems.clone(),
             stem_lens: self.stem_lens,
@@ -169,6 +183,15 @@ impl Clone for Topics {
             suffix_tails: self.suffix_tails.clone(),
         }
     }
+}
+
+/// What `classify` reuses from one text to the next.
+#[derive(Default)]
+struct Scratch {
+    words: Words,
+    key: String,
+    tokens: Tokens,
+    model: ModelScratch,
 }
 
 /// A word of the text: its folded form (in `Words::folded`), byte and character range.
@@ -205,7 +228,7 @@ impl Words {
 }
 
 /// Lower case, accents off (`é` → `e`, `ß` → `ss`), into `out`.
-fn fold_into(word: &str, out: &mut String) {
+pub(crate) fn fold_into(word: &str, out: &mut String) {
     if word.is_ascii() {
         out.extend(word.bytes().map(|b| b.to_ascii_lowercase() as char));
         return;
@@ -355,6 +378,7 @@ impl Topics {
     /// Reads a lexicon (`data/topics.txt`'s form); errors name the line.
     pub fn parse(text: &str) -> Result<Topics, String> {
         let mut t = Topics {
+            mode: Mode::default(),
             exact: HashMap::default(),
             stems: HashMap::default(),
             stem_lens: (usize::MAX, 0),
@@ -500,15 +524,40 @@ impl Topics {
     /// (character offsets): a name binds the words near it, other identifiers the whole text.
     pub fn classify(&self, text: &str, spans: &[Span]) -> Vec<Topic> {
         thread_local! {
-            static SCRATCH: std::cell::RefCell<(Words, String)> = Default::default();
+            static SCRATCH: std::cell::RefCell<Scratch> = Default::default();
         }
         SCRATCH.with(|s| match s.try_borrow_mut() {
-            Ok(mut s) => {
-                let (w, key) = &mut *s;
-                self.classify_in(text, spans, w, key)
-            }
-            Err(_) => self.classify_in(text, spans, &mut Words::default(), &mut String::new()),
+            Ok(mut s) => self.classify_with(text, spans, &mut s),
+            Err(_) => self.classify_with(text, spans, &mut Scratch::default()),
         })
+    }
+
+    /// The shipped lexicon with another `mode`.
+    pub fn with_mode(mode: Mode) -> Topics {
+        Topics { mode, ..Topics::default() }
+    }
+
+    fn classify_with(&self, text: &str, spans: &[Span], s: &mut Scratch) -> Vec<Topic> {
+        let model = |s: &mut Scratch| {
+            let m = TopicModel::shipped();
+            s.tokens.read(text);
+            let t = if self.mode == Mode::Model { m.threshold } else { m.threshold_combined };
+            m.classify_in(&s.tokens, &mut s.model, t)
+        };
+        match self.mode {
+            Mode::Lexicon => self.classify_in(text, spans, &mut s.words, &mut s.key),
+            Mode::Model => model(s),
+            // The lexicon first (its categories are the more precise, its evidence the exact
+            // words); the model only where the lexicon found nothing, from its higher threshold.
+            Mode::Combined => {
+                let found = self.classify_in(text, spans, &mut s.words, &mut s.key);
+                if found.is_empty() {
+                    model(s)
+                } else {
+                    found
+                }
+            }
+        }
     }
 
     fn classify_in(&self, text: &str, spans: &[Span], w: &mut Words, key: &mut String) -> Vec<Topic> {

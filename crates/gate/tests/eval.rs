@@ -63,14 +63,16 @@ fn every_type_is_in_the_corpus() {
     }
 }
 
-/// Where the lexicon stands on the held-out topic corpus (see the module comment).
-const KEPT_LOCAL: f64 = 0.95;
+/// Where the shipped detector (the lexicon, and the learned model where the lexicon finds
+/// nothing) stands on the held-out topic corpus (see the module comment; measured 0.993).
+const KEPT_LOCAL: f64 = 0.98;
 const CATEGORY_RECALL: f64 = 0.70;
-/// Names of the held-out half of the corpus's name lists, many in no list of the gate's.
-const TOPIC_PERSON_RECALL: f64 = 0.80;
+/// Names of the held-out half of the corpus's name lists, many in no list of the gate's, many
+/// accented (measured 1.000).
+const TOPIC_PERSON_RECALL: f64 = 0.97;
 /// Where it stands on the fresh corpus's test half, written apart from the lexicon and the
-/// templates (scripts/gate/fresh_topics.py): short of the 0.95 target.
-const FRESH_KEPT_LOCAL: f64 = 0.85;
+/// templates (scripts/gate/fresh_topics.py): short of the 0.95 target (measured 0.912).
+const FRESH_KEPT_LOCAL: f64 = 0.90;
 
 #[test]
 fn topic_targets_on_held_out() {
@@ -117,6 +119,6 @@ fn topic_targets_on_the_fresh_corpus() {
     assert!(t.everyday_flagged.hit == 0, "{table}");
     for lang in ["en", "es", "de", "fr"] {
         let (k, _, _) = &t.per_lang[lang];
-        assert!(k.of >= 20 && k.rate() >= 0.70, "{lang}\n{table}");
+        assert!(k.of >= 20 && k.rate() >= 0.80, "{lang}\n{table}");
     }
 }

@@ -212,9 +212,35 @@ pub const LAST: u8 = 2;
 pub const COMMON: u8 = 4;
 
 impl Names {
-    /// What `word` is (written exactly so): `FIRST`, `LAST`, `COMMON` or'ed; 0 for none.
+    /// What `word` is (written exactly so): `FIRST`, `LAST`, `COMMON` or'ed; 0 for none. A name
+    /// with accents that the lists know without them ("Álvaro", "Élodie", "Íñigo" for "Alvaro",
+    /// "Elodie", "Inigo") is that name.
     pub fn kind(&self, word: &str) -> u8 {
-        self.kinds.get(word).copied().unwrap_or(0)
+        match self.kinds.get(word) {
+            Some(&k) => k,
+            None if !word.is_ascii() => {
+                // The first letter plain ("Iñigo"), then every letter ("Alvaro").
+                let plain = |all: bool| {
+                    let mut out = String::with_capacity(word.len());
+                    for (i, c) in word.chars().enumerate() {
+                        let mut base = None;
+                        if i == 0 || all {
+                            unicode_normalization::char::decompose_canonical(c, |d| {
+                                base.get_or_insert(d);
+                            });
+                        }
+                        out.push(base.unwrap_or(c));
+                    }
+                    out
+                };
+                [plain(false), plain(true)]
+                    .iter()
+                    .filter(|p| p.as_str() != word)
+                    .find_map(|p| self.kinds.get(p.as_str()))
+                    .map_or(0, |&k| k & (FIRST | LAST))
+            }
+            None => 0,
+        }
     }
 }
 
@@ -255,6 +281,18 @@ pub fn names() -> &'static Names {
 }
 
 const NAME_CONTEXT: &[&str] = &[
+    // Greetings of the other languages ("Estimada Sra. Núñez", "Liebe Anja").
+    "estimada",
+    "estimado",
+    "querida",
+    "querido",
+    "hola",
+    "liebe",
+    "lieber",
+    "hallo",
+    "chère",
+    "cher",
+    "bonjour",
     "my name is",
     "name is",
     "name:",

@@ -1,0 +1,182 @@
+//! The learned topic model (src/topic_model.rs, weights in data/topic_model.bin): the file loads,
+//! a corrupt one is refused with a clear error, predictions are deterministic, and the three
+//! detectors (the lexicon, the model, both: the shipped `Mode::Combined`) hold what they were
+//! measured at on the three topic corpora, the blind set included (bounds a little under the
+//! measured numbers, so a change that loses ground fails; README, "What the gate detects").
+//!
+//! topics_blind_test.jsonl (scripts/gate/blind_topics.py) was written by hand and committed before
+//! the model or its training data existed; nothing was tuned on it.
+
+use solo_gate::eval::{evaluate_with, Doc, Results};
+use solo_gate::topic_model::{TopicModel, MODEL};
+use solo_gate::{Category, Detector, Mode, Policy, Topics};
+
+fn corpus(name: &str) -> Vec<Doc> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(name);
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn run(name: &str, mode: Mode) -> Results {
+    evaluate_with(&Detector::new(), &Topics::with_mode(mode), &Policy::default(), &corpus(name))
+}
+
+#[test]
+fn the_shipped_model_loads() {
+    let m = TopicModel::shipped();
+    assert_eq!(m.bits(), 14);
+    assert!(MODEL.len() < 300_000, "{} bytes", MODEL.len());
+    assert!(m.threshold > 0.3 && m.threshold < 0.95 && m.threshold_combined >= m.threshold);
+    // What the training script writes is what the loader reads back.
+    assert_eq!(TopicModel::parse(MODEL).unwrap().to_bytes(), MODEL);
+}
+
+#[test]
+fn a_corrupt_model_is_refused_clearly() {
+    let mut bytes = MODEL.to_vec();
+    bytes[5000] ^= 0x40;
+    let e = TopicModel::parse(&bytes).unwrap_err();
+    assert!(e.contains("corrupt"), "{e}");
+    let e = TopicModel::parse(&MODEL[..MODEL.len() / 2]).unwrap_err();
+    assert!(e.contains("corrupt") || e.contains("bytes"), "{e}");
+    let e = TopicModel::parse(b"not a model at all, not at all").unwrap_err();
+    assert!(e.contains("SOLOTM01"), "{e}");
+    assert!(TopicModel::parse(&[]).is_err());
+}
+
+#[test]
+fn predictions_are_deterministic() {
+    let m = TopicModel::shipped();
+    let texts = [
+        "ok so I threw up this morning and my stomach still hurts",
+        "mi hermano lleva meses sin pagar el alquiler y le van a echar",
+        "what is the capital of Australia?",
+        &"A long text about gardening and tomatoes, sunlight and water. ".repeat(60),
+    ];
+    for t in texts {
+        let (a, b) = (m.predict(t), m.predict(t));
+        assert_eq!(a, b);
+        assert!((0.0..=1.0).contains(&a.private));
+        let topics = Topics::with_mode(Mode::Model);
+        assert_eq!(topics.classify(t, &[]), topics.classify(t, &[]));
+    }
+}
+
+#[test]
+fn model_evidence_points_at_words() {
+    let text = "been throwing up blood since last night and I can barely stand";
+    let found = Topics::with_mode(Mode::Model).classify(text, &[]);
+    assert!(found.iter().any(|t| t.kind == Category::Health), "{found:?}");
+    let chars: Vec<char> = text.chars().collect();
+    for t in &found {
+        assert!(!t.evidence.is_empty() && t.evidence.len() <= 3);
+        for e in &t.evidence {
+            let w: String = chars[e.start..e.end].iter().collect();
+            assert!(w.chars().all(char::is_alphanumeric) && !w.is_empty(), "{w:?}");
+        }
+    }
+    // A general question, an everyday request: nothing.
+    assert!(Topics::with_mode(Mode::Model).classify("How is blood pressure measured?", &[]).is_empty());
+    assert!(Topics::with_mode(Mode::Model).classify("Give me a recipe for lentil soup", &[]).is_empty());
+}
+
+/// kept local, general flagged, everyday flagged.
+fn shares(r: &Results) -> (f64, f64, f64) {
+    let t = &r.topics;
+    (t.kept_local.rate(), t.general_flagged.rate(), t.everyday_flagged.rate())
+}
+
+#[test]
+fn the_blind_set() {
+    // Measured: lexicon 0.600 / 0 % / 0 %, model 0.762 / 1.7 % / 10 %, combined 0.819 / 0 % / 2.5 %.
+    let docs = corpus("topics_blind_test.jsonl");
+    let count = |k: &str| docs.iter().filter(|d| d.kind.as_deref() == Some(k)).count();
+    assert!(count("sensitive") >= 160 && count("general") >= 60 && count("everyday") >= 40);
+    let (k, g, e) = shares(&run("topics_blind_test.jsonl", Mode::Lexicon));
+    assert!(k >= 0.58 && g <= 0.02 && e <= 0.0, "lexicon: {k} {g} {e}");
+    let (k, g, e) = shares(&run("topics_blind_test.jsonl", Mode::Model));
+    assert!(k >= 0.74 && g <= 0.05 && e <= 0.125, "model: {k} {g} {e}");
+    let r = run("topics_blind_test.jsonl", Mode::Combined);
+    let (k, g, e) = shares(&r);
+    assert!(k >= 0.80 && g <= 0.02 && e <= 0.025, "combined: {k} {g} {e}\n{}", r.table());
+    for lang in ["en", "es", "de", "fr"] {
+        let (k, _, _) = &r.topics.per_lang[lang];
+        assert!(k.of == 40 && k.rate() >= 0.75, "{lang}: {}", k.rate());
+    }
+}
+
+#[test]
+fn the_fresh_and_template_corpora_with_each_detector() {
+    // Measured (kept local): fresh test lexicon 0.862, model 0.725, combined 0.912; templates
+    // lexicon 0.984, model 0.713, combined 0.993; no general or everyday request flagged by the
+    // combined detector on either.
+    for (name, lexicon, model, combined) in
+        [("topics_fresh_test.jsonl", 0.85, 0.70, 0.90), ("topics_heldout.jsonl", 0.97, 0.69, 0.985)]
+    {
+        let (k, _, _) = shares(&run(name, Mode::Lexicon));
+        assert!(k >= lexicon, "{name} lexicon {k}");
+        let (k, g, e) = shares(&run(name, Mode::Model));
+        assert!(k >= model && g <= 0.05 && e <= 0.05, "{name} model {k} {g} {e}");
+        let (k, g, e) = shares(&run(name, Mode::Combined));
+        assert!(k >= combined && g <= 0.0 && e <= 0.0, "{name} combined {k} {g} {e}");
+    }
+}
+
+#[test]
+fn names_with_accents_and_greetings() {
+    let d = Detector::new();
+    let persons = |t: &str| -> Vec<String> {
+        d.detect(t).into_iter().filter(|s| s.kind == solo_gate::EntityType::Person).map(|s| s.text).collect()
+    };
+    // Known to the lists without the accent ("Alvaro", "Iñigo", "Elodie").
+    assert_eq!(persons("Demandado: Álvaro Gómez\nFecha de juicio: 11/04"), ["Álvaro Gómez"]);
+    assert_eq!(persons("Íñigo Muñoz me contó que está de baja."), ["Íñigo Muñoz"]);
+    assert_eq!(persons("Défendeur : Élodie Bérard"), ["Élodie Bérard"]);
+    // A greeting before a title opens the name as "Dear" does.
+    assert_eq!(persons("Estimada Sra. José Gómez:\ngracias por su respuesta."), ["José Gómez"]);
+    // Words with accents that are no names stay out.
+    assert!(persons("Él dijo que Ébano es un color.").is_empty());
+}
+
+#[test]
+fn odd_inputs_do_not_break_it() {
+    let long_word = "x".repeat(500);
+    let many_lines = "Label: 12\n".repeat(400);
+    let texts = [
+        "",
+        "   \n\n\t",
+        "!!!???...",
+        long_word.as_str(),
+        many_lines.as_str(),
+        "日本語のテキストと한국어 그리고 العربية",
+        "ß ẞ Æ œ İ ı ﬁ \u{200b}\u{0301}",
+        "0 1 2 3 4 5 6 7 8 9 ٣ ४",
+    ];
+    // And xorshift-random characters from a few scripts.
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    let pool: Vec<char> = "aZ é€: \n0.;-ßЖ字😀".chars().collect();
+    let random: Vec<String> = (0..50)
+        .map(|_| {
+            (0..200)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    pool[(x % pool.len() as u64) as usize]
+                })
+                .collect()
+        })
+        .collect();
+    for t in texts.iter().copied().chain(random.iter().map(String::as_str)) {
+        for mode in [Mode::Model, Mode::Combined] {
+            let n = t.chars().count();
+            for topic in Topics::with_mode(mode).classify(t, &[]) {
+                assert!(topic.evidence.iter().all(|e| e.start < e.end && e.end <= n), "{t:?}");
+            }
+        }
+    }
+}
