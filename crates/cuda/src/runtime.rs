@@ -234,7 +234,8 @@ impl Gpu {
     pub(crate) fn launch(&self, name: &str, launch: Launch, args: &[Arg]) -> Result<()> {
         let Launch { grid, block, shared_bytes, pdl: pdl_on } = launch;
         let (&name, func) = self.functions.get_key_value(name).with_context(|| format!("no kernel named `{name}`"))?;
-        if shared_bytes > 48 * 1024 {
+        // Past the default 48 KB (static shared memory counts too), the kernel must opt in.
+        if shared_bytes > 32 * 1024 {
             let mut limits = self.shared_limits.lock().unwrap_or_else(|e| e.into_inner());
             if limits.get(name).is_none_or(|&raised| raised < shared_bytes) {
                 func.set_attribute(

@@ -89,41 +89,6 @@ struct GemvStream {
     }
 };
 
-// Most tokens the multi-token kernels take (GEMV_MAX_TOKENS in linear.rs).
-#define GEMV_TOKENS 8
-
-// Token t's dot with a row's pieces held in registers (wv: this lane's PIECES pieces), x bf16
-// [IN] in shared memory widened exactly as stage_bf16 widens it: the lane's part, summed as
-// GemvStream::run and GemvTile::dot sum it.
-template <int PIECES>
-__device__ __forceinline__ float lane_dot_bf16(const uint4 (&wv)[PIECES], const bf16* x) {
-    const int lane = threadIdx.x & 31;
-    float acc = 0.f;
-#pragma unroll
-    for (int j = 0; j < PIECES; j++) {
-        float f[8];
-        unpack8(*reinterpret_cast<const uint4*>(x + j * 256 + lane * 8), f);
-        acc += dot_piece(wv[j], make_float4(f[0], f[1], f[2], f[3]), make_float4(f[4], f[5], f[6], f[7]));
-    }
-    return acc;
-}
-
-// The dots of one row (wv) with each of `tokens` tokens' x (xb bf16 [tokens][IN], shared
-// memory), complete in every lane: the lanes' parts first, then the tokens' warp sums side by
-// side (the same butterfly as warp_sum, so the same bits; interleaved, the shuffles of the
-// tokens overlap instead of waiting on each other).
-template <int IN, int PIECES>
-__device__ __forceinline__ void row_dots(const uint4 (&wv)[PIECES], const bf16* xb, int tokens,
-                                         float (&acc)[GEMV_TOKENS]) {
-#pragma unroll
-    for (int t = 0; t < GEMV_TOKENS; t++) acc[t] = t < tokens ? lane_dot_bf16<PIECES>(wv, xb + t * IN) : 0.f;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-        for (int t = 0; t < GEMV_TOKENS; t++)
-            if (t < tokens) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], o);
-}
-
 // GemvStream::run for several tokens at once (gemv_norm_tokens_bf16): each row, once landed, is
 // read into registers and dotted with every token's x (bf16 [tokens][IN] in shared memory: the
 // bf16-rounded values run() reads as f32, in half the shared-memory traffic, which bounds this
@@ -142,11 +107,17 @@ __device__ __forceinline__ void run_tokens(const GemvStream<IN>& s, const bf16* 
             uint4 wv[PIECES];
 #pragma unroll
             for (int j = 0; j < PIECES; j++) wv[j] = *reinterpret_cast<const uint4*>(s.ring + d * IN + j * 256 + lane * 8);
-            float acc[GEMV_TOKENS];
-            row_dots<IN>(wv, xb, tokens, acc);  // its shuffles also finish this lane's reads of wv
+            for (int t = 0; t < tokens; t++) {
+                const bf16* x = xb + t * IN + lane * 8;
+                float acc = 0.f;
 #pragma unroll
-            for (int t = 0; t < GEMV_TOKENS; t++)
-                if (t < tokens) store(r, t, acc[t]);
+                for (int j = 0; j < PIECES; j++) {
+                    float f[8];
+                    unpack8(*reinterpret_cast<const uint4*>(x + j * 256), f);
+                    acc += dot_piece(wv[j], make_float4(f[0], f[1], f[2], f[3]), make_float4(f[4], f[5], f[6], f[7]));
+                }
+                store(r, t, warp_sum(acc));  // the shuffles also finish this lane's reads of wv
+            }
             s.request(W, r + DEPTH * s.stride, d);
         }
     }
@@ -221,13 +192,19 @@ extern "C" __global__ void __launch_bounds__(256)
         reinterpret_cast<uint4*>(xb)[i] = __ldcg(reinterpret_cast<const uint4*>(x) + i);
     __syncthreads();
     pdl_trigger();
-    float old[GEMV_TOKENS], acc[GEMV_TOKENS];
+    const int lane = threadIdx.x & 31;
+    for (int t = 0; t < tokens; t++) {
+        const float old = lead ? y[(size_t)t * out_dim + row] : 0.f;
+        float acc = 0.f;
 #pragma unroll
-    for (int t = 0; t < GEMV_TOKENS; t++) old[t] = lead && t < tokens ? y[(size_t)t * out_dim + row] : 0.f;
-    row_dots<4096>(tile.w[0], xb, tokens, acc);
-#pragma unroll
-    for (int t = 0; t < GEMV_TOKENS; t++)
-        if (lead && t < tokens) y[(size_t)t * out_dim + row] = old[t] + acc[t];
+        for (int j = 0; j < GemvTile<4096>::PIECES; j++) {
+            float f[8];
+            unpack8(*reinterpret_cast<const uint4*>(xb + t * 4096 + j * 256 + lane * 8), f);
+            acc += dot_piece(tile.w[0][j], make_float4(f[0], f[1], f[2], f[3]), make_float4(f[4], f[5], f[6], f[7]));
+        }
+        const float v = warp_sum(acc);
+        if (lead) y[(size_t)t * out_dim + row] = old + v;
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(256)

@@ -46,7 +46,6 @@ kernel_file! {
     pub mod moe_experts_cu = "moe_experts.cu" {
         fn moe_gate_up_gemv(x: DevPtr, gate_up: DevPtr, ids: DevPtr, act: DevPtr);
         fn moe_down_gemv(act: DevPtr, down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
-        fn moe_down_gemv_tokens(act: DevPtr, down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr, t: i32);
         fn moe_gate_up_grouped(x: DevPtr, gate_up: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_down_grouped(act: DevPtr, down: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
     }
@@ -65,8 +64,6 @@ const GATE_UP_WARPS: usize = 8;
 /// `moe_down_gemv`: output columns per block, and warps per column (each takes 3 of the 9 slots).
 const DOWN_COLUMNS: usize = 4;
 const DOWN_GROUPS: usize = 3;
-/// `moe_down_gemv_tokens`: rows in flight per warp (`DOWN_RING`).
-const DOWN_RING: usize = 4;
 /// Shared memory of `moe_gate_up_gemv`: each warp's gate and up rows (bf16), then x (f32).
 const GATE_UP_GEMV_SHARED: usize = GATE_UP_WARPS * 2 * HIDDEN * 2 + HIDDEN * 4;
 /// Shared memory of `moe_decode_block` (`MoeDecodeShared`): 8 warps' 2-row rings and shared-expert
@@ -371,16 +368,15 @@ fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: Dev
         l.ids,
         l.act,
     )?;
-    let threads = (32 * DOWN_COLUMNS * DOWN_GROUPS) as u32;
-    if t == 1 {
-        let launch = Launch::new(((HIDDEN / DOWN_COLUMNS) as u32, 1, 1), threads, 0);
-        moe_experts_cu::moe_down_gemv(gpu, launch, l.act, w.down, l.ids, l.weights, out)
-    } else {
-        // a block per 4 columns for all the tokens, each warp's rows through a ring
-        let ring = DOWN_COLUMNS * DOWN_GROUPS * DOWN_RING * EXPERT_DIM * 2;
-        let launch = Launch::new(((HIDDEN / DOWN_COLUMNS) as u32, 1, 1), threads, ring as u32);
-        moe_experts_cu::moe_down_gemv_tokens(gpu, launch, l.act, w.down, l.ids, l.weights, out, t as i32)
-    }
+    moe_experts_cu::moe_down_gemv(
+        gpu,
+        Launch::new(((HIDDEN / DOWN_COLUMNS) as u32, 1, t as u32), (32 * DOWN_COLUMNS * DOWN_GROUPS) as u32, 0),
+        l.act,
+        w.down,
+        l.ids,
+        l.weights,
+        out,
+    )
 }
 
 fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) -> Result<()> {
