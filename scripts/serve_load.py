@@ -5,7 +5,8 @@ Standard library only. Each client sends one streaming /v1/completions request a
 moment (a prompt of --prompt-tokens random ids, greedy, --max-tokens) and times its first text
 chunk (TTFT) and its last; the report gives, per client, TTFT and its decode rate, then TTFT p50 /
 p99 over the clients and the aggregate decode rate (all tokens after the first ones, over the
-time from the first client's first token to the last client's last).
+time from the first client's first token to the last client's last). One short request goes
+first, untimed; the prompts are fresh each run, so the prefix cache answers none of them.
 
     python3 scripts/serve_load.py --url http://127.0.0.1:8000 --clients 8 --prompt-tokens 4096
 
@@ -74,13 +75,18 @@ def main():
     ap.add_argument("--prompt-tokens", type=int, default=4096)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--ids-below", type=int, default=200000, help="prompt ids are drawn below this")
+    ap.add_argument("--seed", type=int, help="of the prompts (default: fresh ones)")
     ap.add_argument("--json", help="write the report here")
     ap.add_argument("--make-tokenizer", metavar="DIR", help="write DIR/tokenizer.json and exit")
     a = ap.parse_args()
     if a.make_tokenizer:
         make_tokenizer(a.make_tokenizer)
         return
-    rng = random.Random(1)
+    # fresh prompts each run (--seed to repeat one), so that no prefix-cache entry answers them
+    rng = random.Random(a.seed)
+    # one short request first: what a server does once (kernel modules, the first state) is
+    # not a client's time to first token
+    client(a.url, [rng.randrange(a.ids_below) for _ in range(16)], 2, threading.Barrier(1), {})
     results = [{} for _ in range(a.clients)]
     start = threading.Barrier(a.clients)
     threads = [threading.Thread(target=client, args=(a.url, [rng.randrange(a.ids_below) for _ in range(a.prompt_tokens)],
