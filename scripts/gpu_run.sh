@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
             timeout 400 ./gpu-bin/solo bench --synthetic --contexts "$2" --rounds "$3" ${BENCH_ARGS:-} --json "$OUT/bench${BENCH_TAG:-}.json" 2>&1 | tee "$OUT/bench${BENCH_TAG:-}.log" || status=1
             shift 3 ;;
         batch)
-            timeout 300 ./gpu-bin/solo bench --synthetic --contexts 4096 --batch "$2" --rounds 3 --json "$OUT/batch.json" 2>&1 | tee "$OUT/batch.log" || status=1
+            timeout 300 ./gpu-bin/solo bench --synthetic --contexts 4096 --batch "$2" --rounds 3 ${BENCH_ARGS:-} --json "$OUT/batch.json" 2>&1 | tee "$OUT/batch.log" || status=1
             shift 2 ;;
         *) echo "unknown step $1"; exit 2 ;;
     esac
