@@ -259,6 +259,7 @@ fn schedule<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, queu
         }
         metrics.running.store(running.len() as i64, Relaxed);
         metrics.batch_size.observe(running.len() as f64);
+        let step_start = Instant::now();
         // Sequences whose token waits to be fed with the others' (`--batch-decode`), by serial.
         let batch = cx.config.batch_decode && running.len() > 1;
         let mut feeds: Vec<(u64, u32)> = Vec::new();
@@ -291,6 +292,7 @@ fn schedule<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, queu
             last = None; // the backend ran several sequences: no pick is left to read back
             feed_together(cx, &mut running, &feeds);
         }
+        metrics.step_time.observe(step_start.elapsed().as_secs_f64());
         metrics.running.store(running.len() as i64, Relaxed);
         metrics.cache_entries.store(cache.len() as u64, Relaxed);
         metrics.cache_bytes.store(cache.bytes() as u64, Relaxed);

@@ -83,6 +83,7 @@ impl<'t, B: Backend> Sequence<'t, B> {
         if abandoned_before_generation(cx, &job) {
             return Start::Abandoned;
         }
+        cx.metrics.queue_wait.observe(job.arrived.elapsed().as_secs_f64());
         let prompt = &job.prompt;
         let resumed = cache
             .longest_prefix(prompt)

@@ -31,8 +31,12 @@ pub struct Metrics {
     pub accepted_length: Histogram,
     /// Sequences stepped together, per engine step.
     pub batch_size: Histogram,
-    /// Sequences fed to the backend in one batched decode step (`--batch-decode`), per such step.
+    /// Sequences fed to the backend in one batched decode step, per such step.
     pub batched_decode: Histogram,
+    /// Wall time of one engine step over the running sequences (their prefill pieces or tokens).
+    pub step_time: Histogram,
+    /// From a request's arrival to the engine starting it (its prefill or cache resume).
+    pub queue_wait: Histogram,
     /// Connections being served; those turned away at the cap; those closed for slow headers.
     pub connections_open: AtomicI64,
     pub connections_refused: AtomicU64,
@@ -47,6 +51,8 @@ impl Metrics {
             accepted_length: Histogram::new(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]),
             batch_size: Histogram::new(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]),
             batched_decode: Histogram::new(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]),
+            step_time: Histogram::new(&[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0]),
+            queue_wait: Histogram::new(&[0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0]),
             ..Default::default()
         }
     }
@@ -121,7 +127,17 @@ impl Metrics {
         self.batched_decode.render(
             &mut out,
             "solo_batched_decode_size",
-            "Sequences decoded in one batched backend step (--batch-decode), per such step.",
+            "Sequences decoded in one batched backend step, per such step.",
+        );
+        self.step_time.render(
+            &mut out,
+            "solo_engine_step_seconds",
+            "Wall time of one engine step over the running sequences (a prefill piece or a token each).",
+        );
+        self.queue_wait.render(
+            &mut out,
+            "solo_queue_wait_seconds",
+            "From a request's arrival to the engine starting it (prefill or prefix-cache resume).",
         );
         self.accepted_length.render(
             &mut out,

@@ -239,9 +239,13 @@ fn models_health_and_metrics() {
         "solo_decode_tokens_per_second_count 1",
         "solo_completion_tokens_total 2",
         "solo_queue_depth 0",
+        "solo_queue_wait_seconds_count 1",
     ] {
         assert!(text.contains(needle), "{needle} missing from\n{text}");
     }
+    // a step per prompt piece and token: the prefill, then the two tokens' steps
+    assert!(metric(&s, "solo_engine_step_seconds_count") >= 2.0, "{text}");
+    assert!(metric(&s, "solo_engine_step_seconds_sum") > 0.0);
 }
 
 /// Speculative decoding (MTP drafts, tiny-a's random head) gives the replies of plain decoding:
