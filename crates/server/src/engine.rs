@@ -131,8 +131,8 @@ pub struct EngineConfig {
     /// Feed the running sequences' plainly decoded tokens to the backend together, one batched
     /// step a step (`feed_together`), instead of one decode step each.
     pub batch_decode: bool,
-    /// A prompt snapshot every this many tokens.
-    pub snapshot_interval: usize,
+    /// A prompt snapshot every this many tokens (`None`: `generate::snapshot_interval`'s default).
+    pub snapshot_interval: Option<usize>,
     pub cache_entries: usize,
     pub cache_bytes: usize,
 }

@@ -75,8 +75,10 @@ pub struct ServerConfig {
     pub max_connections: usize,
     pub cache_entries: usize,
     pub cache_bytes: usize,
-    /// Snapshot the state every this many prompt tokens (besides message boundaries).
-    pub snapshot_interval: usize,
+    /// Snapshot the state every this many prompt tokens (besides message boundaries); `None`
+    /// (the default): every 2048, or every backend prefill chunk where that is longer (CUDA:
+    /// 4096, so that no prompt is cut finer than the backend prefills fastest).
+    pub snapshot_interval: Option<usize>,
     /// Longest prefill call, in tokens; `None` (the default): the backend's own chunk, so a
     /// prompt is cut only at snapshot points and where the backend needs it.
     pub prefill_chunk: Option<usize>,
@@ -110,7 +112,7 @@ impl ServerConfig {
             max_connections: 1024,
             cache_entries: 64,
             cache_bytes: 8 << 30,
-            snapshot_interval: 2048,
+            snapshot_interval: None,
             prefill_chunk: None,
             speculate: 0,
             max_batch: 8,
@@ -177,7 +179,7 @@ where
         speculate: config.speculate.min(solo_model::speculative::MAX_DRAFTS),
         max_batch: config.max_batch.max(1),
         batch_decode: config.batch_decode,
-        snapshot_interval: config.snapshot_interval.max(1),
+        snapshot_interval: config.snapshot_interval.map(|n| n.max(1)),
         cache_entries: config.cache_entries,
         cache_bytes: config.cache_bytes,
     };

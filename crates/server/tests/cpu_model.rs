@@ -195,7 +195,7 @@ fn prefix_cache_hits_over_a_three_turn_chat() {
 #[test]
 fn interval_snapshots_serve_an_edited_last_turn() {
     let mut c = config();
-    c.snapshot_interval = 16;
+    c.snapshot_interval = Some(16);
     let s = start_cpu(c);
     let long = "A long system prompt about many things. ".repeat(8);
     let chat = |last: &str| json!({"messages": [{"role": "system", "content": long}, {"role": "user", "content": last}], "max_tokens": 4, "temperature": 0});
@@ -215,6 +215,24 @@ fn interval_snapshots_serve_an_edited_last_turn() {
     let again = ok(&s, "/v1/chat/completions", &chat("Question one"));
     assert_eq!(again["usage"]["prompt_tokens_details"]["cached_tokens"], cold["usage"]["prompt_tokens"]);
     assert_eq!(text_of(&again), text_of(&cold));
+}
+
+/// The default interval snapshot comes every 2048 prompt tokens, or every prefill chunk where
+/// that is longer (as on CUDA): a prompt sharing 2,100 tokens with an earlier one resumes from
+/// token 2048 in the first case and starts cold in the second.
+#[test]
+fn interval_snapshots_no_finer_than_the_prefill_chunk() {
+    let first: Vec<u32> = (0..2200u32).map(|i| (i * 7919) % 300).collect();
+    let mut second = first[..2100].to_vec();
+    second.extend((0..50u32).map(|i| (i * 31 + 1) % 300));
+    for (chunk, cached) in [(None, 2048), (Some(4096), 0)] {
+        let mut c = config();
+        c.prefill_chunk = chunk;
+        let s = start_cpu(c);
+        ok(&s, "/v1/completions", &json!({"prompt": first, "max_tokens": 1}));
+        let r = ok(&s, "/v1/completions", &json!({"prompt": second, "max_tokens": 1}));
+        assert_eq!(r["usage"]["prompt_tokens_details"]["cached_tokens"], cached, "chunk {chunk:?}: {r}");
+    }
 }
 
 #[test]
