@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [kernels] [parity] [bench CONTEXTS ROUNDS] [batch COUNTS]
+#   scripts/gpu_run.sh [tests] [kernels] [parity] [bench CONTEXTS ROUNDS] [batch COUNTS] [serve]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
 #   gpu-bin/solo             (cargo build --release -p solo)
@@ -32,6 +32,26 @@ while [ $# -gt 0 ]; do
         batch)
             timeout 300 ./gpu-bin/solo bench --synthetic --contexts 4096 --batch "$2" --rounds 3 ${BENCH_ARGS:-} --json "$OUT/batch.json" 2>&1 | tee "$OUT/batch.log" || status=1
             shift 2 ;;
+        serve)
+            # solo serve on a 4-layer full-width slice (random weights, a tokenizer of the real
+            # vocabulary): streaming clients at once, batched and in turns, against solo bench --model
+            slice=/tmp/solo-serve-slice
+            (cd scripts && python3 -c "import torch; from slice_parity import real_config, randomise; from transformers import Qwen3_5MoeForCausalLM
+torch.manual_seed(0)
+with torch.device('cuda'): m = Qwen3_5MoeForCausalLM(real_config(4)).to(torch.bfloat16)
+randomise(m, 0, 'hf-router'); m.save_pretrained('$slice')") > "$OUT/slice.log" 2>&1 || status=1
+            cp fixtures/tiny-a/chat_template.jinja "$slice/" && python3 scripts/serve_load.py --make-tokenizer "$slice"
+            for mode in "" --no-batch-decode; do
+                ./gpu-bin/solo serve --model "$slice" --backend cuda --max-seq 40960 --port 8000 $mode > "$OUT/serve$mode.log" 2>&1 &
+                for _ in $(seq 60); do curl -sf localhost:8000/health > /dev/null && break; sleep 1; done
+                for n in 1 2 4 8; do
+                    python3 scripts/serve_load.py --clients $n --prompt-tokens 4096 --json "$OUT/load${mode}_$n.json" | tail -1 | sed "s/^/${mode:-batched} $n clients: /" | tee -a "$OUT/serve_load.log"
+                done
+                python3 scripts/serve_load.py --clients 1 --prompt-tokens 32768 | tail -1 | sed "s/^/${mode:-batched} 1 client at 32K: /" | tee -a "$OUT/serve_load.log"
+                kill %1; wait
+            done
+            ./gpu-bin/solo bench --model "$slice" --contexts 4096,32768 --rounds 3 2>&1 | tee "$OUT/bench_slice.log" || status=1
+            shift ;;
         *) echo "unknown step $1"; exit 2 ;;
     esac
 done
