@@ -395,6 +395,20 @@ mod tests {
         assert!(model.decode_tokens(&base, &nine).is_err(), "9 tokens");
     }
 
+    /// Three sequences after prompts of 40, 7 and 300 tokens, twice: the ones to batch, and
+    /// copies to decode alone.
+    fn three_sequences(model: &CudaModel) -> (Vec<CudaState>, Vec<CudaState>) {
+        let (mut batched, mut alone) = (Vec::new(), Vec::new());
+        for (len, seed) in [(40u32, 7919u32), (7, 104_729), (300, 15_485_863)] {
+            let prompt: Vec<u32> = (0..len).map(|i| i.wrapping_mul(seed) % 200_000).collect();
+            let mut st = model.try_new_state().unwrap();
+            model.prefill(&mut st, &prompt, Logits::Last).unwrap();
+            alone.push(model.copy_state(&st).unwrap());
+            batched.push(st);
+        }
+        (batched, alone)
+    }
+
     /// The batched step: one token of each of 3 sequences at different positions gives each
     /// the logits its own decode step gives, bit for bit, step after step (so it leaves each
     /// where its own decode leaves it).
@@ -403,15 +417,7 @@ mod tests {
     fn decode_batch_equals_decode_per_sequence() {
         let model = crate::synthetic::random_model(4, 512, Precision::Bf16).unwrap();
         let vocab = model.config.vocab_size;
-        let mut batched = Vec::new();
-        let mut alone = Vec::new();
-        for (len, seed) in [(40u32, 7919u32), (7, 104_729), (300, 15_485_863)] {
-            let prompt: Vec<u32> = (0..len).map(|i| i.wrapping_mul(seed) % 200_000).collect();
-            let mut st = model.try_new_state().unwrap();
-            model.prefill(&mut st, &prompt, Logits::Last).unwrap();
-            alone.push(model.copy_state(&st).unwrap());
-            batched.push(st);
-        }
+        let (mut batched, mut alone) = three_sequences(&model);
         let mut tokens = vec![11u32, 22, 33];
         for step in 0..4 {
             let mut refs: Vec<&mut CudaState> = batched.iter_mut().collect();
@@ -443,14 +449,7 @@ mod tests {
         let sampler = |(temperature, top_k, top_p, seed): (f32, usize, f32, u64)| {
             Sampler::new(solo_model::sampler::SamplerConfig { temperature, top_k, top_p, seed })
         };
-        let (mut batched, mut alone) = (Vec::new(), Vec::new());
-        for (len, seed) in [(40u32, 7919u32), (7, 104_729), (300, 15_485_863)] {
-            let prompt: Vec<u32> = (0..len).map(|i| i.wrapping_mul(seed) % 200_000).collect();
-            let mut st = model.try_new_state().unwrap();
-            model.prefill(&mut st, &prompt, Logits::Last).unwrap();
-            alone.push(model.copy_state(&st).unwrap());
-            batched.push(st);
-        }
+        let (mut batched, mut alone) = three_sequences(&model);
         let mut batch_samplers: Vec<Sampler> = configs.iter().map(|&c| sampler(c)).collect();
         let mut alone_samplers: Vec<Sampler> = configs.iter().map(|&c| sampler(c)).collect();
         let mut tokens = vec![11u32, 22, 33];

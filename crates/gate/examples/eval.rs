@@ -2,17 +2,10 @@
 //! what the spans and the categories each cost, timed in turns over the same documents (so a
 //! busy machine slows both alike). `ALL=1` also prints every topic miss and false flag;
 //! `MODE=lexicon|model|combined` picks the topic detector (combined: the shipped one).
-use std::io::BufRead;
 
 fn main() {
     let path = std::env::args().nth(1).expect("usage: eval CORPUS.jsonl");
-    let docs: Vec<solo_gate::eval::Doc> = std::io::BufReader::new(std::fs::File::open(&path).expect("corpus"))
-        .lines()
-        .map(|l| l.expect("UTF-8"))
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(n, l)| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{path} line {}: {e}", n + 1)))
-        .collect();
+    let docs = solo_gate::eval::read_corpus(path.as_ref()).unwrap_or_else(|e| panic!("{e}"));
     // MODE=lexicon|model|combined (the default): which topic detector.
     let mode = match std::env::var("MODE").as_deref() {
         Ok("lexicon") => solo_gate::Mode::Lexicon,

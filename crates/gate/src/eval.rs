@@ -264,6 +264,17 @@ pub fn reformat(value: &str, kind: EntityType, seed: usize) -> String {
     }
 }
 
+/// The documents of a corpus file (JSON lines, blank lines skipped); an error names the file
+/// and, for a line that is not a document, its number.
+pub fn read_corpus(path: &std::path::Path) -> Result<Vec<Doc>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(n, line)| serde_json::from_str(line).map_err(|e| format!("{} line {}: {e}", path.display(), n + 1)))
+        .collect()
+}
+
 /// Consecutive documents joined (blank line between) into inputs of at least `bytes` bytes, as
 /// a whole conversation is gated at once: latency per KB without the per-call cost dominating.
 pub fn join(docs: Vec<Doc>, bytes: usize) -> Vec<Doc> {

@@ -11,17 +11,11 @@
 //! written apart from both by scripts/gate/fresh_topics.py) is the plainer measure: there the
 //! bounds below hold what the lexicon reaches (short of 0.95), so a change that loses ground fails.
 
-use solo_gate::eval::{evaluate, Doc};
+use solo_gate::eval::{evaluate, read_corpus, Doc};
 use solo_gate::{Category, Detector, EntityType};
 
 fn corpus(name: &str) -> Vec<Doc> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(name);
-    std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    read_corpus(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(name)).unwrap()
 }
 
 #[test]

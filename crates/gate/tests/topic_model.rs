@@ -7,18 +7,12 @@
 //! topics_blind_test.jsonl (scripts/gate/blind_topics.py) was written by hand and committed before
 //! the model or its training data existed; nothing was tuned on it.
 
-use solo_gate::eval::{evaluate_with, Doc, Results};
+use solo_gate::eval::{evaluate_with, read_corpus, Doc, Results};
 use solo_gate::topic_model::{TopicModel, MODEL};
 use solo_gate::{Category, Detector, Mode, Policy, Topics};
 
 fn corpus(name: &str) -> Vec<Doc> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(name);
-    std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    read_corpus(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(name)).unwrap()
 }
 
 fn run(name: &str, mode: Mode) -> Results {

@@ -89,15 +89,7 @@ fn jsonl(gate: &Gate) -> Result<()> {
 }
 
 fn eval(gate: &Gate, corpus: &Path, json: bool, join: Option<usize>) -> Result<()> {
-    let file = std::fs::File::open(corpus).with_context(|| format!("cannot open {}", corpus.display()))?;
-    let mut docs = Vec::new();
-    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        docs.push(serde_json::from_str(&line).with_context(|| format!("{} line {}", corpus.display(), n + 1))?);
-    }
+    let mut docs = solo_gate::eval::read_corpus(corpus).map_err(anyhow::Error::msg)?;
     if let Some(bytes) = join {
         docs = solo_gate::eval::join(docs, bytes);
     }

@@ -180,6 +180,27 @@ pub fn attention_decode(
     Ok(gated)
 }
 
+/// Rows of the stacked q/k/v projection, per token [q and gate 16·512 | k 512 | v 512].
+const PROJ: usize = HEADS * 2 * HEAD_DIM + 2 * KV_HEADS * HEAD_DIM;
+
+/// The stacked q/k/v projection of t ≤ 8 tokens' RMSNorm(h), each row read once for all of them
+/// (`gemv_norm_tokens`): scratch buffer 0, f32 `[t, PROJ]`, returned.
+#[allow(clippy::too_many_arguments)]
+fn qkv_tokens(
+    gpu: &Gpu,
+    w: &AttentionGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    t: usize,
+    scratch: &Scratch,
+) -> Result<DevPtr> {
+    ensure!(w.qkv_proj.rows == PROJ, "attention: stacked q/k/v of {} rows, not {PROJ}", w.qkv_proj.rows);
+    let proj = scratch.ptr(0);
+    gemv_norm_tokens(gpu, h, norm, eps, &w.qkv_proj, t, proj, PROJ)?;
+    Ok(proj)
+}
+
 /// `attention_decode` for t ≤ 8 consecutive tokens of one sequence (h f32 `[t, 2048]`; the
 /// multi-token step), bf16 weights: token i goes to `cache` at `positions[i]`. Returns the gated
 /// outputs (bf16 `[t, 4096]`, scratch buffer 2). The stacked q/k/v projection is read once for
@@ -198,11 +219,7 @@ pub fn attention_decode_tokens(
     cache: &KvCacheGpu,
     scratch: &Scratch,
 ) -> Result<DevPtr> {
-    // proj f32 [t, 9216]: per token [q and gate 16·512 | k 512 | v 512]
-    const PROJ: usize = HEADS * 2 * HEAD_DIM + 2 * KV_HEADS * HEAD_DIM;
-    ensure!(w.qkv_proj.rows == PROJ, "attention: stacked q/k/v of {} rows, not {PROJ}", w.qkv_proj.rows);
-    let (proj, q, gated) = (scratch.ptr(0), scratch.ptr(1), scratch.ptr(2));
-    gemv_norm_tokens(gpu, h, norm, eps, &w.qkv_proj, t, proj, PROJ)?;
+    let (proj, q, gated) = (qkv_tokens(gpu, w, h, norm, eps, t, scratch)?, scratch.ptr(1), scratch.ptr(2));
     for i in 0..t {
         let f32_at = |j: usize| proj + ((i * PROJ + j) * 4) as DevPtr;
         let (qg, k, v) = (f32_at(0), f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
@@ -243,10 +260,7 @@ pub fn attention_decode_batch(
     caches: &BatchCaches,
     scratch: &Scratch,
 ) -> Result<DevPtr> {
-    const PROJ: usize = HEADS * 2 * HEAD_DIM + 2 * KV_HEADS * HEAD_DIM;
-    ensure!(w.qkv_proj.rows == PROJ, "attention: stacked q/k/v of {} rows, not {PROJ}", w.qkv_proj.rows);
-    let (proj, q, gated) = (scratch.ptr(0), scratch.ptr(1), scratch.ptr(2));
-    gemv_norm_tokens(gpu, h, norm, eps, &w.qkv_proj, n, proj, PROJ)?;
+    let (proj, q, gated) = (qkv_tokens(gpu, w, h, norm, eps, n, scratch)?, scratch.ptr(1), scratch.ptr(2));
     let max_seq = caches.max_seq as i32;
     let launch = Launch::new((n as u32, (HEADS + KV_HEADS) as u32, 1), HEAD_DIM as u32, 0);
     attention_rope_cu::qk_norm_rope_batch(
