@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [kernels] [parity] [bench CONTEXTS ROUNDS] [batch COUNTS] [serve]
+#   scripts/gpu_run.sh [tests] [kernels] [parity] [bench CONTEXTS ROUNDS] [batch COUNTS] [serve] [load]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
 #   gpu-bin/solo             (cargo build --release -p solo)
@@ -51,6 +51,24 @@ randomise(m, 0, 'hf-router'); m.save_pretrained('$slice')") > "$OUT/slice.log" 2
                 kill %1; wait
             done
             ./gpu-bin/solo bench --model "$slice" --contexts 4096,32768 --rounds 3 2>&1 | tee "$OUT/bench_slice.log" || status=1
+            shift ;;
+        load)
+            # start-up on 4-layer full-width slices, bf16 (8.2 GB) and FP8 (5.1 GB): solo bench --model
+            # three times each, the later runs reading the files from the page cache
+            slices=/tmp/solo-load-slices
+            (cd scripts && python3 -c "import torch; from slice_parity import real_config, randomise; from fp8_parity import make_fp8_checkpoint; from transformers import Qwen3_5MoeForCausalLM
+torch.manual_seed(0)
+cfg = real_config(4)
+with torch.device('cuda'): m = Qwen3_5MoeForCausalLM(cfg).to(torch.bfloat16)
+randomise(m, 0, 'hf-router'); m.save_pretrained('$slices/bf16'); make_fp8_checkpoint(m, cfg, '$slices/fp8')") > "$OUT/load_slices.log" 2>&1 || status=1
+            for p in bf16 fp8; do
+                for i in 1 2 3; do
+                    start=$(date +%s%N)
+                    ./gpu-bin/solo bench --model "$slices/$p" --contexts 256 --rounds 1 2>&1 \
+                        | grep -E "solo: checkpoint|weights on the GPU|model ready" | sed "s/^/$p run $i: /" | tee -a "$OUT/load.log"
+                    echo "$p run $i: $(( ($(date +%s%N) - start) / 1000000 )) ms from start to exit" | tee -a "$OUT/load.log"
+                done
+            done
             shift ;;
         *) echo "unknown step $1"; exit 2 ;;
     esac

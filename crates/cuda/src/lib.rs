@@ -15,6 +15,7 @@ pub mod multi_token;
 pub mod ops;
 pub mod profile;
 pub mod runtime;
+pub mod staged_upload;
 pub mod synthetic;
 pub mod weights;
 
@@ -28,10 +29,15 @@ use std::path::Path;
 /// the checkpoint's `max_position_embeddings`), and says on stderr what one sequence's state
 /// costs; fails with one line when not even one fits in the memory the weights leave.
 pub fn load(dir: &Path, max_seq: Option<usize>) -> Result<CudaModel> {
+    let start = std::time::Instant::now();
+    // The GPU opens and the kernels compile (or come from the cache) while the checkpoint's
+    // headers and scales are read.
+    let gpu = std::thread::spawn(Gpu::new);
     let (config, weights) = solo_model::load(dir)?;
     weights::check_real_widths(&config)?;
     let max_seq = max_seq.unwrap_or(config.max_position_embeddings);
-    let gpu = Gpu::new()?;
+    let gpu = gpu.join().map_err(|_| anyhow::anyhow!("opening the GPU panicked"))??;
+    eprintln!("solo: checkpoint opened and kernels ready in {:.1} s", start.elapsed().as_secs_f64());
     let model = CudaModel::new(gpu, config, &weights, max_seq)?;
     let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
     let (used, total) = model.memory_used()?;

@@ -101,9 +101,19 @@ impl Gpu {
         if (major, minor) != (9, 0) {
             bail!("{name} has compute capability {major}.{minor}; solo's kernels are built for sm_90a (H100/H200)");
         }
+        // The files compile side by side (NVRTC is thread-safe; a start with an empty cache
+        // takes the longest file's time, not the sum).
+        let ptxs: Vec<Result<String>> = std::thread::scope(|scope| {
+            let compiles: Vec<_> =
+                kernels::SOURCES.iter().map(|source| scope.spawn(|| compile_cached(source))).collect();
+            compiles
+                .into_iter()
+                .map(|c| c.join().unwrap_or_else(|_| Err(anyhow!("a kernel compile panicked"))))
+                .collect()
+        });
         let mut functions = HashMap::new();
-        for source in kernels::SOURCES {
-            let ptx = compile_cached(source)?;
+        for (source, ptx) in kernels::SOURCES.iter().zip(ptxs) {
+            let ptx = ptx?;
             let module = ctx
                 .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
                 .map_err(|e| anyhow!("kernel file {}: cannot load module: {e:?}", source.file))?;

@@ -8,10 +8,12 @@
 //! kernel serves both.
 
 use crate::runtime::{DevBuf, DevPtr, Gpu};
+use crate::staged_upload::StagedUpload;
 use anyhow::{bail, Result};
 use solo_model::tensor::FP8_BLOCK;
 use solo_model::weights::{AttentionWeights, ExpertWeights, GdnWeights, LayerWeights, Mixer, MoeWeights, MtpWeights};
 use solo_model::{DType, ModelConfig, ModelWeights, Precision, Tensor};
+use std::borrow::Cow;
 
 /// A matrix `[rows, cols]` on the GPU: bf16, or e4m3 with its block scales.
 #[derive(Clone, Copy, Debug)]
@@ -210,21 +212,30 @@ pub fn check_real_widths(cfg: &ModelConfig) -> Result<()> {
     Ok(())
 }
 
-/// Builds GPU weights, one upload per tensor.
+/// Builds GPU weights, one buffer per matrix or vector, through pinned staging
+/// (`staged_upload.rs`): the checkpoint's bytes are read from its memory map straight into the
+/// staging slots.
 pub struct Uploader<'g> {
-    gpu: &'g Gpu,
+    staged: StagedUpload<'g>,
     buffers: Vec<DevBuf>,
 }
 
 impl<'g> Uploader<'g> {
-    pub fn new(gpu: &'g Gpu) -> Self {
-        Uploader { gpu, buffers: Vec::new() }
+    pub fn new(gpu: &'g Gpu) -> Result<Self> {
+        Ok(Uploader { staged: StagedUpload::new(gpu)?, buffers: Vec::new() })
     }
 
-    fn keep(&mut self, buf: DevBuf) -> DevPtr {
+    /// A new buffer of the concatenated `parts`, kept until `finish`.
+    fn upload(&mut self, parts: &[&[u8]]) -> Result<DevPtr> {
+        let buf = self.staged.upload(parts)?;
         let ptr = buf.ptr();
         self.buffers.push(buf);
-        ptr
+        Ok(ptr)
+    }
+
+    fn upload_f32(&mut self, values: &[f32]) -> Result<DevPtr> {
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.upload(&[&bytes])
     }
 
     /// A 2-D tensor as a matrix: FP8 as it is with its scales, anything else as bf16.
@@ -240,9 +251,9 @@ impl<'g> Uploader<'g> {
         if let Some(p) = parts.iter().find(|p| p.row_len() != cols) {
             bail!("cannot stack a {}-wide matrix under {cols}-wide ones", p.row_len());
         }
-        let bytes: Vec<u8> = parts.iter().flat_map(|p| bf16_bytes(p)).collect();
+        let bytes: Vec<Cow<[u8]>> = parts.iter().map(|p| bf16_bytes(p)).collect();
         let rows = parts.iter().map(|p| p.shape[0]).sum();
-        Ok(Matrix::bf16(self.keep(self.gpu.upload(&bytes)?), rows, cols))
+        Ok(Matrix::bf16(self.upload(&slices(&bytes))?, rows, cols))
     }
 
     /// 2-D tensors of one width and format stacked row-wise in one matrix, and a view of each
@@ -256,20 +267,21 @@ impl<'g> Uploader<'g> {
         if parts.iter().any(|p| (p.dtype == DType::F8E4M3) != fp8) {
             bail!("cannot stack FP8 and bf16 matrices in one");
         }
-        let (bytes, fp8_scales) = if fp8 {
+        let (bytes, fp8_scales): (Vec<Cow<[u8]>>, _) = if fp8 {
             let mut bytes = Vec::new();
             let mut scales = Vec::new();
             for p in parts {
                 let (q, s) = fp8_parts(p)?;
-                bytes.extend_from_slice(q);
+                bytes.push(Cow::Borrowed(q));
                 scales.extend(s);
             }
-            (bytes, Some(self.keep(self.gpu.upload_f32(&scales)?)))
+            (bytes, Some(self.upload_f32(&scales)?))
         } else {
-            (parts.iter().flat_map(|p| bf16_bytes(p)).collect::<Vec<u8>>(), None)
+            (parts.iter().map(|p| bf16_bytes(p)).collect(), None)
         };
         let rows = parts.iter().map(|p| p.shape[0]).sum();
-        let whole = Matrix { ptr: self.keep(self.gpu.upload(&bytes)?), rows, cols, fp8_scales };
+        let ptr = self.upload(&slices(&bytes))?;
+        let whole = Matrix { ptr, rows, cols, fp8_scales };
         let mut first = 0;
         let views = parts
             .iter()
@@ -288,7 +300,7 @@ impl<'g> Uploader<'g> {
         if add_one {
             v.iter_mut().for_each(|x| *x += 1.0);
         }
-        let ptr = self.keep(self.gpu.upload_f32(&v)?);
+        let ptr = self.upload_f32(&v)?;
         Ok(Vector { ptr, len: v.len() })
     }
 
@@ -304,43 +316,54 @@ impl<'g> Uploader<'g> {
         if all.iter().any(|e| [&e.gate, &e.up, &e.down].iter().any(|t| (t.dtype == DType::F8E4M3) != fp8)) {
             bail!("the experts of a layer mix FP8 and bf16 matrices; solo reads all of one precision");
         }
-        let (mut gate_up, mut down) = (Vec::new(), Vec::new());
+        let mut gate_up: Vec<Cow<[u8]>> = Vec::new();
+        let mut down: Vec<Cow<[u8]>> = Vec::new();
         if !fp8 {
             for e in &all {
-                gate_up.extend(bf16_bytes(&e.gate));
-                gate_up.extend(bf16_bytes(&e.up));
-                down.extend(bf16_bytes(&e.down));
+                gate_up.push(bf16_bytes(&e.gate));
+                gate_up.push(bf16_bytes(&e.up));
+                down.push(bf16_bytes(&e.down));
             }
-            return Ok((self.keep(self.gpu.upload(&gate_up)?), self.keep(self.gpu.upload(&down)?), None));
+            return Ok((self.upload(&slices(&gate_up))?, self.upload(&slices(&down))?, None));
         }
         let (mut gate_up_s, mut down_s) = (Vec::new(), Vec::new());
         for e in &all {
             for t in [&e.gate, &e.up] {
                 let (q, s) = fp8_parts(t)?;
-                gate_up.extend_from_slice(q);
+                gate_up.push(Cow::Borrowed(q));
                 gate_up_s.extend(s);
             }
             let (q, s) = fp8_parts(&e.down)?;
-            down.extend_from_slice(q);
+            down.push(Cow::Borrowed(q));
             down_s.extend(s);
         }
-        let scales = ExpertScales {
-            gate_up: self.keep(self.gpu.upload_f32(&gate_up_s)?),
-            down: self.keep(self.gpu.upload_f32(&down_s)?),
-        };
-        Ok((self.keep(self.gpu.upload(&gate_up)?), self.keep(self.gpu.upload(&down)?), Some(scales)))
+        let scales = ExpertScales { gate_up: self.upload_f32(&gate_up_s)?, down: self.upload_f32(&down_s)? };
+        Ok((self.upload(&slices(&gate_up))?, self.upload(&slices(&down))?, Some(scales)))
     }
 
-    pub fn finish(self) -> Vec<DevBuf> {
-        self.buffers
+    /// Bytes uploaded so far.
+    pub fn bytes(&self) -> usize {
+        self.staged.bytes
+    }
+
+    /// The buffers, once every copy has landed.
+    pub fn finish(self) -> Result<Vec<DevBuf>> {
+        self.staged.finish()?;
+        Ok(self.buffers)
     }
 }
 
-/// The tensor's bytes as bf16 (a copy; converted from f16/f32 if needed, dequantised from FP8).
-fn bf16_bytes(t: &Tensor) -> Vec<u8> {
+/// Borrowed slices of each part, for one upload of their concatenation.
+fn slices<'a>(parts: &'a [Cow<'a, [u8]>]) -> Vec<&'a [u8]> {
+    parts.iter().map(|b| &b[..]).collect()
+}
+
+/// The tensor's bytes as bf16 (the checkpoint's own when bf16; else converted from f16/f32 or
+/// dequantised from FP8).
+fn bf16_bytes(t: &Tensor) -> Cow<'_, [u8]> {
     match t.dtype {
-        DType::BF16 => t.bytes().to_vec(),
-        _ => t.to_f32().iter().flat_map(|v| half::bf16::from_f32(*v).to_le_bytes()).collect(),
+        DType::BF16 => Cow::Borrowed(t.bytes()),
+        _ => Cow::Owned(t.to_f32().iter().flat_map(|v| half::bf16::from_f32(*v).to_le_bytes()).collect()),
     }
 }
 
@@ -408,7 +431,7 @@ impl ModelGpu {
     /// Uploads a checkpoint's weights (the real widths only).
     pub fn upload(gpu: &Gpu, cfg: &ModelConfig, w: &ModelWeights) -> Result<Self> {
         check_real_widths(cfg)?;
-        let mut up = Uploader::new(gpu);
+        let mut up = Uploader::new(gpu)?;
         let embed_tokens = up.stacked_bf16(&[&w.embed_tokens])?;
         let final_norm = up.vector(&w.final_norm, true)?;
         let lm_head = up.stacked_bf16(&[&w.lm_head])?;
@@ -428,7 +451,7 @@ impl ModelGpu {
             None => None,
         };
         progress.done();
-        Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, mtp, precision: w.precision, buffers: up.finish() })
+        Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, mtp, precision: w.precision, buffers: up.finish()? })
     }
 }
 

@@ -408,9 +408,9 @@ mod tests {
             q_norm: Tensor::from_f32_as_bf16(vec![HEAD_DIM], &random(seed + 4, HEAD_DIM, 0.5)),
             k_norm: Tensor::from_f32_as_bf16(vec![HEAD_DIM], &random(seed + 5, HEAD_DIM, 0.5)),
         };
-        let mut up = Uploader::new(gpu());
+        let mut up = Uploader::new(gpu()).unwrap();
         let w = AttentionGpu::upload(&mut up, &cpu).unwrap();
-        (cpu, w, up.finish())
+        (cpu, w, up.finish().unwrap())
     }
 
     /// Fills device memory with 0xFF bytes: NaN as f32 and as bf16, so unwritten outputs fail.

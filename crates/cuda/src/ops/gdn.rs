@@ -716,9 +716,9 @@ mod tests {
             norm: bf(vec![HEAD_DIM], c.norm.clone()),
             out_proj: bf(vec![hidden, VALUE_DIM], random(46, hidden * VALUE_DIM, 0.035)),
         };
-        let mut up = crate::weights::Uploader::new(gpu);
+        let mut up = crate::weights::Uploader::new(gpu).unwrap();
         let wg = GdnGpu::upload(&mut up, &w).unwrap();
-        let _weights = up.finish();
+        let _weights = up.finish().unwrap();
 
         let (prefill, decode) = (100, 3);
         let x = round_bf16(&random(47, (prefill + decode) * hidden, 1.7));

@@ -372,10 +372,10 @@ mod tests {
     /// A random FP8 matrix (the official block recipe) on the CPU and on the GPU.
     fn fp8_matrix(seed: u64, rows: usize, cols: usize) -> (Tensor, Matrix, Vec<crate::runtime::DevBuf>) {
         let t = Tensor::quantize_fp8(rows, cols, &random(seed, rows * cols, (3.0 / cols as f32).sqrt()));
-        let mut up = crate::weights::Uploader::new(gpu());
+        let mut up = crate::weights::Uploader::new(gpu()).unwrap();
         let m = up.matrix(&t).unwrap();
         assert!(m.fp8_scales.is_some());
-        (t, m, up.finish())
+        (t, m, up.finish().unwrap())
     }
 
     /// The FP8 decode GEMV (input norm folded in) against the CPU's matmul over the dequantised
@@ -416,10 +416,10 @@ mod tests {
         let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h, &norm_w, 1e-6));
         let qz = Tensor::quantize_fp8(rows8, 2048, &random(16, rows8 * 2048, 0.04));
         let ba = Tensor::from_f32_as_bf16(vec![64, 2048], &random(17, 64 * 2048, 0.04));
-        let mut up = crate::weights::Uploader::new(gpu);
+        let mut up = crate::weights::Uploader::new(gpu).unwrap();
         let (w, _) = up.stacked(&[&qz]).unwrap();
         let tail = up.matrix(&ba).unwrap();
-        let _bufs = up.finish();
+        let _bufs = up.finish().unwrap();
         let state: Vec<f32> = random(18, 3 * conv, 1.0);
         let taps: Vec<f32> = random(19, 4 * conv, 0.6);
         let (hb, sb, tb) =

@@ -454,10 +454,10 @@ mod tests {
                 shared_expert: random_expert(2),
                 shared_expert_gate: random_matrix(5, 1, HIDDEN),
             };
-            let mut up = Uploader::new(gpu());
+            let mut up = Uploader::new(gpu()).unwrap();
             let gpu_w = MoeGpu::upload(&mut up, &cpu).unwrap();
             // The test weights live as long as the process.
-            std::mem::forget(up.finish());
+            std::mem::forget(up.finish().unwrap());
             Fixture { cfg: crate::synthetic::real_config(4), cpu, gpu: gpu_w }
         })
     }
@@ -481,10 +481,10 @@ mod tests {
                 shared_expert: qe(&bf.cpu.shared_expert),
                 shared_expert_gate: bf.cpu.shared_expert_gate.clone(),
             };
-            let mut up = Uploader::new(gpu());
+            let mut up = Uploader::new(gpu()).unwrap();
             let gpu_w = MoeGpu::upload(&mut up, &cpu).unwrap();
             assert!(gpu_w.fp8_scales.is_some() && gpu_w.router.fp8_scales.is_none());
-            std::mem::forget(up.finish());
+            std::mem::forget(up.finish().unwrap());
             Fixture { cfg: crate::synthetic::real_config(4), cpu, gpu: gpu_w }
         })
     }
@@ -763,9 +763,9 @@ mod tests {
         let w_o =
             Tensor::quantize_fp8(HIDDEN, MIXER_OUT, &random(23, HIDDEN * MIXER_OUT, (3.0 / MIXER_OUT as f32).sqrt()));
         let y = round_bf16(&random(24, MIXER_OUT, 1.0));
-        let mut up = Uploader::new(gpu);
+        let mut up = Uploader::new(gpu).unwrap();
         let w_o_gpu = up.matrix(&w_o).unwrap();
-        let _bufs = up.finish();
+        let _bufs = up.finish().unwrap();
         let yb = gpu.upload(&bf16_bytes(&y)).unwrap();
         let mixer = MixerOut { w: &w_o_gpu, y: yb.ptr() };
         let h = random(21, HIDDEN, 2.0);
