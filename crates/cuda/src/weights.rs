@@ -450,8 +450,9 @@ impl ModelGpu {
             }
             None => None,
         };
+        let buffers = up.finish()?;
         progress.done();
-        Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, mtp, precision: w.precision, buffers: up.finish()? })
+        Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, mtp, precision: w.precision, buffers })
     }
 }
 
