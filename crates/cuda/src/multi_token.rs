@@ -4,7 +4,7 @@
 //! each token with its own sequence's state, position and KV cache).
 //!
 //! Each weight is read once for all t tokens: the stacked GDN in-projection, the stacked q/k/v
-//! projection and the lm_head (`gemv_norm_tokens`); the MoE block in its four-kernel form
+//! projection (`gemv_norm_mma`, on the tensor cores) and the lm_head (`gemv_norm_tokens`); the MoE block in its four-kernel form
 //! (`moe_decode_kernels`: out_proj / o_proj and the router once, the experts' GEMVs over every
 //! token's slots in one launch). What reads the sequence's state runs over the tokens in order:
 //! the causal conv and the delta rule (one launch each, the GDN state after every token kept, so

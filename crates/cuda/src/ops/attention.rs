@@ -9,7 +9,7 @@
 //! kernels; no launch shape depends on it, so a decode step can be captured in a CUDA graph.
 
 use crate::kernels::{kernel_file, Launch};
-use crate::ops::linear::{gemv_norm, gemv_norm_tokens, linear};
+use crate::ops::linear::{gemv_norm_mma, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{AttentionGpu, Vector};
@@ -174,7 +174,7 @@ pub fn attention_decode(
     let f32_at = |i: usize| proj + (i * 4) as DevPtr;
     let (qg, k, v) = (proj, f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
     let (q, gated) = (scratch.ptr(1), scratch.ptr(2));
-    gemv_norm(gpu, h, norm, eps, &w.qkv_proj, proj)?;
+    gemv_norm_mma(gpu, h, norm, eps, &w.qkv_proj, 1, proj, w.qkv_proj.rows)?;
     qk_norm_rope(gpu, w, qg, k, v, 1, pos, cache, q)?;
     attend(gpu, q, qg, 1, pos, cache, scratch, gated)?;
     Ok(gated)
@@ -184,7 +184,7 @@ pub fn attention_decode(
 const PROJ: usize = HEADS * 2 * HEAD_DIM + 2 * KV_HEADS * HEAD_DIM;
 
 /// The stacked q/k/v projection of t ≤ 8 tokens' RMSNorm(h), each row read once for all of them
-/// (`gemv_norm_tokens`): scratch buffer 0, f32 `[t, PROJ]`, returned.
+/// (`gemv_norm_mma`): scratch buffer 0, f32 `[t, PROJ]`, returned.
 #[allow(clippy::too_many_arguments)]
 fn qkv_tokens(
     gpu: &Gpu,
@@ -197,14 +197,14 @@ fn qkv_tokens(
 ) -> Result<DevPtr> {
     ensure!(w.qkv_proj.rows == PROJ, "attention: stacked q/k/v of {} rows, not {PROJ}", w.qkv_proj.rows);
     let proj = scratch.ptr(0);
-    gemv_norm_tokens(gpu, h, norm, eps, &w.qkv_proj, t, proj, PROJ)?;
+    gemv_norm_mma(gpu, h, norm, eps, &w.qkv_proj, t, proj, PROJ)?;
     Ok(proj)
 }
 
 /// `attention_decode` for t ≤ 8 consecutive tokens of one sequence (h f32 `[t, 2048]`; the
 /// multi-token step), bf16 weights: token i goes to `cache` at `positions[i]`. Returns the gated
 /// outputs (bf16 `[t, 4096]`, scratch buffer 2). The stacked q/k/v projection is read once for
-/// all t tokens (`gemv_norm_tokens`); then, token by token, q/k norm + RoPE writes token i's keys
+/// all t tokens (`gemv_norm_mma`); then, token by token, q/k norm + RoPE writes token i's keys
 /// and values and it attends over `0 ..= positions[i]` as the one-token step does (the same
 /// split count, so the same bits). positions: i32 `[t]` on the device. Scratch buffers 0–4.
 #[allow(clippy::too_many_arguments)]
@@ -245,7 +245,7 @@ pub struct BatchCaches {
 }
 
 /// `attention_decode_tokens` for one token of each of n ≤ 8 sequences, in three launches
-/// whatever n: q/k/v read once (`gemv_norm_tokens`), then q/k norm + RoPE, attention and the
+/// whatever n: q/k/v read once (`gemv_norm_mma`), then q/k norm + RoPE, attention and the
 /// combine each in one launch over the sequences, each block doing what it does in sequence s's
 /// own one-token launch (the same split count), so each row gets the same bits. Returns the gated
 /// outputs (bf16 `[n, 4096]`, scratch buffer 2). Scratch buffers 0–4.

@@ -3,7 +3,7 @@
 //!
 //! Kernels (`gdn_conv.cu`, `gdn_delta.cu`; launch geometry in each kernel's comment):
 //! - `gdn_conv_silu`: the conv over T tokens with the window state, SiLU, and the window update
-//!   (prefill; the decode step folds the conv into its in-projection GEMV, `gemv_norm_conv_bf16`).
+//!   (prefill; the decode step folds the conv into its in-projection GEMV, `gemv_norm_conv_mma_bf16`).
 //! - `gdn_decode_step` (T = 1): gates + l2norm + recurrence + gated norm in one kernel, 32 heads ×
 //!   4 column groups (clusters of 4 blocks share the norm's Σo²); S is read and written once.
 //! - prefill (any T): `gdn_prep` (l2norm in place, gates, k·q) → `gdn_prefill_scan` (the state
@@ -13,7 +13,7 @@
 //! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
 
 use crate::kernels::{kernel_file, widths, Launch};
-use crate::ops::linear::{gemv_norm_conv, gemv_norm_tokens, linear};
+use crate::ops::linear::{gemv_norm_conv, gemv_norm_mma, linear};
 use crate::ops::Scratch;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{GdnGpu, Matrix, Vector};
@@ -214,7 +214,7 @@ impl StackedProj {
 }
 
 /// The stacked bf16 in-projection of t tokens' RMSNorm(h) (h f32 [t, 2048]) into scratch
-/// buffer 0, f32 [t, 12352], each row read once for all of them (`gemv_norm_tokens`).
+/// buffer 0, f32 [t, 12352], each row read once for all of them (`gemv_norm_mma`).
 #[allow(clippy::too_many_arguments)]
 fn stacked_projection(
     gpu: &Gpu,
@@ -232,7 +232,7 @@ fn stacked_projection(
         if w.in_proj.fp8_scales.is_some() { " of FP8" } else { "" }
     );
     let proj = scratch.ptr(0);
-    gemv_norm_tokens(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS)?;
+    gemv_norm_mma(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS)?;
     Ok(StackedProj::at(proj))
 }
 
@@ -264,7 +264,7 @@ impl GdnStatesAfter {
 
 /// `gdn_decode` for t ≤ `after.tokens` consecutive tokens of one sequence (the multi-token decode
 /// step; h f32 [t, 2048]), bf16 weights: returns y (bf16 [t, 4096], scratch buffer 3). The
-/// stacked in-projection is read once for all t tokens (`gemv_norm_tokens`), the conv and the
+/// stacked in-projection is read once for all t tokens (`gemv_norm_mma`), the conv and the
 /// delta steps run over the t tokens in one launch each, and the state after each token goes to
 /// `after`; `state` itself is not changed. Every token gets the bits `gdn_decode` would give it.
 /// Scratch buffers 0, 1, 3.
@@ -319,7 +319,7 @@ pub fn gdn_decode_tokens(
 
 /// `gdn_decode` for one token of each of n ≤ 8 sequences (the batched decode step; h f32
 /// [n, 2048]), bf16 weights: returns y (bf16 [n, 4096], scratch buffer 3). The stacked
-/// in-projection is read once for all n (`gemv_norm_tokens`); the conv and the delta step take
+/// in-projection is read once for all n (`gemv_norm_mma`); the conv and the delta step take
 /// every sequence's token in one launch each, updating its state in place. `windows` and
 /// `recurrents`: u64 [n] device arrays of the sequences' `conv` and `recurrent` pointers. Each
 /// token gets the bits `gdn_decode` would give it. Scratch buffers 0, 1, 3.

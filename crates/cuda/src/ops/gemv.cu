@@ -4,7 +4,8 @@
 //                  y += W · x           (the residual add of out_proj / o_proj folded in)
 // gemv_norm_bf16:  y = W · RMSNorm(h)   (h f32 [2048], the residual stream: the sub-layer's input
 //                  norm folded into its first projection; each block normalises h itself)
-// gemv_norm_conv_bf16: the same for the GDN in-projection, the causal conv folded in (below)
+// (The projections of the residual stream in the decode steps — q/k/v, the GDN in-projection —
+// run on the tensor cores: gemv_mma.cu. gemv_norm_bf16 remains the lm_head's.)
 //
 // Geometry, in 2048 (the in-projections, q/k/v, lm_head: streaming): two blocks of 8 warps
 // per SM (grid = 2 × the SM count); the grid's warps take the rows round-robin (warp g of G: rows
@@ -220,56 +221,6 @@ extern "C" __global__ void __launch_bounds__(256)
     stage_rms_norm(h, w1p, eps, xs, red);
     const bool lead = (threadIdx.x & 31) == 0;
     s.run(w, xs, [&](int r, int, float v) { if (lead) y[r] = v; }, [](int, int) {});
-}
-
-// gemv_norm_conv_bf16: the GDN decode step's in-projection (rows [qkv 8192 | z 4096 | b 32 | a 32])
-// with the causal conv + SiLU (gdn_conv.cu, same arithmetic) folded into the qkv rows' epilogue:
-// qkv row r is conv channel r, owned by the one warp that computes it, which reads the channel's
-// window (conv_state rows 0..2, fetched with the row's weights), writes
-// mixed[r] = silu(taps[r] · [s0, s1, s2, v]) and shifts the window to [s1, s2, v]. z, b, a rows go
-// to y as usual (y[8192..]); y's qkv part is left unwritten.
-//   conv_state f32 [3, 8192] (oldest first), taps f32 [8192, 4], mixed f32 [8192].
-extern "C" __global__ void __launch_bounds__(256)
-    gemv_norm_conv_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
-                        float* __restrict__ y, int out_dim, float eps, float* __restrict__ conv_state,
-                        const float* __restrict__ taps, float* __restrict__ mixed) {
-    extern __shared__ __align__(16) unsigned char smem[];
-    __shared__ float red[32];
-    constexpr int DEPTH = GemvStream<HIDDEN>::DEPTH;
-    float* xs = GemvStream<HIDDEN>::staging(smem);
-    const GemvStream<HIDDEN> s(smem, out_dim);
-    s.prologue(w);
-    pdl_wait();
-    pdl_trigger();
-    const bool lead = (threadIdx.x & 31) == 0;
-    float4 tap[DEPTH];
-    float s0[DEPTH], s1[DEPTH], s2[DEPTH];
-    auto fetch_window = [&](int r, int d) {
-        if (lead && r < GDN_CONV_DIM) {
-            tap[d] = *reinterpret_cast<const float4*>(taps + 4 * r);
-            s0[d] = conv_state[r];
-            s1[d] = conv_state[GDN_CONV_DIM + r];
-            s2[d] = conv_state[2 * GDN_CONV_DIM + r];
-        }
-    };
-#pragma unroll
-    for (int d = 0; d < DEPTH; d++) fetch_window(s.first + d * s.stride, d);
-    stage_rms_norm(h, w1p, eps, xs, red);
-    s.run(
-        w, xs,
-        [&](int r, int d, float v) {
-            if (!lead) return;
-            if (r < GDN_CONV_DIM) {
-                const float c = tap[d].x * s0[d] + tap[d].y * s1[d] + tap[d].z * s2[d] + tap[d].w * v;
-                mixed[r] = silu(c);
-                conv_state[r] = s1[d];
-                conv_state[GDN_CONV_DIM + r] = s2[d];
-                conv_state[2 * GDN_CONV_DIM + r] = v;
-            } else {
-                y[r] = v;
-            }
-        },
-        fetch_window);
 }
 
 // gemv_norm_tokens_bf16: gemv_norm_bf16 for `tokens` ≤ 8 tokens at once (the multi-token decode

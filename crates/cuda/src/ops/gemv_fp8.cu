@@ -1,6 +1,6 @@
 // Decode projections with FP8 weights, one token: y[out] = W[out, in] · x[in], W e4m3 row-major
 // [out, 2048] with scales f32 [out/128, 16] (w = q · s of its 128×128 block), f32 accumulation:
-// the FP8 forms of gemv.cu's gemv_norm_bf16 and gemv_norm_conv_bf16 (same inputs and outputs),
+// the FP8 forms of gemv.cu's gemv_norm_bf16 and gemv_mma.cu's gemv_norm_conv_mma_bf16 (same inputs and outputs),
 // and the dequantisation prefill multiplies.
 
 #define FP8_WARPS 8
@@ -169,7 +169,7 @@ extern "C" __global__ void __launch_bounds__(256)
 
 // The GDN decode step's in-projection with FP8 rows [qkv 8192 | z 4096] (out_dim = 12288) and
 // the bf16 rows [b 32 | a 32] (`tail`, kept bf16 by the format) written to y[12288 ..12352];
-// the causal conv + SiLU folded into the qkv rows as in gemv_norm_conv_bf16 (the same arithmetic):
+// the causal conv + SiLU folded into the qkv rows as in gemv_norm_conv_mma_bf16 (the same arithmetic):
 //   conv_state f32 [3, 8192] (oldest first), taps f32 [8192, 4], mixed f32 [8192] = silu(conv),
 //   y f32 [12352] gets z, b, a (its qkv part is left unwritten).
 // The 64 tail rows go to warps of the last blocks (they have the fewest tiles: 768 tiles over

@@ -15,8 +15,14 @@ kernel_file! {
         fn gemv_bf16(w: DevPtr, x: DevPtr, y: DevPtr, out_dim: i32, in_dim: i32, accumulate: i32);
         fn gemv_tokens_4096_bf16(w: DevPtr, x: DevPtr, y: DevPtr, out_dim: i32, tokens: i32);
         fn gemv_norm_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32);
-        fn gemv_norm_conv_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
         fn gemv_norm_tokens_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32, eps: f32);
+    }
+}
+kernel_file! {
+    /// `gemv_mma.cu`'s kernels.
+    pub mod gemv_mma_cu = "gemv_mma.cu" {
+        fn gemv_norm_mma_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32, eps: f32);
+        fn gemv_norm_conv_mma_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
     }
 }
 kernel_file! {
@@ -53,6 +59,12 @@ fn gemv_shared_bytes(cols: usize) -> u32 {
 /// Dynamic shared memory of the FP8 GEMVs (`Fp8Smem` in gemv_fp8.cu): 8 warps' 2-tile rings
 /// (16 rows × 256 bytes), x as f32 and as two e4m3 parts, 16 group scales, 8 × 16 partial sums.
 const FP8_GEMV_SHARED: u32 = (8 * 2 * 16 * 256 + 2048 * 4 + 2 * 2048 + 16 * 4 + 8 * 16 * 4) as u32;
+
+/// Dynamic shared memory of the tensor-core GEMVs (`gemv_mma.cu`): 8 warps' 2-tile rings (16 rows
+/// × 512 bytes), then x bf16 [tokens, 2048].
+fn mma_gemv_shared(tokens: usize) -> u32 {
+    (8 * 2 * 16 * 512 + tokens * 2048 * 2) as u32
+}
 
 /// Blocks of the streaming GEMVs: two per SM.
 pub(crate) fn gemv_blocks(gpu: &Gpu) -> (u32, u32, u32) {
@@ -98,12 +110,40 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
     gemv_cu::gemv_norm_bf16(gpu, launch, w.ptr, h, norm.ptr, y, w.rows as i32, eps)
 }
 
-/// Most tokens `gemv_norm_tokens` takes (the multi-token decode step's limit).
+/// Most tokens `gemv_norm_tokens` and `gemv_norm_mma` take (the multi-token decode step's limit).
 pub const GEMV_MAX_TOKENS: usize = 8;
 
-/// `gemv_norm` for t ≤ GEMV_MAX_TOKENS tokens at once (the multi-token decode step), bf16 weights:
-/// y[i·y_stride + r] = w[r] · RMSNorm(h[i]) for i < t, h f32 [t, 2048]. Each row of w is read once
-/// for all t tokens, and each token gets the bits of its own `gemv_norm`.
+/// y[i·y_stride + r] = w[r] · RMSNorm(h[i]) for i < t ≤ GEMV_MAX_TOKENS, h f32 [t, 2048], on the
+/// tensor cores (`gemv_mma.cu`): each row of w is read once for all t tokens, and a token gets the
+/// same bits whatever the others are (one token alone included). The decode steps' projections
+/// of the residual stream (q/k/v, the GDN in-projection) for one token or several. An FP8 w takes
+/// one token (`gemv_norm_fp8`, y_stride = w.rows).
+#[allow(clippy::too_many_arguments)]
+pub fn gemv_norm_mma(
+    gpu: &Gpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    w: &Matrix,
+    t: usize,
+    y: DevPtr,
+    y_stride: usize,
+) -> Result<()> {
+    ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm_mma: {}x{} / norm {} (2048 wide)", w.rows, w.cols, norm.len);
+    ensure!((1..=GEMV_MAX_TOKENS).contains(&t), "gemv_norm_mma: {t} tokens (1..={GEMV_MAX_TOKENS})");
+    ensure!(y_stride >= w.rows, "gemv_norm_mma: output rows of {y_stride} for {} rows", w.rows);
+    if w.fp8_scales.is_some() {
+        ensure!(t == 1 && y_stride == w.rows, "gemv_norm_mma: an FP8 matrix takes one token");
+        return gemv_norm(gpu, h, norm, eps, w, y);
+    }
+    let launch = Launch::new((gpu.sms, 1, 1), 256, mma_gemv_shared(t));
+    gemv_mma_cu::gemv_norm_mma_bf16(gpu, launch, w.ptr, h, norm.ptr, y, w.rows as i32, y_stride as i32, t as i32, eps)
+}
+
+/// `gemv_norm` for t ≤ GEMV_MAX_TOKENS tokens at once (the several-token steps' lm_head), bf16
+/// weights: y[i·y_stride + r] = w[r] · RMSNorm(h[i]) for i < t, h f32 [t, 2048]. Each row of w is
+/// read once for all t tokens, and each token gets the bits of its own `gemv_norm` (which the
+/// screened lm_head's rescore reproduces).
 #[allow(clippy::too_many_arguments)]
 pub fn gemv_norm_tokens(
     gpu: &Gpu,
@@ -196,9 +236,9 @@ pub fn gemv_norm_conv(
         w.cols,
         norm.len
     );
-    let launch = Launch::new(gemv_blocks(gpu), 256, gemv_shared_bytes(w.cols));
+    let launch = Launch::new((gpu.sms, 1, 1), 256, mma_gemv_shared(1));
     let rows = w.rows as i32;
-    gemv_cu::gemv_norm_conv_bf16(gpu, launch, w.ptr, h, norm.ptr, y, rows, eps, conv_state, taps, mixed)
+    gemv_mma_cu::gemv_norm_conv_mma_bf16(gpu, launch, w.ptr, h, norm.ptr, y, rows, eps, conv_state, taps, mixed)
 }
 
 /// out (bf16, `w.rows × w.cols`) = the FP8 matrix w dequantised (w = q · s, rounded to bf16):
@@ -367,6 +407,73 @@ mod tests {
         let (_, w, _wbuf) = upload_matrix(1, 64, 2048);
         let y = gpu.alloc(9 * 64 * 4).unwrap();
         assert!(gemv_norm_tokens(gpu, y.ptr(), &norm, 1e-6, &w, 9, y.ptr(), 64).is_err(), "9 tokens");
+    }
+
+    /// The tensor-core GEMV: t tokens' W·RMSNorm(h_i) in one launch, each token's row the bits it
+    /// gets alone (t = 1) and close to the CPU's matmul, rows past the matrix's in a wider output
+    /// stride untouched; the one-token GDN in-projection with the conv folded in gives the same
+    /// z/b/a bits and the CPU's conv of the same qkv rows.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemv_norm_mma_matches_one_token_and_cpu() {
+        let gpu = gpu();
+        let norm_w = random(5, 2048, 0.3);
+        let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: 2048 };
+        for (rows, t) in [(12352, 8), (9216, 3), (300, 1), (257, 6), (16 * 133 * 2 + 5, 2)] {
+            let (w_cpu, w, _wbuf) = upload_matrix(60 + t as u64, rows, 2048);
+            let h = random(70 + t as u64, t * 2048, 3.0);
+            let hb = gpu.upload_f32(&h).unwrap();
+            let stride = rows + 3;
+            let y = gpu.upload_f32(&vec![f32::NAN; t * stride]).unwrap();
+            gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, y.ptr(), stride).unwrap();
+            let got = gpu.download_f32(y.ptr(), t * stride).unwrap();
+            let one = gpu.alloc(rows * 4).unwrap();
+            for i in 0..t {
+                let row = &got[i * stride..][..stride];
+                assert!(row[rows..].iter().all(|v| v.is_nan()), "{rows} rows, token {i}: wrote past its rows");
+                let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h[i * 2048..][..2048], &norm_w, 1e-6));
+                let want = solo_cpu::ops::matmul(&x, &w_cpu);
+                assert_close(&format!("{t} tokens, token {i}, {rows} rows"), &row[..rows], &want, 1e-5);
+                gemv_norm_mma(gpu, hb.ptr() + (i * 2048 * 4) as u64, &norm, 1e-6, &w, 1, one.ptr(), rows).unwrap();
+                let alone = gpu.download_f32(one.ptr(), rows).unwrap();
+                assert!(
+                    row[..rows].iter().zip(&alone).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{t} tokens, token {i}, {rows} rows: not the bits of the token alone"
+                );
+            }
+        }
+        let (_, w, _wbuf) = upload_matrix(1, 64, 2048);
+        let y = gpu.alloc(9 * 64 * 4).unwrap();
+        assert!(gemv_norm_mma(gpu, y.ptr(), &norm, 1e-6, &w, 9, y.ptr(), 64).is_err(), "9 tokens");
+
+        let (conv, rows) = (8192, 12352);
+        let (_, w, _wbuf) = upload_matrix(80, rows, 2048);
+        let h = random(81, 2048, 3.0);
+        let state: Vec<f32> = random(82, 3 * conv, 1.0);
+        let taps: Vec<f32> = random(83, 4 * conv, 0.6);
+        let (hb, sb, tb) =
+            (gpu.upload_f32(&h).unwrap(), gpu.upload_f32(&state).unwrap(), gpu.upload_f32(&taps).unwrap());
+        let plain = gpu.alloc(rows * 4).unwrap();
+        gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, 1, plain.ptr(), rows).unwrap();
+        let plain = gpu.download_f32(plain.ptr(), rows).unwrap();
+        let y = gpu.upload_f32(&vec![f32::NAN; rows]).unwrap();
+        let mixed = gpu.upload_f32(&vec![f32::NAN; conv]).unwrap();
+        gemv_norm_conv(gpu, hb.ptr(), &norm, 1e-6, &w, &w, y.ptr(), sb.ptr(), tb.ptr(), mixed.ptr()).unwrap();
+        let got_y = gpu.download_f32(y.ptr(), rows).unwrap();
+        assert!(
+            got_y[conv..].iter().zip(&plain[conv..]).all(|(a, b)| a.to_bits() == b.to_bits()),
+            "in-projection with the conv: z/b/a rows are not gemv_norm_mma's bits"
+        );
+        let (mut want_mixed, mut want_state) = (vec![0.0; conv], state.clone());
+        for r in 0..conv {
+            let (s0, s1, s2, v) = (state[r], state[conv + r], state[2 * conv + r], plain[r]);
+            let c = taps[4 * r] * s0 + taps[4 * r + 1] * s1 + taps[4 * r + 2] * s2 + taps[4 * r + 3] * v;
+            want_mixed[r] = solo_cpu::ops::silu(c);
+            (want_state[r], want_state[conv + r], want_state[2 * conv + r]) = (s1, s2, v);
+        }
+        assert_close("in-projection: conv output", &gpu.download_f32(mixed.ptr(), conv).unwrap(), &want_mixed, 1e-5);
+        assert_eq!(gpu.download_f32(sb.ptr(), 3 * conv).unwrap(), want_state, "in-projection: conv window");
     }
 
     /// A random FP8 matrix (the official block recipe) on the CPU and on the GPU.

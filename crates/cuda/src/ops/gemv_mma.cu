@@ -1,0 +1,151 @@
+// Decode projections of 1 to 8 tokens on the tensor cores (mma.sync m16n8k16, bf16 × bf16, f32
+// accumulation): y[t, r] = W[r] · x[t], x[t] = bf16(RMSNorm(h[t])), W bf16 [rows, 2048].
+//
+// The tokens are the MMA's n = 8 side: each weight tile is read once for all of them, and a
+// token's sums are those of its own column of the MMA, whatever the other columns hold. So a token
+// gets the same bits alone as beside up to 7 others: the one-token decode step and the batched /
+// multi-token steps run these same kernels, and each sequence's row of a batch is its own step's.
+// (On the CUDA cores several tokens cost one dot per token per weight: the batched step's
+// in-projection ran at 1.0 TB/s at 8 tokens, bench/RESULTS.md.)
+//
+// gemv_norm_mma_bf16:      y[t·y_stride + r] for every row (the attention q/k/v, the several-token
+//                          GDN in-projection).
+// gemv_norm_conv_mma_bf16: one token, the GDN decode step's in-projection (rows [qkv 8192 | z 4096
+//                          | b 32 | a 32]) with the causal conv + SiLU folded into the qkv rows, as
+//                          gemv_fp8.cu's gemv_norm_conv_fp8 folds it (the arithmetic of gdn_conv.cu).
+//
+// Geometry (gemv_fp8.cu's fp8_tiles, with bf16 tiles): a block of 8 warps, one block per SM, takes
+// 16-row tiles (blockIdx.x, + gridDim.x, ...); warp w takes columns [256w, 256w + 256) of each
+// tile (16 rows × 512 bytes = 8 KB), streamed through its own 2-tile cp.async ring (16-byte chunks
+// XOR-swizzled by row, so that ldmatrix reads them without bank conflicts), and keeps its B
+// fragments (its column range of every token's x: 16 k-steps × 2 registers) for the whole
+// kernel. The 8 warps' partial sums meet in shared memory and are added in warp order.
+// Dynamic shared memory: the rings (128 KB), then x bf16 [tokens][2048].
+
+#define MMA_WARPS 8
+#define MMA_TOKENS 8
+#define MMA_TILE_BYTES (16 * 512)
+#define MMA_RING_BYTES (MMA_WARPS * 2 * MMA_TILE_BYTES)
+
+__device__ __forceinline__ unsigned char* mma_slot(unsigned char* smem, int warp, int slot) {
+    return smem + (warp * 2 + slot) * MMA_TILE_BYTES;
+}
+
+// Warp `warp`'s slice of tile `tile` (rows tile·16 .., columns 256·warp ..) into `slot`: copy c
+// of every lane is row c, lane l its 16-byte chunk l (stored at chunk l ^ (c % 8)), so each copy
+// instruction reads 512 contiguous bytes. One commit group; rows at or past `rows` are zeros.
+__device__ __forceinline__ void mma_request_tile(unsigned char* slot, const bf16* __restrict__ W, int tile, int rows) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int row = 0; row < 16; row++) {
+        const int r = tile * 16 + row;
+        cp_async16(slot + row * 512 + ((lane ^ (row & 7)) << 4),
+                   W + (size_t)(r < rows ? r : 0) * HIDDEN + warp * 256 + lane * 8, r < rows);
+    }
+    cp_async_commit();
+}
+
+// The block's first two tiles into each warp's ring (before pdl_wait: weights only).
+__device__ __forceinline__ void mma_prologue(unsigned char* smem, const bf16* __restrict__ W, int rows) {
+    const int warp = threadIdx.x >> 5;
+    mma_request_tile(mma_slot(smem, warp, 0), W, blockIdx.x, rows);
+    mma_request_tile(mma_slot(smem, warp, 1), W, blockIdx.x + gridDim.x, rows);
+}
+
+// For every 16-row tile of this block: store(row, token, W[row] · x[token]) for its rows < rows
+// and tokens < tokens (threads 0..127: row = thread / 8, token = thread % 8). Call after
+// mma_prologue and with xb (bf16 [tokens][2048], shared) staged.
+template <class Store>
+__device__ __forceinline__ void mma_tiles(unsigned char* smem, const bf16* __restrict__ W, int rows, int tokens,
+                                          float (*part)[16][MMA_TOKENS], Store store) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int g = lane >> 2, j = lane & 3;  // the fragments' group (row / token) and lane in it
+    const bf16* xb = reinterpret_cast<const bf16*>(smem + MMA_RING_BYTES);
+    // B[k][n] = x[n][k]: this lane holds x[g][k, k+1] and x[g][k+8, k+9], k = 256·warp + 16·step + 2j
+    uint32_t b[16][2];
+#pragma unroll
+    for (int st = 0; st < 16; st++) {
+        const int k = warp * 256 + st * 16 + 2 * j;
+        b[st][0] = g < tokens ? *reinterpret_cast<const uint32_t*>(xb + g * HIDDEN + k) : 0u;
+        b[st][1] = g < tokens ? *reinterpret_cast<const uint32_t*>(xb + g * HIDDEN + k + 8) : 0u;
+    }
+    // ldmatrix.x4: lane gives row (lane & 7) + 8·((lane >> 3) & 1) of matrix lane / 8, whose 16
+    // bytes are the k-step's first (matrices 0, 1) or second (2, 3) eight columns: a0..a3 of the
+    // row-major A fragment
+    const int lrow = (lane & 7) + 8 * ((lane >> 3) & 1), lhalf = lane >> 4;
+    const int tiles = (rows + 15) / 16;
+    int it = 0;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, it++) {
+        unsigned char* slot = mma_slot(smem, warp, it & 1);
+        cp_async_wait<1>();  // this tile's group has landed (the next may be in flight)
+        __syncwarp();
+        float d[4] = {0.f, 0.f, 0.f, 0.f};  // (row g, token 2j), (g, 2j+1), (g+8, 2j), (g+8, 2j+1)
+#pragma unroll
+        for (int st = 0; st < 16; st++) {
+            const int chunk = 2 * st + lhalf;
+            uint32_t a[4];
+            ldmatrix_x4(a[0], a[1], a[2], a[3],
+                        reinterpret_cast<const bf16*>(slot + lrow * 512 + ((chunk ^ (lrow & 7)) << 4)));
+            mma_bf16(d, a[0], a[1], a[2], a[3], b[st][0], b[st][1]);
+        }
+        __syncwarp();  // every lane's ldmatrix reads of the slot are done
+        mma_request_tile(slot, W, tile + 2 * gridDim.x, rows);
+        part[warp][g][2 * j] = d[0];
+        part[warp][g][2 * j + 1] = d[1];
+        part[warp][g + 8][2 * j] = d[2];
+        part[warp][g + 8][2 * j + 1] = d[3];
+        __syncthreads();
+        if (threadIdx.x < 16 * MMA_TOKENS) {
+            const int row = threadIdx.x / MMA_TOKENS, t = threadIdx.x % MMA_TOKENS, r = tile * 16 + row;
+            if (t < tokens && r < rows) {
+                float v = 0.f;
+#pragma unroll
+                for (int w = 0; w < MMA_WARPS; w++) v += part[w][row][t];
+                store(r, t, v);
+            }
+        }
+        __syncthreads();
+    }
+    cp_async_wait<0>();  // no copy into shared memory outlives the block
+}
+
+extern "C" __global__ void __launch_bounds__(256, 1)
+    gemv_norm_mma_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
+                       float* __restrict__ y, int out_dim, int y_stride, int tokens, float eps) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ float red[32];
+    __shared__ float part[MMA_WARPS][16][MMA_TOKENS];
+    mma_prologue(smem, w, out_dim);
+    pdl_wait();
+    pdl_trigger();
+    bf16* xb = reinterpret_cast<bf16*>(smem + MMA_RING_BYTES);
+    for (int t = 0; t < tokens; t++) stage_rms_norm_bf16(h + (size_t)t * HIDDEN, w1p, eps, xb + t * HIDDEN, red);
+    mma_tiles(smem, w, out_dim, tokens, part, [&](int r, int t, float v) { y[(size_t)t * y_stride + r] = v; });
+}
+
+//   conv_state f32 [3, 8192] (oldest first), taps f32 [8192, 4], mixed f32 [8192] = silu(conv);
+//   y f32 [12352] gets z, b, a (its qkv part is left unwritten).
+extern "C" __global__ void __launch_bounds__(256, 1)
+    gemv_norm_conv_mma_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
+                            float* __restrict__ y, int out_dim, float eps, float* __restrict__ conv_state,
+                            const float* __restrict__ taps, float* __restrict__ mixed) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ float red[32];
+    __shared__ float part[MMA_WARPS][16][MMA_TOKENS];
+    mma_prologue(smem, w, out_dim);
+    pdl_wait();
+    pdl_trigger();
+    stage_rms_norm_bf16(h, w1p, eps, reinterpret_cast<bf16*>(smem + MMA_RING_BYTES), red);
+    mma_tiles(smem, w, out_dim, 1, part, [&](int r, int, float v) {
+        if (r < GDN_CONV_DIM) {
+            const float4 t = *reinterpret_cast<const float4*>(taps + 4 * r);
+            const float s0 = conv_state[r], s1 = conv_state[GDN_CONV_DIM + r], s2 = conv_state[2 * GDN_CONV_DIM + r];
+            mixed[r] = silu(t.x * s0 + t.y * s1 + t.z * s2 + t.w * v);
+            conv_state[r] = s1;
+            conv_state[GDN_CONV_DIM + r] = s2;
+            conv_state[2 * GDN_CONV_DIM + r] = v;
+        } else {
+            y[r] = v;
+        }
+    });
+}
