@@ -9,7 +9,7 @@
 //! kernels; no launch shape depends on it, so a decode step can be captured in a CUDA graph.
 
 use crate::kernels::{kernel_file, Launch};
-use crate::ops::linear::{gemv_norm_mma, linear};
+use crate::ops::linear::{gemv_norm_mma, linear, project};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{AttentionGpu, Vector};
@@ -145,9 +145,9 @@ pub fn attention_mixer(
     let q = k + (2 * t * KV_HEADS * HEAD_DIM * 4) as u64;
     let gated = scratch.ptr(2);
 
-    linear(gpu, x, &w.q_proj, t, qg)?;
-    linear(gpu, x, &w.k_proj, t, k)?;
-    linear(gpu, x, &w.v_proj, t, v)?;
+    project(gpu, x, &w.q_proj, t, qg)?;
+    project(gpu, x, &w.k_proj, t, k)?;
+    project(gpu, x, &w.v_proj, t, v)?;
     qk_norm_rope(gpu, w, qg, k, v, t, pos, cache, q)?;
     attend(gpu, q, qg, t, pos, cache, scratch, gated)?;
     linear(gpu, gated, &w.o_proj, t, out)

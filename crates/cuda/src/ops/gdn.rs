@@ -13,7 +13,7 @@
 //! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
 
 use crate::kernels::{kernel_file, widths, Launch};
-use crate::ops::linear::{gemv_norm_conv, gemv_norm_mma, linear};
+use crate::ops::linear::{gemv_norm_conv, gemv_norm_mma, linear, project};
 use crate::ops::Scratch;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{GdnGpu, Matrix, Vector};
@@ -151,10 +151,10 @@ pub fn gdn_mixer(
 ) -> Result<()> {
     let buf = GdnBuffers::new(scratch, t)?;
     let consts = GdnConsts::of(w);
-    linear(gpu, x, &w.in_proj_qkv, t, buf.qkv)?;
-    linear(gpu, x, &w.in_proj_z, t, buf.z)?;
-    linear(gpu, x, &w.in_proj_b, t, buf.b)?;
-    linear(gpu, x, &w.in_proj_a, t, buf.a)?;
+    project(gpu, x, &w.in_proj_qkv, t, buf.qkv)?;
+    project(gpu, x, &w.in_proj_z, t, buf.z)?;
+    project(gpu, x, &w.in_proj_b, t, buf.b)?;
+    project(gpu, x, &w.in_proj_a, t, buf.a)?;
     let (conv, recurrent) = (state.conv.ptr(), state.recurrent.ptr());
     conv_silu(gpu, buf.qkv, conv, conv, w.conv1d.ptr, t, buf.mixed)?;
     if t == 1 {

@@ -10,6 +10,8 @@
 //
 // gemv_norm_mma_bf16:      y[t·y_stride + r] for every row (the attention q/k/v, the several-token
 //                          GDN in-projection).
+// gemv_mma_bf16:           the same for x given (bf16 [tokens, 2048]): the one-token forward pass
+//                          (prefill of one token) projects with it, so it gets the decode step's bits.
 // gemv_norm_conv_mma_bf16: one token, the GDN decode step's in-projection (rows [qkv 8192 | z 4096
 //                          | b 32 | a 32]) with the causal conv + SiLU folded into the qkv rows, as
 //                          gemv_fp8.cu's gemv_norm_conv_fp8 folds it (the arithmetic of gdn_conv.cu).
@@ -53,11 +55,14 @@ __device__ __forceinline__ void mma_prologue(unsigned char* smem, const bf16* __
 }
 
 // For every 16-row tile of this block: store(row, token, W[row] · x[token]) for its rows < rows
-// and tokens < tokens (threads 0..127: row = thread / 8, token = thread % 8). Call after
-// mma_prologue and with xb (bf16 [tokens][2048], shared) staged.
-template <class Store>
+// and tokens < tokens (threads 0..127: row = thread / 8, token = thread % 8). ahead(tile) runs on
+// every thread for the block's first tile and, after each tile's stores, for its next one: per-row
+// inputs of the stores (the conv's window) are fetched a tile early, off the tiles' path. Call
+// after mma_prologue and with xb (bf16 [tokens][2048], shared) staged. `part` holds two tiles'
+// partial sums, so one barrier a tile suffices.
+template <class Store, class Ahead>
 __device__ __forceinline__ void mma_tiles(unsigned char* smem, const bf16* __restrict__ W, int rows, int tokens,
-                                          float (*part)[16][MMA_TOKENS], Store store) {
+                                          float (*part)[MMA_WARPS][16][MMA_TOKENS], Store store, Ahead ahead) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, j = lane & 3;  // the fragments' group (row / token) and lane in it
     const bf16* xb = reinterpret_cast<const bf16*>(smem + MMA_RING_BYTES);
@@ -74,6 +79,7 @@ __device__ __forceinline__ void mma_tiles(unsigned char* smem, const bf16* __res
     // row-major A fragment
     const int lrow = (lane & 7) + 8 * ((lane >> 3) & 1), lhalf = lane >> 4;
     const int tiles = (rows + 15) / 16;
+    ahead(blockIdx.x);
     int it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, it++) {
         unsigned char* slot = mma_slot(smem, warp, it & 1);
@@ -90,37 +96,61 @@ __device__ __forceinline__ void mma_tiles(unsigned char* smem, const bf16* __res
         }
         __syncwarp();  // every lane's ldmatrix reads of the slot are done
         mma_request_tile(slot, W, tile + 2 * gridDim.x, rows);
-        part[warp][g][2 * j] = d[0];
-        part[warp][g][2 * j + 1] = d[1];
-        part[warp][g + 8][2 * j] = d[2];
-        part[warp][g + 8][2 * j + 1] = d[3];
+        float(*p)[16][MMA_TOKENS] = part[it & 1];
+        p[warp][g][2 * j] = d[0];
+        p[warp][g][2 * j + 1] = d[1];
+        p[warp][g + 8][2 * j] = d[2];
+        p[warp][g + 8][2 * j + 1] = d[3];
+        // (this tile's sums are complete after the barrier; the other half of `part` was last
+        // read before it, in the previous tile)
         __syncthreads();
         if (threadIdx.x < 16 * MMA_TOKENS) {
             const int row = threadIdx.x / MMA_TOKENS, t = threadIdx.x % MMA_TOKENS, r = tile * 16 + row;
             if (t < tokens && r < rows) {
                 float v = 0.f;
 #pragma unroll
-                for (int w = 0; w < MMA_WARPS; w++) v += part[w][row][t];
+                for (int w = 0; w < MMA_WARPS; w++) v += p[w][row][t];
                 store(r, t, v);
             }
         }
-        __syncthreads();
+        ahead(tile + gridDim.x);
     }
     cp_async_wait<0>();  // no copy into shared memory outlives the block
 }
+
+// No per-row inputs to fetch ahead.
+struct NothingAhead {
+    __device__ __forceinline__ void operator()(int) const {}
+};
 
 extern "C" __global__ void __launch_bounds__(256, 1)
     gemv_norm_mma_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
                        float* __restrict__ y, int out_dim, int y_stride, int tokens, float eps) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
-    __shared__ float part[MMA_WARPS][16][MMA_TOKENS];
+    __shared__ float part[2][MMA_WARPS][16][MMA_TOKENS];
     mma_prologue(smem, w, out_dim);
     pdl_wait();
     pdl_trigger();
     bf16* xb = reinterpret_cast<bf16*>(smem + MMA_RING_BYTES);
     for (int t = 0; t < tokens; t++) stage_rms_norm_bf16(h + (size_t)t * HIDDEN, w1p, eps, xb + t * HIDDEN, red);
-    mma_tiles(smem, w, out_dim, tokens, part, [&](int r, int t, float v) { y[(size_t)t * y_stride + r] = v; });
+    mma_tiles(smem, w, out_dim, tokens, part, [&](int r, int t, float v) { y[(size_t)t * y_stride + r] = v; },
+              NothingAhead());
+}
+
+extern "C" __global__ void __launch_bounds__(256, 1)
+    gemv_mma_bf16(const bf16* __restrict__ w, const bf16* __restrict__ x, float* __restrict__ y, int out_dim,
+                  int y_stride, int tokens) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ float part[2][MMA_WARPS][16][MMA_TOKENS];
+    mma_prologue(smem, w, out_dim);
+    pdl_wait();
+    pdl_trigger();
+    uint4* xb = reinterpret_cast<uint4*>(smem + MMA_RING_BYTES);
+    for (int i = threadIdx.x; i < tokens * (HIDDEN / 8); i += blockDim.x) xb[i] = __ldcg(reinterpret_cast<const uint4*>(x) + i);
+    __syncthreads();
+    mma_tiles(smem, w, out_dim, tokens, part, [&](int r, int t, float v) { y[(size_t)t * y_stride + r] = v; },
+              NothingAhead());
 }
 
 //   conv_state f32 [3, 8192] (oldest first), taps f32 [8192, 4], mixed f32 [8192] = silu(conv);
@@ -131,21 +161,34 @@ extern "C" __global__ void __launch_bounds__(256, 1)
                             const float* __restrict__ taps, float* __restrict__ mixed) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
-    __shared__ float part[MMA_WARPS][16][MMA_TOKENS];
+    __shared__ float part[2][MMA_WARPS][16][MMA_TOKENS];
     mma_prologue(smem, w, out_dim);
     pdl_wait();
     pdl_trigger();
     stage_rms_norm_bf16(h, w1p, eps, reinterpret_cast<bf16*>(smem + MMA_RING_BYTES), red);
-    mma_tiles(smem, w, out_dim, 1, part, [&](int r, int, float v) {
-        if (r < GDN_CONV_DIM) {
-            const float4 t = *reinterpret_cast<const float4*>(taps + 4 * r);
-            const float s0 = conv_state[r], s1 = conv_state[GDN_CONV_DIM + r], s2 = conv_state[2 * GDN_CONV_DIM + r];
-            mixed[r] = silu(t.x * s0 + t.y * s1 + t.z * s2 + t.w * v);
-            conv_state[r] = s1;
-            conv_state[GDN_CONV_DIM + r] = s2;
-            conv_state[2 * GDN_CONV_DIM + r] = v;
-        } else {
-            y[r] = v;
+    // the window of the row this thread stores (threads 8·row of a tile), fetched a tile ahead
+    float4 tap = make_float4(0.f, 0.f, 0.f, 0.f);
+    float s0 = 0.f, s1 = 0.f, s2 = 0.f;
+    auto fetch_window = [&](int tile) {
+        const int r = tile * 16 + threadIdx.x / MMA_TOKENS;
+        if (threadIdx.x < 16 * MMA_TOKENS && threadIdx.x % MMA_TOKENS == 0 && r < GDN_CONV_DIM) {
+            tap = *reinterpret_cast<const float4*>(taps + 4 * r);
+            s0 = conv_state[r];
+            s1 = conv_state[GDN_CONV_DIM + r];
+            s2 = conv_state[2 * GDN_CONV_DIM + r];
         }
-    });
+    };
+    mma_tiles(
+        smem, w, out_dim, 1, part,
+        [&](int r, int, float v) {
+            if (r < GDN_CONV_DIM) {
+                mixed[r] = silu(tap.x * s0 + tap.y * s1 + tap.z * s2 + tap.w * v);
+                conv_state[r] = s1;
+                conv_state[GDN_CONV_DIM + r] = s2;
+                conv_state[2 * GDN_CONV_DIM + r] = v;
+            } else {
+                y[r] = v;
+            }
+        },
+        fetch_window);
 }

@@ -22,6 +22,7 @@ kernel_file! {
     /// `gemv_mma.cu`'s kernels.
     pub mod gemv_mma_cu = "gemv_mma.cu" {
         fn gemv_norm_mma_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32, eps: f32);
+        fn gemv_mma_bf16(w: DevPtr, x: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32);
         fn gemv_norm_conv_mma_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
     }
 }
@@ -138,6 +139,27 @@ pub fn gemv_norm_mma(
     }
     let launch = Launch::new((gpu.sms, 1, 1), 256, mma_gemv_shared(t));
     gemv_mma_cu::gemv_norm_mma_bf16(gpu, launch, w.ptr, h, norm.ptr, y, w.rows as i32, y_stride as i32, t as i32, eps)
+}
+
+/// y[i·y_stride + r] = w[r] · x[i] for i < t ≤ GEMV_MAX_TOKENS, x bf16 [t, 2048], bf16 w: the
+/// tensor-core GEMV of `gemv_norm_mma` with x given.
+pub fn gemv_mma(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr, y_stride: usize) -> Result<()> {
+    ensure!(w.cols == 2048 && w.fp8_scales.is_none(), "gemv_mma: {}x{} (bf16, 2048 wide)", w.rows, w.cols);
+    ensure!((1..=GEMV_MAX_TOKENS).contains(&t), "gemv_mma: {t} tokens (1..={GEMV_MAX_TOKENS})");
+    ensure!(y_stride >= w.rows, "gemv_mma: output rows of {y_stride} for {} rows", w.rows);
+    let launch = Launch::new((gpu.sms, 1, 1), 256, mma_gemv_shared(t));
+    gemv_mma_cu::gemv_mma_bf16(gpu, launch, w.ptr, x, y, w.rows as i32, y_stride as i32, t as i32)
+}
+
+/// A projection of the residual stream in the forward pass (the GDN in-projections, q/k/v):
+/// `linear`, but one token goes through the decode steps' tensor-core GEMV, so that a one-token
+/// forward gives the decode step's bits.
+pub fn project(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
+    if t == 1 && w.cols == 2048 && w.fp8_scales.is_none() {
+        gemv_mma(gpu, x, w, 1, y, w.rows)
+    } else {
+        linear(gpu, x, w, t, y)
+    }
 }
 
 /// `gemv_norm` for t ≤ GEMV_MAX_TOKENS tokens at once (the several-token steps' lm_head), bf16
@@ -409,39 +431,51 @@ mod tests {
         assert!(gemv_norm_tokens(gpu, y.ptr(), &norm, 1e-6, &w, 9, y.ptr(), 64).is_err(), "9 tokens");
     }
 
-    /// The tensor-core GEMV: t tokens' W·RMSNorm(h_i) in one launch, each token's row the bits it
-    /// gets alone (t = 1) and close to the CPU's matmul, rows past the matrix's in a wider output
-    /// stride untouched; the one-token GDN in-projection with the conv folded in gives the same
-    /// z/b/a bits and the CPU's conv of the same qkv rows.
+    /// The tensor-core GEMVs: t tokens' W·x_i in one launch, each token's row the bits it gets
+    /// alone (t = 1) and close to the CPU's matmul, rows past the matrix's in a wider output
+    /// stride untouched; the folded input norm gives the bits of the unfused pair (norm kernel,
+    /// then GEMV); the one-token GDN in-projection with the conv folded in gives the same z/b/a
+    /// bits and the CPU's conv of the same qkv rows.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
-    fn gemv_norm_mma_matches_one_token_and_cpu() {
+    fn gemv_mma_matches_one_token_and_cpu() {
         let gpu = gpu();
         let norm_w = random(5, 2048, 0.3);
         let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
         let norm = Vector { ptr: nb.ptr(), len: 2048 };
         for (rows, t) in [(12352, 8), (9216, 3), (300, 1), (257, 6), (16 * 133 * 2 + 5, 2)] {
             let (w_cpu, w, _wbuf) = upload_matrix(60 + t as u64, rows, 2048);
-            let h = random(70 + t as u64, t * 2048, 3.0);
-            let hb = gpu.upload_f32(&h).unwrap();
+            let x = round_bf16(&random(70 + t as u64, t * 2048, 1.5));
+            let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
             let stride = rows + 3;
             let y = gpu.upload_f32(&vec![f32::NAN; t * stride]).unwrap();
-            gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, y.ptr(), stride).unwrap();
+            gemv_mma(gpu, xb.ptr(), &w, t, y.ptr(), stride).unwrap();
             let got = gpu.download_f32(y.ptr(), t * stride).unwrap();
             let one = gpu.alloc(rows * 4).unwrap();
             for i in 0..t {
                 let row = &got[i * stride..][..stride];
                 assert!(row[rows..].iter().all(|v| v.is_nan()), "{rows} rows, token {i}: wrote past its rows");
-                let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h[i * 2048..][..2048], &norm_w, 1e-6));
-                let want = solo_cpu::ops::matmul(&x, &w_cpu);
+                let want = solo_cpu::ops::matmul(&x[i * 2048..][..2048], &w_cpu);
                 assert_close(&format!("{t} tokens, token {i}, {rows} rows"), &row[..rows], &want, 1e-5);
-                gemv_norm_mma(gpu, hb.ptr() + (i * 2048 * 4) as u64, &norm, 1e-6, &w, 1, one.ptr(), rows).unwrap();
+                gemv_mma(gpu, xb.ptr() + (i * 2048 * 2) as u64, &w, 1, one.ptr(), rows).unwrap();
                 let alone = gpu.download_f32(one.ptr(), rows).unwrap();
                 assert!(
                     row[..rows].iter().zip(&alone).all(|(a, b)| a.to_bits() == b.to_bits()),
                     "{t} tokens, token {i}, {rows} rows: not the bits of the token alone"
                 );
             }
+            let h = random(90 + t as u64, t * 2048, 3.0);
+            let hb = gpu.upload_f32(&h).unwrap();
+            gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, y.ptr(), stride).unwrap();
+            let folded = gpu.download_f32(y.ptr(), t * stride).unwrap();
+            let normed = gpu.alloc(t * 2048 * 2).unwrap();
+            crate::ops::norm::rms_norm(gpu, hb.ptr(), &norm, t, 1e-6, normed.ptr()).unwrap();
+            gemv_mma(gpu, normed.ptr(), &w, t, y.ptr(), stride).unwrap();
+            let unfused = gpu.download_f32(y.ptr(), t * stride).unwrap();
+            assert!(
+                folded.iter().zip(&unfused).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{t} tokens, {rows} rows: folded norm ≠ unfused bits"
+            );
         }
         let (_, w, _wbuf) = upload_matrix(1, 64, 2048);
         let y = gpu.alloc(9 * 64 * 4).unwrap();
