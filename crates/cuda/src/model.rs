@@ -63,7 +63,14 @@ pub struct CudaModel {
     /// Per `StepEnd`, the decode step's graphs by the id of the state each was captured for: up
     /// to `GRAPHS_KEPT`, so that the server's several running sequences each keep theirs.
     graphs: [GraphCache<u64>; 4],
+    /// Sequences the server is done with (`Backend::release_state`), kept whole for the next
+    /// `new_state` / `resume`: no allocation, and their decode graphs stay captured. At most
+    /// `SPARE_STATES`, each of `max_seq` capacity.
+    spare_states: RefCell<Vec<CudaState>>,
 }
+
+/// Released sequences kept for reuse (the batched step's width: what `solo serve` runs at once).
+const SPARE_STATES: usize = crate::multi_token::MAX_TOKENS;
 
 /// Decode graphs kept per step kind (one per sequence that decodes in turn).
 pub(crate) const GRAPHS_KEPT: usize = 16;
@@ -174,6 +181,7 @@ impl CudaModel {
             mtp_io,
             verify_backup: RefCell::new(None),
             token_states: RefCell::new(None),
+            spare_states: RefCell::new(Vec::new()),
             gpu,
             config,
             weights,
@@ -465,7 +473,20 @@ impl Backend for CudaModel {
     }
 
     fn new_state(&self) -> Result<CudaState> {
-        self.try_new_state()
+        match self.spare_states.borrow_mut().pop() {
+            Some(mut state) => {
+                self.reset(&mut state)?;
+                Ok(state)
+            }
+            None => self.try_new_state(),
+        }
+    }
+
+    fn release_state(&self, state: CudaState) {
+        let mut spare = self.spare_states.borrow_mut();
+        if state.capacity == self.max_seq && spare.len() < SPARE_STATES {
+            spare.push(state);
+        }
     }
 
     fn snapshot(&self, state: &CudaState) -> Option<CudaState> {
@@ -520,7 +541,14 @@ impl Backend for CudaModel {
     }
 
     fn resume(&self, snapshot: &CudaState) -> Option<CudaState> {
-        self.copy_state(snapshot).ok()
+        let spare = self.spare_states.borrow_mut().pop();
+        match spare {
+            Some(mut state) => match self.copy_into(&mut state, snapshot) {
+                Ok(()) => Some(state),
+                Err(_) => None,
+            },
+            None => self.copy_state(snapshot).ok(),
+        }
     }
 
     fn state_bytes(&self, state: &CudaState) -> usize {
@@ -653,9 +681,17 @@ impl CudaModel {
     }
 
     fn copy_state_holding(&self, state: &CudaState, capacity: usize) -> Result<CudaState> {
-        let copy = self.new_state_holding(capacity)?;
-        for (dst, src) in copy.layers.iter().zip(&state.layers) {
-            match (dst, src) {
+        let mut copy = self.new_state_holding(capacity)?;
+        self.copy_into(&mut copy, state)?;
+        Ok(copy)
+    }
+
+    /// `state`'s contents into `dst`, whose caches hold at least `state.position` positions; its
+    /// buffers (and so the decode graphs captured for it) stay.
+    fn copy_into(&self, dst: &mut CudaState, state: &CudaState) -> Result<()> {
+        ensure!(dst.capacity >= state.position, "a copy of {} positions into {}", state.position, dst.capacity);
+        for (d, s) in dst.layers.iter().zip(&state.layers) {
+            match (d, s) {
                 (LayerStateGpu::GatedDeltaNet(d), LayerStateGpu::GatedDeltaNet(s)) => d.copy_from(&self.gpu, s)?,
                 (LayerStateGpu::FullAttention(d), LayerStateGpu::FullAttention(s)) => {
                     d.copy_from(&self.gpu, s, state.position)?
@@ -663,12 +699,14 @@ impl CudaModel {
                 _ => bail!("state layers disagree"),
             }
         }
-        self.gpu.write(copy.pos.ptr(), &(state.position as i32).to_le_bytes())?;
-        let mtp = match (&copy.mtp, &state.mtp) {
-            (Some(dst), Some(src)) => Some(dst.copy_from(&self.gpu, src, self.config.hidden_size)?),
+        self.gpu.write(dst.pos.ptr(), &(state.position as i32).to_le_bytes())?;
+        dst.mtp = match (&dst.mtp, &state.mtp) {
+            (Some(d), Some(s)) => Some(d.copy_from(&self.gpu, s, self.config.hidden_size)?),
             _ => None,
         };
-        Ok(CudaState { position: state.position, mtp, verify: None, ..copy })
+        dst.position = state.position;
+        dst.verify = None;
+        Ok(())
     }
 
     /// Empties a sequence without reallocating it (its buffers, and so a captured decode graph,
@@ -766,6 +804,43 @@ mod tests {
         let long: Vec<u32> = vec![7; 300];
         let err = model.prefill(&mut snap, &long, Logits::Last).unwrap_err().to_string();
         assert!(err.contains("compact copy"), "{err}");
+    }
+
+    /// A released sequence comes back whole from `new_state` (same buffers, so its graphs) and
+    /// emptied: a prompt and decode steps on it give a fresh sequence's logits bit for bit; a
+    /// sequence resumed into a released one equals a resumed fresh copy.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn released_states_come_back_empty() {
+        let model = crate::synthetic::random_model(4, 1024, solo_model::Precision::Bf16).unwrap();
+        let run = |state: &mut CudaState, prompt: &[u32]| -> Vec<Vec<f32>> {
+            let mut rows = vec![model.prefill(state, prompt, Logits::Last).unwrap()];
+            for _ in 0..4 {
+                let next = argmax(rows.last().unwrap());
+                rows.push(model.decode(state, next).unwrap());
+            }
+            rows
+        };
+        let (first, second): (Vec<u32>, Vec<u32>) = ((0..200).map(|i| i * 13 % 9000).collect(), (0..77).collect());
+        let mut used = model.new_state().unwrap();
+        run(&mut used, &first);
+        let id = used.id;
+        model.release_state(used);
+        let mut reused = model.new_state().unwrap();
+        assert_eq!((reused.id, reused.position), (id, 0), "not the released state, emptied");
+        let mut fresh = model.try_new_state().unwrap();
+        assert_eq!(run(&mut reused, &second), run(&mut fresh, &second), "a reused state decodes differently");
+
+        let snap = model.snapshot(&fresh).unwrap();
+        model.release_state(reused);
+        let mut into_spare = model.resume(&snap).unwrap();
+        assert_eq!(into_spare.id, id, "resume did not take the released state");
+        let mut copied = model.copy_state(&snap).unwrap();
+        assert_eq!(into_spare.position, copied.position);
+        for step in 0..4 {
+            let t = 100 + step;
+            assert_eq!(model.decode(&mut into_spare, t).unwrap(), model.decode(&mut copied, t).unwrap(), "step {step}");
+        }
     }
 
     /// Greedy decoding with the screened lm_head (`decode_greedy`) chooses the tokens that the

@@ -33,6 +33,12 @@ pub trait Backend {
     /// An empty sequence (fails when the backend has no memory left for one).
     fn new_state(&self) -> Result<Self::State>;
 
+    /// The caller is done with `state`. A backend may keep its memory for a later `new_state` or
+    /// `resume` (the CUDA one keeps a few whole, with their decode graphs); the default drops it.
+    fn release_state(&self, state: Self::State) {
+        drop(state);
+    }
+
     /// Number of tokens the sequence holds.
     fn position(&self, state: &Self::State) -> usize;
 

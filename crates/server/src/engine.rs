@@ -263,30 +263,17 @@ fn schedule<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, queu
         // Sequences whose token waits to be fed with the others' (`--batch-decode`), by serial.
         let batch = cx.config.batch_decode && running.len() > 1;
         let mut feeds: Vec<(u64, u32)> = Vec::new();
-        running.retain_mut(|(id, seq)| {
-            let untouched = last == Some(*id);
-            last = Some(*id);
-            match catch_unwind(AssertUnwindSafe(|| seq.step(cx, cache, untouched, batch))) {
-                Ok(Ok(Progress::Running)) => return true,
-                Ok(Ok(Progress::Feed(token))) => {
-                    feeds.push((*id, token));
-                    return true;
-                }
-                Ok(Ok(Progress::Done)) => {}
-                Ok(Err(e)) => {
-                    let _ = seq.job().events.send(Event::Error(ApiError::internal(&e)));
-                }
-                Err(_) => {
-                    // The panic message went to stderr; the cache may hold a half-made entry.
-                    cache.clear();
-                    let _ = seq
-                        .job()
-                        .events
-                        .send(Event::Error(ApiError::internal(&"the engine panicked during a request")));
-                }
-            }
-            false
-        });
+        let finished: Vec<_> = running
+            .extract_if(.., |(id, seq)| {
+                let untouched = last == Some(*id);
+                last = Some(*id);
+                !step_one(cx, cache, seq, untouched, batch, *id, &mut feeds)
+            })
+            .collect();
+        // Their states go back to the backend, which may keep them for the next requests.
+        for (_, seq) in finished {
+            cx.backend.release_state(seq.into_state());
+        }
         metrics.running.store(running.len() as i64, Relaxed); // the finished ones have left
         if !feeds.is_empty() {
             last = None; // the backend ran several sequences: no pick is left to read back
@@ -297,6 +284,36 @@ fn schedule<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, queu
         metrics.cache_entries.store(cache.len() as u64, Relaxed);
         metrics.cache_bytes.store(cache.bytes() as u64, Relaxed);
     }
+}
+
+/// One engine step of `seq` (serial `id`): whether it goes on running. A token it leaves to be
+/// fed with the others' goes to `feeds`; a failure or a panic is reported to its client.
+fn step_one<'t, B: Backend>(
+    cx: &Context<'t, B>,
+    cache: &mut PrefixCache<B::State>,
+    seq: &mut Sequence<'t, B>,
+    untouched: bool,
+    batch: bool,
+    id: u64,
+    feeds: &mut Vec<(u64, u32)>,
+) -> bool {
+    match catch_unwind(AssertUnwindSafe(|| seq.step(cx, cache, untouched, batch))) {
+        Ok(Ok(Progress::Running)) => return true,
+        Ok(Ok(Progress::Feed(token))) => {
+            feeds.push((id, token));
+            return true;
+        }
+        Ok(Ok(Progress::Done)) => {}
+        Ok(Err(e)) => {
+            let _ = seq.job().events.send(Event::Error(ApiError::internal(&e)));
+        }
+        Err(_) => {
+            // The panic message went to stderr; the cache may hold a half-made entry.
+            cache.clear();
+            let _ = seq.job().events.send(Event::Error(ApiError::internal(&"the engine panicked during a request")));
+        }
+    }
+    false
 }
 
 /// One batched backend step for the sequences in `feeds` (serial, token), in `running`'s

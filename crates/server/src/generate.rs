@@ -342,6 +342,11 @@ impl<'t, B: Backend> Sequence<'t, B> {
         Ok(Progress::Done)
     }
 
+    /// The sequence's state, for the backend to take back once the sequence has left.
+    pub fn into_state(self) -> B::State {
+        self.state
+    }
+
     /// Where the job's events go (the scheduler reports a failed step there).
     pub fn job(&self) -> &Job {
         &self.job

@@ -30,6 +30,8 @@ struct Log {
     batch_picks: AtomicUsize,
     /// Tokens given to `decode` or `decode_and_pick`, in order.
     decoded: Mutex<Vec<u32>>,
+    /// States handed back by `release_state`.
+    released: AtomicUsize,
 }
 
 impl Backend for Picking {
@@ -92,6 +94,11 @@ impl Backend for Picking {
     fn snapshot(&self, state: &Self::State) -> Option<Self::State> {
         self.cpu.snapshot(state)
     }
+
+    fn release_state(&self, state: Self::State) {
+        self.log.released.fetch_add(1, Relaxed);
+        drop(state);
+    }
 }
 
 fn start_picking() -> (solo_server::Server, Arc<Log>) {
@@ -140,6 +147,32 @@ fn plain_sampling_is_picked_on_the_backend_with_the_host_samplers_tokens() {
         assert_eq!(chat(&picking, &sampling), chat(&host, &sampling), "{sampling}");
         assert_eq!(picks(), before, "{sampling}: picked on the backend");
     }
+}
+
+/// Every finished request hands its state back to the backend (which may reuse it), whether it
+/// ran alone or beside others.
+#[test]
+fn finished_requests_give_their_states_back() {
+    let (server, log) = start_picking();
+    let sampling = json!({"temperature": 1.0, "top_k": 20, "seed": 5});
+    // (a reply is out just before the engine hands its state back)
+    let released_within_a_second = |n: usize| {
+        let start = std::time::Instant::now();
+        while log.released.load(Relaxed) < n && start.elapsed().as_secs() < 1 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        log.released.load(Relaxed)
+    };
+    for _ in 0..3 {
+        chat(&server, &sampling);
+    }
+    assert_eq!(released_within_a_second(3), 3, "states released after 3 requests in turn");
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| chat(&server, &sampling));
+        }
+    });
+    assert_eq!(released_within_a_second(7), 7, "states released after 4 more at once");
 }
 
 /// A reply that ended in a pick is cached with the logits of that pick: a prompt that is
