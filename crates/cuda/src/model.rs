@@ -807,29 +807,27 @@ mod tests {
     }
 
     /// A released sequence comes back whole from `new_state` (same buffers, so its graphs) and
-    /// emptied: a prompt and decode steps on it give a fresh sequence's logits bit for bit; a
-    /// sequence resumed into a released one equals a resumed fresh copy.
+    /// emptied: decode steps on it give a fresh sequence's logits bit for bit; a sequence resumed
+    /// into a released one decodes as a resumed fresh copy. (Decode steps only: the prefill's
+    /// MoE adds its experts with float atomics, so two prefills may differ in the last bits.)
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn released_states_come_back_empty() {
         let model = crate::synthetic::random_model(4, 1024, solo_model::Precision::Bf16).unwrap();
-        let run = |state: &mut CudaState, prompt: &[u32]| -> Vec<Vec<f32>> {
-            let mut rows = vec![model.prefill(state, prompt, Logits::Last).unwrap()];
-            for _ in 0..4 {
-                let next = argmax(rows.last().unwrap());
-                rows.push(model.decode(state, next).unwrap());
-            }
-            rows
+        let tokens: Vec<u32> = (0..6).map(|i| 1000 + 77 * i).collect();
+        let run = |state: &mut CudaState| -> Vec<Vec<f32>> {
+            tokens.iter().map(|&t| model.decode(state, t).unwrap()).collect()
         };
-        let (first, second): (Vec<u32>, Vec<u32>) = ((0..200).map(|i| i * 13 % 9000).collect(), (0..77).collect());
+        let first: Vec<u32> = (0..200).map(|i| i * 13 % 9000).collect();
         let mut used = model.new_state().unwrap();
-        run(&mut used, &first);
+        model.prefill(&mut used, &first, Logits::Last).unwrap();
+        run(&mut used);
         let id = used.id;
         model.release_state(used);
         let mut reused = model.new_state().unwrap();
         assert_eq!((reused.id, reused.position), (id, 0), "not the released state, emptied");
         let mut fresh = model.try_new_state().unwrap();
-        assert_eq!(run(&mut reused, &second), run(&mut fresh, &second), "a reused state decodes differently");
+        assert!(run(&mut reused) == run(&mut fresh), "a reused state decodes differently from a fresh one");
 
         let snap = model.snapshot(&fresh).unwrap();
         model.release_state(reused);
@@ -837,10 +835,7 @@ mod tests {
         assert_eq!(into_spare.id, id, "resume did not take the released state");
         let mut copied = model.copy_state(&snap).unwrap();
         assert_eq!(into_spare.position, copied.position);
-        for step in 0..4 {
-            let t = 100 + step;
-            assert_eq!(model.decode(&mut into_spare, t).unwrap(), model.decode(&mut copied, t).unwrap(), "step {step}");
-        }
+        assert!(run(&mut into_spare) == run(&mut copied), "a resume into a released state decodes differently");
     }
 
     /// Greedy decoding with the screened lm_head (`decode_greedy`) chooses the tokens that the

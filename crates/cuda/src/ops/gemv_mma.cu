@@ -85,22 +85,24 @@ __device__ __forceinline__ void mma_tiles(unsigned char* smem, const bf16* __res
         unsigned char* slot = mma_slot(smem, warp, it & 1);
         cp_async_wait<1>();  // this tile's group has landed (the next may be in flight)
         __syncwarp();
-        float d[4] = {0.f, 0.f, 0.f, 0.f};  // (row g, token 2j), (g, 2j+1), (g+8, 2j), (g+8, 2j+1)
+        // (row g, token 2j), (g, 2j+1), (g+8, 2j), (g+8, 2j+1); the even and odd k-steps in two
+        // chains of MMAs, so that each waits on half as many
+        float d[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
         for (int st = 0; st < 16; st++) {
             const int chunk = 2 * st + lhalf;
             uint32_t a[4];
             ldmatrix_x4(a[0], a[1], a[2], a[3],
                         reinterpret_cast<const bf16*>(slot + lrow * 512 + ((chunk ^ (lrow & 7)) << 4)));
-            mma_bf16(d, a[0], a[1], a[2], a[3], b[st][0], b[st][1]);
+            mma_bf16(d[st & 1], a[0], a[1], a[2], a[3], b[st][0], b[st][1]);
         }
         __syncwarp();  // every lane's ldmatrix reads of the slot are done
         mma_request_tile(slot, W, tile + 2 * gridDim.x, rows);
         float(*p)[16][MMA_TOKENS] = part[it & 1];
-        p[warp][g][2 * j] = d[0];
-        p[warp][g][2 * j + 1] = d[1];
-        p[warp][g + 8][2 * j] = d[2];
-        p[warp][g + 8][2 * j + 1] = d[3];
+        p[warp][g][2 * j] = d[0][0] + d[1][0];
+        p[warp][g][2 * j + 1] = d[0][1] + d[1][1];
+        p[warp][g + 8][2 * j] = d[0][2] + d[1][2];
+        p[warp][g + 8][2 * j + 1] = d[0][3] + d[1][3];
         // (this tile's sums are complete after the barrier; the other half of `part` was last
         // read before it, in the previous tile)
         __syncthreads();
