@@ -75,6 +75,10 @@ pub struct Sequence<'t, B: Backend> {
     /// Whether the backend ran nothing for another sequence since this one's previous step: only
     /// then does `Backend::picked_logits` still hold the logits of its last pick.
     backend_untouched: bool,
+    /// The whole prompt is to be kept in the prefix cache: done once the first token is out (a
+    /// snapshot copies the state, which would delay the first token), while the state and
+    /// `logits` are still the prompt's (before the first token is fed).
+    keep_prompt: bool,
 }
 
 impl<'t, B: Backend> Sequence<'t, B> {
@@ -140,6 +144,7 @@ impl<'t, B: Backend> Sequence<'t, B> {
             speculate,
             ahead: VecDeque::new(),
             backend_untouched: false,
+            keep_prompt: false,
         }))
     }
 
@@ -163,7 +168,11 @@ impl<'t, B: Backend> Sequence<'t, B> {
             let interval = snapshot_interval(cx);
             let wanted = end == prompt.len() || end % interval == 0 || self.job.snapshot_points.contains(&end);
             if wanted && !cache.contains(&prompt[..end]) {
-                keep(cx, cache, prompt[..end].to_vec(), &self.state, &self.logits);
+                if end == prompt.len() {
+                    self.keep_prompt = true;
+                } else {
+                    keep(cx, cache, prompt[..end].to_vec(), &self.state, &self.logits);
+                }
             }
             if !self.cuts.is_empty() {
                 return Ok(Progress::Running);
@@ -244,6 +253,9 @@ impl<'t, B: Backend> Sequence<'t, B> {
             self.first_token = Some(now);
         }
         if cx.config.stop_ids.contains(&token) {
+            if std::mem::take(&mut self.keep_prompt) {
+                keep(cx, cache, job.prompt.clone(), &self.state, &self.logits); // the prompt's, while the state is
+            }
             return self.finish(cx, cache, Finish::Stop, false);
         }
         if self.forcing_armed && job.forced.as_ref().is_some_and(|f| f.after == Some(token)) {
@@ -254,6 +266,9 @@ impl<'t, B: Backend> Sequence<'t, B> {
         let (out, hit) = self.stops.push(&piece);
         if !out.is_empty() || logprob.is_some() {
             let _ = job.events.send(Event::Text { text: out, logprob });
+        }
+        if std::mem::take(&mut self.keep_prompt) {
+            keep(cx, cache, job.prompt.clone(), &self.state, &self.logits); // the prompt's, while the state is
         }
         if hit {
             return self.finish(cx, cache, Finish::Stop, true);
@@ -405,6 +420,9 @@ fn keep<B: Backend>(
     state: &B::State,
     logits: &[f32],
 ) {
+    if !cache.enabled() {
+        return; // (a copy made only to be dropped)
+    }
     if let Some(copy) = cx.backend.snapshot(state) {
         let bytes = cx.backend.state_bytes(&copy);
         cache.insert(tokens, copy, logits.to_vec(), bytes);

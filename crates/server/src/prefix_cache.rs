@@ -34,6 +34,11 @@ impl<S> PrefixCache<S> {
         PrefixCache { entries: Vec::new(), max_entries, max_bytes, bytes: 0, clock: 0 }
     }
 
+    /// Whether it keeps anything at all.
+    pub fn enabled(&self) -> bool {
+        self.max_entries > 0 && self.max_bytes > 0
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

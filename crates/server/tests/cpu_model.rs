@@ -217,6 +217,22 @@ fn interval_snapshots_serve_an_edited_last_turn() {
     assert_eq!(text_of(&again), text_of(&cold));
 }
 
+/// The prompt's own snapshot is taken after its first token is out (not before: the copy would
+/// delay it), yet still of the prompt: a one-token reply and a longer one both leave it, and the
+/// same prompt again resumes from all of it with the same reply.
+#[test]
+fn the_whole_prompt_is_kept_after_the_first_token() {
+    let s = start_cpu(config());
+    for (i, max_tokens) in [1, 5].into_iter().enumerate() {
+        let prompt: Vec<u32> = (0..37u32).map(|t| (t * 7919 + i as u32) % 300).collect();
+        let body = json!({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0});
+        let cold = ok(&s, "/v1/completions", &body);
+        let again = ok(&s, "/v1/completions", &body);
+        assert_eq!(again["usage"]["prompt_tokens_details"]["cached_tokens"], 37, "{max_tokens} tokens: {again}");
+        assert_eq!(again["choices"][0]["text"], cold["choices"][0]["text"], "{max_tokens} tokens");
+    }
+}
+
 /// The default interval snapshot comes every 2048 prompt tokens, or every prefill chunk where
 /// that is longer (as on CUDA): a prompt sharing 2,100 tokens with an earlier one resumes from
 /// token 2048 in the first case and starts cold in the second.
