@@ -43,9 +43,10 @@ pub fn load(dir: &Path, max_seq: Option<usize>) -> Result<CudaModel> {
     let (used, total) = model.memory_used()?;
     let (per_sequence, free) = (model.sequence_bytes(), total - used);
     eprintln!(
-        "solo: context {max_seq} tokens: {:.2} GiB of KV cache and state a sequence; {:.1} GiB of GPU memory free",
+        "solo: context {max_seq} tokens: {:.2} GiB of KV cache and state a sequence; {:.1} GiB of GPU memory free: room for {} at once",
         gib(per_sequence),
-        gib(free)
+        gib(free),
+        free / per_sequence.max(1)
     );
     anyhow::ensure!(
         per_sequence < free,
