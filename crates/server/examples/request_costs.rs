@@ -100,6 +100,52 @@ fn main() -> anyhow::Result<()> {
             median_ms(snapshot)
         );
     }
+    // The chat prompt as the engine prefills it: cut at its snapshot points (a call each).
+    let chats: Vec<prompt::ChatPrompt> = (0..runs)
+        .map(|i| {
+            let body: Value = serde_json::from_str(&chat_body(i)).unwrap();
+            prompt::chat(&text, body.get("messages"), None, None, None).unwrap()
+        })
+        .collect();
+    let cuts = |p: &prompt::ChatPrompt| {
+        solo_server::generate::prefill_cuts(0, p.tokens.len(), &p.snapshot_points, 2048, backend.prefill_chunk())
+    };
+    println!("chat prompt's prefill calls: ends at {:?}", cuts(&chats[0]));
+    let mut cut_times = Vec::new();
+    for p in &chats {
+        let mut state = backend.new_state()?;
+        let t = Instant::now();
+        let mut pos = 0;
+        for end in cuts(p) {
+            backend.prefill(&mut state, &p.tokens[pos..end], Logits::Last)?;
+            let _ = backend.snapshot(&state);
+            pos = end;
+        }
+        cut_times.push(t.elapsed().as_secs_f64());
+    }
+    println!("chat prompt in those calls (with their snapshots): {:.3} ms", median_ms(cut_times));
+    for n in [1, 4, 8, 16, 32, 42, 64, 80, 128] {
+        let mut times = Vec::new();
+        for p in &chat_prompts {
+            let mut state = backend.new_state()?;
+            let t = Instant::now();
+            backend.prefill(&mut state, &p.iter().cycle().take(n).copied().collect::<Vec<u32>>(), Logits::Last)?;
+            times.push(t.elapsed().as_secs_f64());
+        }
+        println!("one prefill call of {n:>3} tokens: {:.3} ms", median_ms(times));
+    }
+    // Template and tokenizer against the body's size (what decides running them inline).
+    for kib in [1, 2, 4, 16] {
+        let content = "The quick brown fox jumps over the lazy dog. ".repeat(kib * 1024 / 45);
+        let body = json!({"messages": [{"role": "user", "content": content}]});
+        let mut times = Vec::new();
+        for _ in 0..runs.min(50) {
+            let t = Instant::now();
+            prompt::chat(&text, body.get("messages"), None, None, None).unwrap();
+            times.push(t.elapsed().as_secs_f64());
+        }
+        println!("prompt::chat of a {kib:>2} KiB message: {:.3} ms", median_ms(times));
+    }
     println!("chat prompt: {chat_tokens} tokens; completions prompt: {completion_tokens} tokens");
     for (name, times) in rows {
         println!("{name:>42}: {:.3} ms", median_ms(times));
