@@ -226,7 +226,12 @@ mod tests {
 
     /// The snapshot points as first written: each prefix render encoded whole, and the common
     /// token prefix with the prompt.
-    fn points_by_encoding_prefixes(assets: &TextAssets, messages: &[Value], thinking: Option<bool>) -> Vec<usize> {
+    fn points_by_encoding_prefixes(
+        assets: &TextAssets,
+        messages: &[Value],
+        tools: Option<&Value>,
+        thinking: Option<bool>,
+    ) -> Vec<usize> {
         let preserve = (thinking == Some(false)).then_some(true);
         let mut messages = messages.to_vec();
         if thinking == Some(false) {
@@ -235,7 +240,7 @@ mod tests {
         let render = |m: &[Value], add_generation_prompt: bool| {
             let opts =
                 TemplateOptions { add_generation_prompt, enable_thinking: thinking, preserve_thinking: preserve };
-            assets.template.render(&Value::Array(m.to_vec()), None, &opts)
+            assets.template.render(&Value::Array(m.to_vec()), tools, &opts)
         };
         let tokens = assets.tokenizer.encode(&render(&messages, true).unwrap()).unwrap();
         let mut points = Vec::new();
@@ -272,10 +277,12 @@ mod tests {
                 {"role": "user", "content": "Question two, much longer than the history before it ".repeat(30)},
             ]),
         ];
+        let tools = json!([{"type": "function", "function": {"name": "get_weather", "description": "Weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
         for chat in &chats {
-            for thinking in [None, Some(false)] {
-                let got = super::chat(&assets, Some(chat), None, thinking, None).unwrap();
-                let want = points_by_encoding_prefixes(&assets, chat.as_array().unwrap(), thinking);
+            for (thinking, tools) in [(None, None), (Some(false), None), (None, Some(&tools))] {
+                let got = super::chat(&assets, Some(chat), tools, thinking, None).unwrap();
+                let want = points_by_encoding_prefixes(&assets, chat.as_array().unwrap(), tools, thinking);
                 assert_eq!(got.snapshot_points, want, "{chat} thinking {thinking:?}");
                 assert!(!want.is_empty());
             }
