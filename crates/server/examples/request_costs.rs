@@ -134,6 +134,29 @@ fn main() -> anyhow::Result<()> {
         }
         println!("one prefill call of {n:>3} tokens: {:.3} ms", median_ms(times));
     }
+    // The same work right after a prefill (as in the server, where each request's prompt comes
+    // after the previous one's prefill): caches hold the model's weights, not the tokenizer's.
+    let mut cold_chat = Vec::new();
+    let mut cold_completion = Vec::new();
+    for (i, p) in chat_prompts.iter().enumerate() {
+        let mut state = backend.new_state()?;
+        backend.prefill(&mut state, p, Logits::Last)?;
+        let body: Value = serde_json::from_str(&chat_body(i)).unwrap();
+        let t = Instant::now();
+        let _ = prompt::chat(&text, body.get("messages"), None, None, None).unwrap();
+        cold_chat.push(t.elapsed().as_secs_f64());
+        let mut state = backend.new_state()?;
+        backend.prefill(&mut state, p, Logits::Last)?;
+        let body: Value = serde_json::from_str(&completion_body(i)).unwrap();
+        let t = Instant::now();
+        let _ = prompt::completion(&text, body.get("prompt"), 512).unwrap();
+        cold_completion.push(t.elapsed().as_secs_f64());
+    }
+    println!(
+        "right after a prefill: prompt::chat {:.3} ms, prompt::completion {:.3} ms",
+        median_ms(cold_chat),
+        median_ms(cold_completion)
+    );
     // Template and tokenizer against the body's size (what decides running them inline).
     for kib in [1, 2, 4, 16] {
         let content = "The quick brown fox jumps over the lazy dog. ".repeat(kib * 1024 / 45);
