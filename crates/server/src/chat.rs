@@ -24,6 +24,7 @@ pub async fn chat_completions(State(app): State<Arc<App>>, body: Result<Bytes, B
 
 async fn handle(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
     let arrived = Instant::now();
+    let body_bytes = body.as_ref().map_or(0, Bytes::len);
     let json = handlers::parse_body(&app, body)?;
     let f = Fields::of(&json)?;
     request::check_model(&f, &app.model_name)?;
@@ -37,11 +38,10 @@ async fn handle(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Result<Re
     let text = app.text.clone();
     let messages = f.get("messages").cloned();
     let tools_value = use_tools.then(|| Value::Array(tools.clone()));
-    let prompt = tokio::task::spawn_blocking(move || {
+    let prompt = handlers::prompt_work(body_bytes, move || {
         prompt::chat(&text, messages.as_ref(), tools_value.as_ref(), enable_thinking, preserve_thinking)
     })
-    .await
-    .map_err(|e| ApiError::internal(&e))??;
+    .await??;
     let max_tokens = handlers::max_tokens(&app, prompt.tokens.len(), common.max_tokens)?;
 
     let (tx, rx) = mpsc::unbounded_channel();

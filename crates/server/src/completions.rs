@@ -22,6 +22,7 @@ pub async fn completions(State(app): State<Arc<App>>, body: Result<Bytes, BytesR
 
 async fn handle(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
     let arrived = Instant::now();
+    let body_bytes = body.as_ref().map_or(0, Bytes::len);
     let json = handlers::parse_body(&app, body)?;
     let f = Fields::of(&json)?;
     request::check_model(&f, &app.model_name)?;
@@ -30,9 +31,8 @@ async fn handle(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Result<Re
     let text = app.text.clone();
     let prompt_field = f.get("prompt").cloned();
     let vocab = app.vocab;
-    let prompt = tokio::task::spawn_blocking(move || prompt::completion(&text, prompt_field.as_ref(), vocab))
-        .await
-        .map_err(|e| ApiError::internal(&e))??;
+    let prompt =
+        handlers::prompt_work(body_bytes, move || prompt::completion(&text, prompt_field.as_ref(), vocab)).await??;
     // OpenAI's default for this endpoint is 16 tokens.
     let max_tokens = handlers::max_tokens(&app, prompt.len(), Some(common.max_tokens.unwrap_or(16)))?;
 

@@ -163,7 +163,9 @@ impl<'t, B: Backend> Sequence<'t, B> {
                 return Ok(Progress::Done);
             }
             let prompt = &self.job.prompt;
+            let prefill_start = Instant::now();
             self.logits = cx.backend.prefill(&mut self.state, &prompt[self.pos..end], Logits::Last)?;
+            cx.metrics.prefill_time.observe(prefill_start.elapsed().as_secs_f64());
             self.pos = end;
             let interval = snapshot_interval(cx);
             let wanted = end == prompt.len() || end % interval == 0 || self.job.snapshot_points.contains(&end);

@@ -73,6 +73,27 @@ pub fn parse_body(app: &App, body: Result<Bytes, BytesRejection>) -> Result<Valu
     })
 }
 
+/// Request bodies up to this size have their prompt rendered and tokenised on the handler's own
+/// thread: handing that work to a blocking thread and back costs more than the work itself
+/// (tenths of a millisecond of thread wake-ups against ~0.1 ms: bench/RESULTS.md "Request
+/// overhead"). Larger ones go to a blocking thread, so that a long prompt does not hold up the
+/// runtime's other connections.
+pub const INLINE_PROMPT_BYTES: usize = 2048;
+
+/// Runs `work` (the chat template, the tokenizer) for a request body of `body_bytes`: here when
+/// the body is small, on a blocking thread otherwise (see [`INLINE_PROMPT_BYTES`]). A panic in it
+/// is a 500 either way.
+pub async fn prompt_work<T: Send + 'static>(
+    body_bytes: usize,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    if body_bytes <= INLINE_PROMPT_BYTES {
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+            .map_err(|_| ApiError::internal(&"the prompt could not be built (a panic)"));
+    }
+    tokio::task::spawn_blocking(work).await.map_err(|e| ApiError::internal(&e))
+}
+
 /// The completion budget: the request's `max_tokens`, else whatever the context has left.
 /// 400 with the numbers when the prompt and the completion do not fit.
 pub fn max_tokens(app: &App, prompt: usize, requested: Option<usize>) -> Result<usize, ApiError> {

@@ -37,6 +37,8 @@ pub struct Metrics {
     pub step_time: Histogram,
     /// From a request's arrival to the engine starting it (its prefill or cache resume).
     pub queue_wait: Histogram,
+    /// Wall time of one backend prefill call (a prompt, or a piece of one).
+    pub prefill_time: Histogram,
     /// Connections being served; those turned away at the cap; those closed for slow headers.
     pub connections_open: AtomicI64,
     pub connections_refused: AtomicU64,
@@ -53,6 +55,7 @@ impl Metrics {
             batched_decode: Histogram::new(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]),
             step_time: Histogram::new(&[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0]),
             queue_wait: Histogram::new(&[0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0]),
+            prefill_time: Histogram::new(&[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0]),
             ..Default::default()
         }
     }
@@ -138,6 +141,11 @@ impl Metrics {
             &mut out,
             "solo_queue_wait_seconds",
             "From a request's arrival to the engine starting it (prefill or prefix-cache resume).",
+        );
+        self.prefill_time.render(
+            &mut out,
+            "solo_prefill_seconds",
+            "Wall time of one backend prefill call (a prompt or a piece of one).",
         );
         self.accepted_length.render(
             &mut out,

@@ -87,8 +87,7 @@ pub fn chat(
     // is what a snapshot there can really serve.
     let mut snapshot_points = Vec::new();
     let mut point = |messages: &[Value]| {
-        if let Ok(Ok(ids)) = render(messages, false).map(|t| assets.tokenizer.encode(&t)) {
-            let shared = ids.iter().zip(&tokens).take_while(|(a, b)| a == b).count();
+        if let Some(shared) = render(messages, false).ok().and_then(|p| shared_tokens(assets, &text, &tokens, &p)) {
             if shared > 0 && !snapshot_points.contains(&shared) {
                 snapshot_points.push(shared);
             }
@@ -103,6 +102,24 @@ pub fn chat(
     let starts_in_reasoning =
         tail.rfind("<think>").is_some_and(|open| tail.rfind("</think>").is_none_or(|close| close < open));
     Ok(ChatPrompt { tokens, snapshot_points, starts_in_reasoning })
+}
+
+/// How many of `tokens` (of `text`) the tokens of `prefix`, a render of fewer messages, share
+/// from the start. Where `prefix` is a string prefix of `text` and the rest begins with a special
+/// token (`<|im_start|>`), the tokenizer splits there in both (special tokens are matched before
+/// anything else), so the rest's tokens end `tokens` and only the rest is encoded (the last
+/// message and the generation prompt, where the prefix is the whole history); otherwise, or when
+/// the prefix is the shorter, the prefix is encoded and compared.
+fn shared_tokens(assets: &TextAssets, text: &str, tokens: &[u32], prefix: &str) -> Option<usize> {
+    let tokenizer = &assets.tokenizer;
+    if let Some(rest) = text.strip_prefix(prefix).filter(|rest| rest.len() < prefix.len()) {
+        let ids = tokenizer.encode(rest).ok()?;
+        if ids.first().is_some_and(|&id| tokenizer.is_added_token(id)) && tokens.ends_with(&ids) {
+            return Some(tokens.len() - ids.len());
+        }
+    }
+    let ids = tokenizer.encode(prefix).ok()?;
+    Some(ids.iter().zip(tokens).take_while(|(a, b)| a == b).count())
 }
 
 /// The checks the template leaves to chance: a non-empty list of objects with known roles and
@@ -200,4 +217,75 @@ pub fn completion(assets: &TextAssets, prompt: Option<&Value>, vocab: usize) -> 
         return Err(ApiError::invalid_param("prompt", "`prompt` must not be empty."));
     }
     Ok(tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The snapshot points as first written: each prefix render encoded whole, and the common
+    /// token prefix with the prompt.
+    fn points_by_encoding_prefixes(
+        assets: &TextAssets,
+        messages: &[Value],
+        tools: Option<&Value>,
+        thinking: Option<bool>,
+    ) -> Vec<usize> {
+        let preserve = (thinking == Some(false)).then_some(true);
+        let mut messages = messages.to_vec();
+        if thinking == Some(false) {
+            blank_old_reasoning(&mut messages);
+        }
+        let render = |m: &[Value], add_generation_prompt: bool| {
+            let opts =
+                TemplateOptions { add_generation_prompt, enable_thinking: thinking, preserve_thinking: preserve };
+            assets.template.render(&Value::Array(m.to_vec()), tools, &opts)
+        };
+        let tokens = assets.tokenizer.encode(&render(&messages, true).unwrap()).unwrap();
+        let mut points = Vec::new();
+        let ends = if messages.len() > 1 { vec![messages.len(), messages.len() - 1] } else { vec![messages.len()] };
+        for end in ends {
+            if let Ok(text) = render(&messages[..end], false) {
+                let ids = assets.tokenizer.encode(&text).unwrap();
+                let shared = ids.iter().zip(&tokens).take_while(|(a, b)| a == b).count();
+                if shared > 0 && !points.contains(&shared) {
+                    points.push(shared);
+                }
+            }
+        }
+        points
+    }
+
+    #[test]
+    fn snapshot_points_from_the_rest_equal_those_of_encoding_each_prefix() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tiny-a");
+        let assets = TextAssets::from_dir(&dir).unwrap();
+        let long = "A long history, word after word. ".repeat(20);
+        let chats = [
+            json!([{"role": "user", "content": "Hello there"}]),
+            json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]),
+            json!([
+                {"role": "user", "content": long},
+                {"role": "assistant", "content": "Sure.", "reasoning_content": "They asked."},
+                {"role": "user", "content": "And then?"},
+            ]),
+            json!([
+                {"role": "system", "content": long},
+                {"role": "user", "content": "Question one"},
+                {"role": "assistant", "content": "<think>\nhm\n</think>\n\nAnswer one"},
+                {"role": "user", "content": "Question two, much longer than the history before it ".repeat(30)},
+            ]),
+        ];
+        let tools = json!([{"type": "function", "function": {"name": "get_weather", "description": "Weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
+        for chat in &chats {
+            for (thinking, tools) in [(None, None), (Some(false), None), (None, Some(&tools))] {
+                let got = super::chat(&assets, Some(chat), tools, thinking, None).unwrap();
+                let want = points_by_encoding_prefixes(&assets, chat.as_array().unwrap(), tools, thinking);
+                assert_eq!(got.snapshot_points, want, "{chat} thinking {thinking:?}");
+                assert!(!want.is_empty());
+            }
+        }
+    }
 }

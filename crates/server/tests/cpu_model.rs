@@ -274,6 +274,9 @@ fn models_health_and_metrics() {
         "solo_completion_tokens_total 2",
         "solo_queue_depth 0",
         "solo_queue_wait_seconds_count 1",
+        // a prefill call per prompt piece: to the end of the messages (a snapshot point), then
+        // the generation prompt
+        "solo_prefill_seconds_count 2",
     ] {
         assert!(text.contains(needle), "{needle} missing from\n{text}");
     }

@@ -295,3 +295,33 @@ fn requests_generate_at_the_same_time() {
     let single = metric_labelled(&s, "solo_batch_size_bucket", "le=\"1\"");
     assert!(single < steps, "no step ran two sequences ({single} of {steps} steps ran one)");
 }
+
+/// Prompts are built on the handler's thread up to `INLINE_PROMPT_BYTES` of body and on a
+/// blocking thread past it: either way the same reply, and the prompt the template and the
+/// tokenizer give.
+#[test]
+fn small_and_large_bodies_get_the_same_prompts() {
+    let s = server();
+    let limit = solo_server::handlers::INLINE_PROMPT_BYTES;
+    let template = solo_text::ChatTemplate::from_dir(fixture()).unwrap();
+    for filler in [limit / 4, limit * 2] {
+        let content = format!("PLAIN {}", "x".repeat(filler));
+        let body = json!({"messages": user(&content), "chat_template_kwargs": {"enable_thinking": false}});
+        let size = body.to_string().len();
+        assert_eq!(size > limit, filler > limit, "{size}");
+        let r = ok(&s, "/v1/chat/completions", &body);
+        assert_eq!(r["choices"][0]["message"]["content"], "Plain answer.", "{size}");
+        let opts = solo_text::TemplateOptions {
+            add_generation_prompt: true,
+            enable_thinking: Some(false),
+            preserve_thinking: Some(true),
+        };
+        let text = template.render(&user(&content), None, &opts).unwrap();
+        assert_eq!(r["usage"]["prompt_tokens"], tokenizer().encode(&text).unwrap().len(), "{size}");
+
+        let prompt = format!("PLAIN {}", "y".repeat(filler));
+        let r = ok(&s, "/v1/completions", &json!({"prompt": prompt, "max_tokens": 20}));
+        assert_eq!(r["usage"]["prompt_tokens"], tokenizer().encode(&prompt).unwrap().len(), "{size}");
+        assert_eq!(r["choices"][0]["text"], "Plain answer.", "{size}");
+    }
+}

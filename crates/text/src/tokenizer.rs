@@ -39,11 +39,18 @@ impl Tokenizer {
         self.inner.token_to_id(token)
     }
 
+    /// Whether `id` is an added token (`<|im_start|>`, `<think>`, ...): the tokenizer matches
+    /// those in the text before anything else, so text never merges across one.
+    pub fn is_added_token(&self, id: u32) -> bool {
+        self.inner.get_added_vocabulary().get_added_tokens_decoder().contains_key(&id)
+    }
+
     /// The bytes token `id` stands for (what OpenAI's logprobs `bytes` field carries): an added
     /// token's content, or a byte-level BPE token's bytes, which may be part of a UTF-8
     /// character. `None` for an id the tokenizer does not know.
     pub fn token_bytes(&self, id: u32) -> Option<Vec<u8>> {
-        if let Some(added) = self.inner.get_added_tokens_decoder().get(&id) {
+        // (the added vocabulary's own map: `Tokenizer::get_added_tokens_decoder` copies it)
+        if let Some(added) = self.inner.get_added_vocabulary().get_added_tokens_decoder().get(&id) {
             return Some(added.content.as_bytes().to_vec());
         }
         let piece = self.inner.id_to_token(id)?;
