@@ -19,6 +19,7 @@
 
 use crate::detect::Fnv;
 use crate::topic_model::{ModelScratch, Tokens, TopicModel};
+use crate::word_table::{extend, hash, join, WordTable};
 use crate::{EntityType, Span};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -144,19 +145,22 @@ pub enum Mode {
 }
 
 /// The lexicon, compiled.
+#[derive(Clone)]
 pub struct Topics {
     pub mode: Mode,
     /// Whole words and phrases ("blood test", words joined by one space).
-    exact: HashMap<Box<str>, Entry, BuildHasherDefault<Fnv>>,
+    exact: WordTable<Entry>,
     /// Stems (`blut*`) → roles.
-    stems: HashMap<Box<str>, Vec<Role>, BuildHasherDefault<Fnv>>,
+    stems: WordTable<Vec<Role>>,
     stem_lens: (usize, usize),
     /// The first `stem_lens.0` bytes of every stem: a word that starts otherwise has none.
-    stem_heads: std::collections::HashSet<Box<str>, BuildHasherDefault<Fnv>>,
+    stem_heads: WordTable<()>,
     /// Endings (`*itis`, `*statin`) → roles; a word must be `SUFFIX_ROOM` bytes longer.
     suffixes: Vec<(Box<str>, Vec<Role>)>,
-    /// The endings by their last two bytes (`tail`), in the lexicon's order.
+    /// The endings by their last two bytes (`tail`), in the lexicon's order, and a bit per
+    /// `tail` that some ending has (most words have none: one test, no look-up).
     suffix_tails: HashMap<usize, Vec<usize>, BuildHasherDefault<Fnv>>,
+    tail_bits: Box<[u64; 1024]>,
 }
 
 impl Default for Topics {
@@ -171,25 +175,10 @@ impl std::fmt::Debug for Topics {
     }
 }
 
-impl Clone for Topics {
-    fn clone(&self) -> Self {
-        Topics {
-            mode: self.mode,
-            exact: self.exact.clone(),
-            stems: self.stems.clone(),
-            stem_lens: self.stem_lens,
-            stem_heads: self.stem_heads.clone(),
-            suffixes: self.suffixes.clone(),
-            suffix_tails: self.suffix_tails.clone(),
-        }
-    }
-}
-
 /// What `classify` reuses from one text to the next.
 #[derive(Default)]
 struct Scratch {
     words: Words,
-    key: String,
     tokens: Tokens,
     model: ModelScratch,
 }
@@ -206,9 +195,11 @@ struct Word {
 
 #[derive(Default)]
 struct Words {
-    folded: String,
+    /// The folded words (UTF-8), one space between two (so that a phrase is one piece of it).
+    folded: Vec<u8>,
     list: Vec<Word>,
-    /// Lines that read `Label: value`, and lines that read `Name: message` with the names.
+    /// Lines that read `Label: value`, and lines that read `Name: message` with the names
+    /// (these and `value_lines` counted only in a text of three lines or more: 0 otherwise).
     record_lines: usize,
     speakers: Vec<String>,
     speaker_lines: usize,
@@ -221,7 +212,7 @@ struct Words {
 }
 
 impl Words {
-    fn text(&self, i: usize) -> &str {
+    fn text(&self, i: usize) -> &[u8] {
         let (a, b) = self.list[i].fold;
         &self.folded[a as usize..b as usize]
     }
@@ -233,9 +224,15 @@ pub(crate) fn fold_into(word: &str, out: &mut String) {
         out.extend(word.bytes().map(|b| b.to_ascii_lowercase() as char));
         return;
     }
+    fold_chars(word, |c| out.push(c));
+}
+
+/// `fold_into` for a word that is not ASCII, each character of the folded form given to `push`.
+fn fold_chars(word: &str, mut push: impl FnMut(char)) {
     for c in word.chars() {
         if c == 'ß' {
-            out.push_str("ss");
+            push('s');
+            push('s');
             continue;
         }
         let mut base = None;
@@ -244,8 +241,56 @@ pub(crate) fn fold_into(word: &str, out: &mut String) {
                 base = Some(d);
             }
         });
-        out.extend(base.unwrap_or(c).to_lowercase());
+        base.unwrap_or(c).to_lowercase().for_each(&mut push);
     }
+}
+
+/// A character's UTF-8 bytes onto `out`.
+fn push_char(out: &mut Vec<u8>, c: char) {
+    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+}
+
+/// The character at byte `i` of `text` and its length: ASCII without decoding (most text).
+#[inline(always)]
+fn char_at(text: &str, i: usize) -> (char, usize) {
+    match text.as_bytes()[i] {
+        x @ 0..0x80 => (x as char, 1),
+        _ => {
+            let c = text[i..].chars().next().expect("a character");
+            (c, c.len_utf8())
+        }
+    }
+}
+
+/// `c.is_alphanumeric()`, of a character `len` bytes long.
+#[inline(always)]
+fn alphanumeric(c: char, len: usize) -> bool {
+    if len == 1 {
+        c.is_ascii_alphanumeric()
+    } else {
+        c.is_alphanumeric()
+    }
+}
+
+/// Are at most `max` of the whitespace-separated words of `line` ones with a letter?
+fn letter_words_at_most(line: &str, max: usize) -> bool {
+    let mut n = 0;
+    let (mut i, mut in_word, mut lettered) = (0, false, false);
+    while i < line.len() {
+        let (c, len) = char_at(line, i);
+        if c.is_whitespace() {
+            n += lettered as usize;
+            (in_word, lettered) = (false, false);
+        } else {
+            in_word = true;
+            lettered |= if len == 1 { c.is_ascii_alphabetic() } else { c.is_alphabetic() };
+        }
+        if n > max {
+            return false;
+        }
+        i += len;
+    }
+    n + (in_word && lettered) as usize <= max
 }
 
 /// How a chat log names its writer's own lines.
@@ -273,20 +318,24 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
     out.first_line_words = 0;
     let mut sentence = 0u32;
     let mut chars = 0u32;
-    let mut it = text.char_indices().peekable();
     let mut line_start = 0usize;
     let mut line_words = 0usize;
+    // The shape of the lines counts only in a text of three lines or more (a record, a thread),
+    // so a shorter one is not looked at; and only a colon or a digit makes a line a record's.
+    let shapes = text.bytes().filter(|&b| b == b'\n').take(2).count() == 2;
     let check_line = |line: &str, out: &mut Words| {
+        if !shapes || !line.bytes().any(|b| b == b':' || b.is_ascii_digit()) {
+            return;
+        }
         // A chat line's time stamp ("[10:02] Sam: …", "10:02 Sam: …") is not its label.
         let line = line.trim_start();
         let line = match line.strip_prefix('[').and_then(|l| l.split_once(']')) {
             Some((stamp, rest)) if stamp.bytes().all(|b| b.is_ascii_digit() || b == b':') => rest.trim_start(),
             _ => line.trim_start_matches(|c: char| c.is_ascii_digit() || c == ':'),
         };
-        let letter_words = line.split_whitespace().filter(|w| w.chars().any(char::is_alphabetic)).count();
         // `Label: value` and `Name: message` lines (labels of one to four words).
         let Some(colon) = line.find(':') else {
-            if letter_words <= 6 && line.bytes().any(|b| b.is_ascii_digit()) {
+            if line.bytes().any(|b| b.is_ascii_digit()) && letter_words_at_most(line, 6) {
                 out.value_lines += 1;
             }
             return;
@@ -299,38 +348,52 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
             return;
         }
         out.record_lines += 1;
-        if !label.contains(' ') && names(label) && value.split_whitespace().count() >= 2 {
+        if !label.contains(' ') && names(label) && value.split_whitespace().nth(1).is_some() {
             out.speaker_lines += 1;
             if !out.speakers.iter().any(|s| s == label) {
                 out.speakers.push(label.to_string());
             }
         }
     };
-    while let Some((i, c)) = it.next() {
-        if c.is_alphanumeric() {
-            let start = i;
-            let cstart = chars;
-            let mut end = i + c.len_utf8();
-            chars += 1;
-            while let Some(&(j, d)) = it.peek() {
-                if !d.is_alphanumeric() {
+    let b = text.as_bytes();
+    let at = |i: usize| char_at(text, i);
+    let mut i = 0;
+    while i < b.len() {
+        let (c, len) = at(i);
+        if alphanumeric(c, len) {
+            let (start, cstart) = (i, chars);
+            let (mut ascii, mut upper) = (true, true);
+            while i < b.len() {
+                let (d, l) = at(i);
+                if !alphanumeric(d, l) {
                     break;
                 }
-                end = j + d.len_utf8();
+                ascii &= l == 1;
+                upper &= if l == 1 { d.is_ascii_uppercase() } else { d.is_uppercase() };
                 chars += 1;
-                it.next();
+                i += l;
             }
-            let w = &text[start..end];
+            let w = &text[start..i];
+            if !out.list.is_empty() {
+                out.folded.push(b' ');
+            }
             let a = out.folded.len();
-            fold_into(w, &mut out.folded);
-            let caps = w.chars().count() >= 2 && w.chars().all(|c| c.is_uppercase());
+            if ascii {
+                out.folded.extend(w.bytes().map(|b| b.to_ascii_lowercase()));
+            } else {
+                fold_chars(w, |c| push_char(&mut out.folded, c));
+            }
+            let caps = chars - cstart >= 2 && upper;
             out.list.push(Word { fold: (a as u32, out.folded.len() as u32), chars: (cstart, chars), sentence, caps });
             line_words += 1;
             continue;
         }
         if matches!(c, '€' | '$' | '£' | '¥') {
+            if !out.list.is_empty() {
+                out.folded.push(b' ');
+            }
             let a = out.folded.len();
-            out.folded.push(c);
+            push_char(&mut out.folded, c);
             out.list.push(Word {
                 fold: (a as u32, out.folded.len() as u32),
                 chars: (chars, chars + 1),
@@ -353,9 +416,10 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
                 line_words = 0;
             }
             '!' | '?' | ';' => sentence += 1,
-            '.' if it.peek().is_none_or(|&(_, d)| d.is_whitespace()) => sentence += 1,
+            '.' if i + 1 == b.len() || at(i + 1).0.is_whitespace() => sentence += 1,
             _ => {}
         }
+        i += len;
     }
     check_line(&text[line_start..], out);
     if line_words > 0 {
@@ -379,12 +443,13 @@ impl Topics {
     pub fn parse(text: &str) -> Result<Topics, String> {
         let mut t = Topics {
             mode: Mode::default(),
-            exact: HashMap::default(),
-            stems: HashMap::default(),
+            exact: WordTable::default(),
+            stems: WordTable::default(),
             stem_lens: (usize::MAX, 0),
-            stem_heads: Default::default(),
+            stem_heads: WordTable::default(),
             suffixes: Vec::new(),
             suffix_tails: HashMap::default(),
+            tail_bits: Box::new([0; 1024]),
         };
         let mut roles: Vec<Role> = Vec::new();
         let mut scratch = Words::default();
@@ -419,7 +484,9 @@ impl Topics {
                     None => (term, false),
                 };
                 words(&term.replace('_', " "), |_| false, &mut scratch);
-                let parts: Vec<&str> = (0..scratch.list.len()).map(|i| scratch.text(i)).collect();
+                let parts: Vec<&str> = (0..scratch.list.len())
+                    .map(|i| std::str::from_utf8(scratch.text(i)).expect("folded words are UTF-8"))
+                    .collect();
                 if parts.is_empty() {
                     return Err(format!("line {}: {term:?} has no letters", n + 1));
                 }
@@ -429,13 +496,13 @@ impl Topics {
                         return Err(format!("line {}: a stem is one word: {term:?}", n + 1));
                     }
                     t.stem_lens = (t.stem_lens.0.min(key.len()), t.stem_lens.1.max(key.len()));
-                    t.stems.entry(key.into_boxed_str()).or_default()
+                    t.stems.entry(key.as_bytes())
                 } else {
                     if parts.len() > 1 {
-                        let head = t.exact.entry(parts[0].into()).or_default();
+                        let head = t.exact.entry(parts[0].as_bytes());
                         head.phrase = head.phrase.max(parts.len());
                     }
-                    &mut t.exact.entry(key.into_boxed_str()).or_default().roles
+                    &mut t.exact.entry(key.as_bytes()).roles
                 };
                 for r in &roles {
                     if !entry.contains(r) {
@@ -445,34 +512,49 @@ impl Topics {
             }
         }
         let lo = t.stem_lens.0;
-        t.stem_heads = t.stems.keys().map(|k| k.get(..lo).unwrap_or(k).into()).collect();
+        let heads: Vec<Vec<u8>> = t.stems.iter().map(|(k, _)| k.get(..lo).unwrap_or(k).to_vec()).collect();
+        for h in heads {
+            t.stem_heads.entry(&h);
+        }
         for (i, (s, _)) in t.suffixes.iter().enumerate() {
             if s.len() < 2 {
                 return Err(format!("the ending {s:?} is shorter than two letters"));
             }
-            t.suffix_tails.entry(tail(s)).or_default().push(i);
+            let tail = tail(s.as_bytes());
+            t.suffix_tails.entry(tail).or_default().push(i);
+            t.tail_bits[tail / 64] |= 1 << (tail % 64);
         }
         Ok(t)
     }
 
-    /// The roles of a listed word or phrase.
-    fn word(&self, key: &str) -> Option<&[Role]> {
-        self.exact.get(key).map(|e| e.roles.as_slice()).filter(|r| !r.is_empty())
+    /// The roles of a listed word or phrase, whose hash is `h`.
+    fn word_at(&self, h: u64, key: &[u8]) -> Option<&[Role]> {
+        self.exact.get(h, key).map(|e| e.roles.as_slice()).filter(|r| !r.is_empty())
     }
 
-    /// The roles of the longest entry at word `i`, and how many words it takes.
-    fn at<'a>(&'a self, w: &Words, i: usize, key: &mut String) -> Option<(usize, &'a [Role])> {
+    fn word(&self, key: &[u8]) -> Option<&[Role]> {
+        self.word_at(hash(key), key)
+    }
+
+    /// The roles of the longest entry at word `i`, and how many words it takes. A phrase's hash
+    /// is made from its words' hashes.
+    fn at<'a>(&'a self, w: &Words, i: usize) -> Option<(usize, &'a [Role])> {
         let first = w.text(i);
-        let entry = self.exact.get(first);
+        let h = hash(first);
+        let entry = self.exact.get(h, first);
         if let Some(longest) = entry.map(|e| e.phrase).filter(|&n| n > 1) {
-            for len in (2..=longest.min(w.list.len() - i)).rev() {
-                key.clear();
-                key.push_str(first);
-                for k in i + 1..i + len {
-                    key.push(' ');
-                    key.push_str(w.text(k));
-                }
-                if let Some(r) = self.word(key) {
+            // Words i..i+len are one piece of `folded`, one space between two.
+            let n = longest.min(w.list.len() - i);
+            let mut hashes = [h; 8];
+            for len in 2..=n.min(8) {
+                let next = w.text(i + len - 1);
+                hashes[len - 1] = join(hashes[len - 2], hash(next), next.len());
+            }
+            let from = w.list[i].fold.0 as usize;
+            for len in (2..=n).rev() {
+                let key = &w.folded[from..w.list[i + len - 1].fold.1 as usize];
+                let h = if len <= 8 { hashes[len - 1] } else { hash(key) };
+                if let Some(r) = self.word_at(h, key) {
                     return Some((len, r));
                 }
             }
@@ -480,19 +562,20 @@ impl Topics {
         if let Some(e) = entry.filter(|e| !e.roles.is_empty()) {
             return Some((1, &e.roles));
         }
+        // (A prefix equal to a key, which is whole characters, ends at a character boundary.)
         let (lo, hi) = self.stem_lens;
-        let head = first.get(..lo).is_some_and(|h| self.stem_heads.contains(h));
-        if head {
+        if first.len() >= lo && self.stem_heads.get(hash(&first[..lo]), &first[..lo]).is_some() {
             for len in (lo..=hi.min(first.len())).rev() {
-                if let Some(r) = first.get(..len).and_then(|p| self.stems.get(p)) {
+                if let Some(r) = self.stems.get(hash(&first[..len]), &first[..len]) {
                     return Some((1, r));
                 }
             }
         }
-        if let Some(endings) = self.suffix_tails.get(&tail(first)) {
-            for &e in endings {
+        let t = tail(first);
+        if self.tail_bits[t / 64] & 1 << (t % 64) != 0 {
+            for &e in self.suffix_tails.get(&t).map_or(&[][..], |e| e) {
                 let (s, r) = &self.suffixes[e];
-                if first.len() >= s.len() + SUFFIX_ROOM && first.ends_with(&**s) {
+                if first.len() >= s.len() + SUFFIX_ROOM && first.ends_with(s.as_bytes()) {
                     return Some((1, r.as_slice()));
                 }
             }
@@ -501,19 +584,23 @@ impl Topics {
         // a common ending of the four languages.
         if first.len() >= 6 && first.is_ascii() {
             for ending in INFLECTIONS {
-                if let Some(base) = first.strip_suffix(ending) {
-                    if let Some(r) = self.word(base) {
+                if let Some(base) = first.strip_suffix(ending.as_bytes()) {
+                    if let Some(r) = self.word_at(hash(base), base) {
                         return Some((1, r));
                     }
                 }
             }
             // A drug's or a condition's name as another language writes it: "Sertralin",
             // "prednisona", "ibuprofeno" for the listed "sertraline", "prednisone", "ibuprofen".
-            let base = first.strip_suffix(['a', 'o']).unwrap_or(first);
-            key.clear();
-            key.push_str(base);
-            key.push('e');
-            if let Some(r) = self.word(key).or_else(|| self.word(base).filter(|_| base != first)) {
+            let n = first.len() - matches!(first.last(), Some(b'a' | b'o')) as usize;
+            let base = &first[..n];
+            let plus_e = |k: &[u8]| k.len() == n + 1 && k.starts_with(base) && k[n] == b'e';
+            let with_e = self.exact.get_by(extend(hash(base), b'e'), plus_e);
+            if let Some(r) = with_e
+                .map(|e| e.roles.as_slice())
+                .filter(|r| !r.is_empty())
+                .or_else(|| self.word_at(hash(base), base).filter(|_| n != first.len()))
+            {
                 return Some((1, r));
             }
         }
@@ -545,12 +632,12 @@ impl Topics {
             m.classify_in(&s.tokens, &mut s.model, t)
         };
         match self.mode {
-            Mode::Lexicon => self.classify_in(text, spans, &mut s.words, &mut s.key),
+            Mode::Lexicon => self.classify_in(text, spans, &mut s.words),
             Mode::Model => model(s),
             // The lexicon first (its categories are the more precise, its evidence the exact
             // words); the model only where the lexicon found nothing, from its higher threshold.
             Mode::Combined => {
-                let found = self.classify_in(text, spans, &mut s.words, &mut s.key);
+                let found = self.classify_in(text, spans, &mut s.words);
                 if found.is_empty() {
                     model(s)
                 } else {
@@ -560,7 +647,7 @@ impl Topics {
         }
     }
 
-    fn classify_in(&self, text: &str, spans: &[Span], w: &mut Words, key: &mut String) -> Vec<Topic> {
+    fn classify_in(&self, text: &str, spans: &[Span], w: &mut Words) -> Vec<Topic> {
         let names = crate::detect::names();
         words(text, |label| names.kind(label) & crate::detect::FIRST != 0 || SELF_LABELS.contains(&label), w);
         // What each word is.
@@ -573,7 +660,7 @@ impl Topics {
         let mut meta = false;
         let mut i = 0;
         while i < w.list.len() {
-            let Some((len, roles)) = self.at(w, i, key) else {
+            let Some((len, roles)) = self.at(w, i) else {
                 i += 1;
                 continue;
             };
@@ -724,8 +811,8 @@ impl Topics {
 }
 
 /// The last two bytes of `s` as one index (a shorter `s`: its bytes).
-fn tail(s: &str) -> usize {
-    s.bytes().rev().take(2).fold(0, |acc, b| acc << 8 | b as usize)
+fn tail(s: &[u8]) -> usize {
+    s.iter().rev().take(2).fold(0, |acc, &b| acc << 8 | b as usize)
 }
 
 /// A section header's roles.
@@ -829,6 +916,41 @@ mod tests {
         let t = Topics::shipped().classify(text, &[]);
         let e = t[0].evidence[0];
         assert_eq!(&text[e.start..e.end], "bloodwork");
+    }
+
+    #[test]
+    fn letter_words_count_as_split_whitespace_does() {
+        let alphabet = ["a", "B", "1", " ", "\t", "\u{0b}", "é", "\u{a0}", "\u{2003}", "-", "٣", "ß"];
+        let mut rng = crate::test_rng::TestRng(0x2545_F491_4F6C_DD1D);
+        for _ in 0..20_000 {
+            let line: String = (0..rng.below(24)).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+            let n = line.split_whitespace().filter(|w| w.chars().any(char::is_alphabetic)).count();
+            for max in [0, 1, 2, 6] {
+                assert_eq!(letter_words_at_most(&line, max), n <= max, "{line:?} {max}");
+            }
+        }
+    }
+
+    #[test]
+    fn phrases_stems_endings_and_inflections_are_found() {
+        let t = Topics::parse("[HEALTH 1]\nblood_test blut* *itis sertraline deuda panic_attack_at_night\n").unwrap();
+        let mut w = Words::default();
+        let cases = [
+            ("my blood test", 1, Some(2)),
+            ("blutwerte", 0, Some(1)),
+            ("gastritis", 0, Some(1)),
+            ("itis", 0, None),
+            ("sertralin", 0, Some(1)),
+            ("sertralina", 0, Some(1)),
+            ("deudas", 0, Some(1)),
+            ("a panic attack at night", 1, Some(4)),
+            ("a panic attack", 1, None),
+            ("blood", 0, None),
+        ];
+        for (text, i, want) in cases {
+            words(text, |_| false, &mut w);
+            assert_eq!(t.at(&w, i).map(|(len, _)| len), want, "{text:?}");
+        }
     }
 
     #[test]
