@@ -228,7 +228,7 @@ pub(crate) fn fold_into(word: &str, out: &mut String) {
 }
 
 /// `fold_into` for a word that is not ASCII, each character of the folded form given to `push`.
-fn fold_chars(word: &str, mut push: impl FnMut(char)) {
+pub(crate) fn fold_chars(word: &str, mut push: impl FnMut(char)) {
     for c in word.chars() {
         if c == 'ß' {
             push('s');
@@ -246,7 +246,7 @@ fn fold_chars(word: &str, mut push: impl FnMut(char)) {
 }
 
 /// A character's UTF-8 bytes onto `out`.
-fn push_char(out: &mut Vec<u8>, c: char) {
+pub(crate) fn push_char(out: &mut Vec<u8>, c: char) {
     out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
 }
 
