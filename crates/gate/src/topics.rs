@@ -911,6 +911,32 @@ mod tests {
     }
 
     #[test]
+    fn symptoms_without_a_diagnosis() {
+        for text in [
+            "keep coughing up green stuff and my chest rattles",
+            "my wife's hands go numb at night",
+            "tengo hormigueo en la mano izquierda desde ayer",
+            "ich habe seit gestern Durchfall und Bauchkrämpfe",
+            "meine Knie sind geschwollen und steif",
+            "j'ai des fourmillements dans les jambes",
+        ] {
+            assert_eq!(found(text), ["HEALTH"], "{text:?}");
+        }
+        // Words that are other words too: handing over ("übergeben"), a blurry photo, a
+        // scatterbrain ("étourdi"), a number (not "numb" + "er"), a printer that is a headache.
+        for text in [
+            "Ich habe die Unterlagen gestern übergeben.",
+            "Mein Foto ist verschwommen, wie mache ich es schärfer?",
+            "Je suis étourdi, j'ai encore oublié mes clés.",
+            "What is my number on the waiting list?",
+            "My printer is a headache, it jams every day.",
+            "tengo dos perros y un gato",
+        ] {
+            assert!(found(text).is_empty(), "{text:?}: {:?}", found(text));
+        }
+    }
+
+    #[test]
     fn evidence_points_at_the_words() {
         let text = "Summarize my bloodwork results";
         let t = Topics::shipped().classify(text, &[]);
