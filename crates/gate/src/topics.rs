@@ -322,7 +322,7 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
     let mut line_words = 0usize;
     // The shape of the lines counts only in a text of three lines or more (a record, a thread),
     // so a shorter one is not looked at; and only a colon or a digit makes a line a record's.
-    let shapes = text.bytes().filter(|&b| b == b'\n').take(2).count() == 2;
+    let shapes = text.find('\n').is_some_and(|i| text[i + 1..].contains('\n'));
     let check_line = |line: &str, out: &mut Words| {
         if !shapes || !line.bytes().any(|b| b == b':' || b.is_ascii_digit()) {
             return;
