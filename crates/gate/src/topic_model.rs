@@ -62,8 +62,6 @@ pub struct TopicModel {
     pub threshold_combined: f32,
     /// `1 << bits` rows of `HEADS` weights.
     weights: Vec<i8>,
-    /// The same rows, each padded to 16 (so that a row is added in a few vector instructions).
-    rows: Vec<[i8; 16]>,
 }
 
 impl std::fmt::Debug for TopicModel {
@@ -386,17 +384,7 @@ impl TopicModel {
             threshold: f(16),
             threshold_combined: f(20),
             weights: body[header..].iter().map(|&b| b as i8).collect(),
-            rows: Vec::new(),
         };
-        m.rows = m
-            .weights
-            .chunks_exact(HEADS)
-            .map(|r| {
-                let mut row = [0i8; 16];
-                row[..HEADS].copy_from_slice(r);
-                row
-            })
-            .collect();
         for h in 0..HEADS {
             m.scale[h] = f(24 + 4 * h);
             m.bias[h] = f(24 + 4 * HEADS + 4 * h);
@@ -442,17 +430,18 @@ impl TopicModel {
         });
         // The rows of the distinct buckets, summed in a loop of its own (in vector registers), in
         // 16 bits for 256 rows at a time (256 × -128 is still an i16).
-        let mut sum = [0i32; 16];
+        let mut sum = [0i32; HEADS];
         for rows in touched.chunks(256) {
-            let mut part = [0i16; 16];
+            let mut part = [0i16; HEADS];
             for &k in rows {
                 seen[k as usize / 64] = 0;
-                let row = &self.rows[k as usize];
-                for j in 0..16 {
+                let row: &[i8; HEADS] =
+                    self.weights[k as usize * HEADS..(k as usize + 1) * HEADS].try_into().expect("a row");
+                for j in 0..HEADS {
                     part[j] += row[j] as i16;
                 }
             }
-            for j in 0..16 {
+            for j in 0..HEADS {
                 sum[j] += part[j] as i32;
             }
         }
