@@ -193,8 +193,34 @@ struct Word {
     caps: bool,
 }
 
+/// What `classify_in` finds at the words: category words (first word, words, category, weight),
+/// anchors (first word, last word, strength), possessives, general-knowledge cues, paste cues,
+/// document names (first word, words).
+#[derive(Default)]
+struct Found {
+    terms: Vec<(usize, usize, Category, f32)>,
+    anchors: Vec<(usize, usize, f32)>,
+    possessives: Vec<usize>,
+    know: Vec<usize>,
+    pastes: Vec<usize>,
+    docs: Vec<(usize, usize)>,
+}
+
+impl Found {
+    fn clear(&mut self) {
+        self.terms.clear();
+        self.anchors.clear();
+        self.possessives.clear();
+        self.know.clear();
+        self.pastes.clear();
+        self.docs.clear();
+    }
+}
+
 #[derive(Default)]
 struct Words {
+    /// `classify_in`'s lists.
+    found: Found,
     /// The folded words (UTF-8), one space between two (so that a phrase is one piece of it).
     folded: Vec<u8>,
     list: Vec<Word>,
@@ -651,12 +677,10 @@ impl Topics {
         let names = crate::detect::names();
         words(text, |label| names.kind(label) & crate::detect::FIRST != 0 || SELF_LABELS.contains(&label), w);
         // What each word is.
-        let mut terms: Vec<(usize, usize, Category, f32)> = Vec::new(); // first word, words, category, weight
-        let mut anchors: Vec<(usize, usize, f32)> = Vec::new(); // first word, last word, strength
-        let mut possessives: Vec<usize> = Vec::new();
-        let mut know: Vec<usize> = Vec::new();
-        let mut pastes: Vec<usize> = Vec::new();
-        let mut docs: Vec<(usize, usize)> = Vec::new();
+        // (The lists are the scratch's, kept from text to text: no allocation for them.)
+        let mut found = std::mem::take(&mut w.found);
+        found.clear();
+        let Found { terms, anchors, possessives, know, pastes, docs } = &mut found;
         let mut meta = false;
         let mut i = 0;
         while i < w.list.len() {
@@ -733,11 +757,11 @@ impl Topics {
         }
         let thread = w.speaker_lines >= 3 && w.speakers.len() >= 2;
         let mut scores = [0f32; Category::ALL.len()];
-        let mut evidence: Vec<Vec<Evidence>> = vec![Vec::new(); Category::ALL.len()];
-        for &(t, len, c, weight) in &terms {
+        let mut evidence: [Vec<Evidence>; Category::ALL.len()] = Default::default();
+        for &(t, len, c, weight) in terms.iter() {
             let sentence = w.list[t].sentence;
             let mut bind = whole;
-            for &(a0, a1, strength) in &anchors {
+            for &(a0, a1, strength) in anchors.iter() {
                 let (sa, sb) = (w.list[a0].sentence, w.list[a1].sentence);
                 let same = sa == sentence || sb == sentence;
                 let previous = sb + 1 == sentence;
@@ -806,6 +830,7 @@ impl Topics {
             .map(|((kind, score), evidence)| Topic { kind, score: (score * 100.0).round() / 100.0, evidence })
             .collect();
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.kind.cmp(&b.kind)));
+        w.found = found;
         out
     }
 }
