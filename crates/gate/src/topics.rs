@@ -123,6 +123,8 @@ enum Role {
     Know,
     Meta,
     Paste,
+    /// A word that is itself, not another listed word inflected ("essayer" is not "essay" + "er").
+    Plain,
 }
 
 /// A word's or a phrase's roles, and the length in words of the longest phrase that it starts
@@ -234,6 +236,8 @@ struct Words {
     value_lines: usize,
     /// Lines with words, and the words of the first of them.
     lines: usize,
+    /// Whether the last `classify_in` saw a writing, fiction or professional cue.
+    meta: bool,
     first_line_words: usize,
 }
 
@@ -664,7 +668,7 @@ impl Topics {
             // words); the model only where the lexicon found nothing, from its higher threshold.
             Mode::Combined => {
                 let found = self.classify_in(text, spans, &mut s.words);
-                if found.is_empty() {
+                if found.is_empty() && !s.words.meta {
                     model(s)
                 } else {
                     found
@@ -707,6 +711,7 @@ impl Topics {
                     Role::Know => know.push(i),
                     Role::Meta => meta = true,
                     Role::Paste => pastes.push(i + len - 1),
+                    Role::Plain => {}
                 }
             }
             // A subject's phrase that starts with an anchor ("me duele", "i m bi") keeps the
@@ -831,6 +836,7 @@ impl Topics {
             .collect();
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.kind.cmp(&b.kind)));
         w.found = found;
+        w.meta = meta;
         out
     }
 }
@@ -867,6 +873,7 @@ fn section(head: &str) -> Result<Vec<Role>, String> {
         "KNOW" => vec![Role::Know],
         "META" => vec![Role::Meta],
         "PASTE" => vec![Role::Paste],
+        "PLAIN" => vec![Role::Plain],
         "DOC" => vec![Role::Doc(arg.map(category).transpose()?)],
         c => vec![Role::Word(category(c)?, number(arg)?)],
     })
@@ -959,6 +966,34 @@ mod tests {
         ] {
             assert!(found(text).is_empty(), "{text:?}: {:?}", found(text));
         }
+    }
+
+    #[test]
+    fn asking_for_help_and_writing_cues_do_not_bind() {
+        // "me ayudas", "tu m'aides", "hilfst du mir": the asker's "me", not the subject's; and a
+        // text with a writing cue is left to the lexicon (the model does not see the cue).
+        for text in [
+            "Mi trabajo de clase trata de las hipotecas, ¿me ayudas con el esquema?",
+            "mon exposé porte sur l'alcoolisme, tu m'aides pour le plan ?",
+            "Mein Referat ist über Rassismus, hilfst du mir mit der Gliederung?",
+        ] {
+            assert!(found(text).is_empty(), "{text:?}: {:?}", found(text));
+        }
+        assert_eq!(found("Hilf mir bitte, ich habe 9.000 Euro Schulden und die Bank droht."), ["FINANCE"]);
+    }
+
+    #[test]
+    fn a_plain_word_is_not_an_inflected_one() {
+        let mut w = Words::default();
+        let roles = |t: &Topics, text: &str, w: &mut Words| {
+            words(text, |_| false, w);
+            t.at(w, 0).map(|(_, r)| r.to_vec())
+        };
+        let without = Topics::parse("[META]\nessay\n").unwrap();
+        assert_eq!(roles(&without, "essayer", &mut w), Some(vec![Role::Meta]));
+        let with = Topics::parse("[META]\nessay\n[PLAIN]\nessayer\n").unwrap();
+        assert_eq!(roles(&with, "essayer", &mut w), Some(vec![Role::Plain]));
+        assert_eq!(roles(&with, "essays", &mut w), Some(vec![Role::Meta]));
     }
 
     #[test]
