@@ -830,13 +830,13 @@ impl Topics {
                 evidence[doc].push(Evidence { start: first.chars.0 as usize, end: last.chars.1 as usize });
             }
         }
-        let mut out: Vec<Topic> = Category::ALL
-            .into_iter()
-            .zip(scores)
-            .zip(evidence)
-            .filter(|((_, s), _)| *s >= THRESHOLD)
-            .map(|((kind, score), evidence)| Topic { kind, score: (score * 100.0).round() / 100.0, evidence })
-            .collect();
+        let mut out: Vec<Topic> = Vec::new();
+        for (i, kind) in Category::ALL.into_iter().enumerate() {
+            if scores[i] >= THRESHOLD {
+                let evidence = std::mem::take(&mut evidence[i]);
+                out.push(Topic { kind, score: (scores[i] * 100.0).round() / 100.0, evidence });
+            }
+        }
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.kind.cmp(&b.kind)));
         w.found = found;
         w.meta = meta;
