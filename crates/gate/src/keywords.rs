@@ -502,6 +502,36 @@ mod tests {
     }
 
     #[test]
+    fn finds_what_the_longest_keyword_at_each_place_is() {
+        // Each place: the longest keyword that starts there, then on after it.
+        let table = KeywordTable::new(&[]);
+        let mut all: Vec<&str> = KEYWORDS.iter().flat_map(|(_, words)| words.iter().copied()).collect();
+        all.sort_by_key(|w| std::cmp::Reverse(w.len()));
+        let reference = |lower: &str| {
+            let (b, mut i, mut out) = (lower.as_bytes(), 0, Vec::new());
+            while i < b.len() {
+                match all.iter().find(|w| b[i..].starts_with(w.as_bytes())) {
+                    Some(w) => {
+                        out.push((i, i + w.len()));
+                        i += w.len();
+                    }
+                    None => i += 1,
+                }
+            }
+            out
+        };
+        let pieces =
+            ["#", "bd", "c/", "c", "cd", "d", "b", "co", "phone", "tel", "order", "id ", "dob", " ", "x", "née", "ß"];
+        let mut rng = crate::test_rng::TestRng(0x9E37_79B9_7F4A_7C15);
+        for _ in 0..20_000 {
+            let text: String = (0..1 + rng.0 % 8).map(|_| pieces[rng.below(pieces.len())]).collect();
+            let mut got = Vec::new();
+            table.find_all(&text, &text, |s, e, _| got.push((s, e)));
+            assert_eq!(got, reference(&text), "{text:?}");
+        }
+    }
+
+    #[test]
     fn first_prefix_as_a_scan_of_its_own_would_find_it() {
         let prefixes = ["AKIA", "ghp_", "sk-", "eyJ", "hf_", "SG.", "xoxb-"];
         let table = KeywordTable::new(&prefixes);

@@ -12,6 +12,7 @@
 //! conversation.rs  values seen so far in a conversation: repeats, placeholders, restoration
 //! topics.rs     what a text is about: a person's health, money, legal matters… (categories)
 //! topic_model.rs  the learned topic classifier beside the lexicon (weights in data/)
+//! word_table.rs  the lexicon's hash table, looked up by hashes made from a word's prefixes
 //! policy.rs     the TOML policy: type or category (and destination) → outcome, strictest wins
 //! eval.rs       precision/recall/latency over a labelled corpus
 //! ```
@@ -26,6 +27,7 @@ pub mod policy;
 pub mod scan;
 pub mod topic_model;
 pub mod topics;
+pub mod word_table;
 
 #[cfg(test)]
 pub(crate) mod test_rng {

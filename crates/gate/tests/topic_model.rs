@@ -86,17 +86,18 @@ fn shares(r: &Results) -> (f64, f64, f64) {
 
 #[test]
 fn the_blind_set() {
-    // Measured: lexicon 0.600 / 0 % / 0 %, model 0.762 / 1.7 % / 10 %, combined 0.819 / 0 % / 2.5 %.
+    // Measured at the end of the second round: lexicon 0.650 / 0 % / 0 %, model 0.762 / 1.7 % /
+    // 10 %, combined 0.844 / 0 % / 2.5 % (the first round's: lexicon 0.600, combined 0.819).
     let docs = corpus("topics_blind_test.jsonl");
     let count = |k: &str| docs.iter().filter(|d| d.kind.as_deref() == Some(k)).count();
     assert!(count("sensitive") >= 160 && count("general") >= 60 && count("everyday") >= 40);
     let (k, g, e) = shares(&run("topics_blind_test.jsonl", Mode::Lexicon));
-    assert!(k >= 0.58 && g <= 0.02 && e <= 0.0, "lexicon: {k} {g} {e}");
+    assert!(k >= 0.63 && g <= 0.02 && e <= 0.0, "lexicon: {k} {g} {e}");
     let (k, g, e) = shares(&run("topics_blind_test.jsonl", Mode::Model));
     assert!(k >= 0.74 && g <= 0.05 && e <= 0.125, "model: {k} {g} {e}");
     let r = run("topics_blind_test.jsonl", Mode::Combined);
     let (k, g, e) = shares(&r);
-    assert!(k >= 0.80 && g <= 0.02 && e <= 0.025, "combined: {k} {g} {e}\n{}", r.table());
+    assert!(k >= 0.83 && g <= 0.02 && e <= 0.025, "combined: {k} {g} {e}\n{}", r.table());
     for lang in ["en", "es", "de", "fr"] {
         let (k, _, _) = &r.topics.per_lang[lang];
         assert!(k.of == 40 && k.rate() >= 0.75, "{lang}: {}", k.rate());

@@ -594,8 +594,10 @@ const INTRODUCERS: &[&str] = &[
 fn introduced(lower: &str, start: usize) -> Intro {
     let ctx = ctx_before(lower, start, 24);
     let ctx = ctx.trim_end_matches([' ', '\n', '\t']);
+    let last = ctx.as_bytes().last().copied();
     let ends = |cue: &&str| {
-        ctx.ends_with(cue) && {
+        // The last byte first: most cues end otherwise, and are ruled out without a compare.
+        cue.as_bytes().last().copied() == last && ctx.ends_with(cue) && {
             let before = &ctx[..ctx.len() - cue.len()];
             !before.chars().next_back().is_some_and(|c| c.is_alphanumeric())
         }
