@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [kernels] [parity] [bench CONTEXTS ROUNDS] [batch COUNTS] [serve] [load]
+#   scripts/gpu_run.sh [tests] [kernels] [parity] [bench CONTEXTS ROUNDS] [batch COUNTS] [serve] [ttft] [load]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
 #   gpu-bin/solo             (cargo build --release -p solo)
@@ -15,6 +15,16 @@ wheels=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${wheels}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 nvidia-smi --query-gpu=name,memory.total,memory.used,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 status=0
+# A 4-layer full-width slice (random weights, a tokenizer of the real vocabulary) for solo serve.
+slice=/tmp/solo-serve-slice
+make_serve_slice() {
+    [ -f "$slice/tokenizer.json" ] && return
+    (cd scripts && python3 -c "import torch; from slice_parity import real_config, randomise; from transformers import Qwen3_5MoeForCausalLM
+torch.manual_seed(0)
+with torch.device('cuda'): m = Qwen3_5MoeForCausalLM(real_config(4)).to(torch.bfloat16)
+randomise(m, 0, 'hf-router'); m.save_pretrained('$slice')") > "$OUT/slice.log" 2>&1 || status=1
+    cp fixtures/tiny-a/chat_template.jinja "$slice/" && python3 scripts/serve_load.py --make-tokenizer "$slice"
+}
 while [ $# -gt 0 ]; do
     case "$1" in
         tests)
@@ -35,12 +45,7 @@ while [ $# -gt 0 ]; do
         serve)
             # solo serve on a 4-layer full-width slice (random weights, a tokenizer of the real
             # vocabulary): streaming clients at once, batched and in turns, against solo bench --model
-            slice=/tmp/solo-serve-slice
-            (cd scripts && python3 -c "import torch; from slice_parity import real_config, randomise; from transformers import Qwen3_5MoeForCausalLM
-torch.manual_seed(0)
-with torch.device('cuda'): m = Qwen3_5MoeForCausalLM(real_config(4)).to(torch.bfloat16)
-randomise(m, 0, 'hf-router'); m.save_pretrained('$slice')") > "$OUT/slice.log" 2>&1 || status=1
-            cp fixtures/tiny-a/chat_template.jinja "$slice/" && python3 scripts/serve_load.py --make-tokenizer "$slice"
+            make_serve_slice
             for mode in "" --no-batch-decode; do
                 ./gpu-bin/solo serve --model "$slice" --backend cuda --max-seq 40960 --port 8000 $mode > "$OUT/serve$mode.log" 2>&1 &
                 for _ in $(seq 60); do curl -sf localhost:8000/health > /dev/null && break; sleep 1; done
@@ -48,6 +53,24 @@ randomise(m, 0, 'hf-router'); m.save_pretrained('$slice')") > "$OUT/slice.log" 2
                     python3 scripts/serve_load.py --clients $n --prompt-tokens 4096 --json "$OUT/load${mode}_$n.json" | tail -1 | sed "s/^/${mode:-batched} $n clients: /" | tee -a "$OUT/serve_load.log"
                 done
                 python3 scripts/serve_load.py --clients 1 --prompt-tokens 32768 | tail -1 | sed "s/^/${mode:-batched} 1 client at 32K: /" | tee -a "$OUT/serve_load.log"
+                kill %1; wait
+            done
+            ./gpu-bin/solo bench --model "$slice" --contexts 4096,32768 --rounds 3 2>&1 | tee "$OUT/bench_slice.log" || status=1
+            shift ;;
+        ttft)
+            # one client's time to first token through solo serve, 4 requests a length (the first
+            # of a length pays once), and the /metrics differences over the last 3
+            make_serve_slice
+            for n in 4096 32768; do
+                ./gpu-bin/solo serve --model "$slice" --backend cuda --max-seq 40960 --port 8000 > "$OUT/serve_ttft_$n.log" 2>&1 &
+                for _ in $(seq 60); do curl -sf localhost:8000/health > /dev/null && break; sleep 1; done
+                python3 scripts/serve_load.py --clients 1 --prompt-tokens $n --max-tokens 4 | tail -1 | sed "s/^/$n, first: /" | tee -a "$OUT/ttft.log"
+                curl -s localhost:8000/metrics > "$OUT/metrics_before_$n"
+                for _ in 1 2 3; do
+                    python3 scripts/serve_load.py --clients 1 --prompt-tokens $n --max-tokens 4 | tail -1 | sed "s/^/$n: /" | tee -a "$OUT/ttft.log"
+                done
+                curl -s localhost:8000/metrics > "$OUT/metrics_after_$n"
+                python3 scripts/metrics_diff.py "$OUT/metrics_before_$n" "$OUT/metrics_after_$n" | tee -a "$OUT/ttft.log"
                 kill %1; wait
             done
             ./gpu-bin/solo bench --model "$slice" --contexts 4096,32768 --rounds 3 2>&1 | tee "$OUT/bench_slice.log" || status=1
