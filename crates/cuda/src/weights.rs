@@ -341,11 +341,6 @@ impl<'g> Uploader<'g> {
         Ok((self.upload(&slices(&gate_up))?, self.upload(&slices(&down))?, Some(scales)))
     }
 
-    /// Bytes uploaded so far.
-    pub fn bytes(&self) -> usize {
-        self.staged.bytes
-    }
-
     /// The buffers, once every copy has landed.
     pub fn finish(self) -> Result<Vec<DevBuf>> {
         self.staged.finish()?;
