@@ -194,7 +194,6 @@ def tokenizer_config(ids: dict[str, int], chat_template: str | None) -> dict:
 def find_chat_template() -> bytes:
     candidates = [
         os.environ.get("SOLO_CHAT_TEMPLATE"),
-        "/work/shared/fixtures/qwen3.6-chat_template.jinja",
         str(REPO / "shared" / "fixtures" / "qwen3.6-chat_template.jinja"),
         str(FIXTURES / "tiny-a" / "chat_template.jinja"),  # the committed copy, for re-runs elsewhere
     ]
