@@ -195,6 +195,7 @@ def find_chat_template() -> bytes:
     candidates = [
         os.environ.get("SOLO_CHAT_TEMPLATE"),
         str(REPO / "shared" / "fixtures" / "qwen3.6-chat_template.jinja"),
+        str(REPO.parent / "shared" / "fixtures" / "qwen3.6-chat_template.jinja"),  # beside the checkout
         str(FIXTURES / "tiny-a" / "chat_template.jinja"),  # the committed copy, for re-runs elsewhere
     ]
     for c in candidates:
