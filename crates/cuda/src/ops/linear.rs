@@ -114,6 +114,14 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
 /// Most tokens `gemv_norm_tokens` and `gemv_norm_mma` take (the multi-token decode step's limit).
 pub const GEMV_MAX_TOKENS: usize = 8;
 
+/// The several-token GEMVs' shared checks: 1 ..= GEMV_MAX_TOKENS tokens, outputs `y_stride` ≥
+/// `w.rows` apart.
+fn check_tokens(kernel: &str, w: &Matrix, t: usize, y_stride: usize) -> Result<()> {
+    ensure!((1..=GEMV_MAX_TOKENS).contains(&t), "{kernel}: {t} tokens (1..={GEMV_MAX_TOKENS})");
+    ensure!(y_stride >= w.rows, "{kernel}: output rows of {y_stride} for {} rows", w.rows);
+    Ok(())
+}
+
 /// y[i·y_stride + r] = w[r] · RMSNorm(h[i]) for i < t ≤ GEMV_MAX_TOKENS, h f32 [t, 2048], on the
 /// tensor cores (`gemv_mma.cu`): each row of w is read once for all t tokens, and a token gets the
 /// same bits whatever the others are (one token alone included). The decode steps' projections
@@ -131,8 +139,7 @@ pub fn gemv_norm_mma(
     y_stride: usize,
 ) -> Result<()> {
     ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm_mma: {}x{} / norm {} (2048 wide)", w.rows, w.cols, norm.len);
-    ensure!((1..=GEMV_MAX_TOKENS).contains(&t), "gemv_norm_mma: {t} tokens (1..={GEMV_MAX_TOKENS})");
-    ensure!(y_stride >= w.rows, "gemv_norm_mma: output rows of {y_stride} for {} rows", w.rows);
+    check_tokens("gemv_norm_mma", w, t, y_stride)?;
     if w.fp8_scales.is_some() {
         ensure!(t == 1 && y_stride == w.rows, "gemv_norm_mma: an FP8 matrix takes one token");
         return gemv_norm(gpu, h, norm, eps, w, y);
@@ -145,8 +152,7 @@ pub fn gemv_norm_mma(
 /// tensor-core GEMV of `gemv_norm_mma` with x given.
 pub fn gemv_mma(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr, y_stride: usize) -> Result<()> {
     ensure!(w.cols == 2048 && w.fp8_scales.is_none(), "gemv_mma: {}x{} (bf16, 2048 wide)", w.rows, w.cols);
-    ensure!((1..=GEMV_MAX_TOKENS).contains(&t), "gemv_mma: {t} tokens (1..={GEMV_MAX_TOKENS})");
-    ensure!(y_stride >= w.rows, "gemv_mma: output rows of {y_stride} for {} rows", w.rows);
+    check_tokens("gemv_mma", w, t, y_stride)?;
     let launch = Launch::new((gpu.sms, 1, 1), 256, mma_gemv_shared(t));
     gemv_mma_cu::gemv_mma_bf16(gpu, launch, w.ptr, x, y, w.rows as i32, y_stride as i32, t as i32)
 }
@@ -185,8 +191,7 @@ pub fn gemv_norm_tokens(
         if w.fp8_scales.is_some() { "FP8" } else { "bf16" },
         norm.len
     );
-    ensure!((1..=GEMV_MAX_TOKENS).contains(&t), "gemv_norm_tokens: {t} tokens (1..={GEMV_MAX_TOKENS})");
-    ensure!(y_stride >= w.rows, "gemv_norm_tokens: output rows of {y_stride} for {} rows", w.rows);
+    check_tokens("gemv_norm_tokens", w, t, y_stride)?;
     // the rings (64 KB) and 4 KB of x (bf16) a token: at most 96 KB, two blocks an SM
     let shared = gemv_shared_bytes(w.cols) - (w.cols * 4) as u32 + (t * w.cols * 2) as u32;
     let launch = Launch::new(gemv_blocks(gpu), 256, shared);
