@@ -8,7 +8,7 @@ import re
 import sys
 
 HISTOGRAMS = ["solo_time_to_first_token_seconds", "solo_queue_wait_seconds", "solo_prefill_seconds",
-              "solo_engine_step_seconds"]
+              "solo_engine_step_seconds", "solo_snapshot_seconds"]
 
 
 def read(path):

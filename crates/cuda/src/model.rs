@@ -47,7 +47,7 @@ pub struct CudaModel {
     pub max_seq: usize,
     pub(crate) scratch: Scratch,
     io: Io,
-    /// FP8 weights: where prefill dequantises each layer to bf16 before multiplying it.
+    /// FP8 weights: where prefill dequantises each layer's mixer matrices to bf16 for cuBLAS.
     pub(crate) dequantized: Option<DevBuf>,
     /// The MTP head's buffers (with an MTP head), and the states a verify step may go back to.
     pub(crate) mtp_io: Option<MtpIo>,
@@ -169,7 +169,7 @@ impl CudaModel {
             history: gpu.alloc((1 + max_seq) * 4)?,
         };
         let scratch = Scratch::new(&gpu, PREFILL_CHUNK)?;
-        // FP8: prefill multiplies a bf16 copy of each layer in turn (~1.7 GB, the largest layer)
+        // FP8: prefill multiplies a bf16 copy of each layer's mixer in turn (~68 MB, the largest)
         let dequant_bytes = weights.layers.iter().map(|l| l.dequantized_bytes()).max().unwrap_or(0);
         let dequantized = if dequant_bytes > 0 { Some(gpu.alloc(dequant_bytes)?) } else { None };
         let mtp_io = match &weights.mtp {
@@ -388,6 +388,18 @@ impl CudaModel {
         }
         let times = crate::profile::profile_launches(&self.gpu, || self.decode_kernels(state, self.greedy_end()))?;
         state.advance_without_head(1);
+        Ok(times)
+    }
+
+    /// Where one prefill call of `tokens` (at most one chunk, after what `state` holds) spends its
+    /// time, kernel by kernel (cuBLAS calls included), timed back to back on the GPU. For
+    /// `solo bench --profile`; `state` advances by the tokens.
+    pub fn profile_prefill(&self, state: &mut CudaState, tokens: &[u32]) -> Result<Vec<crate::profile::KernelTime>> {
+        ensure!(!tokens.is_empty() && tokens.len() <= PREFILL_CHUNK, "profile_prefill of {} tokens", tokens.len());
+        self.check_room(state, tokens.len())?;
+        self.upload_ids(tokens)?;
+        let times = crate::profile::profile_launches(&self.gpu, || self.forward(state, tokens.len()))?;
+        state.position += tokens.len();
         Ok(times)
     }
 
@@ -663,7 +675,7 @@ impl CudaModel {
             Some(_) => Some(MtpStateGpu::new(&self.gpu, capacity, self.config.hidden_size)?),
             None => None,
         };
-        let pos = self.gpu.upload_i32(&[0])?;
+        let pos = self.gpu.alloc(4)?; // position 0
         Ok(CudaState { id, position: 0, capacity, pos, layers, mtp, verify: None })
     }
 
@@ -699,7 +711,7 @@ impl CudaModel {
                 _ => bail!("state layers disagree"),
             }
         }
-        self.gpu.write(dst.pos.ptr(), &(state.position as i32).to_le_bytes())?;
+        self.gpu.set_i32(dst.pos.ptr(), state.position as i32)?; // no host wait: a snapshot stays off the prefill's path
         dst.mtp = match (&dst.mtp, &state.mtp) {
             (Some(d), Some(s)) => Some(d.copy_from(&self.gpu, s, self.config.hidden_size)?),
             _ => None,
@@ -717,7 +729,7 @@ impl CudaModel {
                 s.reset(&self.gpu)?;
             }
         }
-        self.gpu.write(state.pos.ptr(), &0i32.to_le_bytes())?;
+        self.gpu.set_i32(state.pos.ptr(), 0)?;
         state.position = 0;
         if let Some(m) = &mut state.mtp {
             m.reset();

@@ -232,6 +232,16 @@ impl Gpu {
             .map_err(|e| anyhow!("memset: {e:?}"))
     }
 
+    /// Sets the i32 at `ptr` to `value` on the model's stream, without waiting (a memset: no
+    /// host memory to keep alive, unlike `write`).
+    pub fn set_i32(&self, ptr: DevPtr, value: i32) -> Result<()> {
+        // SAFETY: device memory only, ordered on the model's stream; `ptr` is the caller's
+        // allocation of at least 4 bytes.
+        unsafe { cudarc::driver::sys::cuMemsetD32Async(ptr, value as u32, 1, self.stream.cu_stream()) }
+            .result()
+            .map_err(|e| anyhow!("memset: {e:?}"))
+    }
+
     pub fn sync(&self) -> Result<()> {
         self.stream.synchronize().map_err(|e| anyhow!("CUDA error: {e:?}"))
     }
@@ -294,18 +304,25 @@ impl Gpu {
         unsafe { sys::cuLaunchKernelEx(&cfg, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
             .result()
             .map_err(|e| anyhow!("launching {name}: {e:?}"))?;
-        let mut recorder = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(events) = recorder.as_mut() {
-            let event = self
-                .stream
-                .record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| anyhow!("CUDA event: {e:?}"))?;
+        self.record_point(|| {
             // The integer arguments (row counts, widths) tell apart launches of one kernel on
             // different matrices.
             let ints: Vec<String> =
                 args.iter().filter_map(|a| if let Arg::I32(v) = a { Some(v.to_string()) } else { None }).collect();
-            events
-                .push((format!("{name} <<<{}×{}×{}, {block}>>> ({})", grid.0, grid.1, grid.2, ints.join(", ")), event));
+            format!("{name} <<<{}×{}×{}, {block}>>> ({})", grid.0, grid.1, grid.2, ints.join(", "))
+        })
+    }
+
+    /// While launches are recorded (`record_launches`): an event after the work queued so far,
+    /// labelled `label()` — each kernel launch's, and a library call's (cuBLAS) after it.
+    pub(crate) fn record_point(&self, label: impl FnOnce() -> String) -> Result<()> {
+        let mut recorder = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(events) = recorder.as_mut() {
+            let event = self
+                .stream
+                .record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(|e| anyhow!("CUDA event: {e:?}"))?;
+            events.push((label(), event));
         }
         Ok(())
     }

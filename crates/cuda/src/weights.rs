@@ -545,39 +545,26 @@ impl ModelGpu {
     }
 }
 
-impl MoeGpu {
-    /// FP8 experts as two matrices, [gate_up: 257·1024 rows × 2048, down: 257·2048 rows × 512]
-    /// (their scales' layout is that of one matrix each); `None` for bf16 experts.
-    fn fp8_experts(&self) -> Option<[Matrix; 2]> {
-        let s = self.fp8_scales?;
-        let (e, hidden, inter) = (EXPERTS_WITH_SHARED, HIDDEN, EXPERT_DIM);
-        Some([
-            Matrix { ptr: self.gate_up, rows: e * 2 * inter, cols: hidden, fp8_scales: Some(s.gate_up) },
-            Matrix { ptr: self.down, rows: e * hidden, cols: inter, fp8_scales: Some(s.down) },
-        ])
-    }
-}
-
 impl LayerGpu {
     /// Bytes of the bf16 copy `dequantized` makes of this layer's FP8 matrices (0 for bf16).
     pub fn dequantized_bytes(&self) -> usize {
         self.fp8_matrices().iter().map(|m| m.rows * m.cols * 2).sum()
     }
 
-    /// The FP8 matrices prefill reads (each stacked matrix once; the experts as two matrices).
+    /// The FP8 matrices prefill multiplies as a bf16 copy (each stacked matrix once): the
+    /// mixer's. The experts are not among them: the grouped GEMMs read them as they are stored.
     fn fp8_matrices(&self) -> Vec<Matrix> {
         let mut out = match &self.mixer {
             MixerGpu::GatedDeltaNet(g) => vec![g.in_proj, g.out_proj],
             MixerGpu::FullAttention(a) => vec![a.qkv_proj, a.o_proj],
         };
-        out.extend(self.moe.fp8_experts().into_iter().flatten());
         out.retain(|m| m.fp8_scales.is_some());
         out
     }
 
-    /// This layer with every FP8 matrix dequantised (w = q · s, rounded to bf16) into `buf`:
-    /// what prefill multiplies, on the tensor cores' bf16 path. Vectors and bf16 matrices are
-    /// shared with `self`; the copy is valid until `buf` is written again.
+    /// This layer with its mixer's FP8 matrices dequantised (w = q · s, rounded to bf16) into
+    /// `buf`: what prefill's cuBLAS GEMMs multiply. Vectors, bf16 matrices and the FP8 experts
+    /// are shared with `self`; the copy is valid until `buf` is written again.
     pub fn dequantized(&self, gpu: &Gpu, buf: &DevBuf) -> Result<LayerGpu> {
         if self.fp8_matrices().is_empty() {
             return Ok(self.clone());
@@ -616,16 +603,6 @@ impl LayerGpu {
                 a.o_proj = deq(&a.o_proj)?;
             }
         }
-        if let Some([gate_up, down]) = self.moe.fp8_experts() {
-            layer.moe.gate_up = deq(&gate_up)?.ptr;
-            layer.moe.down = deq(&down)?.ptr;
-            layer.moe.fp8_scales = None;
-        }
         Ok(layer)
     }
 }
-
-/// The real model's widths the expert buffers are laid out with: 256 routed experts and the
-/// shared one, hidden 2048, expert width 512.
-const EXPERTS_WITH_SHARED: usize = EXPERTS + 1;
-use crate::kernels::widths::{EXPERTS, EXPERT_DIM, HIDDEN};

@@ -425,7 +425,9 @@ fn keep<B: Backend>(
     if !cache.enabled() {
         return; // (a copy made only to be dropped)
     }
+    let start = Instant::now();
     if let Some(copy) = cx.backend.snapshot(state) {
+        cx.metrics.snapshot_time.observe(start.elapsed().as_secs_f64());
         let bytes = cx.backend.state_bytes(&copy);
         cache.insert(tokens, copy, logits.to_vec(), bytes);
     }

@@ -39,6 +39,8 @@ pub struct Metrics {
     pub queue_wait: Histogram,
     /// Wall time of one backend prefill call (a prompt, or a piece of one).
     pub prefill_time: Histogram,
+    /// Wall time of one prefix-cache snapshot (the backend's copy of a state) on a prompt's path.
+    pub snapshot_time: Histogram,
     /// Connections being served; those turned away at the cap; those closed for slow headers.
     pub connections_open: AtomicI64,
     pub connections_refused: AtomicU64,
@@ -56,6 +58,7 @@ impl Metrics {
             step_time: Histogram::new(&[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0]),
             queue_wait: Histogram::new(&[0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0]),
             prefill_time: Histogram::new(&[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0]),
+            snapshot_time: Histogram::new(&[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1]),
             ..Default::default()
         }
     }
@@ -146,6 +149,11 @@ impl Metrics {
             &mut out,
             "solo_prefill_seconds",
             "Wall time of one backend prefill call (a prompt or a piece of one).",
+        );
+        self.snapshot_time.render(
+            &mut out,
+            "solo_snapshot_seconds",
+            "Wall time of one prefix-cache snapshot (a copy of the sequence's state).",
         );
         self.accepted_length.render(
             &mut out,

@@ -283,6 +283,9 @@ fn models_health_and_metrics() {
     // a step per prompt piece and token: the prefill, then the two tokens' steps
     assert!(metric(&s, "solo_engine_step_seconds_count") >= 2.0, "{text}");
     assert!(metric(&s, "solo_engine_step_seconds_sum") > 0.0);
+    // the prefix cache's copies: at the end of the messages, of the whole prompt, and of the
+    // conversation with its reply
+    assert_eq!(metric(&s, "solo_snapshot_seconds_count"), 3.0, "{text}");
 }
 
 /// Speculative decoding (MTP drafts, tiny-a's random head) gives the replies of plain decoding:

@@ -199,7 +199,15 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         eprintln!("  context {ctx}: prefill {:.0} tok/s, decode {:.1} tok/s", row.prefill_tok_s, row.decode_tok_s);
         rows.push(row);
         if args.profile {
-            profiles.push((ctx, model.profile_decode(&mut state, 0)?));
+            profiles.push((format!("one decode step at context {ctx}"), model.profile_decode(&mut state, 0)?));
+            // The prompt's last prefill call (at long contexts the one whose attention reads most).
+            let last = ctx.min(solo_cuda::model::PREFILL_CHUNK);
+            model.reset(&mut state)?;
+            if ctx > last {
+                model.prefill(&mut state, &prompt[..ctx - last], Logits::Last)?;
+            }
+            let what = format!("the last prefill call ({last} tokens after {})", ctx - last);
+            profiles.push((what, model.profile_prefill(&mut state, &prompt[ctx - last..])?));
         }
     }
     let (used, total) = model.memory_used()?;
@@ -273,8 +281,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             }
         }
     }
-    for (ctx, kernels) in &profiles {
-        print_profile(&format!("one decode step at context {ctx}"), kernels);
+    for (what, kernels) in &profiles {
+        print_profile(what, kernels);
     }
     println!(
         "GPU memory in use at the end (KV cache for {max_seq} tokens): {:.1} GiB of {:.1} GiB",

@@ -315,7 +315,8 @@ pub fn gemm(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()>
             blas::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
         )
     }
-    .map_err(|e| anyhow!("cuBLAS gemm [{t}x{}]·[{}x{}]ᵀ: {e:?}", w.cols, w.rows, w.cols))
+    .map_err(|e| anyhow!("cuBLAS gemm [{t}x{}]·[{}x{}]ᵀ: {e:?}", w.cols, w.rows, w.cols))?;
+    gpu.record_point(|| format!("cuBLAS gemm_ex (m {m}, n {n}, k {k})"))
 }
 
 /// dst (bf16 [n]) = src (f32 [n]).

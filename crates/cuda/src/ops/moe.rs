@@ -15,7 +15,10 @@
 //! - Prefill: `moe_plan` + `moe_permute` group the (token, slot) pairs by expert (counting sort on
 //!   the device), then the grouped tensor-core GEMMs `moe_gate_up_grouped` (SwiGLU fused, bf16
 //!   activations) and `moe_down_grouped` (weighted f32 atomic scatter-add into `out`). Their grids
-//!   are sized for the worst case; tiles past the device-side tile count exit at once.
+//!   are sized for the worst case; tiles past the device-side tile count exit at once. FP8
+//!   experts: `moe_gate_up_grouped_fp8` / `moe_down_grouped_fp8` read the e4m3 weights and block
+//!   scales as stored and widen them to bf16 in shared memory (w = q · s, `dequantize_fp8`'s
+//!   rounding), so prefill reads half the bytes and needs no bf16 copy of the experts.
 
 use crate::kernels::widths::{EXPERTS, EXPERT_DIM, HIDDEN, TOP_K};
 use crate::kernels::{kernel_file, Launch};
@@ -47,7 +50,9 @@ kernel_file! {
         fn moe_gate_up_gemv(x: DevPtr, gate_up: DevPtr, ids: DevPtr, act: DevPtr);
         fn moe_down_gemv(act: DevPtr, down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
         fn moe_gate_up_grouped(x: DevPtr, gate_up: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped_fp8(x: DevPtr, gate_up: DevPtr, scales: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_down_grouped(act: DevPtr, down: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
+        fn moe_down_grouped_fp8(act: DevPtr, down: DevPtr, scales: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
     }
 }
 
@@ -77,6 +82,10 @@ const TILE_COLS: usize = 64;
 /// Shared memory of the grouped GEMMs: 3 stages × (A 64 rows + B rows) × 72 bf16.
 const GATE_UP_SHARED: usize = 3 * (64 + 128) * 72 * 2;
 const DOWN_SHARED: usize = 3 * (64 + 64) * 72 * 2;
+/// Their FP8 forms: 3 stages of A (64 × 72 bf16) and of B's bytes (rows × 64 e4m3), and two
+/// bf16 B tiles (rows × 72).
+const GATE_UP_SHARED_FP8: usize = 3 * 64 * 72 * 2 + 3 * 128 * 64 + 2 * 128 * 72 * 2;
+const DOWN_SHARED_FP8: usize = 3 * 64 * 72 * 2 + 3 * 64 * 64 + 2 * 64 * 72 * 2;
 
 /// Where the MoE block keeps its intermediates. Scratch buffer 0 (4-byte units): router logits
 /// f32 `[t, 257]`, weights f32 `[t, 9]`, ids i32 `[t, 9]`, the decode step's normalised input
@@ -140,8 +149,9 @@ impl Layout {
 
 /// out (f32 `[t, 2048]`, overwritten, not added to the residual) = Σ routed w_e·expert_e(x) +
 /// sigmoid(x·w_sg)·shared(x), for x bf16 `[t, 2048]` (normalised input). Scratch buffers 0 and 1.
+/// FP8 experts take the grouped GEMMs at every `t` (the expert GEMVs read bf16).
 pub fn moe_block(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, scratch: &Scratch, out: DevPtr) -> Result<()> {
-    moe_block_path(gpu, w, x, t, scratch, out, t > GEMV_MAX_T)
+    moe_block_path(gpu, w, x, t, scratch, out, t > GEMV_MAX_T || w.fp8_scales.is_some())
 }
 
 pub(crate) fn moe_block_path(
@@ -153,7 +163,7 @@ pub(crate) fn moe_block_path(
     out: DevPtr,
     grouped: bool,
 ) -> Result<()> {
-    ensure!(w.fp8_scales.is_none(), "moe_block: FP8 experts (prefill dequantises them first)");
+    ensure!(grouped || w.fp8_scales.is_none(), "moe_block: the expert GEMVs read bf16 experts, these are FP8");
     let l = Layout::new(scratch, t)?;
     route(gpu, w, x, t, &l, grouped)?;
     gpu.zero(out, t * HIDDEN * 4)?; // both expert paths add into `out`
@@ -380,27 +390,21 @@ fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: Dev
 }
 
 fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) -> Result<()> {
-    moe_experts_cu::moe_gate_up_grouped(
-        gpu,
-        Launch::new((l.max_tiles as u32, (EXPERT_DIM / TILE_COLS) as u32, 1), 128, GATE_UP_SHARED as u32),
-        x,
-        w.gate_up,
-        l.perm,
-        l.tiles,
-        l.total_tiles,
-        l.act,
-    )?;
-    moe_experts_cu::moe_down_grouped(
-        gpu,
-        Launch::new((l.max_tiles as u32, (HIDDEN / TILE_COLS) as u32, 1), 128, DOWN_SHARED as u32),
-        l.act,
-        w.down,
-        l.perm,
-        l.weights,
-        l.tiles,
-        l.total_tiles,
-        out,
-    )
+    let gate_up_grid = (l.max_tiles as u32, (EXPERT_DIM / TILE_COLS) as u32, 1);
+    let down_grid = (l.max_tiles as u32, (HIDDEN / TILE_COLS) as u32, 1);
+    let (tiles, total) = (l.tiles, l.total_tiles);
+    if let Some(s) = w.fp8_scales {
+        let gate_up = Launch::new(gate_up_grid, 128, GATE_UP_SHARED_FP8 as u32);
+        moe_experts_cu::moe_gate_up_grouped_fp8(gpu, gate_up, x, w.gate_up, s.gate_up, l.perm, tiles, total, l.act)?;
+        let down = Launch::new(down_grid, 128, DOWN_SHARED_FP8 as u32);
+        return moe_experts_cu::moe_down_grouped_fp8(
+            gpu, down, l.act, w.down, s.down, l.perm, l.weights, tiles, total, out,
+        );
+    }
+    let gate_up = Launch::new(gate_up_grid, 128, GATE_UP_SHARED as u32);
+    moe_experts_cu::moe_gate_up_grouped(gpu, gate_up, x, w.gate_up, l.perm, tiles, total, l.act)?;
+    let down = Launch::new(down_grid, 128, DOWN_SHARED as u32);
+    moe_experts_cu::moe_down_grouped(gpu, down, l.act, w.down, l.perm, l.weights, tiles, total, out)
 }
 
 #[cfg(test)]
@@ -591,30 +595,36 @@ mod tests {
         }
     }
 
-    /// moe_block through one path against the CPU reference (tokens with a near-tie in the
-    /// router are skipped: there either expert is a right answer).
-    fn check_block(t: usize, grouped: bool, want: &[f32], x: &[f32], tol: f32) {
+    /// moe_block's output through one path on weights `w` (a fixture's, or a form of them).
+    fn run_block(w: &MoeGpu, t: usize, grouped: bool, x: &[f32]) -> Vec<f32> {
         let gpu = gpu();
-        let f = fixture();
         let xb = gpu.upload(&bf16_bytes(x)).unwrap();
         let out = gpu.upload_f32(&vec![f32::NAN; t * HIDDEN]).unwrap();
         let scratch = Scratch::new(gpu, t).unwrap();
         poison_scratch(&scratch);
-        moe_block_path(gpu, &f.gpu, xb.ptr(), t, &scratch, out.ptr(), grouped).unwrap();
-        let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
+        moe_block_path(gpu, w, xb.ptr(), t, &scratch, out.ptr(), grouped).unwrap();
+        gpu.download_f32(out.ptr(), t * HIDDEN).unwrap()
+    }
+
+    /// `got` against the CPU reference `want` (tokens with a near-tie in the router are skipped:
+    /// there either expert is a right answer).
+    fn check_against_cpu(f: &Fixture, what: &str, got: &[f32], want: &[f32], x: &[f32], tol: f32) {
+        let t = x.len() / HIDDEN;
         let ties = near_ties(&f.cfg, &f.cpu, x);
         let keep = |v: &[f32]| -> Vec<f32> {
             v.chunks(HIDDEN).zip(&ties).filter(|(_, tie)| !**tie).flat_map(|(r, _)| r.to_vec()).collect()
         };
         let skipped = ties.iter().filter(|&&b| b).count();
         assert!(skipped * 20 <= t.max(20), "{skipped} of {t} tokens have router near-ties");
+        assert_close(&format!("{what} ({skipped} near-tie tokens skipped)"), &keep(got), &keep(want), tol);
+    }
+
+    /// moe_block through one path against the CPU reference.
+    fn check_block(t: usize, grouped: bool, want: &[f32], x: &[f32], tol: f32) {
+        let f = fixture();
+        let got = run_block(&f.gpu, t, grouped, x);
         let path = if grouped { "grouped" } else { "gemv" };
-        assert_close(
-            &format!("moe_block t={t} ({path}, {skipped} near-tie tokens skipped)"),
-            &keep(&got),
-            &keep(want),
-            tol,
-        );
+        check_against_cpu(f, &format!("moe_block t={t} ({path})"), &got, want, x, tol);
     }
 
     #[test]
@@ -640,6 +650,45 @@ mod tests {
         let want = moe_forward(&f.cfg, &f.cpu, &x);
         check_block(t, true, &want, &x, 1e-2);
         check_block(t, false, &want, &x, 1e-4);
+    }
+
+    /// The FP8 grouped GEMMs (the experts read as e4m3 + block scales) against the bf16 grouped
+    /// GEMMs on the dequantised experts — the same bf16 products, so only the order of the down
+    /// GEMM's f32 atomic adds differs — and against the CPU on the FP8 weights. moe_block takes
+    /// the grouped path for FP8 experts at every token count; the GEMV path refuses them.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn moe_block_fp8_prefill_matches_dequantized_and_cpu() {
+        let gpu = gpu();
+        let f = fixture_fp8();
+        // The experts as two FP8 matrices (their scales' layout is that of one matrix each).
+        let s = f.gpu.fp8_scales.unwrap();
+        let gate_up = Matrix {
+            ptr: f.gpu.gate_up,
+            rows: (EXPERTS + 1) * 2 * EXPERT_DIM,
+            cols: HIDDEN,
+            fp8_scales: Some(s.gate_up),
+        };
+        let down = Matrix { ptr: f.gpu.down, rows: (EXPERTS + 1) * HIDDEN, cols: EXPERT_DIM, fp8_scales: Some(s.down) };
+        let gu = gpu.alloc(gate_up.rows * gate_up.cols * 2).unwrap();
+        let dn = gpu.alloc(down.rows * down.cols * 2).unwrap();
+        crate::ops::linear::dequantize(gpu, &gate_up, gu.ptr()).unwrap();
+        crate::ops::linear::dequantize(gpu, &down, dn.ptr()).unwrap();
+        let bf16 = MoeGpu { gate_up: gu.ptr(), down: dn.ptr(), fp8_scales: None, ..f.gpu.clone() };
+        for (t, seed) in [(1usize, 31u64), (4, 32), (300, 33)] {
+            let x = input(seed, t);
+            let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
+            let out = gpu.alloc(t * HIDDEN * 4).unwrap();
+            moe_block(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), out.ptr()).unwrap();
+            let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
+            let dequantized = run_block(&bf16, t, true, &x);
+            assert_close(&format!("FP8 grouped vs dequantised bf16 grouped, t={t}"), &got, &dequantized, 1e-6);
+            let want = moe_forward(&f.cfg, &f.cpu, &x);
+            check_against_cpu(f, &format!("moe_block FP8 t={t} (grouped)"), &got, &want, &x, 1e-2);
+        }
+        let scratch = Scratch::new(gpu, 2).unwrap();
+        let err = moe_block_path(gpu, &f.gpu, 0, 2, &scratch, 0, false).unwrap_err();
+        assert!(err.to_string().contains("FP8"), "{err}");
     }
 
     /// The mixer's output projection the decode tests fold in: w bf16 [2048, 4096], y bf16
@@ -801,4 +850,5 @@ mod tests {
 
     // The grouped GEMMs' shared memory fits an H200 block (227 KiB with the opt-in).
     const _: () = assert!(GATE_UP_SHARED <= 227 * 1024 && DOWN_SHARED <= 227 * 1024);
+    const _: () = assert!(GATE_UP_SHARED_FP8 <= 227 * 1024 && DOWN_SHARED_FP8 <= 227 * 1024);
 }

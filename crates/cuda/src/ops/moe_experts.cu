@@ -8,7 +8,8 @@
 // once, as 16-byte cp.async pieces all in flight at once. Prefill: the (token, slot) pairs are
 // grouped by expert (moe_plan, moe_permute) and the grouped GEMMs below run on the tensor cores
 // (mma.sync bf16, f32 accumulate) over (expert tile of 64 rows) x (column tile); tiles past the
-// device-side tile count exit.
+// device-side tile count exit. FP8 experts (e4m3, f32 scales per 128 x 128 block) are read as
+// they are stored, half the bytes, and widened to bf16 in shared memory (`Fp8Rows`).
 
 #define GEMM_BM 64      // rows per tile: equals GEMM_BM in moe_router.cu and TILE_ROWS in moe.rs
 #define GEMM_BN 64      // output columns per tile
@@ -133,25 +134,88 @@ extern "C" __global__ void __launch_bounds__(DOWN_COLUMNS * DOWN_GROUPS * 32)
 
 
 
+// The B operand (weight rows) of one GEMM tile, by weight format. Each form copies its pieces of
+// a pipeline stage with cp.async (`load`), makes the stage a bf16 tile once they have landed
+// (`convert`: each thread its own pieces, before the stage's __syncthreads) and names that tile
+// (`tile`). ROWS: B rows per tile; src(i): the weight row of this thread's i-th piece.
+//
+// bf16: rows tid/8 + 16 i, 16-byte column piece tid%8 (8 weights), straight into the stage.
+template <int ROWS, typename Src>
+struct Bf16Rows {
+    bf16* stages;  // GEMM_STAGES x ROWS x AS_STRIDE
+    Src src;       // src(i) → const bf16*: row start + this thread's column piece
+    __device__ __forceinline__ void load(int k0, int s) {
+        const int prow = threadIdx.x >> 3, pcol = (threadIdx.x & 7) * 8;
+#pragma unroll
+        for (int i = 0; i < ROWS / 16; i++)
+            cp_async16(stages + (s * ROWS + prow + 16 * i) * AS_STRIDE + pcol, src(i) + k0, true);
+    }
+    __device__ __forceinline__ void convert(int, int) {}
+    __device__ __forceinline__ const bf16* tile(int, int s) const { return stages + s * ROWS * AS_STRIDE; }
+};
+
+// FP8 (e4m3, one f32 scale per 128 x 128 block): rows tid/4 + 32 i, 16-byte piece tid%4 (16
+// weights) copied as bytes, then w = q · s rounded to bf16 -- dequantize_fp8's arithmetic (gemv_fp8.cu), so
+// the products are those of the dequantised bf16 copy -- into one of two bf16 tiles (stage kt's
+// tile is read while stage kt+1's is written; the stage's __syncthreads keeps kt-1's readers out).
+template <int ROWS, typename Src>
+struct Fp8Rows {
+    unsigned char* stages;  // GEMM_STAGES x ROWS x GEMM_BK bytes
+    bf16* tiles;            // 2 x ROWS x AS_STRIDE
+    Src src;                // src(i) → {const unsigned char* row start + this thread's piece, const float* row's block scales}
+    __device__ __forceinline__ void load(int k0, int s) {
+        const int prow = threadIdx.x >> 2, pcol = (threadIdx.x & 3) * 16;
+#pragma unroll
+        for (int i = 0; i < ROWS / 32; i++)
+            cp_async16(stages + (s * ROWS + prow + 32 * i) * GEMM_BK + pcol, src(i).w + k0, true);
+    }
+    __device__ __forceinline__ void convert(int kt, int s) {
+        const int prow = threadIdx.x >> 2, pcol = (threadIdx.x & 3) * 16;
+        const int k0 = kt * GEMM_BK;
+#pragma unroll
+        for (int i = 0; i < ROWS / 32; i++) {
+            const int row = prow + 32 * i;
+            const float scale = __ldg(src(i).s + k0 / 128);
+            const uint4 raw = *reinterpret_cast<const uint4*>(stages + (s * ROWS + row) * GEMM_BK + pcol);
+            const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
+            __nv_bfloat162 o[8];
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const float2 a = fp8x2_to_float2((unsigned short)(words[j] & 0xffff));
+                const float2 b = fp8x2_to_float2((unsigned short)(words[j] >> 16));
+                o[2 * j] = __floats2bfloat162_rn(a.x * scale, a.y * scale);
+                o[2 * j + 1] = __floats2bfloat162_rn(b.x * scale, b.y * scale);
+            }
+            uint4* dst = reinterpret_cast<uint4*>(tiles + ((kt & 1) * ROWS + row) * AS_STRIDE + pcol);
+            dst[0] = *reinterpret_cast<uint4*>(&o[0]);
+            dst[1] = *reinterpret_cast<uint4*>(&o[4]);
+        }
+    }
+    __device__ __forceinline__ const bf16* tile(int kt, int) const { return tiles + (kt & 1) * ROWS * AS_STRIDE; }
+};
+
+// Where an FP8 weight piece comes from: its bytes and its row's block scales.
+struct Fp8Piece {
+    const unsigned char* w;
+    const float* s;
+};
+
 // C[64 x 8*NT] += A[64 x K] · B[8*NT x K]ᵀ, 4 warps of 16 rows each, K in GEMM_BK steps through a
 // GEMM_STAGES-deep cp.async pipeline. a_src[i] / a_ok[i]: the source row of this thread's i-th A
 // piece (row tid/8 + 16 i, 16-byte column piece tid%8) and whether it exists (else zeros);
-// b_src(i): the same for B (rows tid/8 + 16 i, i < NT/2).
-template <int NT, int K, typename BSrc>
-__device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const bool (&a_ok)[4], BSrc b_src,
-                                          bf16* As, bf16* Bs, float (&acc)[NT][4]) {
+// b: the B operand (Bf16Rows or Fp8Rows of 8*NT rows).
+template <int NT, int K, typename B>
+__device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const bool (&a_ok)[4], B& b, bf16* As,
+                                          float (&acc)[NT][4]) {
     constexpr int KT = K / GEMM_BK;
-    constexpr int B_ROWS = 8 * NT;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int prow = tid >> 3, pcol = (tid & 7) * 8;
     auto load_stage = [&](int kt, int s) {
         const int k0 = kt * GEMM_BK;
         bf16* ad = As + s * GEMM_BM * AS_STRIDE;
-        bf16* bd = Bs + s * B_ROWS * AS_STRIDE;
 #pragma unroll
         for (int i = 0; i < 4; i++) cp_async16(ad + (prow + 16 * i) * AS_STRIDE + pcol, a_src[i] + k0, a_ok[i]);
-#pragma unroll
-        for (int i = 0; i < B_ROWS / 16; i++) cp_async16(bd + (prow + 16 * i) * AS_STRIDE + pcol, b_src(i) + k0, true);
+        b.load(k0, s);
     };
 #pragma unroll
     for (int s = 0; s < GEMM_STAGES - 1; s++) {
@@ -159,16 +223,17 @@ __device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const b
         cp_async_commit();
     }
     for (int kt = 0; kt < KT; kt++) {
+        const int s = kt % GEMM_STAGES;
         cp_async_wait<GEMM_STAGES - 2>();
+        b.convert(kt, s);
         __syncthreads();  // stage kt is visible, and everyone is done with the stage refilled next
         if (kt + GEMM_STAGES - 1 < KT) load_stage(kt + GEMM_STAGES - 1, (kt + GEMM_STAGES - 1) % GEMM_STAGES);
         cp_async_commit();
-        const int s = kt % GEMM_STAGES;
         // ldmatrix row addresses: A as matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) = a0..a3; B two
         // 8-row column tiles per load: (rows 0-7: k 0-7, k 8-15 | rows 8-15: ...) = b0, b1 of n, n+1.
         const bf16* at = As + s * GEMM_BM * AS_STRIDE + (warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * AS_STRIDE +
                          (lane >> 4) * 8;
-        const bf16* bt = Bs + s * B_ROWS * AS_STRIDE + ((lane & 7) + (lane >> 4) * 8) * AS_STRIDE + ((lane >> 3) & 1) * 8;
+        const bf16* bt = b.tile(kt, s) + ((lane & 7) + (lane >> 4) * 8) * AS_STRIDE + ((lane >> 3) & 1) * 8;
 #pragma unroll
         for (int kk = 0; kk < GEMM_BK / 16; kk++) {
             uint32_t a0, a1, a2, a3;
@@ -187,11 +252,15 @@ __device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const b
 
 // act[row, n0 + j] = silu(gate_e[n0+j]·x) * (up_e[n0+j]·x) for the rows of one expert tile, in the
 // permuted row order; bf16 [T*9, 512]. x rows are gathered through perm (row → t*9 + slot).
-// Grid (max tiles, 512/64), 128 threads, GEMM_STAGES * (64 + 128) * AS_STRIDE * 2 = 82,944 bytes of
-// shared memory. B = 64 gate rows then the 64 matching up rows, so each thread holds both halves.
-extern "C" __global__ void __launch_bounds__(128)
-    moe_gate_up_grouped(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ perm,
-                        const int4* __restrict__ tiles, const int* __restrict__ total_tiles, bf16* __restrict__ act) {
+// Grid (max tiles, 512/64), 128 threads. B = 64 gate rows then the 64 matching up rows, so each
+// thread holds both halves. Shared memory: 3 stages of A (64 x AS_STRIDE bf16), then B_SHARED
+// (the B form's buffers): 82,944 bytes for bf16, 89,088 for FP8.
+// bf16 weights: gate_up bf16 [257, 1024, 2048]. FP8: e4m3 of that shape, scales f32 [257, 8, 16].
+template <bool FP8>
+__device__ __forceinline__ void gate_up_grouped(const bf16* __restrict__ x, const void* __restrict__ gate_up,
+                                                const float* __restrict__ scales, const int* __restrict__ perm,
+                                                const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
+                                                bf16* __restrict__ act) {
     pdl_wait();
     const int tile = blockIdx.x;
     if (tile >= *total_tiles) return;
@@ -200,7 +269,7 @@ extern "C" __global__ void __launch_bounds__(128)
     const int n0 = blockIdx.y * GEMM_BN;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16* As = reinterpret_cast<bf16*>(smem_raw);
-    bf16* Bs = As + GEMM_STAGES * GEMM_BM * AS_STRIDE;
+    unsigned char* b_smem = smem_raw + GEMM_STAGES * GEMM_BM * AS_STRIDE * sizeof(bf16);
 
     const int tid = threadIdx.x, prow = tid >> 3, pcol = (tid & 7) * 8;
     const bf16* a_src[4];
@@ -212,16 +281,25 @@ extern "C" __global__ void __launch_bounds__(128)
         const int token = a_ok[i] ? perm[r] / SLOTS : 0;
         a_src[i] = x + (size_t)token * HIDDEN + pcol;
     }
-    const bf16* w = gate_up + (size_t)e * 2 * EXPERT_DIM * HIDDEN;
-    auto b_src = [&](int i) {
-        const int br = prow + 16 * i;  // 0..63 gate rows n0.., 64..127 up rows 512+n0..
-        const int wr = br < GEMM_BN ? n0 + br : EXPERT_DIM + n0 + (br - GEMM_BN);
-        return w + (size_t)wr * HIDDEN + pcol;
-    };
+    // B row br: 0..63 gate rows n0.., 64..127 up rows 512+n0.. of expert e.
+    auto weight_row = [&](int br) { return e * 2 * EXPERT_DIM + (br < GEMM_BN ? n0 + br : EXPERT_DIM + n0 + (br - GEMM_BN)); };
     float acc[2 * GEMM_BN / 8][4];
 #pragma unroll
     for (int n = 0; n < 2 * GEMM_BN / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-    gemm_tile<2 * GEMM_BN / 8, HIDDEN>(a_src, a_ok, b_src, As, Bs, acc);
+    if constexpr (FP8) {
+        const unsigned char* w = static_cast<const unsigned char*>(gate_up);
+        auto src = [&](int i) {
+            const int wr = weight_row((tid >> 2) + 32 * i);
+            return Fp8Piece{w + (size_t)wr * HIDDEN + (tid & 3) * 16, scales + (wr / 128) * (HIDDEN / 128)};
+        };
+        Fp8Rows<2 * GEMM_BN, decltype(src)> b{b_smem, reinterpret_cast<bf16*>(b_smem + GEMM_STAGES * 2 * GEMM_BN * GEMM_BK), src};
+        gemm_tile<2 * GEMM_BN / 8, HIDDEN>(a_src, a_ok, b, As, acc);
+    } else {
+        const bf16* w = static_cast<const bf16*>(gate_up);
+        auto src = [&](int i) { return w + (size_t)weight_row(prow + 16 * i) * HIDDEN + pcol; };
+        Bf16Rows<2 * GEMM_BN, decltype(src)> b{reinterpret_cast<bf16*>(b_smem), src};
+        gemm_tile<2 * GEMM_BN / 8, HIDDEN>(a_src, a_ok, b, As, acc);
+    }
 
     const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
     const int ra = r0 + warp * 16 + g, rb = ra + 8;
@@ -237,13 +315,30 @@ extern "C" __global__ void __launch_bounds__(128)
     }
 }
 
+extern "C" __global__ void __launch_bounds__(128)
+    moe_gate_up_grouped(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ perm,
+                        const int4* __restrict__ tiles, const int* __restrict__ total_tiles, bf16* __restrict__ act) {
+    gate_up_grouped<false>(x, gate_up, nullptr, perm, tiles, total_tiles, act);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    moe_gate_up_grouped_fp8(const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up,
+                            const float* __restrict__ scales, const int* __restrict__ perm,
+                            const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
+                            bf16* __restrict__ act) {
+    gate_up_grouped<true>(x, gate_up, scales, perm, tiles, total_tiles, act);
+}
+
 // out[t, n0 + j] += weights[t, slot] * (down_e[n0+j] · act[row]) for the rows of one expert tile
 // (row → t*9 + slot through perm). out f32 [T, 2048], zeroed by the caller; f32 atomics.
-// Grid (max tiles, 2048/64), 128 threads, GEMM_STAGES * (64 + 64) * AS_STRIDE * 2 = 55,296 bytes.
-extern "C" __global__ void __launch_bounds__(128)
-    moe_down_grouped(const bf16* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ perm,
-                     const float* __restrict__ weights, const int4* __restrict__ tiles,
-                     const int* __restrict__ total_tiles, float* __restrict__ out) {
+// Grid (max tiles, 2048/64), 128 threads. Shared memory: 3 stages of A, then the B form's
+// buffers: 55,296 bytes for bf16, 58,368 for FP8.
+// bf16 weights: down bf16 [257, 2048, 512]. FP8: e4m3 of that shape, scales f32 [257, 16, 4].
+template <bool FP8>
+__device__ __forceinline__ void down_grouped(const bf16* __restrict__ act, const void* __restrict__ down,
+                                             const float* __restrict__ scales, const int* __restrict__ perm,
+                                             const float* __restrict__ weights, const int4* __restrict__ tiles,
+                                             const int* __restrict__ total_tiles, float* __restrict__ out) {
     pdl_wait();
     const int tile = blockIdx.x;
     if (tile >= *total_tiles) return;
@@ -252,7 +347,7 @@ extern "C" __global__ void __launch_bounds__(128)
     const int n0 = blockIdx.y * GEMM_BN;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16* As = reinterpret_cast<bf16*>(smem_raw);
-    bf16* Bs = As + GEMM_STAGES * GEMM_BM * AS_STRIDE;
+    unsigned char* b_smem = smem_raw + GEMM_STAGES * GEMM_BM * AS_STRIDE * sizeof(bf16);
 
     const int tid = threadIdx.x, prow = tid >> 3, pcol = (tid & 7) * 8;
     const bf16* a_src[4];
@@ -263,12 +358,24 @@ extern "C" __global__ void __launch_bounds__(128)
         a_ok[i] = r < r1;
         a_src[i] = act + (size_t)(a_ok[i] ? r : r0) * EXPERT_DIM + pcol;
     }
-    const bf16* w = down + ((size_t)e * HIDDEN + n0) * EXPERT_DIM;
-    auto b_src = [&](int i) { return w + (size_t)(prow + 16 * i) * EXPERT_DIM + pcol; };
     float acc[GEMM_BN / 8][4];
 #pragma unroll
     for (int n = 0; n < GEMM_BN / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-    gemm_tile<GEMM_BN / 8, EXPERT_DIM>(a_src, a_ok, b_src, As, Bs, acc);
+    const int row0 = e * HIDDEN + n0;  // B row br is weight row row0 + br
+    if constexpr (FP8) {
+        const unsigned char* w = static_cast<const unsigned char*>(down);
+        auto src = [&](int i) {
+            const int wr = row0 + (tid >> 2) + 32 * i;
+            return Fp8Piece{w + (size_t)wr * EXPERT_DIM + (tid & 3) * 16, scales + (wr / 128) * (EXPERT_DIM / 128)};
+        };
+        Fp8Rows<GEMM_BN, decltype(src)> b{b_smem, reinterpret_cast<bf16*>(b_smem + GEMM_STAGES * GEMM_BN * GEMM_BK), src};
+        gemm_tile<GEMM_BN / 8, EXPERT_DIM>(a_src, a_ok, b, As, acc);
+    } else {
+        const bf16* w = static_cast<const bf16*>(down);
+        auto src = [&](int i) { return w + (size_t)(row0 + prow + 16 * i) * EXPERT_DIM + pcol; };
+        Bf16Rows<GEMM_BN, decltype(src)> b{reinterpret_cast<bf16*>(b_smem), src};
+        gemm_tile<GEMM_BN / 8, EXPERT_DIM>(a_src, a_ok, b, As, acc);
+    }
 
     const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
     const int ra = r0 + warp * 16 + g, rb = ra + 8;
@@ -292,4 +399,19 @@ extern "C" __global__ void __launch_bounds__(128)
             atomicAdd(dst + n * 8 + 1, wb * acc[n][3]);
         }
     }
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    moe_down_grouped(const bf16* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ perm,
+                     const float* __restrict__ weights, const int4* __restrict__ tiles,
+                     const int* __restrict__ total_tiles, float* __restrict__ out) {
+    down_grouped<false>(act, down, nullptr, perm, weights, tiles, total_tiles, out);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    moe_down_grouped_fp8(const bf16* __restrict__ act, const unsigned char* __restrict__ down,
+                         const float* __restrict__ scales, const int* __restrict__ perm,
+                         const float* __restrict__ weights, const int4* __restrict__ tiles,
+                         const int* __restrict__ total_tiles, float* __restrict__ out) {
+    down_grouped<true>(act, down, scales, perm, weights, tiles, total_tiles, out);
 }
