@@ -391,6 +391,226 @@ gdn_prefill_scan(const float* __restrict__ mixed, const float* __restrict__ gate
 }
 
 // ---------------------------------------------------------------------------------------------
+// The chunked delta rule (crates/cpu/src/gdn.rs, `delta_rule_chunked`: the same S and o, summed in
+// another order), for long prefills. Within a chunk of L ≤ 64 tokens, γ is the cumulative log
+// decay and D_ij = exp(γ_i − γ_j) for j ≤ i:
+//   A = strict_lower(diag(β) K Kᵀ ∘ D),  U = (I + A)⁻¹ (β ∘ V),  W = (I + A)⁻¹ (β e^γ ∘ K)
+//   Vn = U − W S,   O = (Q ∘ e^γ) S + ((Q Kᵀ) ∘ D) Vn,   S ← e^{γ_L} S + (K ∘ e^{γ_L − γ})ᵀ Vn
+// gdn_chunk_prep makes U, W, P = (Q Kᵀ) ∘ D (lower triangle) and γ for every chunk at once (the
+// chunks are independent); gdn_chunk_scan then carries S from chunk to chunk, 128 blocks each
+// owning 32 value columns of one head (the columns of S evolve independently).
+// Work buffers: u, w f32 [T, 4096] (token, value head, 128); p f32 [chunks, 32, 64, 64]; gam f32
+// [T, 32]. mixed (q, k normalised by gdn_prep) and gates as for gdn_prefill_scan.
+#define CHUNK 64
+#define ROW 132  // staged 128-float rows, padded: 8 rows' float4 at one column hit distinct banks
+
+__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ void store4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+__device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+
+// Geometry: grid (chunks, 32 value heads), 256 threads. Dynamic shared memory (floats): k, q
+// [64][ROW], x = [U | W] [64][256], a [64][65], γ [64], β [64]: 150,272 bytes.
+extern "C" __global__ void __launch_bounds__(256)
+gdn_chunk_prep(const float* __restrict__ mixed, const float* __restrict__ gates, float* __restrict__ u,
+               float* __restrict__ w, float* __restrict__ p, float* __restrict__ gam, int T) {
+    pdl_wait();
+    extern __shared__ __align__(16) float sm[];
+    float* ks = sm;
+    float* qs = ks + CHUNK * ROW;
+    float* xs = qs + CHUNK * ROW;
+    float* as = xs + CHUNK * 256;
+    float* gs = as + CHUNK * 65;
+    float* bs = gs + CHUNK;
+    const int c = blockIdx.x, h = blockIdx.y, kh = h >> 1, tid = threadIdx.x;
+    const int t0 = c * CHUNK, L = min(CHUNK, T - t0);
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int i = tid; i < CHUNK * 32; i += 256) {
+        const int r = i >> 5, f = 4 * (i & 31);
+        float4 q = zero, k = zero, v = zero;
+        if (r < L) {
+            const float* row = mixed + (size_t)(t0 + r) * GDN_CONV_DIM;
+            q = load4(row + kh * 128 + f);
+            k = load4(row + GDN_KEY_DIM + kh * 128 + f);
+            v = load4(row + 2 * GDN_KEY_DIM + h * 128 + f);
+        }
+        store4(qs + r * ROW + f, q);
+        store4(ks + r * ROW + f, k);
+        store4(xs + r * 256 + f, v);
+    }
+    if (tid < CHUNK) {
+        const float* gr = gates + (size_t)(t0 + tid) * GATES_STRIDE;
+        gs[tid] = tid < L ? gr[h] : 0.f;
+        bs[tid] = tid < L ? gr[GATE_BETA + h] : 0.f;
+    }
+    __syncthreads();
+    if (tid == 0) {  // γ, summed in token order as the CPU does
+        float acc = 0.f;
+        for (int i = 0; i < L; i++) gs[i] = acc += gs[i];
+    }
+    __syncthreads();
+    // x = [β ∘ V | β e^γ ∘ K], rows ≥ L zero
+    for (int i = tid; i < CHUNK * 128; i += 256) {
+        const int r = i >> 7, col = i & 127;
+        xs[r * 256 + col] *= bs[r];
+        xs[r * 256 + 128 + col] = r < L ? bs[r] * expf(gs[r]) * ks[r * ROW + col] : 0.f;
+    }
+    // K Kᵀ and Q Kᵀ by 4 × 4 blocks: thread (bi, bj) has rows 4bi.. and columns 4bj..
+    const int bi = tid >> 4, bj = tid & 15;
+    float kk[4][4] = {}, qk[4][4] = {};
+    if (bj <= bi) {
+        for (int r = 0; r < 128; r += 4) {
+            float4 ki[4], qi[4], kj[4];
+#pragma unroll
+            for (int m = 0; m < 4; m++) {
+                ki[m] = load4(ks + (4 * bi + m) * ROW + r);
+                qi[m] = load4(qs + (4 * bi + m) * ROW + r);
+                kj[m] = load4(ks + (4 * bj + m) * ROW + r);
+            }
+#pragma unroll
+            for (int m = 0; m < 4; m++)
+#pragma unroll
+                for (int n = 0; n < 4; n++) {
+                    kk[m][n] += dot4(ki[m], kj[n]);
+                    qk[m][n] += dot4(qi[m], kj[n]);
+                }
+        }
+    }
+    float* pc = p + (size_t)(c * GDN_V_HEADS + h) * CHUNK * CHUNK;
+#pragma unroll
+    for (int m = 0; m < 4; m++)
+#pragma unroll
+        for (int n = 0; n < 4; n++) {
+            const int i = 4 * bi + m, j = 4 * bj + n;
+            const bool in = i < L && j <= i;
+            const float d = in ? expf(gs[i] - gs[j]) : 0.f;
+            as[i * 65 + j] = in && j < i ? bs[i] * kk[m][n] * d : 0.f;
+            pc[i * CHUNK + j] = in ? qk[m][n] * d : 0.f;
+        }
+    __syncthreads();
+    // forward substitution, a column of [U | W] per thread: x_i −= Σ_{j<i} A_ij x_j in j order
+    const int col = tid;
+    for (int i = 1; i < L; i++) {
+        float acc = xs[i * 256 + col];
+        for (int j = 0; j < i; j++) acc -= as[i * 65 + j] * xs[j * 256 + col];
+        xs[i * 256 + col] = acc;
+    }
+    float* dst = col < 128 ? u : w;
+    for (int i = 0; i < L; i++) dst[(size_t)(t0 + i) * GDN_VALUE_DIM + h * 128 + (col & 127)] = xs[i * 256 + col];
+    if (tid < L) gam[(size_t)(t0 + tid) * GDN_V_HEADS + h] = gs[tid];
+}
+
+// Geometry: 128 blocks (value head h = blockIdx.x / 4, 32 value columns 32·(blockIdx.x % 4) ..),
+// 256 threads; lane = the block's column c, warp = a slice of rows. Dynamic shared memory
+// (floats): S [128][32], W, Q ∘ e^γ, K ∘ e^{γ_L − γ} [64][ROW], U and Vn [64][32], P [64][65],
+// γ [64]: 147,200 bytes. S is read at the start and written at the end; o f32 [T, 4096] raw.
+extern "C" __global__ void __launch_bounds__(256)
+gdn_chunk_scan(const float* __restrict__ mixed, const float* __restrict__ u, const float* __restrict__ w,
+               const float* __restrict__ p, const float* __restrict__ gam, float* __restrict__ S,
+               float* __restrict__ o, int T) {
+    pdl_wait();
+    extern __shared__ __align__(16) float sm[];
+    float* ss = sm;
+    float* ws = ss + 128 * 32;
+    float* qs = ws + CHUNK * ROW;
+    float* ks = qs + CHUNK * ROW;
+    float* us = ks + CHUNK * ROW;
+    float* vn = us + CHUNK * 32;
+    float* ps = vn + CHUNK * 32;
+    float* gs = ps + CHUNK * 65;
+    const int h = blockIdx.x >> 2, kh = h >> 1, cols = 32 * (blockIdx.x & 3);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    float* Sh = S + (size_t)h * 128 * 128 + cols;
+    for (int i = tid; i < 128 * 32; i += 256) ss[i] = Sh[(i >> 5) * 128 + (i & 31)];
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    const int chunks = (T + CHUNK - 1) / CHUNK;
+    for (int ch = 0; ch < chunks; ch++) {
+        const int t0 = ch * CHUNK, L = min(CHUNK, T - t0);
+        __syncthreads();  // the previous chunk is done with the staged rows; its S is in ss
+        for (int i = tid; i < CHUNK * 32; i += 256) {
+            const int r = i >> 5, f = 4 * (i & 31);
+            float4 wv = zero, q = zero, k = zero;
+            float uv = 0.f;
+            if (r < L) {
+                const size_t t = t0 + r;
+                const float* row = mixed + t * GDN_CONV_DIM;
+                wv = load4(w + t * GDN_VALUE_DIM + h * 128 + f);
+                q = load4(row + kh * 128 + f);
+                k = load4(row + GDN_KEY_DIM + kh * 128 + f);
+                uv = u[t * GDN_VALUE_DIM + h * 128 + cols + (i & 31)];
+            }
+            store4(ws + r * ROW + f, wv);
+            store4(qs + r * ROW + f, q);
+            store4(ks + r * ROW + f, k);
+            us[i] = uv;
+        }
+        const float* pc = p + (size_t)(ch * GDN_V_HEADS + h) * CHUNK * CHUNK;
+        for (int i = tid; i < CHUNK * CHUNK; i += 256) ps[(i >> 6) * 65 + (i & 63)] = pc[i];
+        if (tid < CHUNK) gs[tid] = tid < L ? gam[(size_t)(t0 + tid) * GDN_V_HEADS + h] : 0.f;
+        __syncthreads();
+        const float gl = gs[L - 1];
+        for (int i = tid; i < CHUNK * 128; i += 256) {
+            const int r = i >> 7, col = i & 127;
+            if (r < L) {
+                qs[r * ROW + col] *= expf(gs[r]);
+                ks[r * ROW + col] *= expf(gl - gs[r]);
+            }
+        }
+        __syncthreads();
+        // Vn = U − W S and Q̃ S for rows i = warp + 8m, column lane
+        float vacc[8], oacc[8];
+#pragma unroll
+        for (int m = 0; m < 8; m++) {
+            vacc[m] = us[(warp + 8 * m) * 32 + lane];
+            oacc[m] = 0.f;
+        }
+        for (int r = 0; r < 128; r += 4) {
+            const float4 sv = make_float4(ss[r * 32 + lane], ss[(r + 1) * 32 + lane], ss[(r + 2) * 32 + lane],
+                                          ss[(r + 3) * 32 + lane]);
+#pragma unroll
+            for (int m = 0; m < 8; m++) {
+                vacc[m] -= dot4(load4(ws + (warp + 8 * m) * ROW + r), sv);
+                oacc[m] += dot4(load4(qs + (warp + 8 * m) * ROW + r), sv);
+            }
+        }
+#pragma unroll
+        for (int m = 0; m < 8; m++) vn[(warp + 8 * m) * 32 + lane] = vacc[m];
+        __syncthreads();
+        // O += P Vn (P is zero above the diagonal and past L)
+        for (int j = 0; j < L; j++) {
+            const float v = vn[j * 32 + lane];
+#pragma unroll
+            for (int m = 0; m < 8; m++) oacc[m] += ps[(warp + 8 * m) * 65 + j] * v;
+        }
+#pragma unroll
+        for (int m = 0; m < 8; m++) {
+            const int i = warp + 8 * m;
+            if (i < L) o[(size_t)(t0 + i) * GDN_VALUE_DIM + h * 128 + cols + lane] = oacc[m];
+        }
+        // S ← e^{γ_L} S + K̃ᵀ Vn for rows 16·warp .. +16, column lane (this thread's own entries;
+        // every read of ss above is done: the barrier before the P Vn loop)
+        const float total = expf(gl);
+        float sacc[16];
+#pragma unroll
+        for (int m = 0; m < 16; m++) sacc[m] = ss[(16 * warp + m) * 32 + lane] * total;
+        for (int j = 0; j < L; j++) {
+            const float v = vn[j * 32 + lane];
+#pragma unroll
+            for (int m4 = 0; m4 < 4; m4++) {
+                const float4 k = load4(ks + j * ROW + 16 * warp + 4 * m4);
+                sacc[4 * m4] += k.x * v;
+                sacc[4 * m4 + 1] += k.y * v;
+                sacc[4 * m4 + 2] += k.z * v;
+                sacc[4 * m4 + 3] += k.w * v;
+            }
+        }
+#pragma unroll
+        for (int m = 0; m < 16; m++) ss[(16 * warp + m) * 32 + lane] = sacc[m];
+    }
+    __syncthreads();
+    for (int i = tid; i < 128 * 32; i += 256) Sh[(i >> 5) * 128 + (i & 31)] = ss[i];
+}
+
+// ---------------------------------------------------------------------------------------------
 // gdn_gated_norm: out[t, h, :] = bf16( w · (o · rsqrt(mean(o²) + eps)) · silu(z) ) per token and
 // value head (out = RMSNorm(o) · w ∘ silu(z): plain w, norm first, then the gate).
 // Geometry: one warp per (token, head) row of 128, lane holds 4; 8 rows per 256-thread block.
