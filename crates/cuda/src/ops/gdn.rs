@@ -6,11 +6,8 @@
 //!   (prefill; the decode step folds the conv into its in-projection GEMV, `gemv_norm_conv_mma_bf16`).
 //! - `gdn_decode_step` (T = 1): gates + l2norm + recurrence + gated norm in one kernel, 32 heads ×
 //!   4 column groups (clusters of 4 blocks share the norm's Σo²); S is read and written once.
-//! - prefill (any T): `gdn_prep` (l2norm in place, gates, k·q) → the delta rule → `gdn_gated_norm`.
-//!   The delta rule: below 64 tokens `gdn_prefill_scan` (the state in registers, serial over
-//!   tokens; 4 lanes per value column); from 64 on the chunked form, `gdn_chunk_prep` (U, W and
-//!   the intra-chunk products of every 64-token chunk at once) → `gdn_chunk_scan` (the state
-//!   from chunk to chunk).
+//! - prefill (any T): `gdn_prep` (l2norm in place, gates, k·q) → `gdn_prefill_scan` (the state
+//!   in registers, serial over tokens; 4 lanes per value column) → `gdn_gated_norm`.
 //!
 //! The CUDA backend runs only the real widths (see `weights::check_real_widths`), which the kernels
 //! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
@@ -35,8 +32,6 @@ kernel_file! {
         fn gdn_decode_step(mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, norm_w: DevPtr, s_in: DevPtr, s_out: DevPtr, out: DevPtr, eps: f32, tokens: i32, zba_stride: i32, s_stride: i64, states: DevPtr);
         fn gdn_prep(mixed: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, gates: DevPtr);
         fn gdn_prefill_scan(mixed: DevPtr, gates: DevPtr, s: DevPtr, o: DevPtr, t: i32);
-        fn gdn_chunk_prep(mixed: DevPtr, gates: DevPtr, u: DevPtr, w: DevPtr, p: DevPtr, gam: DevPtr, t: i32);
-        fn gdn_chunk_scan(mixed: DevPtr, u: DevPtr, w: DevPtr, p: DevPtr, gam: DevPtr, s: DevPtr, o: DevPtr, t: i32);
         fn gdn_gated_norm(o: DevPtr, z: DevPtr, norm_w: DevPtr, out: DevPtr, rows: i32, eps: f32);
     }
 }
@@ -106,13 +101,11 @@ impl GdnConsts {
     }
 }
 
-/// Where `gdn_mixer` keeps its intermediates for `t` tokens: scratch buffers 0 to 4.
-/// - 0: qkv f32 [t, 8192] (in_proj_qkv output, pre-conv); after the conv, the chunked delta
-///   rule's U and W f32 [t, 4096] each
+/// Where `gdn_mixer` keeps its intermediates for `t` tokens: scratch buffers 0, 1, 2 and 3.
+/// - 0: qkv f32 [t, 8192] (in_proj_qkv output, pre-conv)
 /// - 1: mixed f32 [t, 8192] (conv + SiLU; the prefill normalises q and k in place)
 /// - 2: z f32 [t, 4096], then b f32 [t, 32], a f32 [t, 32], gates f32 [t, 80]
 /// - 3: o f32 [t, 4096] (prefill's raw delta-rule output), then y bf16 [t, 4096] (out_proj input)
-/// - 4: the chunked delta rule's P f32 [⌈t/64⌉, 32, 64, 64] and γ f32 [t, 32] (t ≥ CHUNKED_MIN_T)
 #[derive(Clone, Copy, Debug)]
 pub struct GdnBuffers {
     pub qkv: DevPtr,
@@ -123,9 +116,6 @@ pub struct GdnBuffers {
     pub gates: DevPtr,
     pub o: DevPtr,
     pub y: DevPtr,
-    /// The chunked delta rule's work areas (`ChunkWork`): U | W, then P | γ.
-    pub uw: DevPtr,
-    pub pg: DevPtr,
 }
 
 impl GdnBuffers {
@@ -142,8 +132,6 @@ impl GdnBuffers {
             gates: s2 + f(VALUE_DIM + 2 * V_HEADS),
             o: s3,
             y: s3 + f(VALUE_DIM),
-            uw: scratch.ptr(0),
-            pg: scratch.ptr(4),
         })
     }
 }
@@ -367,38 +355,8 @@ pub fn gdn_decode_batch(
 /// (modified: q, k normalised), `buf.z`, `buf.b`, `buf.a`; writing `buf.gates`, `buf.o`, `buf.y`.
 pub fn prefill_delta(gpu: &Gpu, c: &GdnConsts, buf: &GdnBuffers, recurrent: DevPtr, t: usize) -> Result<()> {
     prep(gpu, c, buf.mixed, buf.b, buf.a, t, buf.gates)?;
-    if t >= CHUNKED_MIN_T {
-        chunked(gpu, buf, recurrent, t)?;
-    } else {
-        scan(gpu, buf.mixed, buf.gates, recurrent, t, buf.o)?;
-    }
+    scan(gpu, buf.mixed, buf.gates, recurrent, t, buf.o)?;
     gated_norm(gpu, c, buf.o, buf.z, t, buf.y)
-}
-
-/// Prefills of at least this many tokens take the chunked delta rule (`chunked`); shorter ones
-/// the serial scan, whose cost is one chunk's at most.
-pub const CHUNKED_MIN_T: usize = 64;
-/// Tokens per chunk of the chunked delta rule (`CHUNK` in gdn_delta.cu).
-const CHUNK: usize = 64;
-/// Shared memory of `gdn_chunk_prep` (k, q 64 × 132, [U | W] 64 × 256, A 64 × 65, γ, β) and of
-/// `gdn_chunk_scan` (S 128 × 32, W, Q̃, K̃ 64 × 132, U, Vn 64 × 32, P 64 × 65, γ), f32.
-const CHUNK_PREP_SHARED: usize = (2 * 64 * 132 + 64 * 256 + 64 * 65 + 2 * 64) * 4;
-const CHUNK_SCAN_SHARED: usize = (128 * 32 + 3 * 64 * 132 + 2 * 64 * 32 + 64 * 65 + 64) * 4;
-
-/// The chunked delta rule over t tokens (after `prep`): updates `recurrent`, writes o f32
-/// [t, 4096]. `gdn_chunk_prep` (every chunk at once) → `gdn_chunk_scan` (chunk to chunk).
-/// Work areas: buf.uw holds U | W (f32 [t, 4096] each), buf.pg P | γ (`GdnBuffers`).
-pub fn chunked(gpu: &Gpu, buf: &GdnBuffers, recurrent: DevPtr, t: usize) -> Result<()> {
-    // (from 64 tokens on, P and γ fit a scratch buffer of t · 8192 floats)
-    ensure!(t >= CHUNKED_MIN_T, "the chunked delta rule over {t} tokens (from {CHUNKED_MIN_T})");
-    let chunks = t.div_ceil(CHUNK);
-    let (u, w) = (buf.uw, buf.uw + (t * VALUE_DIM * 4) as DevPtr);
-    let (p, gam) = (buf.pg, buf.pg + (chunks * V_HEADS * CHUNK * CHUNK * 4) as DevPtr);
-    let (mixed, gates, ti) = (buf.mixed, buf.gates, t as i32);
-    let prep_launch = Launch::new((chunks as u32, V_HEADS as u32, 1), 256, CHUNK_PREP_SHARED as u32);
-    gdn_delta_cu::gdn_chunk_prep(gpu, prep_launch, mixed, gates, u, w, p, gam, ti)?;
-    let scan_launch = Launch::new(((V_HEADS * 4) as u32, 1, 1), 256, CHUNK_SCAN_SHARED as u32);
-    gdn_delta_cu::gdn_chunk_scan(gpu, scan_launch, mixed, u, w, p, gam, recurrent, buf.o, ti)
 }
 
 /// out f32 [t, 8192] = silu(causal_conv(qkv f32 [t, 8192])) with the window `state_in` f32
@@ -689,16 +647,15 @@ mod tests {
         }
     }
 
-    /// prep → delta rule → gated norm for T = 1, 63 (the serial scan), 64, 65, 200, 300 (the
-    /// chunked form: one chunk, a ragged tail, several) from a non-zero state, against the CPU
-    /// recurrence and the CPU chunked form.
+    /// prep → scan → gated norm for T = 1, 63, 64, 65, 200 from a non-zero state, against the
+    /// CPU recurrence and the CPU chunked form.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn prefill_matches_recurrent_and_chunked() {
         let gpu = gpu();
         let c = consts(30);
         let cg = upload_consts(&c);
-        for &t in &[1usize, 63, 64, 65, 200, 300] {
+        for &t in &[1usize, 63, 64, 65, 200] {
             let seed = 1000 * t as u64;
             let mixed = mixed_rows(seed, t);
             let z = random(seed + 1, t * VALUE_DIM, 3.0);
@@ -714,7 +671,6 @@ mod tests {
             let (b_gpu, a_gpu) = (gpu.upload_f32(&b).unwrap(), gpu.upload_f32(&a).unwrap());
             let s_gpu = gpu.upload_f32(&s0).unwrap();
             let (gates, o, y) = (nan_f32(t * GATES_STRIDE), nan_f32(t * VALUE_DIM), nan_bf16(t * VALUE_DIM));
-            let (uw, pg) = (nan_f32(2 * t * VALUE_DIM), nan_f32(t.div_ceil(64) * V_HEADS * 64 * 64 + t * V_HEADS));
             let buf = GdnBuffers {
                 qkv: 0,
                 mixed: m_gpu.ptr(),
@@ -724,8 +680,6 @@ mod tests {
                 gates: gates.ptr(),
                 o: o.ptr(),
                 y: y.ptr(),
-                uw: uw.ptr(),
-                pg: pg.ptr(),
             };
             prefill_delta(gpu, &cg.c, &buf, s_gpu.ptr(), t).unwrap();
             let got_o = gpu.download_f32(o.ptr(), t * VALUE_DIM).unwrap();
