@@ -337,4 +337,38 @@ mod tests {
         }
         assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     }
+
+    /// Every kernel's PTX also assembles for the H200 (`ptxas -arch=sm_90a`): inline PTX and
+    /// arch-specific instructions fail there, not in NVRTC. ptxas: `$SOLO_PTXAS`, else beside the
+    /// headers (`$SOLO_CUDA_INCLUDE/../bin/ptxas`, the `nvidia-cuda-nvcc` wheel scripts/test installs).
+    #[test]
+    fn kernels_assemble_with_ptxas() {
+        let ptxas = std::env::var("SOLO_PTXAS").map(std::path::PathBuf::from).unwrap_or_else(|_| {
+            let include = std::env::var("SOLO_CUDA_INCLUDE").unwrap_or_else(|_| "/usr/local/cuda/include".into());
+            std::path::Path::new(&include).join("../bin/ptxas")
+        });
+        assert!(
+            ptxas.is_file(),
+            "ptxas not found at {}: run scripts/test (it installs the nvidia-cuda-nvcc wheel) or set SOLO_PTXAS",
+            ptxas.display()
+        );
+        let dir = std::env::temp_dir().join(format!("solo-ptxas-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut failures = Vec::new();
+        for source in SOURCES {
+            let ptx = crate::runtime::compile(source).unwrap();
+            let path = dir.join(source.file.replace(".cu", ".ptx"));
+            std::fs::write(&path, ptx).unwrap();
+            let out = std::process::Command::new(&ptxas)
+                .args(["-arch=sm_90a", "-o", "/dev/null"])
+                .arg(&path)
+                .output()
+                .unwrap();
+            if !out.status.success() {
+                failures.push(format!("{}: {}", source.file, String::from_utf8_lossy(&out.stderr)));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
 }

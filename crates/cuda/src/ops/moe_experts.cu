@@ -14,7 +14,8 @@
 #define GEMM_BM 64      // rows per tile: equals GEMM_BM in moe_router.cu and TILE_ROWS in moe.rs
 #define GEMM_BN 64      // output columns per tile
 #define GEMM_BK 64      // k per pipeline stage
-#define GEMM_STAGES 3
+#define GEMM_STAGES 3      // bf16 weights
+#define GEMM_STAGES_FP8 4  // FP8 weights: a stage of B is half the bytes, so one more in flight
 #define AS_STRIDE (GEMM_BK + 8)  // shared row stride in bf16 (144 bytes): conflict-free fragments
 
 // ---------------------------------------------------------------------------------------------
@@ -160,7 +161,7 @@ struct Bf16Rows {
 // tile is read while stage kt+1's is written; the stage's __syncthreads keeps kt-1's readers out).
 template <int ROWS, typename Src>
 struct Fp8Rows {
-    unsigned char* stages;  // GEMM_STAGES x ROWS x GEMM_BK bytes
+    unsigned char* stages;  // GEMM_STAGES_FP8 x ROWS x GEMM_BK bytes
     bf16* tiles;            // 2 x ROWS x AS_STRIDE
     Src src;                // src(i) → {const unsigned char* row start + this thread's piece, const float* row's block scales}
     __device__ __forceinline__ void load(int k0, int s) {
@@ -194,6 +195,11 @@ struct Fp8Rows {
     __device__ __forceinline__ const bf16* tile(int kt, int) const { return tiles + (kt & 1) * ROWS * AS_STRIDE; }
 };
 
+// p[0..4] += a, b, c, d as one reduction (p 16-byte aligned, global memory).
+__device__ __forceinline__ void red_add_f32x4(float* p, float a, float b, float c, float d) {
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+
 // Where an FP8 weight piece comes from: its bytes and its row's block scales.
 struct Fp8Piece {
     const unsigned char* w;
@@ -201,10 +207,10 @@ struct Fp8Piece {
 };
 
 // C[64 x 8*NT] += A[64 x K] · B[8*NT x K]ᵀ, 4 warps of 16 rows each, K in GEMM_BK steps through a
-// GEMM_STAGES-deep cp.async pipeline. a_src[i] / a_ok[i]: the source row of this thread's i-th A
+// STAGES-deep cp.async pipeline. a_src[i] / a_ok[i]: the source row of this thread's i-th A
 // piece (row tid/8 + 16 i, 16-byte column piece tid%8) and whether it exists (else zeros);
 // b: the B operand (Bf16Rows or Fp8Rows of 8*NT rows).
-template <int NT, int K, typename B>
+template <int NT, int K, int STAGES, typename B>
 __device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const bool (&a_ok)[4], B& b, bf16* As,
                                           float (&acc)[NT][4]) {
     constexpr int KT = K / GEMM_BK;
@@ -218,16 +224,16 @@ __device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const b
         b.load(k0, s);
     };
 #pragma unroll
-    for (int s = 0; s < GEMM_STAGES - 1; s++) {
+    for (int s = 0; s < STAGES - 1; s++) {
         if (s < KT) load_stage(s, s);
         cp_async_commit();
     }
     for (int kt = 0; kt < KT; kt++) {
-        const int s = kt % GEMM_STAGES;
-        cp_async_wait<GEMM_STAGES - 2>();
+        const int s = kt % STAGES;
+        cp_async_wait<STAGES - 2>();
         b.convert(kt, s);
         __syncthreads();  // stage kt is visible, and everyone is done with the stage refilled next
-        if (kt + GEMM_STAGES - 1 < KT) load_stage(kt + GEMM_STAGES - 1, (kt + GEMM_STAGES - 1) % GEMM_STAGES);
+        if (kt + STAGES - 1 < KT) load_stage(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
         cp_async_commit();
         // ldmatrix row addresses: A as matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) = a0..a3; B two
         // 8-row column tiles per load: (rows 0-7: k 0-7, k 8-15 | rows 8-15: ...) = b0, b1 of n, n+1.
@@ -253,8 +259,8 @@ __device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const b
 // act[row, n0 + j] = silu(gate_e[n0+j]·x) * (up_e[n0+j]·x) for the rows of one expert tile, in the
 // permuted row order; bf16 [T*9, 512]. x rows are gathered through perm (row → t*9 + slot).
 // Grid (max tiles, 512/64), 128 threads. B = 64 gate rows then the 64 matching up rows, so each
-// thread holds both halves. Shared memory: 3 stages of A (64 x AS_STRIDE bf16), then B_SHARED
-// (the B form's buffers): 82,944 bytes for bf16, 89,088 for FP8.
+// thread holds both halves. Shared memory: the stages of A (64 x AS_STRIDE bf16), then the B
+// form's buffers: 82,944 bytes for bf16 (3 stages), 106,496 for FP8 (4 stages).
 // bf16 weights: gate_up bf16 [257, 1024, 2048]. FP8: e4m3 of that shape, scales f32 [257, 8, 16].
 template <bool FP8>
 __device__ __forceinline__ void gate_up_grouped(const bf16* __restrict__ x, const void* __restrict__ gate_up,
@@ -269,7 +275,8 @@ __device__ __forceinline__ void gate_up_grouped(const bf16* __restrict__ x, cons
     const int n0 = blockIdx.y * GEMM_BN;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16* As = reinterpret_cast<bf16*>(smem_raw);
-    unsigned char* b_smem = smem_raw + GEMM_STAGES * GEMM_BM * AS_STRIDE * sizeof(bf16);
+    constexpr int STAGES = FP8 ? GEMM_STAGES_FP8 : GEMM_STAGES;
+    unsigned char* b_smem = smem_raw + STAGES * GEMM_BM * AS_STRIDE * sizeof(bf16);
 
     const int tid = threadIdx.x, prow = tid >> 3, pcol = (tid & 7) * 8;
     const bf16* a_src[4];
@@ -292,13 +299,13 @@ __device__ __forceinline__ void gate_up_grouped(const bf16* __restrict__ x, cons
             const int wr = weight_row((tid >> 2) + 32 * i);
             return Fp8Piece{w + (size_t)wr * HIDDEN + (tid & 3) * 16, scales + (wr / 128) * (HIDDEN / 128)};
         };
-        Fp8Rows<2 * GEMM_BN, decltype(src)> b{b_smem, reinterpret_cast<bf16*>(b_smem + GEMM_STAGES * 2 * GEMM_BN * GEMM_BK), src};
-        gemm_tile<2 * GEMM_BN / 8, HIDDEN>(a_src, a_ok, b, As, acc);
+        Fp8Rows<2 * GEMM_BN, decltype(src)> b{b_smem, reinterpret_cast<bf16*>(b_smem + STAGES * 2 * GEMM_BN * GEMM_BK), src};
+        gemm_tile<2 * GEMM_BN / 8, HIDDEN, STAGES>(a_src, a_ok, b, As, acc);
     } else {
         const bf16* w = static_cast<const bf16*>(gate_up);
         auto src = [&](int i) { return w + (size_t)weight_row(prow + 16 * i) * HIDDEN + pcol; };
         Bf16Rows<2 * GEMM_BN, decltype(src)> b{reinterpret_cast<bf16*>(b_smem), src};
-        gemm_tile<2 * GEMM_BN / 8, HIDDEN>(a_src, a_ok, b, As, acc);
+        gemm_tile<2 * GEMM_BN / 8, HIDDEN, STAGES>(a_src, a_ok, b, As, acc);
     }
 
     const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
@@ -331,8 +338,8 @@ extern "C" __global__ void __launch_bounds__(128)
 
 // out[t, n0 + j] += weights[t, slot] * (down_e[n0+j] · act[row]) for the rows of one expert tile
 // (row → t*9 + slot through perm). out f32 [T, 2048], zeroed by the caller; f32 atomics.
-// Grid (max tiles, 2048/64), 128 threads. Shared memory: 3 stages of A, then the B form's
-// buffers: 55,296 bytes for bf16, 58,368 for FP8.
+// Grid (max tiles, 2048/64), 128 threads. Shared memory: the stages of A, then the B form's
+// buffers: 55,296 bytes for bf16 (3 stages), 71,680 for FP8 (4 stages).
 // bf16 weights: down bf16 [257, 2048, 512]. FP8: e4m3 of that shape, scales f32 [257, 16, 4].
 template <bool FP8>
 __device__ __forceinline__ void down_grouped(const bf16* __restrict__ act, const void* __restrict__ down,
@@ -347,7 +354,8 @@ __device__ __forceinline__ void down_grouped(const bf16* __restrict__ act, const
     const int n0 = blockIdx.y * GEMM_BN;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16* As = reinterpret_cast<bf16*>(smem_raw);
-    unsigned char* b_smem = smem_raw + GEMM_STAGES * GEMM_BM * AS_STRIDE * sizeof(bf16);
+    constexpr int STAGES = FP8 ? GEMM_STAGES_FP8 : GEMM_STAGES;
+    unsigned char* b_smem = smem_raw + STAGES * GEMM_BM * AS_STRIDE * sizeof(bf16);
 
     const int tid = threadIdx.x, prow = tid >> 3, pcol = (tid & 7) * 8;
     const bf16* a_src[4];
@@ -368,44 +376,35 @@ __device__ __forceinline__ void down_grouped(const bf16* __restrict__ act, const
             const int wr = row0 + (tid >> 2) + 32 * i;
             return Fp8Piece{w + (size_t)wr * EXPERT_DIM + (tid & 3) * 16, scales + (wr / 128) * (EXPERT_DIM / 128)};
         };
-        Fp8Rows<GEMM_BN, decltype(src)> b{b_smem, reinterpret_cast<bf16*>(b_smem + GEMM_STAGES * GEMM_BN * GEMM_BK), src};
-        gemm_tile<GEMM_BN / 8, EXPERT_DIM>(a_src, a_ok, b, As, acc);
+        Fp8Rows<GEMM_BN, decltype(src)> b{b_smem, reinterpret_cast<bf16*>(b_smem + STAGES * GEMM_BN * GEMM_BK), src};
+        gemm_tile<GEMM_BN / 8, EXPERT_DIM, STAGES>(a_src, a_ok, b, As, acc);
     } else {
         const bf16* w = static_cast<const bf16*>(down);
         auto src = [&](int i) { return w + (size_t)(row0 + prow + 16 * i) * EXPERT_DIM + pcol; };
         Bf16Rows<GEMM_BN, decltype(src)> b{reinterpret_cast<bf16*>(b_smem), src};
-        gemm_tile<GEMM_BN / 8, EXPERT_DIM>(a_src, a_ok, b, As, acc);
+        gemm_tile<GEMM_BN / 8, EXPERT_DIM, STAGES>(a_src, a_ok, b, As, acc);
     }
 
+    // Vector reductions (red.global.add.v4.f32, sm_90): the scatter-add was bound by the count of
+    // f32 atomics. Lanes tq and tq ^ 1 (same rows ra, rb) swap halves: the even lane adds 4
+    // columns 2tq .. of row ra, the odd one 4 columns 2(tq − 1) .. of row rb.
     const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
     const int ra = r0 + warp * 16 + g, rb = ra + 8;
-    if (ra < r1) {
-        const int a = perm[ra];
-        const float wa = weights[a];
-        float* dst = out + (size_t)(a / SLOTS) * HIDDEN + n0 + 2 * tq;
+    const int pa = ra < r1 ? perm[ra] : -1, pb = rb < r1 ? perm[rb] : -1;
+    const float wa = pa >= 0 ? weights[pa] : 0.f, wb = pb >= 0 ? weights[pb] : 0.f;
+    const bool even = (tq & 1) == 0;
+    const int row = even ? pa : pb;
+    float* dst = out + (size_t)(row / SLOTS) * HIDDEN + n0 + 2 * (tq & 2);
 #pragma unroll
-        for (int n = 0; n < GEMM_BN / 8; n++) {
-            atomicAdd(dst + n * 8, wa * acc[n][0]);
-            atomicAdd(dst + n * 8 + 1, wa * acc[n][1]);
+    for (int n = 0; n < GEMM_BN / 8; n++) {
+        const float a0 = wa * acc[n][0], a1 = wa * acc[n][1], b0 = wb * acc[n][2], b1 = wb * acc[n][3];
+        const float give0 = even ? b0 : a0, give1 = even ? b1 : a1;
+        const float got0 = __shfl_xor_sync(0xffffffffu, give0, 1), got1 = __shfl_xor_sync(0xffffffffu, give1, 1);
+        if (row >= 0) {
+            if (even) red_add_f32x4(dst + n * 8, a0, a1, got0, got1);
+            else red_add_f32x4(dst + n * 8, got0, got1, b0, b1);
         }
     }
-    if (rb < r1) {
-        const int a = perm[rb];
-        const float wb = weights[a];
-        float* dst = out + (size_t)(a / SLOTS) * HIDDEN + n0 + 2 * tq;
-#pragma unroll
-        for (int n = 0; n < GEMM_BN / 8; n++) {
-            atomicAdd(dst + n * 8, wb * acc[n][2]);
-            atomicAdd(dst + n * 8 + 1, wb * acc[n][3]);
-        }
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    moe_down_grouped(const bf16* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ perm,
-                     const float* __restrict__ weights, const int4* __restrict__ tiles,
-                     const int* __restrict__ total_tiles, float* __restrict__ out) {
-    down_grouped<false>(act, down, nullptr, perm, weights, tiles, total_tiles, out);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
