@@ -408,6 +408,13 @@ __device__ __forceinline__ void down_grouped(const bf16* __restrict__ act, const
 }
 
 extern "C" __global__ void __launch_bounds__(128)
+    moe_down_grouped(const bf16* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ perm,
+                     const float* __restrict__ weights, const int4* __restrict__ tiles,
+                     const int* __restrict__ total_tiles, float* __restrict__ out) {
+    down_grouped<false>(act, down, nullptr, perm, weights, tiles, total_tiles, out);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
     moe_down_grouped_fp8(const bf16* __restrict__ act, const unsigned char* __restrict__ down,
                          const float* __restrict__ scales, const int* __restrict__ perm,
                          const float* __restrict__ weights, const int4* __restrict__ tiles,
