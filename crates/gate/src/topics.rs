@@ -115,6 +115,7 @@ pub const COMBINED: f32 = 0.6;
 /// model's private head reaches `UNSURE_MODEL` (short of its `threshold_combined`).
 pub const UNSURE_LEXICON: f32 = 0.3;
 pub const UNSURE_MODEL: f32 = 0.3;
+const _: () = assert!(UNSURE_LEXICON > 0.0 && UNSURE_LEXICON < THRESHOLD && UNSURE_MODEL > 0.0);
 
 /// What the first stage says of a text, and how sure it is.
 #[derive(Clone, Debug, PartialEq)]
