@@ -548,3 +548,32 @@ fn confident_requests_never_call_the_judge() {
     assert!(r.iter().all(|r| r["judge"] == json!({"ran": false})), "{r:?}");
     let _ = std::fs::remove_file(&audit);
 }
+
+#[test]
+fn the_cpu_engine_on_the_tiny_fixture_is_a_judge_too() {
+    // The real CPU backend (random weights: its one word is noise, read as such): the judge
+    // runs through the engine that answers local requests, and what it says decides the route.
+    let up = cloud();
+    let audit = audit_path("judge-cpu");
+    let mut c = config();
+    c.hybrid = Some(HybridConfig {
+        cloud_url: Some(up.url.clone()),
+        cloud_model: None,
+        cloud_key: None,
+        policy: Policy::default(),
+        audit_log: Some(audit.clone()),
+        judge: Some(JudgeConfig { timeout: Duration::from_secs(60) }),
+    });
+    let server = start_cpu(c);
+    let (status, route, judge, _) = send_judged(&server, VAGUE);
+    assert_eq!(status, 200);
+    assert_ne!(judge, "skipped");
+    let sent = up.log.lock().unwrap().len();
+    match judge.as_str() {
+        "NONE" => assert_eq!((route.as_str(), sent), ("cloud", 1)),
+        _ => assert_eq!((route.as_str(), sent), ("local", 0), "judge said {judge}"),
+    }
+    let r = &records(&audit)[0];
+    assert_eq!((&r["judge"]["ran"], r["judge"]["verdict"].as_str()), (&json!(true), Some(judge.as_str())), "{r}");
+    let _ = std::fs::remove_file(&audit);
+}
