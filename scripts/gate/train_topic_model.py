@@ -41,6 +41,7 @@ sys.path.insert(0, str(HERE))
 import make_topic_corpus as mtc  # noqa: E402
 import topic_templates as tt  # noqa: E402
 import train_templates as T  # noqa: E402
+import everyday_templates as E  # noqa: E402
 
 CATS = ["HEALTH", "FINANCE", "LEGAL", "SEX_LIFE", "RELIGION", "POLITICS", "UNION", "ETHNICITY", "BIOMETRIC",
         "PRIVATE_DOCUMENT"]
@@ -173,6 +174,13 @@ def salad(seed, n):
     return out
 
 
+def composed_everyday(seed, n, part="train"):
+    """Everyday first-person requests from everyday_templates.py (its own random stream, so the
+    rest of the data is as without them)."""
+    g = Gen(seed, part)
+    return [E.everyday(g, g.r.choice(LANGS)) for _ in range(n)]
+
+
 def corpus(seed, n, part="train"):
     g = Gen(seed, part)
     base = mtc.Gen(seed, "dev")
@@ -278,6 +286,7 @@ def main():
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--l2", type=float, default=1e-4)
     ap.add_argument("--negative-weight", type=float, default=1.5)
+    ap.add_argument("--everyday", type=int, default=0, help="composed everyday requests (everyday_templates.py) added; 0: none (the committed model)")
     ap.add_argument("--flag-alone", type=float, default=0.025, help="validation negatives the model alone may flag")
     ap.add_argument("--flag-combined", type=float, default=0.0, help="… beside the lexicon")
     ap.add_argument("--out", default=str(ROOT / "crates/gate/data/topic_model.bin"))
@@ -285,9 +294,10 @@ def main():
     docs = corpus(7, args.docs)
     docs += [{"text": d["text"], "kind": "everyday"} for d in read_jsonl(ROOT / "crates/gate/tests/corpus/dev.jsonl") if not d["spans"]]
     docs += salad(9, 3000)
+    docs += composed_everyday(11, args.everyday)
     # Validation, to pick the thresholds: the other fifth of this script's templates, and the fresh
     # corpus's dev half (written apart from them).
-    val = corpus(8, 3000, "val") + salad(10, 500) + read_jsonl(ROOT / "crates/gate/tests/corpus/topics_fresh_dev.jsonl")
+    val = corpus(8, 3000, "val") + salad(10, 500) + composed_everyday(12, args.everyday // 8, "val") + read_jsonl(ROOT / "crates/gate/tests/corpus/topics_fresh_dev.jsonl")
     print(f"{len(docs)} training documents, {len(val)} validation", file=sys.stderr)
     X, rows = features(docs, args.bits)
     Y = labels(docs)[rows]

@@ -15,7 +15,7 @@
 use crate::conversation::Conversation;
 use crate::detect::Detector;
 use crate::policy::{Destination, Outcome, Policy};
-use crate::topics::{Category, Topics};
+use crate::topics::{Assessment, Category, Topics};
 use crate::EntityType;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -129,6 +129,12 @@ pub struct TopicResults {
     pub general_flagged: Share,
     /// Everyday documents with a category found.
     pub everyday_flagged: Share,
+    /// Documents with no category whose scores are in the judge's band (`Assessment::unsure`:
+    /// `solo serve --gate-judge local` would ask the local model): of the sensitive documents
+    /// the first stage lets go, of the general and of the everyday ones.
+    pub judge_sensitive_sent: Share,
+    pub judge_general: Share,
+    pub judge_everyday: Share,
     /// Per language: (kept local, general flagged, everyday flagged).
     pub per_lang: BTreeMap<String, (Share, Share, Share)>,
     /// A few misses and false flags (kind: text), to look at.
@@ -157,6 +163,12 @@ impl TopicResults {
         out += &format!("sensitive with a category: {}\n", share(&self.categorised));
         out += &format!("general knowledge flagged: {}\n", share(&self.general_flagged));
         out += &format!("everyday flagged: {}\n", share(&self.everyday_flagged));
+        out += &format!(
+            "judge band (--gate-judge local asks): sensitive sent {}, general {}, everyday {}\n",
+            share(&self.judge_sensitive_sent),
+            share(&self.judge_general),
+            share(&self.judge_everyday)
+        );
         for (lang, (k, g, e)) in &self.per_lang {
             out += &format!(
                 "  {lang}: kept local {:.3} ({}), general flagged {:.3} ({}), everyday flagged {:.3} ({})\n",
@@ -316,8 +328,8 @@ pub fn evaluate_with(detector: &Detector, topics: &Topics, policy: &Policy, docs
     let mut r = Results { documents: docs.len(), ..Default::default() };
     let gate = |text: &str| {
         let spans = detector.detect(text);
-        let categories = topics.classify(text, &spans);
-        (spans, categories)
+        let assessed = topics.assess(text, &spans);
+        (spans, assessed)
     };
     // Warm up first (the regexes' lazy DFAs build their states on first use), as a running
     // server would be.
@@ -350,8 +362,8 @@ pub fn evaluate_with(detector: &Detector, topics: &Topics, policy: &Policy, docs
         total_us += us;
         total_kb += kb;
     }
-    for (n, (doc, (spans, categories))) in docs.iter().zip(all_spans).enumerate() {
-        score_topics(&mut r.topics, policy, doc, &spans, &categories);
+    for (n, (doc, (spans, assessed))) in docs.iter().zip(all_spans).enumerate() {
+        score_topics(&mut r.topics, policy, doc, &spans, &assessed);
         if doc.spans.is_empty() {
             r.benign_documents += 1;
             if !spans.is_empty() {
@@ -419,7 +431,9 @@ pub fn evaluate_with(detector: &Detector, topics: &Topics, policy: &Policy, docs
 }
 
 /// One document's topic scores.
-fn score_topics(r: &mut TopicResults, policy: &Policy, doc: &Doc, spans: &[crate::Span], found: &[crate::Topic]) {
+fn score_topics(r: &mut TopicResults, policy: &Policy, doc: &Doc, spans: &[crate::Span], assessed: &Assessment) {
+    let found = &assessed.topics[..];
+    let unsure = assessed.unsure();
     let kind = match (&doc.kind, &doc.categories) {
         (Some(k), Some(_)) => k.as_str(),
         (None, None) if doc.spans.is_empty() => "everyday",
@@ -444,11 +458,13 @@ fn score_topics(r: &mut TopicResults, policy: &Policy, doc: &Doc, spans: &[crate
             lang.0.add(local);
             r.categorised.add(flagged);
             if !local {
+                r.judge_sensitive_sent.add(unsure);
                 note(&mut r.examples, "sensitive, sent");
             }
         }
         "general" => {
             r.general_flagged.add(flagged);
+            r.judge_general.add(unsure);
             lang.1.add(flagged);
             if flagged {
                 note(&mut r.examples, "general, flagged");
@@ -456,6 +472,7 @@ fn score_topics(r: &mut TopicResults, policy: &Policy, doc: &Doc, spans: &[crate
         }
         "everyday" => {
             r.everyday_flagged.add(flagged);
+            r.judge_everyday.add(unsure);
             lang.2.add(flagged);
             if flagged {
                 note(&mut r.examples, "everyday, flagged");

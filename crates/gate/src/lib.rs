@@ -54,7 +54,7 @@ pub use conversation::{Conversation, Restorer};
 pub use detect::Detector;
 pub use policy::{Decision, Destination, Outcome, Policy};
 pub use topic_model::TopicModel;
-pub use topics::{Category, Evidence, Mode, Topic, Topics};
+pub use topics::{Assessment, Category, Evidence, Mode, Topic, Topics};
 
 use serde::{Deserialize, Serialize};
 
@@ -152,6 +152,9 @@ pub struct Report {
     pub spans: Vec<Span>,
     /// What the text is about, when that is sensitive (`HEALTH`, …), strongest first.
     pub categories: Vec<Topic>,
+    /// No category, but a topic score in the band where `solo serve --gate-judge local` asks the
+    /// local model (`Assessment::unsure`).
+    pub unsure: bool,
 }
 
 impl Gate {
@@ -162,11 +165,13 @@ impl Gate {
     /// Spans and categories of one stand-alone text, and the outcome for `destination`.
     pub fn check(&self, text: &str, destination: Destination) -> Report {
         let spans = self.detector.detect(text);
-        let categories = self.topics.classify(text, &spans);
+        let assessed = self.topics.assess(text, &spans);
+        let unsure = assessed.unsure();
+        let categories = assessed.topics;
         let outcome = self
             .policy
             .decide_all(spans.iter().map(|s| s.kind), categories.iter().map(|c| c.kind), destination)
             .outcome;
-        Report { outcome, spans, categories }
+        Report { outcome, spans, categories, unsure }
     }
 }

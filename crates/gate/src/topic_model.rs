@@ -476,10 +476,11 @@ impl TopicModel {
 
     /// The categories the model finds from `threshold` on the private head: the strongest
     /// category head, and any other from `SECOND`. Evidence: the words that add most to the category's head.
-    pub fn classify_in(&self, t: &Tokens, s: &mut ModelScratch, threshold: f32) -> Vec<Topic> {
+    /// The private head's probability comes back beside them (the judge's band, `topics::Assessment`).
+    pub fn classify_in(&self, t: &Tokens, s: &mut ModelScratch, threshold: f32) -> (f32, Vec<Topic>) {
         let p = self.predict_in(t, s);
         if p.private < threshold {
-            return Vec::new();
+            return (p.private, Vec::new());
         }
         features(t, p.window.0, p.window.1, self.bits, &mut s.features);
         let top = (0..p.z.len()).max_by(|&a, &b| p.z[a].total_cmp(&p.z[b])).expect("ten");
@@ -495,7 +496,7 @@ impl TopicModel {
                 evidence: self.evidence(t, &s.features, p.window.0, 1 + i),
             });
         }
-        out
+        (p.private, out)
     }
 
     /// The (at most three) words of a window that add most to head `h`, each at least half the

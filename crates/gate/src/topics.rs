@@ -110,6 +110,32 @@ pub const THRESHOLD: f32 = 0.55;
 /// strongest of them.
 pub const COMBINED: f32 = 0.6;
 
+/// The judge's band (`solo serve --gate-judge local`): a text with no category is unsure when
+/// the lexicon's strongest category score reaches `UNSURE_LEXICON` (short of `THRESHOLD`) or the
+/// model's private head reaches `UNSURE_MODEL` (short of its `threshold_combined`).
+pub const UNSURE_LEXICON: f32 = 0.3;
+pub const UNSURE_MODEL: f32 = 0.3;
+const _: () = assert!(UNSURE_LEXICON > 0.0 && UNSURE_LEXICON < THRESHOLD && UNSURE_MODEL > 0.0);
+
+/// What the first stage says of a text, and how sure it is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assessment {
+    /// The categories found (`Topics::classify`), strongest first.
+    pub topics: Vec<Topic>,
+    /// The lexicon's strongest category score (0..1), reported or not; 0 when it did not run.
+    pub lexicon: f32,
+    /// The model's private head (0..1); `None` where it did not run (the lexicon found a
+    /// category, or the text has a writing or professional cue).
+    pub model: Option<f32>,
+}
+
+impl Assessment {
+    /// No category, but a score in the band: the second stage (the local model as judge) asks.
+    pub fn unsure(&self) -> bool {
+        self.topics.is_empty() && (self.lexicon >= UNSURE_LEXICON || self.model.is_some_and(|p| p >= UNSURE_MODEL))
+    }
+}
+
 /// The shipped lexicon: written by hand (four languages, every category), and HEALTH words from
 /// the ICD-10 titles (English; made by scripts/gate/make_topic_lexicon.py).
 pub const LEXICON: &str = include_str!("../data/topics.txt");
@@ -241,6 +267,8 @@ struct Words {
     lines: usize,
     /// Whether the last `classify_in` saw a writing, fiction or professional cue.
     meta: bool,
+    /// The last `classify_in`'s strongest category score (before the threshold).
+    best: f32,
     first_line_words: usize,
 }
 
@@ -643,6 +671,12 @@ impl Topics {
     /// The categories of `text`, strongest first. `spans` are the detector's findings in it
     /// (character offsets): a name binds the words near it, other identifiers the whole text.
     pub fn classify(&self, text: &str, spans: &[Span]) -> Vec<Topic> {
+        self.assess(text, spans).topics
+    }
+
+    /// `classify` with how sure it is: the lexicon's strongest score and the model's private
+    /// head beside the categories (`Assessment::unsure`: the judge's band).
+    pub fn assess(&self, text: &str, spans: &[Span]) -> Assessment {
         thread_local! {
             static SCRATCH: std::cell::RefCell<Scratch> = Default::default();
         }
@@ -657,7 +691,7 @@ impl Topics {
         Topics { mode, ..Topics::default() }
     }
 
-    fn classify_with(&self, text: &str, spans: &[Span], s: &mut Scratch) -> Vec<Topic> {
+    fn classify_with(&self, text: &str, spans: &[Span], s: &mut Scratch) -> Assessment {
         let model = |s: &mut Scratch| {
             let m = TopicModel::shipped();
             s.tokens.read(text);
@@ -665,16 +699,24 @@ impl Topics {
             m.classify_in(&s.tokens, &mut s.model, t)
         };
         match self.mode {
-            Mode::Lexicon => self.classify_in(text, spans, &mut s.words),
-            Mode::Model => model(s),
+            Mode::Lexicon => {
+                let topics = self.classify_in(text, spans, &mut s.words);
+                Assessment { topics, lexicon: s.words.best, model: None }
+            }
+            Mode::Model => {
+                let (p, topics) = model(s);
+                Assessment { topics, lexicon: 0.0, model: Some(p) }
+            }
             // The lexicon first (its categories are the more precise, its evidence the exact
             // words); the model only where the lexicon found nothing, from its higher threshold.
             Mode::Combined => {
                 let found = self.classify_in(text, spans, &mut s.words);
+                let lexicon = s.words.best;
                 if found.is_empty() && !s.words.meta {
-                    model(s)
+                    let (p, topics) = model(s);
+                    Assessment { topics, lexicon, model: Some(p) }
                 } else {
-                    found
+                    Assessment { topics: found, lexicon, model: None }
                 }
             }
         }
@@ -805,6 +847,7 @@ impl Topics {
                 }
             }
         }
+        w.best = scores.iter().copied().fold(0.0, f32::max);
         // Subjects that are each short of the threshold but together say a person's matter
         // ("my husband is Nigerian and gets stopped by the police"): the strongest one counts.
         if scores.iter().all(|&x| x < THRESHOLD) {

@@ -9,6 +9,7 @@
 
 use solo_gate::eval::{evaluate_with, read_corpus, Doc, Results};
 use solo_gate::topic_model::{TopicModel, MODEL};
+use solo_gate::topics::UNSURE_MODEL;
 use solo_gate::{Category, Detector, Mode, Policy, Topics};
 
 fn corpus(name: &str) -> Vec<Doc> {
@@ -76,6 +77,30 @@ fn model_evidence_points_at_words() {
     // A general question, an everyday request: nothing.
     assert!(Topics::with_mode(Mode::Model).classify("How is blood pressure measured?", &[]).is_empty());
     assert!(Topics::with_mode(Mode::Model).classify("Give me a recipe for lentil soup", &[]).is_empty());
+}
+
+#[test]
+fn the_judges_band_is_between_nothing_and_a_category() {
+    let m = TopicModel::shipped();
+    // (UNSURE_LEXICON < THRESHOLD is checked where they are defined, when it compiles.)
+    assert!(UNSURE_MODEL > 0.0 && UNSURE_MODEL < m.threshold_combined, "{UNSURE_MODEL}");
+    let topics = Topics::default();
+    // A vague first-person matter: no category, the model's private head in the band.
+    let vague = topics.assess("I have been feeling off lately and I do not know why", &[]);
+    assert!(vague.topics.is_empty() && vague.unsure(), "{vague:?}");
+    let p = vague.model.expect("the model ran");
+    assert!((UNSURE_MODEL..m.threshold_combined).contains(&p), "{p}");
+    // A category found is sure; so are a general question and an everyday request.
+    let sure = topics.assess("My HIV test came back positive, what should I do?", &[]);
+    assert!(!sure.topics.is_empty() && !sure.unsure(), "{sure:?}");
+    for text in ["How does insulin work?", "Give me a recipe for lentil soup"] {
+        let a = topics.assess(text, &[]);
+        assert!(a.topics.is_empty() && !a.unsure(), "{text}: {a:?}");
+    }
+    // `classify` is `assess`'s categories; the lexicon alone never has a model score.
+    let text = "my knee clicks when I climb stairs";
+    assert_eq!(topics.classify(text, &[]), topics.assess(text, &[]).topics);
+    assert_eq!(Topics::with_mode(Mode::Lexicon).assess(text, &[]).model, None);
 }
 
 /// kept local, general flagged, everyday flagged.

@@ -17,10 +17,17 @@
 //! time, destination, route, outcome, entity types and counts, categories — no values, no text.
 //! A category whose outcome is `mask` masks every value found (the subject goes out, not whose
 //! it is). Responses carry `X-Solo-Categories` when categories were found.
+//!
+//! With `--gate-judge local` (`judge.rs`), a request the gate would send to the cloud whose texts
+//! have no category but a topic score in the unsure band is first classified by the local engine:
+//! a category it names joins the first stage's, `NONE` changes nothing, and no usable answer
+//! (an error, the timeout, another word) keeps the request local. `X-Solo-Judge` and the audit
+//! line's `judge` say whether it ran and what it said.
 
 use crate::chat;
 use crate::error::ApiError;
 use crate::handlers::{self, sse_data, sse_done, App};
+use crate::judge::{self, JudgeConfig, Verdict};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
@@ -29,7 +36,9 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use solo_gate::policy::OnCloudError;
-use solo_gate::{Category, Conversation, Destination, Detector, EntityType, Outcome, Policy, Restorer, Span, Topics};
+use solo_gate::{
+    Category, Conversation, Decision, Destination, Detector, EntityType, Outcome, Policy, Restorer, Span, Topics,
+};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -48,6 +57,8 @@ pub struct HybridConfig {
     pub policy: Policy,
     /// JSON lines, appended; `None`: no audit log.
     pub audit_log: Option<PathBuf>,
+    /// The second stage (`--gate-judge local`): the local engine classifies unsure requests.
+    pub judge: Option<JudgeConfig>,
 }
 
 /// What a consent token lets through: entity types and categories.
@@ -169,6 +180,8 @@ struct Gated {
     counts: BTreeMap<EntityType, usize>,
     /// The categories of all the texts, each with its highest score.
     categories: BTreeMap<Category, f32>,
+    /// The texts in the unsure band (`Assessment::unsure`), for the judge; kept only with one.
+    unsure: Vec<String>,
 }
 
 /// Every text of the messages that the model reads, in order: content (string or text parts),
@@ -216,20 +229,26 @@ fn gate(hybrid: &Hybrid, key: u64, body: &mut Value) -> Gated {
     let mut spans = Vec::new();
     let mut counts = BTreeMap::new();
     let mut categories: BTreeMap<Category, f32> = BTreeMap::new();
+    let mut unsure = Vec::new();
+    let judging = hybrid.config.judge.is_some();
     if let Some(messages) = body.get_mut("messages") {
         visit_texts(messages, &mut |s: &mut String| {
             let found = conv.scan(&hybrid.detector, s);
             for sp in &found {
                 *counts.entry(sp.kind).or_insert(0) += 1;
             }
-            for topic in hybrid.topics.classify(s, &found) {
+            let assessed = hybrid.topics.assess(s, &found);
+            if judging && assessed.unsure() {
+                unsure.push(s.clone());
+            }
+            for topic in assessed.topics {
                 let score = categories.entry(topic.kind).or_insert(0.0);
                 *score = score.max(topic.score);
             }
             spans.push(found);
         });
     }
-    Gated { key, conv, spans, counts, categories }
+    Gated { key, conv, spans, counts, categories, unsure }
 }
 
 /// The masked copy of the body: spans of the types in `masked` become placeholders.
@@ -320,24 +339,35 @@ async fn route(
         .await
         .map_err(|e| ApiError::internal(&e).into_response())?;
     let policy = &hybrid.config.policy;
-    let mut decision = policy.decide_all(gated.counts.keys().copied(), gated.categories.keys().copied(), destination);
     let consented = consent.map(|t| hybrid.consented(&t, key)).unwrap_or_default();
-    // Consent turns the consented types and categories into `allow`.
-    for (t, o) in decision.per_type.iter_mut() {
-        if *o == Outcome::AskConsent && consented.types.contains(t) {
-            *o = Outcome::Allow;
+    let mut decision = decide(policy, &gated, destination, &consented);
+    // The second stage: only where the request would leave, no category was found and some
+    // text is in the unsure band.
+    let mut judged: Option<(Verdict, Duration)> = None;
+    if let Some(config) = &hybrid.config.judge {
+        let leaving = destination == Destination::Cloud && matches!(decision.outcome, Outcome::Mask | Outcome::Allow);
+        if leaving && gated.categories.is_empty() && !gated.unsure.is_empty() {
+            let (verdict, took) = judge::ask(&app, config, &gated.unsure).await;
+            match verdict {
+                Verdict::Category(c) => {
+                    gated.categories.insert(c, solo_gate::topics::THRESHOLD);
+                    decision = decide(policy, &gated, destination, &consented);
+                }
+                Verdict::None => {}
+                _ => decision.outcome = Outcome::KeepLocal,
+            }
+            judged = Some((verdict, took));
         }
     }
-    for (c, o) in decision.per_category.iter_mut() {
-        if *o == Outcome::AskConsent && consented.categories.contains(c) {
-            *o = Outcome::Allow;
-        }
-    }
-    decision.recompute();
+    let judge_record = hybrid.config.judge.as_ref().map(|_| match judged {
+        Some((verdict, took)) => json!({"ran": true, "verdict": verdict.name(), "ms": took.as_millis() as u64}),
+        None => json!({"ran": false}),
+    });
+    let judge_header = hybrid.config.judge.as_ref().map(|_| judged.map_or("skipped", |(v, _)| v.name()));
     let entities: Map<String, Value> = gated.counts.iter().map(|(t, n)| (t.name().to_string(), json!(n))).collect();
     let found_categories = categories_list(gated.categories.keys().copied());
     let audit = |route: &str, status: u16| {
-        json!({
+        let mut record = json!({
             "time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()),
             "conversation": format!("{:016x}", key),
             "destination": if destination == Destination::Cloud { "cloud" } else { "local" },
@@ -346,7 +376,11 @@ async fn route(
             "entities": entities,
             "categories": found_categories,
             "status": status,
-        })
+        });
+        if let Some(j) = &judge_record {
+            record["judge"] = j.clone();
+        }
+        record
     };
     let conv_store = |gated: &Gated| hybrid.keep_conversation(gated.key, gated.conv.clone());
     let found = types_list(gated.counts.keys().copied()).join(",");
@@ -443,7 +477,31 @@ async fn route(
             }
         }
     };
-    result.map(|r| with_findings(r, &found, &masked))
+    let with_judge = |mut r: Response| {
+        if let Some(v) = judge_header {
+            r.headers_mut().insert("x-solo-judge", HeaderValue::from_static(v));
+        }
+        r
+    };
+    result.map(|r| with_judge(with_findings(r, &found, &masked))).map_err(with_judge)
+}
+
+/// The policy's decision on what the gate found, consent turning the consented types and
+/// categories into `allow`.
+fn decide(policy: &Policy, gated: &Gated, destination: Destination, consented: &Consented) -> Decision {
+    let mut decision = policy.decide_all(gated.counts.keys().copied(), gated.categories.keys().copied(), destination);
+    for (t, o) in decision.per_type.iter_mut() {
+        if *o == Outcome::AskConsent && consented.types.contains(t) {
+            *o = Outcome::Allow;
+        }
+    }
+    for (c, o) in decision.per_category.iter_mut() {
+        if *o == Outcome::AskConsent && consented.categories.contains(c) {
+            *o = Outcome::Allow;
+        }
+    }
+    decision.recompute();
+    decision
 }
 
 /// `X-Solo-Entities`: the types the gate found; `X-Solo-Masked`: those sent to the cloud as

@@ -24,6 +24,7 @@ pub mod error;
 pub mod generate;
 pub mod handlers;
 pub mod hybrid;
+pub mod judge;
 pub mod metrics;
 pub mod parser;
 pub mod prefix_cache;

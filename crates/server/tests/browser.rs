@@ -240,6 +240,7 @@ fn hybrid_pair(b: &Browser) {
         cloud_key: None,
         policy,
         audit_log: Some(audit.clone()),
+        judge: None,
     });
     let server = start_cpu(c);
     b.goto(&url(&server, "/"));

@@ -13,9 +13,11 @@ use common::*;
 use serde_json::{json, Value};
 use solo_gate::Policy;
 use solo_server::hybrid::HybridConfig;
+use solo_server::judge::JudgeConfig;
 use solo_server::Server;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 const EMAIL: &str = "jane.doe@example.com";
 const PHONE: &str = "+44 20 7946 0958";
@@ -115,8 +117,42 @@ fn hybrid(cloud_url: Option<String>, policy: Policy, audit: &std::path::Path) ->
         cloud_key: Some("sk-test-key".into()),
         policy,
         audit_log: Some(audit.to_path_buf()),
+        judge: None,
     });
     start_scripted(c, vec![Script::text("user", "LOCAL ANSWER")])
+}
+
+/// A hybrid server with `--gate-judge local`: the scripted engine answers `LOCAL ANSWER` to
+/// requests and `judge` to the judge's prompt (which ends with "One word:"), each step of it
+/// taking `delay`.
+fn judged(cloud: &Cloud, audit: &std::path::Path, judge: &str, delay: Duration, timeout: Duration) -> Server {
+    let mut c = config();
+    c.hybrid = Some(HybridConfig {
+        cloud_url: Some(cloud.url.clone()),
+        cloud_model: Some("cloud-model".into()),
+        cloud_key: None,
+        policy: Policy::default(),
+        audit_log: Some(audit.to_path_buf()),
+        judge: Some(JudgeConfig { timeout }),
+    });
+    start_scripted(c, vec![Script::text("user", "LOCAL ANSWER"), Script::text("One word:", judge).slow(delay)])
+}
+
+/// A request the first stage is unsure about (no category; the model's private head in the band).
+const VAGUE: &str = "I have been feeling off lately and I do not know why";
+
+/// POST; (status, route, `X-Solo-Judge`, `X-Solo-Categories`).
+fn send_judged(server: &Server, text: &str) -> (u16, String, String, String) {
+    let r = client().post(url(server, "/v1/chat/completions")).json(&chat(text)).send().unwrap();
+    let header = |name: &str| r.headers().get(name).map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    (r.status().as_u16(), header("x-solo-route"), header("x-solo-judge"), header("x-solo-categories"))
+}
+
+/// The audit log's records.
+fn records(audit: &std::path::Path) -> Vec<Value> {
+    let lines = std::fs::read_to_string(audit).unwrap();
+    assert!(!lines.contains("feeling off") && !lines.contains("insulin"), "the audit log holds no text: {lines}");
+    lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 /// POST with headers; (status, route header, body).
@@ -338,6 +374,7 @@ fn a_second_solo_serve_plays_the_cloud() {
         cloud_key: None,
         policy: Policy::default(),
         audit_log: Some(audit.clone()),
+        judge: None,
     });
     let server = start_scripted(c, vec![Script::text("user", "LOCAL ANSWER")]);
     let (status, route, body) = send(&server, &chat(&format!("Email me at {EMAIL}")), &[]);
@@ -411,5 +448,132 @@ fn categories_stay_local_or_follow_the_policy() {
     assert_eq!(body["error"]["code"], "privacy_refused");
     assert!(body["error"]["categories"].as_array().unwrap().contains(&json!("FINANCE")), "{body}");
     assert_eq!(up.log.lock().unwrap().len(), 1);
+    let _ = std::fs::remove_file(&audit);
+}
+
+#[test]
+fn the_judge_keeps_an_unsure_request_local_when_it_names_a_category() {
+    let up = cloud();
+    let audit = audit_path("judge-health");
+    let server = judged(&up, &audit, "HEALTH", Duration::ZERO, Duration::from_secs(10));
+    let (status, route, judge, categories) = send_judged(&server, VAGUE);
+    assert_eq!((status, route.as_str(), judge.as_str(), categories.as_str()), (200, "local", "HEALTH", "HEALTH"));
+    assert!(up.log.lock().unwrap().is_empty(), "nothing reached the cloud");
+    let r = &records(&audit)[0];
+    assert_eq!((r["route"].as_str(), r["outcome"].as_str()), (Some("local"), Some("keep_local")), "{r}");
+    assert_eq!(r["categories"], json!(["HEALTH"]));
+    assert_eq!((&r["judge"]["ran"], &r["judge"]["verdict"]), (&json!(true), &json!("HEALTH")), "{r}");
+    let _ = std::fs::remove_file(&audit);
+}
+
+#[test]
+fn the_judge_saying_none_leaves_the_first_stage_outcome() {
+    let up = cloud();
+    let audit = audit_path("judge-none");
+    let server = judged(&up, &audit, "NONE", Duration::ZERO, Duration::from_secs(10));
+    let (status, route, judge, categories) = send_judged(&server, VAGUE);
+    assert_eq!((status, route.as_str(), judge.as_str(), categories.as_str()), (200, "cloud", "NONE", ""));
+    assert_eq!(up.log.lock().unwrap().len(), 1);
+    // With an e-mail in it the first stage masks it; the judge's NONE keeps that.
+    let (status, route, judge, _) = send_judged(&server, &format!("{VAGUE}, write to {EMAIL}"));
+    assert_eq!((status, route.as_str(), judge.as_str()), (200, "cloud", "NONE"));
+    assert_never_sent(&up.log, &[EMAIL]);
+    let r = records(&audit);
+    assert_eq!((r[0]["route"].as_str(), r[1]["route"].as_str()), (Some("cloud"), Some("cloud_masked")), "{r:?}");
+    assert_eq!(r[0]["judge"]["verdict"], "NONE");
+    let _ = std::fs::remove_file(&audit);
+}
+
+#[test]
+fn the_judge_failing_keeps_the_request_local() {
+    // An answer that is not one of the words.
+    let up = cloud();
+    let audit = audit_path("judge-fail");
+    let server = judged(&up, &audit, "banana bread", Duration::ZERO, Duration::from_secs(10));
+    let (status, route, judge, _) = send_judged(&server, VAGUE);
+    assert_eq!((status, route.as_str(), judge.as_str()), (200, "local", "unparsable"));
+    // No answer in time: each of the judge's steps takes longer than its timeout.
+    let slow = judged(&up, &audit, "NONE", Duration::from_millis(700), Duration::from_millis(300));
+    let (status, route, judge, _) = send_judged(&slow, VAGUE);
+    assert_eq!((status, route.as_str(), judge.as_str()), (200, "local", "timeout"));
+    // An engine error: the judge's prompt does not fit a context that the request itself fits.
+    let mut c = config();
+    c.max_seq = Some(160);
+    c.hybrid = Some(HybridConfig {
+        cloud_url: Some(up.url.clone()),
+        cloud_model: None,
+        cloud_key: None,
+        policy: Policy::default(),
+        audit_log: Some(audit.clone()),
+        judge: Some(JudgeConfig { timeout: Duration::from_secs(10) }),
+    });
+    let small = start_scripted(c, vec![Script::text("user", "LOCAL ANSWER"), Script::text("One word:", "NONE")]);
+    let (status, route, judge, _) = send_judged(&small, VAGUE);
+    assert_eq!((status, route.as_str(), judge.as_str()), (200, "local", "error"));
+    assert!(up.log.lock().unwrap().is_empty(), "nothing reached the cloud");
+    let r = records(&audit);
+    let verdicts: Vec<&str> = r.iter().map(|r| r["judge"]["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, ["unparsable", "timeout", "error"]);
+    assert!(r.iter().all(|r| r["route"] == "local" && r["outcome"] == "keep_local"), "{r:?}");
+    let _ = std::fs::remove_file(&audit);
+}
+
+#[test]
+fn confident_requests_never_call_the_judge() {
+    // A judge that would name FINANCE for anything: where it ran, it would show.
+    let up = cloud();
+    let audit = audit_path("judge-sure");
+    let server = judged(&up, &audit, "FINANCE", Duration::ZERO, Duration::from_secs(10));
+    let tokens = metric(&server, "solo_prompt_tokens_total");
+    let (status, route, judge, categories) = send_judged(&server, "How does insulin work?");
+    assert_eq!((status, route.as_str(), judge.as_str(), categories.as_str()), (200, "cloud", "skipped", ""));
+    assert_eq!(metric(&server, "solo_prompt_tokens_total"), tokens, "the local engine was not asked");
+    let (status, route, judge, categories) = send_judged(&server, "My HIV test came back positive, what should I do?");
+    assert_eq!((status, route.as_str(), judge.as_str(), categories.as_str()), (200, "local", "skipped", "HEALTH"));
+    // Unsure words (no category), but a secret keeps it here already.
+    let secret = format!("{VAGUE}. AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY");
+    let (status, route, judge, _) = send_judged(&server, &secret);
+    assert_eq!((status, route.as_str(), judge.as_str()), (200, "local", "skipped"));
+    // Forced local: nothing would leave, nothing to judge.
+    let r = client()
+        .post(url(&server, "/v1/chat/completions"))
+        .header("x-solo-route", "local")
+        .json(&chat(VAGUE))
+        .send()
+        .unwrap();
+    assert_eq!(r.headers()["x-solo-judge"], "skipped");
+    assert_eq!(up.log.lock().unwrap().len(), 1);
+    let r = records(&audit);
+    assert_eq!(r.len(), 4);
+    assert!(r.iter().all(|r| r["judge"] == json!({"ran": false})), "{r:?}");
+    let _ = std::fs::remove_file(&audit);
+}
+
+#[test]
+fn the_cpu_engine_on_the_tiny_fixture_is_a_judge_too() {
+    // The real CPU backend (random weights: its one word is noise, read as such): the judge
+    // runs through the engine that answers local requests, and what it says decides the route.
+    let up = cloud();
+    let audit = audit_path("judge-cpu");
+    let mut c = config();
+    c.hybrid = Some(HybridConfig {
+        cloud_url: Some(up.url.clone()),
+        cloud_model: None,
+        cloud_key: None,
+        policy: Policy::default(),
+        audit_log: Some(audit.clone()),
+        judge: Some(JudgeConfig { timeout: Duration::from_secs(60) }),
+    });
+    let server = start_cpu(c);
+    let (status, route, judge, _) = send_judged(&server, VAGUE);
+    assert_eq!(status, 200);
+    assert_ne!(judge, "skipped");
+    let sent = up.log.lock().unwrap().len();
+    match judge.as_str() {
+        "NONE" => assert_eq!((route.as_str(), sent), ("cloud", 1)),
+        _ => assert_eq!((route.as_str(), sent), ("local", 0), "judge said {judge}"),
+    }
+    let r = &records(&audit)[0];
+    assert_eq!((&r["judge"]["ran"], r["judge"]["verdict"].as_str()), (&json!(true), Some(judge.as_str())), "{r}");
     let _ = std::fs::remove_file(&audit);
 }

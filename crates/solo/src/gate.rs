@@ -1,8 +1,9 @@
 //! `solo gate`: the privacy gate on the command line (crate `solo-gate`).
 //!
 //! - `solo gate [--policy FILE]`: text on stdin → `{"outcome", "spans": [{"start", "end", "type", "text"}],
-//!   "categories": [{"type", "score", "evidence": [{"start", "end"}]}]}` (offsets in Unicode
-//!   characters, end exclusive; the outcome is the policy's for the cloud).
+//!   "categories": [{"type", "score", "evidence": [{"start", "end"}]}], "unsure"}` (offsets in
+//!   Unicode characters, end exclusive; the outcome is the policy's for the cloud; `unsure`: no
+//!   category, a score in the band where `solo serve --gate-judge local` asks the local model).
 //! - `solo gate --jsonl`: one `{"text": …}` per input line → one result per output line, in order.
 //! - `solo gate eval --corpus FILE.jsonl`: precision/recall/F1 per type, benign flag rate, latency;
 //!   for topic-labelled documents, per-category precision/recall, sensitive requests kept local,

@@ -78,6 +78,39 @@ pub struct ServeArgs {
     /// ~/.cache/solo/gate-audit.jsonl.
     #[arg(long)]
     audit_log: Option<PathBuf>,
+    /// The gate's second stage: `local` asks the local engine to classify the requests whose
+    /// topic verdict is unsure (no category, a score in the band); no usable answer keeps the
+    /// request local. Needs --cloud-url.
+    #[arg(long, value_enum, default_value_t = GateJudge::Off)]
+    gate_judge: GateJudge,
+    /// Seconds the judge has to answer; past them the request stays local.
+    #[arg(long, default_value_t = solo_server::judge::DEFAULT_TIMEOUT.as_secs_f64())]
+    gate_judge_timeout: f64,
+}
+
+/// `--gate-judge`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum GateJudge {
+    /// The first stage alone (detectors, lexicon, learned model).
+    Off,
+    /// The local engine classifies the first stage's unsure requests.
+    Local,
+}
+
+/// The judge's settings, checked: it needs a cloud to keep requests from, and a timeout.
+fn judge(choice: GateJudge, timeout: f64, cloud_url: Option<&str>) -> Result<Option<solo_server::judge::JudgeConfig>> {
+    if choice == GateJudge::Off {
+        return Ok(None);
+    }
+    anyhow::ensure!(
+        cloud_url.is_some(),
+        "--gate-judge local needs --cloud-url: without a cloud every request is answered on this machine, so there is nothing to judge"
+    );
+    anyhow::ensure!(
+        timeout.is_finite() && timeout > 0.0 && timeout <= 600.0,
+        "--gate-judge-timeout must be a number of seconds above 0 and at most 600, got {timeout}"
+    );
+    Ok(Some(solo_server::judge::JudgeConfig { timeout: Duration::from_secs_f64(timeout) }))
 }
 
 /// The gate's settings; an unreadable policy stops the server before it starts, naming the line.
@@ -87,6 +120,7 @@ fn hybrid(
     cloud_key_env: Option<String>,
     policy: Option<PathBuf>,
     audit_log: Option<PathBuf>,
+    judge: Option<solo_server::judge::JudgeConfig>,
 ) -> Result<Option<solo_server::hybrid::HybridConfig>> {
     if cloud_url.is_none() && policy.is_none() {
         anyhow::ensure!(
@@ -121,7 +155,13 @@ fn hybrid(
             audit_log.as_ref().map(|p| format!(" (audit log: {})", p.display())).unwrap_or_default()
         );
     }
-    Ok(Some(solo_server::hybrid::HybridConfig { cloud_url, cloud_model, cloud_key, policy, audit_log }))
+    if let Some(j) = &judge {
+        eprintln!(
+            "solo: --gate-judge local: requests the gate is unsure about are classified by the local model first (timeout {:.1} s; no usable answer keeps them here)",
+            j.timeout.as_secs_f64()
+        );
+    }
+    Ok(Some(solo_server::hybrid::HybridConfig { cloud_url, cloud_model, cloud_key, policy, audit_log, judge }))
 }
 
 pub fn serve(args: ServeArgs) -> Result<()> {
@@ -148,7 +188,8 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     if let Some(name) = args.model_name {
         config.model_name = name;
     }
-    config.hybrid = hybrid(args.cloud_url, args.cloud_model, args.cloud_key_env, args.policy, args.audit_log)?;
+    let judge = judge(args.gate_judge, args.gate_judge_timeout, args.cloud_url.as_deref())?;
+    config.hybrid = hybrid(args.cloud_url, args.cloud_model, args.cloud_key_env, args.policy, args.audit_log, judge)?;
     let name = config.model_name.clone();
     // (a config.json that does not parse fails the load below, naming the file)
     let model_config = solo_model::ModelConfig::from_dir(&dir).ok();
@@ -178,4 +219,20 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         server.addr()
     );
     server.wait()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_judge_needs_a_cloud_and_a_timeout() {
+        assert!(judge(GateJudge::Off, 2.0, None).unwrap().is_none());
+        let err = judge(GateJudge::Local, 2.0, None).unwrap_err().to_string();
+        assert!(err.contains("needs --cloud-url"), "{err}");
+        let err = judge(GateJudge::Local, 0.0, Some("http://127.0.0.1:9")).unwrap_err().to_string();
+        assert!(err.contains("--gate-judge-timeout"), "{err}");
+        let j = judge(GateJudge::Local, 0.5, Some("http://127.0.0.1:9")).unwrap().unwrap();
+        assert_eq!(j.timeout, Duration::from_millis(500));
+    }
 }
