@@ -340,18 +340,23 @@ mod tests {
 
     /// Every kernel's PTX also assembles for the H200 (`ptxas -arch=sm_90a`): inline PTX and
     /// arch-specific instructions fail there, not in NVRTC. ptxas: `$SOLO_PTXAS`, else beside the
-    /// headers (`$SOLO_CUDA_INCLUDE/../bin/ptxas`, the `nvidia-cuda-nvcc` wheel scripts/test installs).
+    /// headers (`$SOLO_CUDA_INCLUDE/../bin/ptxas`, the `nvidia-cuda-nvcc` wheel scripts/test
+    /// installs), else a CUDA toolkit's (`/usr/local/cuda/bin`, `$PATH`: the GPU machine).
     #[test]
     fn kernels_assemble_with_ptxas() {
-        let ptxas = std::env::var("SOLO_PTXAS").map(std::path::PathBuf::from).unwrap_or_else(|_| {
-            let include = std::env::var("SOLO_CUDA_INCLUDE").unwrap_or_else(|_| "/usr/local/cuda/include".into());
-            std::path::Path::new(&include).join("../bin/ptxas")
+        use std::path::PathBuf;
+        let include = std::env::var("SOLO_CUDA_INCLUDE").unwrap_or_else(|_| "/usr/local/cuda/include".into());
+        let mut candidates: Vec<PathBuf> = std::env::var("SOLO_PTXAS").map(PathBuf::from).into_iter().collect();
+        candidates.push(PathBuf::from(include).join("../bin/ptxas"));
+        candidates.push(PathBuf::from("/usr/local/cuda/bin/ptxas"));
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        candidates.extend(std::env::split_paths(&path).map(|dir| dir.join("ptxas")));
+        let ptxas = candidates.iter().find(|p| p.is_file()).unwrap_or_else(|| {
+            panic!(
+                "ptxas not found (looked at $SOLO_PTXAS, $SOLO_CUDA_INCLUDE/../bin, /usr/local/cuda/bin, $PATH): \
+                 run scripts/test (it installs the nvidia-cuda-nvcc wheel) or set SOLO_PTXAS"
+            )
         });
-        assert!(
-            ptxas.is_file(),
-            "ptxas not found at {}: run scripts/test (it installs the nvidia-cuda-nvcc wheel) or set SOLO_PTXAS",
-            ptxas.display()
-        );
         let dir = std::env::temp_dir().join(format!("solo-ptxas-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut failures = Vec::new();
@@ -359,7 +364,7 @@ mod tests {
             let ptx = crate::runtime::compile(source).unwrap();
             let path = dir.join(source.file.replace(".cu", ".ptx"));
             std::fs::write(&path, ptx).unwrap();
-            let out = std::process::Command::new(&ptxas)
+            let out = std::process::Command::new(ptxas)
                 .args(["-arch=sm_90a", "-o", "/dev/null"])
                 .arg(&path)
                 .output()

@@ -44,7 +44,7 @@ fn one_document_with_character_offsets() {
     assert_eq!(spans[1]["text"], "４１１１ １１１１ １１１１ １１１１");
 
     let (_, out, _) = solo(&["gate"], "Nothing private here, version 1.2.3.");
-    assert_eq!(out.trim(), r#"{"outcome":"allow","spans":[],"categories":[]}"#);
+    assert_eq!(out.trim(), r#"{"outcome":"allow","spans":[],"categories":[],"unsure":false}"#);
 
     // what a request is about: the user's own health stays local, general knowledge does not
     let (_, out, _) = solo(&["gate"], "Summarize my bloodwork results from last week");
@@ -52,7 +52,7 @@ fn one_document_with_character_offsets() {
     assert_eq!(v["outcome"], "keep_local", "{v}");
     assert_eq!(v["categories"][0]["type"], "HEALTH", "{v}");
     let (_, out, _) = solo(&["gate"], "How does insulin work?");
-    assert_eq!(out.trim(), r#"{"outcome":"allow","spans":[],"categories":[]}"#);
+    assert_eq!(out.trim(), r#"{"outcome":"allow","spans":[],"categories":[],"unsure":false}"#);
 }
 
 #[test]
