@@ -117,6 +117,7 @@ impl Backend for CpuModel {
         let rows = match logits {
             Logits::All => &normed[..],
             Logits::Last => &normed[normed.len() - self.config.hidden_size..],
+            Logits::None => return Ok(Vec::new()),
         };
         Ok(self.lm_head(rows))
     }

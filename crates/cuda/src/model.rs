@@ -622,7 +622,7 @@ impl Backend for CudaModel {
                     self.lm_head(t - 1, 1, self.io.logits.ptr())?;
                     out = self.gpu.download_f32(self.io.logits.ptr(), vocab)?;
                 }
-                Logits::Last => {}
+                Logits::Last | Logits::None => {}
             }
             self.mtp_catch_up(state, chunk)?;
         }

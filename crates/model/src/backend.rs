@@ -14,6 +14,9 @@ pub enum Logits {
     All,
     /// Only the row of the last token: what generation needs.
     Last,
+    /// No rows: the state advances and nothing comes back (a piece of a prompt before its end;
+    /// a GPU backend need not wait for the device).
+    None,
 }
 
 /// Draft tokens from the MTP head (`Backend::draft`).

@@ -164,7 +164,9 @@ impl<'t, B: Backend> Sequence<'t, B> {
             }
             let prompt = &self.job.prompt;
             let prefill_start = Instant::now();
-            self.logits = cx.backend.prefill(&mut self.state, &prompt[self.pos..end], Logits::Last)?;
+            // only the prompt's last piece needs logits: the others go to the device without a wait
+            let rows = if end == prompt.len() { Logits::Last } else { Logits::None };
+            self.logits = cx.backend.prefill(&mut self.state, &prompt[self.pos..end], rows)?;
             cx.metrics.prefill_time.observe(prefill_start.elapsed().as_secs_f64());
             self.pos = end;
             let interval = snapshot_interval(cx);

@@ -148,7 +148,7 @@ impl Metrics {
         self.prefill_time.render(
             &mut out,
             "solo_prefill_seconds",
-            "Wall time of one backend prefill call (a prompt or a piece of one).",
+            "Wall time of one backend prefill call (a prompt or a piece of one; a piece before the prompt's end returns no logits, so on a GPU it times the launches and the last piece waits for the rest).",
         );
         self.snapshot_time.render(
             &mut out,

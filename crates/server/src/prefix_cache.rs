@@ -5,8 +5,9 @@
 //! work. Instead we keep whole snapshots of the sequence state at chosen token counts (the end of
 //! each prompt, the end of each reply, message boundaries and regular intervals inside long
 //! prompts); a new prompt resumes from the longest snapshot whose tokens are a prefix of it and
-//! prefills only the rest. Each snapshot also keeps the logits that followed its last token, so a
-//! prompt that is entirely cached needs no prefill at all.
+//! prefills only the rest. A snapshot at the end of a prompt or a reply also keeps the logits
+//! that followed its last token, so a prompt that is entirely cached needs no prefill at all; one
+//! inside a prompt keeps none (its piece was prefilled without them) and serves only longer prompts.
 //!
 //! Bounded by an entry count and a byte budget (states + logits + token lists); the least
 //! recently used snapshot goes first.
@@ -51,14 +52,14 @@ impl<S> PrefixCache<S> {
         self.bytes
     }
 
-    /// The snapshot with the most tokens that are a prefix of `prompt` (possibly all of it);
-    /// marks it as used.
+    /// The snapshot with the most tokens that are a prefix of `prompt` (all of it only if the
+    /// snapshot kept its logits); marks it as used.
     pub fn longest_prefix(&mut self, prompt: &[u32]) -> Option<&Entry<S>> {
         let best = self
             .entries
             .iter()
             .enumerate()
-            .filter(|(_, e)| prompt.starts_with(&e.tokens))
+            .filter(|(_, e)| prompt.starts_with(&e.tokens) && (e.tokens.len() < prompt.len() || !e.logits.is_empty()))
             .max_by_key(|(_, e)| e.tokens.len())
             .map(|(i, _)| i)?;
         self.clock += 1;
@@ -108,15 +109,19 @@ mod tests {
     use super::PrefixCache;
 
     #[test]
-    fn longest_prefix_wins_and_a_full_match_counts() {
+    fn longest_prefix_wins_and_a_full_match_needs_logits() {
         let mut c = PrefixCache::new(10, 1 << 20);
         c.insert(vec![1, 2], "a", vec![], 0);
-        c.insert(vec![1, 2, 3, 4], "b", vec![], 0);
+        c.insert(vec![1, 2, 3, 4], "b", vec![0.5], 0);
         c.insert(vec![1, 9], "c", vec![], 0);
         assert_eq!(c.longest_prefix(&[1, 2, 3, 4, 5]).unwrap().state, "b");
         assert_eq!(c.longest_prefix(&[1, 2, 3, 4]).unwrap().state, "b");
         assert_eq!(c.longest_prefix(&[1, 2, 3]).unwrap().state, "a");
         assert!(c.longest_prefix(&[2, 1]).is_none());
+        // a snapshot without logits (inside a prompt) cannot answer its own prompt
+        assert!(c.longest_prefix(&[1, 9]).is_none());
+        assert_eq!(c.longest_prefix(&[1, 2]).map(|e| e.state), None);
+        assert_eq!(c.longest_prefix(&[1, 9, 7]).unwrap().state, "c");
     }
 
     #[test]
@@ -124,7 +129,7 @@ mod tests {
         let mut c = PrefixCache::new(2, 1 << 20);
         c.insert(vec![1], 1, vec![], 0);
         c.insert(vec![2], 2, vec![], 0);
-        c.longest_prefix(&[1]); // 1 is now more recent than 2
+        c.longest_prefix(&[1, 5]); // 1 is now more recent than 2
         c.insert(vec![3], 3, vec![], 0);
         assert!(c.contains(&[1]) && c.contains(&[3]) && !c.contains(&[2]));
 

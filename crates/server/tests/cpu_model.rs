@@ -217,6 +217,26 @@ fn interval_snapshots_serve_an_edited_last_turn() {
     assert_eq!(text_of(&again), text_of(&cold));
 }
 
+/// A snapshot inside a prompt keeps no logits (its piece was prefilled without them), so a later
+/// prompt that ends exactly there resumes from the snapshot before it, with the cold reply.
+#[test]
+fn a_prompt_ending_at_an_interval_snapshot_resumes_from_the_one_before() {
+    let server = || {
+        let mut c = config();
+        c.snapshot_interval = Some(16);
+        start_cpu(c)
+    };
+    let s = server();
+    let long: Vec<u32> = (0..40u32).map(|t| (t * 7919) % 300).collect();
+    ok(&s, "/v1/completions", &json!({"prompt": long, "max_tokens": 1}));
+    let short = json!({"prompt": long[..32], "max_tokens": 5, "temperature": 0});
+    let warm = ok(&s, "/v1/completions", &short);
+    assert_eq!(warm["usage"]["prompt_tokens_details"]["cached_tokens"], 16, "{warm}");
+    let cold = ok(&server(), "/v1/completions", &short);
+    assert_eq!(cold["usage"]["prompt_tokens_details"]["cached_tokens"], 0, "{cold}");
+    assert_eq!(warm["choices"][0]["text"], cold["choices"][0]["text"]);
+}
+
 /// The prompt's own snapshot is taken after its first token is out (not before: the copy would
 /// delay it), yet still of the prompt: a one-token reply and a longer one both leave it, and the
 /// same prompt again resumes from all of it with the same reply.

@@ -204,7 +204,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             let last = ctx.min(solo_cuda::model::PREFILL_CHUNK);
             model.reset(&mut state)?;
             if ctx > last {
-                model.prefill(&mut state, &prompt[..ctx - last], Logits::Last)?;
+                model.prefill(&mut state, &prompt[..ctx - last], Logits::None)?;
             }
             let what = format!("the last prefill call ({last} tokens after {})", ctx - last);
             profiles.push((what, model.profile_prefill(&mut state, &prompt[ctx - last..])?));

@@ -180,8 +180,10 @@ fn generate<B: Backend>(
 /// Prefills `tokens` in the backend's own chunks; returns the last token's logits.
 fn prefill_chunked<B: Backend>(model: &B, state: &mut B::State, tokens: &[u32]) -> Result<Vec<f32>> {
     let mut last = Vec::new();
-    for chunk in tokens.chunks(model.prefill_chunk()) {
-        last = model.prefill(state, chunk, Logits::Last)?;
+    let chunks: Vec<&[u32]> = tokens.chunks(model.prefill_chunk()).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let rows = if i + 1 == chunks.len() { Logits::Last } else { Logits::None };
+        last = model.prefill(state, chunk, rows)?;
     }
     Ok(last)
 }
