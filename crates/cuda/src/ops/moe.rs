@@ -76,16 +76,18 @@ const GATE_UP_GEMV_SHARED: usize = GATE_UP_WARPS * 2 * HIDDEN * 2 + HIDDEN * 4;
 const MOE_DECODE_SHARED: usize =
     8 * 2 * HIDDEN * 2 + 8 * EXPERT_DIM * 2 + HIDDEN * 4 + SLOTS * EXPERT_DIM * 4 + 32 * 4 + SLOTS * 8;
 /// Rows per grouped-GEMM tile (`GEMM_BM` in the .cu files).
-const TILE_ROWS: usize = 64;
-/// Output columns per grouped-GEMM tile (`GEMM_BN`).
-const TILE_COLS: usize = 64;
-/// Shared memory of the grouped GEMMs: 3 stages × (A 64 rows + B rows) × 72 bf16.
-const GATE_UP_SHARED: usize = 3 * (64 + 128) * 72 * 2;
-const DOWN_SHARED: usize = 3 * (64 + 64) * 72 * 2;
-/// Their FP8 forms: 4 stages of A (64 × 72 bf16) and of B's bytes (rows × 64 e4m3), and two
-/// bf16 B tiles (rows × 72). (≤ 113 KB: two blocks an SM, as the bf16 forms.)
-const GATE_UP_SHARED_FP8: usize = 4 * 64 * 72 * 2 + 4 * 128 * 64 + 2 * 128 * 72 * 2;
-const DOWN_SHARED_FP8: usize = 4 * 64 * 72 * 2 + 4 * 64 * 64 + 2 * 64 * 72 * 2;
+const TILE_ROWS: usize = 128;
+/// Output columns per grouped-GEMM tile: gate/up's 128 B rows are 64 gate and 64 up rows;
+/// down's are 128 output columns.
+const GATE_UP_TILE_COLS: usize = 64;
+const DOWN_TILE_COLS: usize = 128;
+/// Threads of a grouped-GEMM block (8 warps, each 32 rows x 64 B rows).
+const GEMM_THREADS: u32 = 256;
+/// Shared memory of the grouped GEMMs: 3 stages × (A 128 rows + B 128 rows) × 72 bf16; the FP8
+/// forms: 3 stages of A, 3 of B's bytes (128 × 64 e4m3) and one bf16 B tile (128 × 72). (≤ 113
+/// KB: two blocks an SM.)
+const GEMM_SHARED: usize = 3 * (128 + 128) * 72 * 2;
+const GEMM_SHARED_FP8: usize = 3 * 128 * 72 * 2 + 3 * 128 * 64 + 128 * 72 * 2;
 
 /// Where the MoE block keeps its intermediates. Scratch buffer 0 (4-byte units): router logits
 /// f32 `[t, 257]`, weights f32 `[t, 9]`, ids i32 `[t, 9]`, the decode step's normalised input
@@ -390,20 +392,20 @@ fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: Dev
 }
 
 fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) -> Result<()> {
-    let gate_up_grid = (l.max_tiles as u32, (EXPERT_DIM / TILE_COLS) as u32, 1);
-    let down_grid = (l.max_tiles as u32, (HIDDEN / TILE_COLS) as u32, 1);
+    let gate_up_grid = (l.max_tiles as u32, (EXPERT_DIM / GATE_UP_TILE_COLS) as u32, 1);
+    let down_grid = (l.max_tiles as u32, (HIDDEN / DOWN_TILE_COLS) as u32, 1);
     let (tiles, total) = (l.tiles, l.total_tiles);
     if let Some(s) = w.fp8_scales {
-        let gate_up = Launch::new(gate_up_grid, 128, GATE_UP_SHARED_FP8 as u32);
+        let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, GEMM_SHARED_FP8 as u32);
         moe_experts_cu::moe_gate_up_grouped_fp8(gpu, gate_up, x, w.gate_up, s.gate_up, l.perm, tiles, total, l.act)?;
-        let down = Launch::new(down_grid, 128, DOWN_SHARED_FP8 as u32);
+        let down = Launch::new(down_grid, GEMM_THREADS, GEMM_SHARED_FP8 as u32);
         return moe_experts_cu::moe_down_grouped_fp8(
             gpu, down, l.act, w.down, s.down, l.perm, l.weights, tiles, total, out,
         );
     }
-    let gate_up = Launch::new(gate_up_grid, 128, GATE_UP_SHARED as u32);
+    let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, GEMM_SHARED as u32);
     moe_experts_cu::moe_gate_up_grouped(gpu, gate_up, x, w.gate_up, l.perm, tiles, total, l.act)?;
-    let down = Launch::new(down_grid, 128, DOWN_SHARED as u32);
+    let down = Launch::new(down_grid, GEMM_THREADS, GEMM_SHARED as u32);
     moe_experts_cu::moe_down_grouped(gpu, down, l.act, w.down, l.perm, l.weights, tiles, total, out)
 }
 
@@ -849,6 +851,5 @@ mod tests {
     }
 
     // The grouped GEMMs' shared memory fits an H200 block (227 KiB with the opt-in).
-    const _: () = assert!(GATE_UP_SHARED <= 227 * 1024 && DOWN_SHARED <= 227 * 1024);
-    const _: () = assert!(GATE_UP_SHARED_FP8 <= 113 * 1024 && DOWN_SHARED_FP8 <= 113 * 1024);
+    const _: () = assert!(GEMM_SHARED <= 113 * 1024 && GEMM_SHARED_FP8 <= 113 * 1024);
 }

@@ -7,15 +7,14 @@
 // Decode (few tokens): moe_gate_up_gemv and moe_down_gemv stream the selected experts' weights
 // once, as 16-byte cp.async pieces all in flight at once. Prefill: the (token, slot) pairs are
 // grouped by expert (moe_plan, moe_permute) and the grouped GEMMs below run on the tensor cores
-// (mma.sync bf16, f32 accumulate) over (expert tile of 64 rows) x (column tile); tiles past the
+// (mma.sync bf16, f32 accumulate) over (expert tile of 128 rows) x (column tile); tiles past the
 // device-side tile count exit. FP8 experts (e4m3, f32 scales per 128 x 128 block) are read as
 // they are stored, half the bytes, and widened to bf16 in shared memory (`Fp8Rows`).
 
-#define GEMM_BM 64      // rows per tile: equals GEMM_BM in moe_router.cu and TILE_ROWS in moe.rs
-#define GEMM_BN 64      // output columns per tile
+#define GEMM_BM 128     // rows per tile: equals GEMM_BM in moe_router.cu and TILE_ROWS in moe.rs
+#define GEMM_BN 128     // B rows (weight rows) per tile
 #define GEMM_BK 64      // k per pipeline stage
-#define GEMM_STAGES 3      // bf16 weights
-#define GEMM_STAGES_FP8 4  // FP8 weights: a stage of B is half the bytes, so one more in flight
+#define GEMM_STAGES 3
 #define AS_STRIDE (GEMM_BK + 8)  // shared row stride in bf16 (144 bytes): conflict-free fragments
 
 // ---------------------------------------------------------------------------------------------
@@ -132,52 +131,59 @@ extern "C" __global__ void __launch_bounds__(DOWN_COLUMNS * DOWN_GROUPS * 32)
 
 // ---------------------------------------------------------------------------------------------
 // Prefill: grouped GEMMs
-
-
+//
+// A block of 256 threads (8 warps) computes a 128 x 128 tile: 128 (token, slot) rows of one
+// expert by 128 B rows (weight rows), K in GEMM_BK steps through a GEMM_STAGES-deep cp.async
+// pipeline. Warp w takes rows 32·(w % 4) .. +32 and B rows 64·(w / 4) .. +64: per 16-wide k step
+// 2 A and 4 B ldmatrix_x4 for 16 MMAs. (The 64 x 128 / 64 x 64 tiles of 4 warps before read
+// 3.9 GB of L2 per layer for gate/up at 4K tokens and were bound by it.) A warp whose 32 rows
+// are all past the expert's last row skips its MMAs (small prefills: ~8 rows an expert).
 
 // The B operand (weight rows) of one GEMM tile, by weight format. Each form copies its pieces of
 // a pipeline stage with cp.async (`load`), makes the stage a bf16 tile once they have landed
-// (`convert`: each thread its own pieces, before the stage's __syncthreads) and names that tile
-// (`tile`). ROWS: B rows per tile; src(i): the weight row of this thread's i-th piece.
+// (`convert`: each thread its own pieces, between the stage's two __syncthreads) and names that
+// tile (`tile`). src(i): the weight row of this thread's i-th piece.
 //
-// bf16: rows tid/8 + 16 i, 16-byte column piece tid%8 (8 weights), straight into the stage.
-template <int ROWS, typename Src>
+// bf16: rows tid/8 + 32 i, 16-byte column piece tid%8 (8 weights), straight into the stage.
+template <typename Src>
 struct Bf16Rows {
-    bf16* stages;  // GEMM_STAGES x ROWS x AS_STRIDE
+    static constexpr bool CONVERTS = false;
+    bf16* stages;  // GEMM_STAGES x GEMM_BN x AS_STRIDE
     Src src;       // src(i) → const bf16*: row start + this thread's column piece
     __device__ __forceinline__ void load(int k0, int s) {
         const int prow = threadIdx.x >> 3, pcol = (threadIdx.x & 7) * 8;
 #pragma unroll
-        for (int i = 0; i < ROWS / 16; i++)
-            cp_async16(stages + (s * ROWS + prow + 16 * i) * AS_STRIDE + pcol, src(i) + k0, true);
+        for (int i = 0; i < GEMM_BN / 32; i++)
+            cp_async16(stages + (s * GEMM_BN + prow + 32 * i) * AS_STRIDE + pcol, src(i) + k0, true);
     }
     __device__ __forceinline__ void convert(int, int) {}
-    __device__ __forceinline__ const bf16* tile(int, int s) const { return stages + s * ROWS * AS_STRIDE; }
+    __device__ __forceinline__ const bf16* tile(int s) const { return stages + s * GEMM_BN * AS_STRIDE; }
 };
 
-// FP8 (e4m3, one f32 scale per 128 x 128 block): rows tid/4 + 32 i, 16-byte piece tid%4 (16
-// weights) copied as bytes, then w = q · s rounded to bf16 -- dequantize_fp8's arithmetic (gemv_fp8.cu), so
-// the products are those of the dequantised bf16 copy -- into one of two bf16 tiles (stage kt's
-// tile is read while stage kt+1's is written; the stage's __syncthreads keeps kt-1's readers out).
-template <int ROWS, typename Src>
+// FP8 (e4m3, one f32 scale per 128 x 128 block): rows tid/4 + 64 i, 16-byte piece tid%4 (16
+// weights) copied as bytes, then w = q · s rounded to bf16 -- dequantize_fp8's arithmetic
+// (gemv_fp8.cu), so the products are those of the dequantised bf16 copy -- into the one bf16
+// tile (the first __syncthreads of a stage keeps the previous stage's readers out of it).
+template <typename Src>
 struct Fp8Rows {
-    unsigned char* stages;  // GEMM_STAGES_FP8 x ROWS x GEMM_BK bytes
-    bf16* tiles;            // 2 x ROWS x AS_STRIDE
+    static constexpr bool CONVERTS = true;
+    unsigned char* stages;  // GEMM_STAGES x GEMM_BN x GEMM_BK bytes
+    bf16* tile_s;           // GEMM_BN x AS_STRIDE
     Src src;                // src(i) → {const unsigned char* row start + this thread's piece, const float* row's block scales}
     __device__ __forceinline__ void load(int k0, int s) {
         const int prow = threadIdx.x >> 2, pcol = (threadIdx.x & 3) * 16;
 #pragma unroll
-        for (int i = 0; i < ROWS / 32; i++)
-            cp_async16(stages + (s * ROWS + prow + 32 * i) * GEMM_BK + pcol, src(i).w + k0, true);
+        for (int i = 0; i < GEMM_BN / 64; i++)
+            cp_async16(stages + (s * GEMM_BN + prow + 64 * i) * GEMM_BK + pcol, src(i).w + k0, true);
     }
     __device__ __forceinline__ void convert(int kt, int s) {
         const int prow = threadIdx.x >> 2, pcol = (threadIdx.x & 3) * 16;
         const int k0 = kt * GEMM_BK;
 #pragma unroll
-        for (int i = 0; i < ROWS / 32; i++) {
-            const int row = prow + 32 * i;
+        for (int i = 0; i < GEMM_BN / 64; i++) {
+            const int row = prow + 64 * i;
             const float scale = __ldg(src(i).s + k0 / 128);
-            const uint4 raw = *reinterpret_cast<const uint4*>(stages + (s * ROWS + row) * GEMM_BK + pcol);
+            const uint4 raw = *reinterpret_cast<const uint4*>(stages + (s * GEMM_BN + row) * GEMM_BK + pcol);
             const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
             __nv_bfloat162 o[8];
 #pragma unroll
@@ -187,12 +193,12 @@ struct Fp8Rows {
                 o[2 * j] = __floats2bfloat162_rn(a.x * scale, a.y * scale);
                 o[2 * j + 1] = __floats2bfloat162_rn(b.x * scale, b.y * scale);
             }
-            uint4* dst = reinterpret_cast<uint4*>(tiles + ((kt & 1) * ROWS + row) * AS_STRIDE + pcol);
+            uint4* dst = reinterpret_cast<uint4*>(tile_s + row * AS_STRIDE + pcol);
             dst[0] = *reinterpret_cast<uint4*>(&o[0]);
             dst[1] = *reinterpret_cast<uint4*>(&o[4]);
         }
     }
-    __device__ __forceinline__ const bf16* tile(int kt, int) const { return tiles + (kt & 1) * ROWS * AS_STRIDE; }
+    __device__ __forceinline__ const bf16* tile(int) const { return tile_s; }
 };
 
 // p[0..4] += a, b, c, d as one reduction (p 16-byte aligned, global memory).
@@ -206,13 +212,20 @@ struct Fp8Piece {
     const float* s;
 };
 
-// C[64 x 8*NT] += A[64 x K] · B[8*NT x K]ᵀ, 4 warps of 16 rows each, K in GEMM_BK steps through a
-// STAGES-deep cp.async pipeline. a_src[i] / a_ok[i]: the source row of this thread's i-th A
-// piece (row tid/8 + 16 i, 16-byte column piece tid%8) and whether it exists (else zeros);
-// b: the B operand (Bf16Rows or Fp8Rows of 8*NT rows).
-template <int NT, int K, int STAGES, typename B>
-__device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const bool (&a_ok)[4], B& b, bf16* As,
-                                          float (&acc)[NT][4]) {
+// This thread's A pieces: rows tid/8 + 32 i of the tile (16-byte column piece tid%8), their
+// source rows and whether they exist (else zeros).
+struct ARows {
+    const bf16* src[GEMM_BM / 32];
+    bool ok[GEMM_BM / 32];
+};
+
+// Warp tile accumulators: 2 row blocks of 16 x 8 column blocks of 8 (the mma C fragments).
+typedef float WarpAcc[2][8][4];
+
+// acc += A[128 x K] · B[128 x K]ᵀ for this warp's 32 x 64 part (see the section's head). live:
+// whether any of the warp's rows exist.
+template <int K, typename B>
+__device__ __forceinline__ void gemm_tile(const ARows& a, B& b, bf16* As, bool live, WarpAcc& acc) {
     constexpr int KT = K / GEMM_BK;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int prow = tid >> 3, pcol = (tid & 7) * 8;
@@ -220,47 +233,91 @@ __device__ __forceinline__ void gemm_tile(const bf16* const (&a_src)[4], const b
         const int k0 = kt * GEMM_BK;
         bf16* ad = As + s * GEMM_BM * AS_STRIDE;
 #pragma unroll
-        for (int i = 0; i < 4; i++) cp_async16(ad + (prow + 16 * i) * AS_STRIDE + pcol, a_src[i] + k0, a_ok[i]);
+        for (int i = 0; i < GEMM_BM / 32; i++) cp_async16(ad + (prow + 32 * i) * AS_STRIDE + pcol, a.src[i] + k0, a.ok[i]);
         b.load(k0, s);
     };
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
+    for (int s = 0; s < GEMM_STAGES - 1; s++) {
         if (s < KT) load_stage(s, s);
         cp_async_commit();
     }
+    // ldmatrix row addresses: A as matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) = a0..a3; B two
+    // 8-row column tiles per load: (rows 0-7: k 0-7, k 8-15 | rows 8-15: ...) = b0, b1 of n, n+1.
+    const int a_off = ((warp & 3) * 32 + (lane & 7) + ((lane >> 3) & 1) * 8) * AS_STRIDE + (lane >> 4) * 8;
+    const int b_off = ((warp >> 2) * 64 + (lane & 7) + (lane >> 4) * 8) * AS_STRIDE + ((lane >> 3) & 1) * 8;
     for (int kt = 0; kt < KT; kt++) {
-        const int s = kt % STAGES;
-        cp_async_wait<STAGES - 2>();
-        b.convert(kt, s);
+        const int s = kt % GEMM_STAGES;
+        cp_async_wait<GEMM_STAGES - 2>();
+        if constexpr (B::CONVERTS) {
+            __syncthreads();  // everyone is done with the bf16 tile of stage kt - 1
+            b.convert(kt, s);
+        }
         __syncthreads();  // stage kt is visible, and everyone is done with the stage refilled next
-        if (kt + STAGES - 1 < KT) load_stage(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
+        if (kt + GEMM_STAGES - 1 < KT) load_stage(kt + GEMM_STAGES - 1, (kt + GEMM_STAGES - 1) % GEMM_STAGES);
         cp_async_commit();
-        // ldmatrix row addresses: A as matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) = a0..a3; B two
-        // 8-row column tiles per load: (rows 0-7: k 0-7, k 8-15 | rows 8-15: ...) = b0, b1 of n, n+1.
-        const bf16* at = As + s * GEMM_BM * AS_STRIDE + (warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * AS_STRIDE +
-                         (lane >> 4) * 8;
-        const bf16* bt = b.tile(kt, s) + ((lane & 7) + (lane >> 4) * 8) * AS_STRIDE + ((lane >> 3) & 1) * 8;
+        if (!live) continue;
+        const bf16* at = As + s * GEMM_BM * AS_STRIDE + a_off;
+        const bf16* bt = b.tile(s) + b_off;
 #pragma unroll
         for (int kk = 0; kk < GEMM_BK / 16; kk++) {
-            uint32_t a0, a1, a2, a3;
-            ldmatrix_x4(a0, a1, a2, a3, at + kk * 16);
+            uint32_t af[2][4];
 #pragma unroll
-            for (int n = 0; n < NT; n += 2) {
+            for (int m = 0; m < 2; m++) ldmatrix_x4(af[m][0], af[m][1], af[m][2], af[m][3], at + m * 16 * AS_STRIDE + kk * 16);
+#pragma unroll
+            for (int n = 0; n < 8; n += 2) {
                 uint32_t b0, b1, b2, b3;
                 ldmatrix_x4(b0, b1, b2, b3, bt + n * 8 * AS_STRIDE + kk * 16);
-                mma_bf16(acc[n], a0, a1, a2, a3, b0, b1);
-                mma_bf16(acc[n + 1], a0, a1, a2, a3, b2, b3);
+#pragma unroll
+                for (int m = 0; m < 2; m++) {
+                    mma_bf16(acc[m][n], af[m][0], af[m][1], af[m][2], af[m][3], b0, b1);
+                    mma_bf16(acc[m][n + 1], af[m][0], af[m][1], af[m][2], af[m][3], b2, b3);
+                }
             }
         }
     }
     cp_async_wait<0>();
 }
 
-// act[row, n0 + j] = silu(gate_e[n0+j]·x) * (up_e[n0+j]·x) for the rows of one expert tile, in the
-// permuted row order; bf16 [T*9, 512]. x rows are gathered through perm (row → t*9 + slot).
-// Grid (max tiles, 512/64), 128 threads. B = 64 gate rows then the 64 matching up rows, so each
-// thread holds both halves. Shared memory: the stages of A (64 x AS_STRIDE bf16), then the B
-// form's buffers: 82,944 bytes for bf16 (3 stages), 106,496 for FP8 (4 stages).
+// The dynamic shared memory of both grouped GEMMs: GEMM_STAGES stages of A (128 x AS_STRIDE
+// bf16), then the B form's buffers: bf16 stages (128 x AS_STRIDE) -- 110,592 bytes -- or FP8
+// stages (128 x 64 bytes) and one bf16 tile -- 98,304 bytes. Two blocks an SM either way.
+__device__ __forceinline__ bf16* a_stages(unsigned char* smem) { return reinterpret_cast<bf16*>(smem); }
+__device__ __forceinline__ unsigned char* b_buffers(unsigned char* smem) {
+    return smem + GEMM_STAGES * GEMM_BM * AS_STRIDE * sizeof(bf16);
+}
+
+// Runs the tile with B rows br → weight row `weight_row(br)` of `w` (row length K), bf16 or FP8
+// (scales: f32 per 128 x 128 block, K / 128 a block row).
+template <int K, bool FP8, typename RowOf>
+__device__ __forceinline__ void expert_tile(const ARows& a, const void* w, const float* scales, RowOf weight_row,
+                                            unsigned char* smem, bool live, WarpAcc& acc) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int n = 0; n < 8; n++) acc[m][n][0] = acc[m][n][1] = acc[m][n][2] = acc[m][n][3] = 0.f;
+    if constexpr (FP8) {
+        const unsigned char* wq = static_cast<const unsigned char*>(w);
+        auto src = [&](int i) {
+            const int wr = weight_row((tid >> 2) + 64 * i);
+            return Fp8Piece{wq + (size_t)wr * K + (tid & 3) * 16, scales + (wr / 128) * (K / 128)};
+        };
+        unsigned char* raw = b_buffers(smem);
+        Fp8Rows<decltype(src)> b{raw, reinterpret_cast<bf16*>(raw + GEMM_STAGES * GEMM_BN * GEMM_BK), src};
+        gemm_tile<K>(a, b, a_stages(smem), live, acc);
+    } else {
+        const bf16* wb = static_cast<const bf16*>(w);
+        auto src = [&](int i) { return wb + (size_t)weight_row((tid >> 3) + 32 * i) * K + (tid & 7) * 8; };
+        Bf16Rows<decltype(src)> b{reinterpret_cast<bf16*>(b_buffers(smem)), src};
+        gemm_tile<K>(a, b, a_stages(smem), live, acc);
+    }
+}
+
+// act[row, c] = silu(gate_e[c]·x) * (up_e[c]·x) for the rows of one expert tile, in the permuted
+// row order; bf16 [T*9, 512]. x rows are gathered through perm (row → t*9 + slot).
+// Grid (max tiles, 512/64), 256 threads: a block's 64 output columns c0 .. c0+64 are B rows
+// [gate c0 .. +32, up c0 .. +32, gate c0+32 .. +32, up c0+32 .. +32], so each warp's 64 B rows
+// are the gate and up rows of the same 32 columns.
 // bf16 weights: gate_up bf16 [257, 1024, 2048]. FP8: e4m3 of that shape, scales f32 [257, 8, 16].
 template <bool FP8>
 __device__ __forceinline__ void gate_up_grouped(const bf16* __restrict__ x, const void* __restrict__ gate_up,
@@ -272,63 +329,49 @@ __device__ __forceinline__ void gate_up_grouped(const bf16* __restrict__ x, cons
     if (tile >= *total_tiles) return;
     const int4 info = tiles[tile];
     const int e = info.x, r0 = info.y, r1 = info.z;
-    const int n0 = blockIdx.y * GEMM_BN;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    bf16* As = reinterpret_cast<bf16*>(smem_raw);
-    constexpr int STAGES = FP8 ? GEMM_STAGES_FP8 : GEMM_STAGES;
-    unsigned char* b_smem = smem_raw + STAGES * GEMM_BM * AS_STRIDE * sizeof(bf16);
-
-    const int tid = threadIdx.x, prow = tid >> 3, pcol = (tid & 7) * 8;
-    const bf16* a_src[4];
-    bool a_ok[4];
+    const int c0 = blockIdx.y * 64;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    ARows a;
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int r = r0 + prow + 16 * i;
-        a_ok[i] = r < r1;
-        const int token = a_ok[i] ? perm[r] / SLOTS : 0;
-        a_src[i] = x + (size_t)token * HIDDEN + pcol;
+    for (int i = 0; i < GEMM_BM / 32; i++) {
+        const int r = r0 + (tid >> 3) + 32 * i;
+        a.ok[i] = r < r1;
+        const int token = a.ok[i] ? perm[r] / SLOTS : 0;
+        a.src[i] = x + (size_t)token * HIDDEN + (tid & 7) * 8;
     }
-    // B row br: 0..63 gate rows n0.., 64..127 up rows 512+n0.. of expert e.
-    auto weight_row = [&](int br) { return e * 2 * EXPERT_DIM + (br < GEMM_BN ? n0 + br : EXPERT_DIM + n0 + (br - GEMM_BN)); };
-    float acc[2 * GEMM_BN / 8][4];
-#pragma unroll
-    for (int n = 0; n < 2 * GEMM_BN / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-    if constexpr (FP8) {
-        const unsigned char* w = static_cast<const unsigned char*>(gate_up);
-        auto src = [&](int i) {
-            const int wr = weight_row((tid >> 2) + 32 * i);
-            return Fp8Piece{w + (size_t)wr * HIDDEN + (tid & 3) * 16, scales + (wr / 128) * (HIDDEN / 128)};
-        };
-        Fp8Rows<2 * GEMM_BN, decltype(src)> b{b_smem, reinterpret_cast<bf16*>(b_smem + STAGES * 2 * GEMM_BN * GEMM_BK), src};
-        gemm_tile<2 * GEMM_BN / 8, HIDDEN, STAGES>(a_src, a_ok, b, As, acc);
-    } else {
-        const bf16* w = static_cast<const bf16*>(gate_up);
-        auto src = [&](int i) { return w + (size_t)weight_row(prow + 16 * i) * HIDDEN + pcol; };
-        Bf16Rows<2 * GEMM_BN, decltype(src)> b{reinterpret_cast<bf16*>(b_smem), src};
-        gemm_tile<2 * GEMM_BN / 8, HIDDEN, STAGES>(a_src, a_ok, b, As, acc);
-    }
+    auto weight_row = [&](int br) {
+        const int c = c0 + (br >> 6) * 32 + (br & 31);
+        return e * 2 * EXPERT_DIM + ((br & 32) ? EXPERT_DIM : 0) + c;
+    };
+    const int rows = (warp & 3) * 32;  // this warp's first row in the tile
+    WarpAcc acc;
+    expert_tile<HIDDEN, FP8>(a, gate_up, scales, weight_row, smem, r0 + rows < r1, acc);
 
-    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
-    const int ra = r0 + warp * 16 + g, rb = ra + 8;
+    const int g = lane >> 2, tq = lane & 3;
 #pragma unroll
-    for (int n = 0; n < GEMM_BN / 8; n++) {
-        const int col = n0 + n * 8 + 2 * tq;
-        if (ra < r1)
-            *reinterpret_cast<__nv_bfloat162*>(act + (size_t)ra * EXPERT_DIM + col) = __floats2bfloat162_rn(
-                silu(acc[n][0]) * acc[n + GEMM_BN / 8][0], silu(acc[n][1]) * acc[n + GEMM_BN / 8][1]);
-        if (rb < r1)
-            *reinterpret_cast<__nv_bfloat162*>(act + (size_t)rb * EXPERT_DIM + col) = __floats2bfloat162_rn(
-                silu(acc[n][2]) * acc[n + GEMM_BN / 8][2], silu(acc[n][3]) * acc[n + GEMM_BN / 8][3]);
+    for (int m = 0; m < 2; m++) {
+        const int ra = r0 + rows + m * 16 + g, rb = ra + 8;
+#pragma unroll
+        for (int n = 0; n < 4; n++) {
+            const int col = c0 + (warp >> 2) * 32 + n * 8 + 2 * tq;
+            if (ra < r1)
+                *reinterpret_cast<__nv_bfloat162*>(act + (size_t)ra * EXPERT_DIM + col) = __floats2bfloat162_rn(
+                    silu(acc[m][n][0]) * acc[m][n + 4][0], silu(acc[m][n][1]) * acc[m][n + 4][1]);
+            if (rb < r1)
+                *reinterpret_cast<__nv_bfloat162*>(act + (size_t)rb * EXPERT_DIM + col) = __floats2bfloat162_rn(
+                    silu(acc[m][n][2]) * acc[m][n + 4][2], silu(acc[m][n][3]) * acc[m][n + 4][3]);
+        }
     }
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(256, 2)
     moe_gate_up_grouped(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ perm,
                         const int4* __restrict__ tiles, const int* __restrict__ total_tiles, bf16* __restrict__ act) {
     gate_up_grouped<false>(x, gate_up, nullptr, perm, tiles, total_tiles, act);
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(256, 2)
     moe_gate_up_grouped_fp8(const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up,
                             const float* __restrict__ scales, const int* __restrict__ perm,
                             const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
@@ -336,10 +379,9 @@ extern "C" __global__ void __launch_bounds__(128)
     gate_up_grouped<true>(x, gate_up, scales, perm, tiles, total_tiles, act);
 }
 
-// out[t, n0 + j] += weights[t, slot] * (down_e[n0+j] · act[row]) for the rows of one expert tile
-// (row → t*9 + slot through perm). out f32 [T, 2048], zeroed by the caller; f32 atomics.
-// Grid (max tiles, 2048/64), 128 threads. Shared memory: the stages of A, then the B form's
-// buffers: 55,296 bytes for bf16 (3 stages), 71,680 for FP8 (4 stages).
+// out[t, c] += weights[t, slot] * (down_e[c] · act[row]) for the rows of one expert tile (row →
+// t*9 + slot through perm), c = n0 .. n0+128. out f32 [T, 2048], zeroed by the caller.
+// Grid (max tiles, 2048/128), 256 threads.
 // bf16 weights: down bf16 [257, 2048, 512]. FP8: e4m3 of that shape, scales f32 [257, 16, 4].
 template <bool FP8>
 __device__ __forceinline__ void down_grouped(const bf16* __restrict__ act, const void* __restrict__ down,
@@ -352,69 +394,54 @@ __device__ __forceinline__ void down_grouped(const bf16* __restrict__ act, const
     const int4 info = tiles[tile];
     const int e = info.x, r0 = info.y, r1 = info.z;
     const int n0 = blockIdx.y * GEMM_BN;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    bf16* As = reinterpret_cast<bf16*>(smem_raw);
-    constexpr int STAGES = FP8 ? GEMM_STAGES_FP8 : GEMM_STAGES;
-    unsigned char* b_smem = smem_raw + STAGES * GEMM_BM * AS_STRIDE * sizeof(bf16);
-
-    const int tid = threadIdx.x, prow = tid >> 3, pcol = (tid & 7) * 8;
-    const bf16* a_src[4];
-    bool a_ok[4];
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    ARows a;
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int r = r0 + prow + 16 * i;
-        a_ok[i] = r < r1;
-        a_src[i] = act + (size_t)(a_ok[i] ? r : r0) * EXPERT_DIM + pcol;
+    for (int i = 0; i < GEMM_BM / 32; i++) {
+        const int r = r0 + (tid >> 3) + 32 * i;
+        a.ok[i] = r < r1;
+        a.src[i] = act + (size_t)(a.ok[i] ? r : r0) * EXPERT_DIM + (tid & 7) * 8;
     }
-    float acc[GEMM_BN / 8][4];
-#pragma unroll
-    for (int n = 0; n < GEMM_BN / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
     const int row0 = e * HIDDEN + n0;  // B row br is weight row row0 + br
-    if constexpr (FP8) {
-        const unsigned char* w = static_cast<const unsigned char*>(down);
-        auto src = [&](int i) {
-            const int wr = row0 + (tid >> 2) + 32 * i;
-            return Fp8Piece{w + (size_t)wr * EXPERT_DIM + (tid & 3) * 16, scales + (wr / 128) * (EXPERT_DIM / 128)};
-        };
-        Fp8Rows<GEMM_BN, decltype(src)> b{b_smem, reinterpret_cast<bf16*>(b_smem + STAGES * GEMM_BN * GEMM_BK), src};
-        gemm_tile<GEMM_BN / 8, EXPERT_DIM, STAGES>(a_src, a_ok, b, As, acc);
-    } else {
-        const bf16* w = static_cast<const bf16*>(down);
-        auto src = [&](int i) { return w + (size_t)(row0 + prow + 16 * i) * EXPERT_DIM + pcol; };
-        Bf16Rows<GEMM_BN, decltype(src)> b{reinterpret_cast<bf16*>(b_smem), src};
-        gemm_tile<GEMM_BN / 8, EXPERT_DIM, STAGES>(a_src, a_ok, b, As, acc);
-    }
+    auto weight_row = [&](int br) { return row0 + br; };
+    const int rows = (warp & 3) * 32;
+    WarpAcc acc;
+    expert_tile<EXPERT_DIM, FP8>(a, down, scales, weight_row, smem, r0 + rows < r1, acc);
 
     // Vector reductions (red.global.add.v4.f32, sm_90): the scatter-add was bound by the count of
     // f32 atomics. Lanes tq and tq ^ 1 (same rows ra, rb) swap halves: the even lane adds 4
     // columns 2tq .. of row ra, the odd one 4 columns 2(tq − 1) .. of row rb.
-    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
-    const int ra = r0 + warp * 16 + g, rb = ra + 8;
-    const int pa = ra < r1 ? perm[ra] : -1, pb = rb < r1 ? perm[rb] : -1;
-    const float wa = pa >= 0 ? weights[pa] : 0.f, wb = pb >= 0 ? weights[pb] : 0.f;
+    const int g = lane >> 2, tq = lane & 3;
     const bool even = (tq & 1) == 0;
-    const int row = even ? pa : pb;
-    float* dst = out + (size_t)(row / SLOTS) * HIDDEN + n0 + 2 * (tq & 2);
 #pragma unroll
-    for (int n = 0; n < GEMM_BN / 8; n++) {
-        const float a0 = wa * acc[n][0], a1 = wa * acc[n][1], b0 = wb * acc[n][2], b1 = wb * acc[n][3];
-        const float give0 = even ? b0 : a0, give1 = even ? b1 : a1;
-        const float got0 = __shfl_xor_sync(0xffffffffu, give0, 1), got1 = __shfl_xor_sync(0xffffffffu, give1, 1);
-        if (row >= 0) {
-            if (even) red_add_f32x4(dst + n * 8, a0, a1, got0, got1);
-            else red_add_f32x4(dst + n * 8, got0, got1, b0, b1);
+    for (int m = 0; m < 2; m++) {
+        const int ra = r0 + rows + m * 16 + g, rb = ra + 8;
+        const int pa = ra < r1 ? perm[ra] : -1, pb = rb < r1 ? perm[rb] : -1;
+        const float wa = pa >= 0 ? weights[pa] : 0.f, wb = pb >= 0 ? weights[pb] : 0.f;
+        const int row = even ? pa : pb;
+        float* dst = out + (size_t)(row / SLOTS) * HIDDEN + n0 + (warp >> 2) * 64 + 2 * (tq & 2);
+#pragma unroll
+        for (int n = 0; n < 8; n++) {
+            const float a0 = wa * acc[m][n][0], a1 = wa * acc[m][n][1], b0 = wb * acc[m][n][2], b1 = wb * acc[m][n][3];
+            const float give0 = even ? b0 : a0, give1 = even ? b1 : a1;
+            const float got0 = __shfl_xor_sync(0xffffffffu, give0, 1), got1 = __shfl_xor_sync(0xffffffffu, give1, 1);
+            if (row >= 0) {
+                if (even) red_add_f32x4(dst + n * 8, a0, a1, got0, got1);
+                else red_add_f32x4(dst + n * 8, got0, got1, b0, b1);
+            }
         }
     }
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(256, 2)
     moe_down_grouped(const bf16* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ perm,
                      const float* __restrict__ weights, const int4* __restrict__ tiles,
                      const int* __restrict__ total_tiles, float* __restrict__ out) {
     down_grouped<false>(act, down, nullptr, perm, weights, tiles, total_tiles, out);
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(256, 2)
     moe_down_grouped_fp8(const bf16* __restrict__ act, const unsigned char* __restrict__ down,
                          const float* __restrict__ scales, const int* __restrict__ perm,
                          const float* __restrict__ weights, const int4* __restrict__ tiles,

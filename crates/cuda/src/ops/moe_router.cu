@@ -4,7 +4,7 @@
 // The slots and `route_token` (one token's routing) are in common.cuh: moe_decode.cu routes too.
 
 // Rows per grouped-GEMM tile: must equal GEMM_BM in moe_experts.cu and TILE_ROWS in moe.rs.
-#define GEMM_BM 64
+#define GEMM_BM 128
 
 // Prefill: one warp (block) per token. logits [T, ROUTER_ROWS] f32 (the router product), ids
 // [T, 9] i32, weights [T, 9] f32, counts as in route_token.
