@@ -30,7 +30,7 @@ kernel_file! {
     /// `gdn_delta.cu`'s kernels.
     pub mod gdn_delta_cu = "gdn_delta.cu" {
         fn gdn_decode_step(mixed: DevPtr, z: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, norm_w: DevPtr, s_in: DevPtr, s_out: DevPtr, out: DevPtr, eps: f32, tokens: i32, zba_stride: i32, s_stride: i64, states: DevPtr);
-        fn gdn_prep(mixed: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, gates: DevPtr);
+        fn gdn_prep(mixed: DevPtr, b: DevPtr, a: DevPtr, a_log: DevPtr, dt_bias: DevPtr, gates: DevPtr, t: i32);
         fn gdn_prefill_scan(mixed: DevPtr, gates: DevPtr, s: DevPtr, o: DevPtr, t: i32);
         fn gdn_gated_norm(o: DevPtr, z: DevPtr, norm_w: DevPtr, out: DevPtr, rows: i32, eps: f32);
     }
@@ -48,8 +48,8 @@ pub const CONV_HISTORY: usize = widths::GDN_KERNEL - 1;
 pub const RMS_EPS: f32 = 1e-6;
 /// Rows of the stacked bf16 in-projection: qkv 8192 | z 4096 | b 32 | a 32.
 pub const PROJ_ROWS: usize = CONV_DIM + VALUE_DIM + 2 * V_HEADS;
-/// Floats per token of the gates buffer: g[32] | beta[32] | kq[16] (`gdn_delta.cu`).
-pub const GATES_STRIDE: usize = 80;
+/// Floats per token of the gates buffer: g[32] | beta[32] | kq[16] | kk[16] | kqn[16] (`gdn_delta.cu`).
+pub const GATES_STRIDE: usize = 112;
 
 /// Tokens per block row of `gdn_conv_silu` (CONV_TOKENS in the .cu; must be ≥ 3).
 const CONV_TOKENS: usize = 16;
@@ -104,7 +104,7 @@ impl GdnConsts {
 /// Where `gdn_mixer` keeps its intermediates for `t` tokens: scratch buffers 0, 1, 2 and 3.
 /// - 0: qkv f32 [t, 8192] (in_proj_qkv output, pre-conv)
 /// - 1: mixed f32 [t, 8192] (conv + SiLU; the prefill normalises q and k in place)
-/// - 2: z f32 [t, 4096], then b f32 [t, 32], a f32 [t, 32], gates f32 [t, 80]
+/// - 2: z f32 [t, 4096], then b f32 [t, 32], a f32 [t, 32], gates f32 [t, 112]
 /// - 3: o f32 [t, 4096] (prefill's raw delta-rule output), then y bf16 [t, 4096] (out_proj input)
 #[derive(Clone, Copy, Debug)]
 pub struct GdnBuffers {
@@ -452,9 +452,11 @@ fn delta_steps(
 }
 
 /// Per token: q, k of `mixed` f32 [t, 8192] l2-normalised in place (q also × 1/√128); gates
-/// f32 [t, 80] = g | beta | k·q from b, a f32 [t, 32].
+/// f32 [t, 112] = g | beta | k·q | the pair products k_t·k_{t+1}, k_t·q_{t+1} (even t) from b, a
+/// f32 [t, 32]. A block per token pair.
 pub fn prep(gpu: &Gpu, c: &GdnConsts, mixed: DevPtr, b: DevPtr, a: DevPtr, t: usize, gates: DevPtr) -> Result<()> {
-    gdn_delta_cu::gdn_prep(gpu, Launch::new((t as u32, 1, 1), 256, 0), mixed, b, a, c.a_log, c.dt_bias, gates)
+    let launch = Launch::new((t.div_ceil(2) as u32, 1, 1), 256, 0);
+    gdn_delta_cu::gdn_prep(gpu, launch, mixed, b, a, c.a_log, c.dt_bias, gates, t as i32)
 }
 
 /// The delta rule over t tokens (after `prep`): updates `recurrent`, writes o f32 [t, 4096].

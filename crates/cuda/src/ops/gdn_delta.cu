@@ -6,7 +6,9 @@
 //   S      f32 [32, 128, 128]  S[h][r][c]: key dim r → value dim c
 //   z      f32 [T, 4096];  b, a  f32 [T, 32];  a_log, dt_bias f32 [32];  norm_w f32 [128] (plain w)
 //   gates  f32 [T, GATES_STRIDE]  per token: g[32] | beta[32] | kq[16] (k·q of each key head,
-//          after normalisation and the q scale), written by gdn_prep for the prefill scan
+//          after normalisation and the q scale) | kk[16] | kqn[16] (for an even token t with a
+//          token t+1: k_t·k_{t+1} and k_t·q_{t+1}, normalised; the scan's token pairs), written
+//          by gdn_prep for the prefill scan
 //
 // Decode (T == 1): gdn_decode_step does everything from `mixed` to the bf16 out_proj input.
 // Prefill (T >= 1): gdn_prep (l2norm in place + gates) → gdn_prefill_scan (state on chip, serial
@@ -15,9 +17,11 @@
 #define GDN_VALUE_DIM 4096                 // 32 value heads × 128
 #define GDN_Q_SCALE 0.08838834764831845f  // 1 / sqrt(128)
 #define GDN_L2_EPS 1e-6f                  // inside the sum: x / √(Σx² + eps), as FLA
-#define GATES_STRIDE 80
+#define GATES_STRIDE 112
 #define GATE_BETA 32
 #define GATE_KQ 64
+#define GATE_PAIR_KK 80
+#define GATE_PAIR_KQ 96
 
 // beta = σ(b); g = −exp(A_log) · softplus(a + dt_bias), softplus linear above 20 like torch.
 // Accurate expf/log1pf: the decay exp(g) of slow heads is 1 − tiny and must not lose it.
@@ -200,37 +204,59 @@ gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, co
 
 // ---------------------------------------------------------------------------------------------
 // gdn_prep: per token, l2-normalise q (and scale by 1/√128) and k in place in `mixed`, and write
-// the gates row [g | beta | kq] (kq: the normalised k·q of each key head, used by the scan).
-// Geometry: grid T, 256 threads; warp w owns key heads 2w and 2w+1 (q and k of the same head in
-// one warp, so k·q comes from the same pass); warp 0 also computes the 32 value heads' gates.
+// the gates row [g | beta | kq | kk | kqn] (kq: the normalised k·q of each key head; kk, kqn:
+// the pair products of an even token with the next, used by the scan's token pairs).
+// Geometry: grid ⌈T/2⌉, 256 threads, block b takes tokens 2b and 2b+1 (< T); warp w owns key
+// heads 2w and 2w+1 (q and k of the same head in one warp, so the products come from the same
+// pass, from the raw vectors times the inverse norms); warp 0 also computes the 32 value heads'
+// gates.
 extern "C" __global__ void __launch_bounds__(256)
 gdn_prep(float* __restrict__ mixed, const float* __restrict__ b, const float* __restrict__ a,
-         const float* __restrict__ a_log, const float* __restrict__ dt_bias, float* __restrict__ gates) {
+         const float* __restrict__ a_log, const float* __restrict__ dt_bias, float* __restrict__ gates, int T) {
     pdl_wait();
-    const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    float* row = mixed + (size_t)t * GDN_CONV_DIM;
-    float* gate_row = gates + (size_t)t * GATES_STRIDE;
+    const int t0 = 2 * blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int n = min(2, T - t0);
 #pragma unroll
     for (int j = 0; j < 2; j++) {
         const int kh = 2 * warp + j;
-        float4* qp = reinterpret_cast<float4*>(row + kh * 128) + lane;
-        float4* kp = reinterpret_cast<float4*>(row + GDN_KEY_DIM + kh * 128) + lane;
-        float4 q = *qp, k = *kp;
-        const float sq = warp_sum(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w);
-        const float sk = warp_sum(k.x * k.x + k.y * k.y + k.z * k.z + k.w * k.w);
-        const float sqk = warp_sum(q.x * k.x + q.y * k.y + q.z * k.z + q.w * k.w);
-        const float inv_q = rsqrtf(sq + GDN_L2_EPS) * GDN_Q_SCALE, inv_k = rsqrtf(sk + GDN_L2_EPS);
-        q.x *= inv_q; q.y *= inv_q; q.z *= inv_q; q.w *= inv_q;
-        k.x *= inv_k; k.y *= inv_k; k.z *= inv_k; k.w *= inv_k;
-        *qp = q;
-        *kp = k;
-        if (lane == 0) gate_row[GATE_KQ + kh] = sqk * inv_q * inv_k;
+        float4 q[2], k[2];
+        float inv_q[2], inv_k[2];
+#pragma unroll
+        for (int p = 0; p < 2; p++) {
+            if (p >= n) break;
+            float* row = mixed + (size_t)(t0 + p) * GDN_CONV_DIM;
+            float4* qp = reinterpret_cast<float4*>(row + kh * 128) + lane;
+            float4* kp = reinterpret_cast<float4*>(row + GDN_KEY_DIM + kh * 128) + lane;
+            q[p] = *qp;
+            k[p] = *kp;
+            const float4 x = q[p], y = k[p];
+            const float sq = warp_sum(x.x * x.x + x.y * x.y + x.z * x.z + x.w * x.w);
+            const float sk = warp_sum(y.x * y.x + y.y * y.y + y.z * y.z + y.w * y.w);
+            const float sqk = warp_sum(x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w);
+            inv_q[p] = rsqrtf(sq + GDN_L2_EPS) * GDN_Q_SCALE;
+            inv_k[p] = rsqrtf(sk + GDN_L2_EPS);
+            *qp = make_float4(x.x * inv_q[p], x.y * inv_q[p], x.z * inv_q[p], x.w * inv_q[p]);
+            *kp = make_float4(y.x * inv_k[p], y.y * inv_k[p], y.z * inv_k[p], y.w * inv_k[p]);
+            if (lane == 0) gates[(size_t)(t0 + p) * GATES_STRIDE + GATE_KQ + kh] = sqk * inv_q[p] * inv_k[p];
+        }
+        if (n == 2) {
+            const float4 x = k[0], y = k[1], z = q[1];
+            const float kk = warp_sum(x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w);
+            const float kqn = warp_sum(x.x * z.x + x.y * z.y + x.z * z.z + x.w * z.w);
+            if (lane == 0) {
+                gates[(size_t)t0 * GATES_STRIDE + GATE_PAIR_KK + kh] = kk * inv_k[0] * inv_k[1];
+                gates[(size_t)t0 * GATES_STRIDE + GATE_PAIR_KQ + kh] = kqn * inv_k[0] * inv_q[1];
+            }
+        }
     }
     if (warp == 0) {
-        float g, beta;
-        gdn_gates(a[t * GDN_V_HEADS + lane], b[t * GDN_V_HEADS + lane], a_log[lane], dt_bias[lane], g, beta);
-        gate_row[lane] = g;
-        gate_row[GATE_BETA + lane] = beta;
+        for (int p = 0; p < n; p++) {
+            const int t = t0 + p;
+            float g, beta;
+            gdn_gates(a[t * GDN_V_HEADS + lane], b[t * GDN_V_HEADS + lane], a_log[lane], dt_bias[lane], g, beta);
+            gates[(size_t)t * GATES_STRIDE + lane] = g;
+            gates[(size_t)t * GATES_STRIDE + GATE_BETA + lane] = beta;
+        }
     }
 }
 
@@ -241,8 +267,8 @@ gdn_prep(float* __restrict__ mixed, const float* __restrict__ b, const float* __
 // Token inputs (k, q, the block's v slice, g, β, k·q) are staged in shared memory SCAN_TOKENS
 // tokens at a time by cp.async, double-buffered: the next chunk loads while this one runs.
 // The scan is bound by instruction issue and latency (~4 flops per state element per token on
-// the CUDA cores, one warp per scheduler): H200, all 32 heads, 257 ns/token at T = 8192, so
-// ~1.0 s for 131K tokens × 30 layers. The chunked form on tensor cores (the WY/UT form, crates/cpu/src/gdn.rs) is the
+// the CUDA cores, one warp per scheduler): H200, all 32 heads, 213 ns/token at T = 4096 with the
+// tokens in pairs (257 one at a time), so ~0.84 s for 131K tokens × 30 layers. The chunked form on tensor cores (the WY/UT form, crates/cpu/src/gdn.rs) is the
 // way past it.
 #define SCAN_TOKENS 16
 
@@ -253,6 +279,8 @@ struct ScanStage {
     float g[SCAN_TOKENS];
     float beta[SCAN_TOKENS];
     float kq[SCAN_TOKENS];
+    float kk[SCAN_TOKENS];   // at even j: k_j·k_{j+1}
+    float kqn[SCAN_TOKENS];  // at even j: k_j·q_{j+1}
 };
 
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
@@ -282,14 +310,18 @@ __device__ __forceinline__ void scan_stage(ScanStage& st, const float* __restric
             cp_async16(&st.v[j][4 * f], mixed + (size_t)(t0 + j) * GDN_CONV_DIM + 2 * GDN_KEY_DIM + h * 128 +
                                             group * 32 + 4 * f, true);
     }
-    // g, beta, kq: one float each per token.
-    if (tid < 3 * SCAN_TOKENS) {
+    // g, beta, kq, and at even tokens with a successor kk, kqn: one float each per token.
+    static_assert(NT >= 5 * SCAN_TOKENS, "scan_stage: a thread per scalar");
+    if (tid < 5 * SCAN_TOKENS) {
         const int kind = tid / SCAN_TOKENS, j = tid % SCAN_TOKENS;
+        const bool pair = (j & 1) == 0 && t0 + j + 1 < T;
         if (t0 + j < T) {
             const float* gr = gates + (size_t)(t0 + j) * GATES_STRIDE;
             if (kind == 0) cp_async4(&st.g[j], gr + h);
             else if (kind == 1) cp_async4(&st.beta[j], gr + GATE_BETA + h);
-            else cp_async4(&st.kq[j], gr + GATE_KQ + kh);
+            else if (kind == 2) cp_async4(&st.kq[j], gr + GATE_KQ + kh);
+            else if (kind == 3 && pair) cp_async4(&st.kk[j], gr + GATE_PAIR_KK + kh);
+            else if (kind == 4 && pair) cp_async4(&st.kqn[j], gr + GATE_PAIR_KQ + kh);
         }
     }
 }
@@ -301,6 +333,8 @@ __device__ __forceinline__ void scan_stage(ScanStage& st, const float* __restric
 // lane forms its partial Sᵀk and Sᵀq over its rows (4 accumulators each), log2(RQ) butterfly
 // steps over the RQ lanes of its column finish them, and then u, o and the update are local:
 //   u = β (v − e^g Sᵀk),  o = e^g Sᵀq + (k·q) u,  S ← e^g S + k uᵀ.
+// Tokens go in pairs (the two steps from one reduction, below; gdn_prep gives the pair's k·k and
+// k·q), an odd count's last one alone.
 // Reading k and q: for each i the RQ row groups of a warp read RQ consecutive float4 of the
 // staged row (conflict-free, the columns' lanes share them by broadcast).
 template <int RQ>
@@ -335,7 +369,63 @@ __device__ __forceinline__ void scan_cols(const float* __restrict__ mixed, const
         __syncthreads();
         const ScanStage& st = stage[ch & 1];
         const int n = min(SCAN_TOKENS, T - ch * SCAN_TOKENS);
-        for (int j = 0; j < n; j++) {
+        int j = 0;
+        for (; j + 1 < n; j += 2) {
+            // Tokens a = j and b = j + 1 from the old state S (their four products Sᵀk_a, Sᵀq_a,
+            // Sᵀk_b, Sᵀq_b in one pass and one butterfly), then
+            //   u_a = β_a (v_a − d_a Sᵀk_a),            o_a = d_a Sᵀq_a + (k_a·q_a) u_a,
+            //   u_b = β_b (v_b − d_b (d_a Sᵀk_b + (k_a·k_b) u_a)),
+            //   o_b = d_b (d_a Sᵀq_b + (k_a·q_b) u_a) + (k_b·q_b) u_b,
+            //   S ← d_a d_b S + k_a (d_b u_a)ᵀ + k_b u_bᵀ      (d = e^g),
+            // the two steps of the token form, with one reduction's latency instead of two.
+            float pka[4] = {0.f, 0.f, 0.f, 0.f}, pqa[4] = {0.f, 0.f, 0.f, 0.f};
+            float pkb[4] = {0.f, 0.f, 0.f, 0.f}, pqb[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+            for (int i = 0; i < RI; i++) {
+                const int r = 4 * RQ * i + 4 * qq;
+                const float4 ka = *reinterpret_cast<const float4*>(&st.k[j][r]);
+                const float4 qa = *reinterpret_cast<const float4*>(&st.q[j][r]);
+                const float4 kb = *reinterpret_cast<const float4*>(&st.k[j + 1][r]);
+                const float4 qb = *reinterpret_cast<const float4*>(&st.q[j + 1][r]);
+                const float kar[4] = {ka.x, ka.y, ka.z, ka.w}, qar[4] = {qa.x, qa.y, qa.z, qa.w};
+                const float kbr[4] = {kb.x, kb.y, kb.z, kb.w}, qbr[4] = {qb.x, qb.y, qb.z, qb.w};
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    pka[e] = fmaf(s[i][e], kar[e], pka[e]);
+                    pqa[e] = fmaf(s[i][e], qar[e], pqa[e]);
+                    pkb[e] = fmaf(s[i][e], kbr[e], pkb[e]);
+                    pqb[e] = fmaf(s[i][e], qbr[e], pqb[e]);
+                }
+            }
+            float ska = (pka[0] + pka[1]) + (pka[2] + pka[3]), sqa = (pqa[0] + pqa[1]) + (pqa[2] + pqa[3]);
+            float skb = (pkb[0] + pkb[1]) + (pkb[2] + pkb[3]), sqb = (pqb[0] + pqb[1]) + (pqb[2] + pqb[3]);
+#pragma unroll
+            for (int off = CPW; off < 32; off <<= 1) {
+                ska += __shfl_xor_sync(FULL, ska, off);
+                sqa += __shfl_xor_sync(FULL, sqa, off);
+                skb += __shfl_xor_sync(FULL, skb, off);
+                sqb += __shfl_xor_sync(FULL, sqb, off);
+            }
+            const float da = expf(st.g[j]), db = expf(st.g[j + 1]);
+            const float ua = st.beta[j] * (st.v[j][vcol] - da * ska);
+            const float ub = st.beta[j + 1] * (st.v[j + 1][vcol] - db * (da * skb + st.kk[j] * ua));
+            if (qq == 0) {
+                float* out = o_out + (size_t)(ch * SCAN_TOKENS + j) * GDN_VALUE_DIM;
+                out[0] = da * sqa + st.kq[j] * ua;
+                out[GDN_VALUE_DIM] = db * (da * sqb + st.kqn[j] * ua) + st.kq[j + 1] * ub;
+            }
+            const float dab = da * db, ca = db * ua;
+#pragma unroll
+            for (int i = 0; i < RI; i++) {
+                const int r = 4 * RQ * i + 4 * qq;
+                const float4 ka = *reinterpret_cast<const float4*>(&st.k[j][r]);
+                const float4 kb = *reinterpret_cast<const float4*>(&st.k[j + 1][r]);
+                const float kar[4] = {ka.x, ka.y, ka.z, ka.w}, kbr[4] = {kb.x, kb.y, kb.z, kb.w};
+#pragma unroll
+                for (int e = 0; e < 4; e++) s[i][e] = fmaf(kbr[e], ub, fmaf(kar[e], ca, dab * s[i][e]));
+            }
+        }
+        if (j < n) {  // an odd token count's last token, alone
             float4 k4[RI], q4[RI];
 #pragma unroll
             for (int i = 0; i < RI; i++) {
@@ -343,7 +433,6 @@ __device__ __forceinline__ void scan_cols(const float* __restrict__ mixed, const
                 q4[i] = *reinterpret_cast<const float4*>(&st.q[j][4 * RQ * i + 4 * qq]);
             }
             const float decay = expf(st.g[j]), beta = st.beta[j], kq = st.kq[j], v = st.v[j][vcol];
-
             float pk[4] = {0.f, 0.f, 0.f, 0.f}, pq[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
             for (int i = 0; i < RI; i++) {
@@ -362,7 +451,6 @@ __device__ __forceinline__ void scan_cols(const float* __restrict__ mixed, const
                 sk += __shfl_xor_sync(FULL, sk, off);
                 sq += __shfl_xor_sync(FULL, sq, off);
             }
-
             const float u = beta * (v - decay * sk);
             if (qq == 0) o_out[(size_t)(ch * SCAN_TOKENS + j) * GDN_VALUE_DIM] = decay * sq + kq * u;
 #pragma unroll
