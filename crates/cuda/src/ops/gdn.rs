@@ -6,8 +6,9 @@
 //!   (prefill; the decode step folds the conv into its in-projection GEMV, `gemv_norm_conv_mma_bf16`).
 //! - `gdn_decode_step` (T = 1): gates + l2norm + recurrence + gated norm in one kernel, 32 heads ×
 //!   4 column groups (clusters of 4 blocks share the norm's Σo²); S is read and written once.
-//! - prefill (any T): `gdn_prep` (l2norm in place, gates, k·q) → `gdn_prefill_scan` (the state
-//!   in registers, serial over tokens; 4 lanes per value column) → `gdn_gated_norm`.
+//! - prefill (any T): `gdn_prep` (l2norm in place, gates, k·q, and each token pair's k·k and k·q)
+//!   → `gdn_prefill_scan` (the state in registers, serial over token pairs; 4 lanes per value
+//!   column) → `gdn_gated_norm`.
 //!
 //! The CUDA backend runs only the real widths (see `weights::check_real_widths`), which the kernels
 //! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
