@@ -8,7 +8,7 @@
 //! the model or its training data existed; nothing was tuned on it.
 
 use solo_gate::eval::{evaluate_with, read_corpus, Doc, Results};
-use solo_gate::topic_model::{TopicModel, MODEL};
+use solo_gate::topic_model::{TopicModel, MODEL, VETO};
 use solo_gate::topics::UNSURE_MODEL;
 use solo_gate::{Category, Detector, Mode, Policy, Topics};
 
@@ -28,6 +28,11 @@ fn the_shipped_model_loads() {
     assert!(m.threshold > 0.3 && m.threshold < 0.95 && m.threshold_combined >= m.threshold);
     // What the training script writes is what the loader reads back.
     assert_eq!(TopicModel::parse(MODEL).unwrap().to_bytes(), MODEL);
+    // The second opinion (beside the lexicon, a model category stands only where it agrees).
+    let v = TopicModel::veto();
+    assert_eq!(v.bits(), 14);
+    assert!(v.threshold_combined > 0.1 && v.threshold_combined < m.threshold_combined);
+    assert_eq!(TopicModel::parse(VETO).unwrap().to_bytes(), VETO);
 }
 
 #[test]
