@@ -42,6 +42,7 @@ import make_topic_corpus as mtc  # noqa: E402
 import topic_templates as tt  # noqa: E402
 import train_templates as T  # noqa: E402
 import everyday_templates as E  # noqa: E402
+import everyday_r4 as E4  # noqa: E402
 
 CATS = ["HEALTH", "FINANCE", "LEGAL", "SEX_LIFE", "RELIGION", "POLITICS", "UNION", "ETHNICITY", "BIOMETRIC",
         "PRIVATE_DOCUMENT"]
@@ -181,6 +182,13 @@ def composed_everyday(seed, n, part="train"):
     return [E.everyday(g, g.r.choice(LANGS)) for _ in range(n)]
 
 
+def composed_everyday_r4(seed, n, part="train"):
+    """Everyday requests from everyday_r4.py (relatives with plans, body and money words said
+    innocently), on their own random stream."""
+    g = Gen(seed, part)
+    return [E4.everyday(g, g.r.choice(LANGS)) for _ in range(n)]
+
+
 def corpus(seed, n, part="train"):
     g = Gen(seed, part)
     base = mtc.Gen(seed, "dev")
@@ -287,17 +295,21 @@ def main():
     ap.add_argument("--l2", type=float, default=1e-4)
     ap.add_argument("--negative-weight", type=float, default=1.5)
     ap.add_argument("--everyday", type=int, default=0, help="composed everyday requests (everyday_templates.py) added; 0: none (the committed model)")
+    ap.add_argument("--everyday-r4", type=int, default=0, help="composed everyday requests of everyday_r4.py added; 0: none")
     ap.add_argument("--flag-alone", type=float, default=0.025, help="validation negatives the model alone may flag")
     ap.add_argument("--flag-combined", type=float, default=0.0, help="… beside the lexicon")
+    ap.add_argument("--threshold-combined", type=float, default=None,
+                    help="store this threshold beside the lexicon instead of the one `pick` finds")
     ap.add_argument("--out", default=str(ROOT / "crates/gate/data/topic_model.bin"))
     args = ap.parse_args()
     docs = corpus(7, args.docs)
     docs += [{"text": d["text"], "kind": "everyday"} for d in read_jsonl(ROOT / "crates/gate/tests/corpus/dev.jsonl") if not d["spans"]]
     docs += salad(9, 3000)
     docs += composed_everyday(11, args.everyday)
+    docs += composed_everyday_r4(13, args.everyday_r4)
     # Validation, to pick the thresholds: the other fifth of this script's templates, and the fresh
     # corpus's dev half (written apart from them).
-    val = corpus(8, 3000, "val") + salad(10, 500) + composed_everyday(12, args.everyday // 8, "val") + read_jsonl(ROOT / "crates/gate/tests/corpus/topics_fresh_dev.jsonl")
+    val = corpus(8, 3000, "val") + salad(10, 500) + composed_everyday(12, args.everyday // 8, "val") + composed_everyday_r4(14, args.everyday_r4 // 8, "val") + read_jsonl(ROOT / "crates/gate/tests/corpus/topics_fresh_dev.jsonl")
     print(f"{len(docs)} training documents, {len(val)} validation", file=sys.stderr)
     X, rows = features(docs, args.bits)
     Y = labels(docs)[rows]
@@ -329,6 +341,8 @@ def main():
                 return float(round(t, 2))
         return 0.95
     thr, thr_c = pick(args.flag_alone, 2 * args.flag_alone), pick(args.flag_combined, 0.01)
+    if args.threshold_combined is not None:
+        thr_c = args.threshold_combined
     print(f"thresholds: alone {thr}, combined {thr_c}", file=sys.stderr)
     sens = kinds == "sensitive"
     print(f"at them: fresh_dev sensitive {np.mean(p[fresh & sens] >= thr):.3f} / {np.mean(p[fresh & sens] >= thr_c):.3f}, "

@@ -20,6 +20,11 @@ use std::sync::OnceLock;
 /// The shipped weights.
 pub const MODEL: &[u8] = include_bytes!("../data/topic_model.bin");
 
+/// The second opinion's weights (`TopicModel::veto`): the same features, trained with many more
+/// everyday first-person requests as negatives (`train_topic_model.py --everyday 1600
+/// --everyday-r4 3200 --threshold-combined 0.35`).
+pub const VETO: &[u8] = include_bytes!("../data/topic_model_veto.bin");
+
 const MAGIC: &[u8; 8] = b"SOLOTM01";
 
 /// Heads: 0 is "private" (a person's own sensitive matter), then one a category in
@@ -353,6 +358,15 @@ impl TopicModel {
     pub fn shipped() -> &'static TopicModel {
         static M: OnceLock<TopicModel> = OnceLock::new();
         M.get_or_init(|| TopicModel::parse(MODEL).unwrap_or_else(|e| panic!("data/topic_model.bin: {e}")))
+    }
+
+    /// The second opinion, loaded once: beside the lexicon (`Mode::Combined`), a category of the
+    /// shipped model's stands only where this one's private head reaches its `threshold_combined`
+    /// too. Trained on more everyday first-person requests ("my dad and I are building a
+    /// treehouse"), which the shipped model reads as private matters; alone it misses more.
+    pub fn veto() -> &'static TopicModel {
+        static M: OnceLock<TopicModel> = OnceLock::new();
+        M.get_or_init(|| TopicModel::parse(VETO).unwrap_or_else(|e| panic!("data/topic_model_veto.bin: {e}")))
     }
 
     /// Reads a model file (`data/topic_model.bin`'s form); the error says what is wrong.

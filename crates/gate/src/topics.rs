@@ -269,7 +269,13 @@ struct Words {
     meta: bool,
     /// The last `classify_in`'s strongest category score (before the threshold).
     best: f32,
+    /// The last `classify_in`'s heaviest category word, bound or not, and its strongest anchor.
+    raw: f32,
+    anchor: f32,
     first_line_words: usize,
+    /// The words of the first two lines, when the first ends in a colon ("this came in the post
+    /// today:"): a document's name on the second line heads it. 0 otherwise.
+    second_line_words: usize,
 }
 
 impl Words {
@@ -377,6 +383,8 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
     out.value_lines = 0;
     out.lines = 0;
     out.first_line_words = 0;
+    out.second_line_words = 0;
+    let mut first_colon = false;
     let mut sentence = 0u32;
     let mut chars = 0u32;
     let mut line_start = 0usize;
@@ -466,14 +474,17 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
         match c {
             '\n' => {
                 check_line(&text[line_start..i], out);
-                line_start = i + 1;
                 if line_words > 0 {
                     sentence += 1;
                     out.lines += 1;
                     if out.lines == 1 {
                         out.first_line_words = out.list.len();
+                        first_colon = text[line_start..i].trim_end().ends_with(':');
+                    } else if out.lines == 2 && first_colon {
+                        out.second_line_words = out.list.len();
                     }
                 }
+                line_start = i + 1;
                 line_words = 0;
             }
             '!' | '?' | ';' => sentence += 1,
@@ -487,6 +498,8 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
         out.lines += 1;
         if out.lines == 1 {
             out.first_line_words = out.list.len();
+        } else if out.lines == 2 && first_colon {
+            out.second_line_words = out.list.len();
         }
     }
 }
@@ -686,6 +699,18 @@ impl Topics {
         })
     }
 
+    /// What the detectors see of a text, for tuning (`examples/probe.rs`): the lexicon's
+    /// strongest bound score, its heaviest category word bound or not, its strongest anchor, and
+    /// the model's private head (run whatever the lexicon found).
+    #[doc(hidden)]
+    pub fn probe(&self, text: &str, spans: &[Span], model: &TopicModel) -> [f32; 5] {
+        let mut s = Scratch::default();
+        self.classify_in(text, spans, &mut s.words);
+        s.tokens.read(text);
+        let p = model.predict_in(&s.tokens, &mut s.model).private;
+        [s.words.best, s.words.raw, s.words.anchor, p, s.words.meta as u8 as f32]
+    }
+
     /// The shipped lexicon with another `mode`.
     pub fn with_mode(mode: Mode) -> Topics {
         Topics { mode, ..Topics::default() }
@@ -713,7 +738,14 @@ impl Topics {
                 let found = self.classify_in(text, spans, &mut s.words);
                 let lexicon = s.words.best;
                 if found.is_empty() && !s.words.meta {
-                    let (p, topics) = model(s);
+                    let (p, mut topics) = model(s);
+                    // The second opinion, trained on more everyday requests: both must agree.
+                    if !topics.is_empty() {
+                        let veto = TopicModel::veto();
+                        if veto.predict_in(&s.tokens, &mut s.model).private < veto.threshold_combined {
+                            topics.clear();
+                        }
+                    }
                     Assessment { topics, lexicon, model: Some(p) }
                 } else {
                     Assessment { topics: found, lexicon, model: None }
@@ -762,6 +794,11 @@ impl Topics {
             // A subject's phrase that starts with an anchor ("me duele", "i m bi") keeps the
             // anchor; an asking phrase ("m'a demandé") does not.
             let subject = roles.iter().any(|r| matches!(r, Role::Word(..) | Role::Doc(_)));
+            // A Spanish infinitive or gerund with "me" or "nos" on its end ("embargarme",
+            // "despedirnos", "operándome") is its own anchor.
+            if len == 1 && subject && !w.list[i].caps && enclitic(w.text(i)) {
+                anchors.push((i, i, 1.0));
+            }
             if len > 1 && subject && !w.list[i].caps {
                 for r in self.word(w.text(i)).unwrap_or_default() {
                     if let Role::Anchor(s, possessive) = *r {
@@ -793,7 +830,7 @@ impl Topics {
             whole = whole.max(0.8);
         }
         // A document word that heads a text of several lines ("Laborbefund", "NOTICE TO APPEAR").
-        let heading = |d: usize| w.lines >= 3 && d < w.first_line_words;
+        let heading = |d: usize| w.lines >= 3 && (d < w.first_line_words || d < w.second_line_words);
         // A document word bound by a possessive or a paste cue a few words before it, or a heading.
         let bound_doc = |&(d, _): &(usize, usize)| {
             let near = |p: usize| {
@@ -848,6 +885,8 @@ impl Topics {
             }
         }
         w.best = scores.iter().copied().fold(0.0, f32::max);
+        w.raw = terms.iter().filter(|t| t.2 != Category::PrivateDocument).map(|t| t.3).fold(0.0, f32::max);
+        w.anchor = anchors.iter().map(|a| a.2).fold(0.0, f32::max);
         // Subjects that are each short of the threshold but together say a person's matter
         // ("my husband is Nigerian and gets stopped by the police"): the strongest one counts.
         if scores.iter().all(|&x| x < THRESHOLD) {
@@ -885,6 +924,12 @@ impl Topics {
         w.meta = meta;
         out
     }
+}
+
+/// Does a (folded) word end in a Spanish infinitive's or gerund's "me" or "nos"?
+fn enclitic(word: &[u8]) -> bool {
+    const ENDS: [&[u8]; 8] = [b"arme", b"erme", b"irme", b"arnos", b"ernos", b"irnos", b"andome", b"iendome"];
+    word.len() >= 7 && ENDS.iter().any(|e| word.ends_with(e))
 }
 
 /// The last two bytes of `s` as one index (a shorter `s`: its bytes).

@@ -119,8 +119,9 @@ fn topic_targets_on_the_fresh_corpus() {
 
 /// Where the shipped detector stands on the fourth topic set (scripts/gate/unseen_topics.py,
 /// written for issue #27's second round before any detector change of it, never tuned on):
-/// measured 0.838 kept local, 1/60 general and 2/48 everyday requests flagged.
-const UNSEEN_KEPT_LOCAL: f64 = 0.82;
+/// measured 0.838 kept local, 1/60 general and 2/48 everyday requests flagged; at the end of the
+/// fourth round 0.850, 1/60 and 1/48.
+const UNSEEN_KEPT_LOCAL: f64 = 0.83;
 
 #[test]
 fn topic_targets_on_the_unseen_set() {
@@ -132,8 +133,8 @@ fn topic_targets_on_the_unseen_set() {
     assert!(t.kept_local.rate() >= UNSEEN_KEPT_LOCAL, "{table}");
     assert!(t.general_flagged.rate() <= 0.05, "{table}");
     // Short of the issue's 1 %: the learned model flags first-person everyday requests it has
-    // not seen the like of (topics_everyday_dev.jsonl: 10 of 80).
-    assert!(t.everyday_flagged.hit <= 2, "{table}");
+    // not seen the like of (topics_everyday_dev.jsonl: 8 of 80).
+    assert!(t.everyday_flagged.hit <= 1, "{table}");
     for lang in ["en", "es", "de", "fr"] {
         let (k, _, _) = &t.per_lang[lang];
         assert!(k.of == 40 && k.rate() >= 0.75, "{lang}\n{table}");
@@ -141,14 +142,14 @@ fn topic_targets_on_the_unseen_set() {
 }
 
 /// The everyday dev set (scripts/gate/everyday_dev.py): what the shipped detector flags of
-/// first-person everyday requests (measured 10 of 80, all but one the learned model's), so that
-/// a change that flags more fails.
+/// first-person everyday requests (measured 10 of 80, all but one the learned model's; 8 at the
+/// end of the fourth round, with the second-opinion model), so that a change that flags more fails.
 #[test]
 fn everyday_requests_of_the_dev_set() {
     let docs = corpus("topics_everyday_dev.jsonl");
     let r = evaluate(&Detector::new(), &docs);
     let t = &r.topics;
     assert_eq!(t.everyday_flagged.of, 80);
-    assert!(t.everyday_flagged.hit <= 10, "{}", r.table());
-    assert!(t.general_flagged.hit == 0 && t.kept_local.hit >= 18, "{}", r.table());
+    assert!(t.everyday_flagged.hit <= 8, "{}", r.table());
+    assert!(t.general_flagged.hit == 0 && t.kept_local.hit >= 19, "{}", r.table());
 }

@@ -8,7 +8,7 @@
 //! the model or its training data existed; nothing was tuned on it.
 
 use solo_gate::eval::{evaluate_with, read_corpus, Doc, Results};
-use solo_gate::topic_model::{TopicModel, MODEL};
+use solo_gate::topic_model::{TopicModel, MODEL, VETO};
 use solo_gate::topics::UNSURE_MODEL;
 use solo_gate::{Category, Detector, Mode, Policy, Topics};
 
@@ -28,6 +28,11 @@ fn the_shipped_model_loads() {
     assert!(m.threshold > 0.3 && m.threshold < 0.95 && m.threshold_combined >= m.threshold);
     // What the training script writes is what the loader reads back.
     assert_eq!(TopicModel::parse(MODEL).unwrap().to_bytes(), MODEL);
+    // The second opinion (beside the lexicon, a model category stands only where it agrees).
+    let v = TopicModel::veto();
+    assert_eq!(v.bits(), 14);
+    assert!(v.threshold_combined > 0.1 && v.threshold_combined < m.threshold_combined);
+    assert_eq!(TopicModel::parse(VETO).unwrap().to_bytes(), VETO);
 }
 
 #[test]
@@ -112,17 +117,18 @@ fn shares(r: &Results) -> (f64, f64, f64) {
 #[test]
 fn the_blind_set() {
     // Measured at the end of the second round: lexicon 0.650 / 0 % / 0 %, model 0.762 / 1.7 % /
-    // 10 %, combined 0.844 / 0 % / 2.5 % (the first round's: lexicon 0.600, combined 0.819).
+    // 10 %, combined 0.844 / 0 % / 2.5 % (the first round's: lexicon 0.600, combined 0.819); at
+    // the end of the fourth: lexicon 0.662, combined 0.850 / 0 % / 2.5 %.
     let docs = corpus("topics_blind_test.jsonl");
     let count = |k: &str| docs.iter().filter(|d| d.kind.as_deref() == Some(k)).count();
     assert!(count("sensitive") >= 160 && count("general") >= 60 && count("everyday") >= 40);
     let (k, g, e) = shares(&run("topics_blind_test.jsonl", Mode::Lexicon));
-    assert!(k >= 0.63 && g <= 0.02 && e <= 0.0, "lexicon: {k} {g} {e}");
+    assert!(k >= 0.65 && g <= 0.02 && e <= 0.0, "lexicon: {k} {g} {e}");
     let (k, g, e) = shares(&run("topics_blind_test.jsonl", Mode::Model));
     assert!(k >= 0.74 && g <= 0.05 && e <= 0.125, "model: {k} {g} {e}");
     let r = run("topics_blind_test.jsonl", Mode::Combined);
     let (k, g, e) = shares(&r);
-    assert!(k >= 0.83 && g <= 0.02 && e <= 0.025, "combined: {k} {g} {e}\n{}", r.table());
+    assert!(k >= 0.84 && g <= 0.02 && e <= 0.025, "combined: {k} {g} {e}\n{}", r.table());
     for lang in ["en", "es", "de", "fr"] {
         let (k, _, _) = &r.topics.per_lang[lang];
         assert!(k.of == 40 && k.rate() >= 0.75, "{lang}: {}", k.rate());
@@ -198,5 +204,28 @@ fn odd_inputs_do_not_break_it() {
                 assert!(topic.evidence.iter().all(|e| e.start < e.end && e.end <= n), "{t:?}");
             }
         }
+    }
+}
+
+#[test]
+fn the_r4_set() {
+    // topics_r4_test.jsonl (scripts/gate/r4_topics.py): written by hand for the fourth round and
+    // committed, with the gate's numbers on it, before any detector of that round changed; then
+    // measured once more at the round's end, never tuned on. Measured then: lexicon 0.744 /
+    // 1.6 % / 5.0 %, model 0.844 / 3.1 % / 17.5 %, combined 0.888 / 1.6 % / 13.8 % (before the
+    // round: combined 0.881 / 1.6 % / 13.8 %, lexicon 0.738). Short of the 0.95 and 1 %.
+    let docs = corpus("topics_r4_test.jsonl");
+    let count = |k: &str| docs.iter().filter(|d| d.kind.as_deref() == Some(k)).count();
+    assert!(count("sensitive") >= 160 && count("general") >= 64 && count("everyday") >= 80);
+    let (k, g, e) = shares(&run("topics_r4_test.jsonl", Mode::Lexicon));
+    assert!(k >= 0.73 && g <= 0.035 && e <= 0.065, "lexicon: {k} {g} {e}");
+    let (k, g, e) = shares(&run("topics_r4_test.jsonl", Mode::Model));
+    assert!(k >= 0.83 && g <= 0.05 && e <= 0.19, "model: {k} {g} {e}");
+    let r = run("topics_r4_test.jsonl", Mode::Combined);
+    let (k, g, e) = shares(&r);
+    assert!(k >= 0.875 && g <= 0.035 && e <= 0.15, "combined: {k} {g} {e}\n{}", r.table());
+    for (lang, floor) in [("en", 0.85), ("es", 0.9), ("de", 0.825), ("fr", 0.875)] {
+        let (k, _, _) = &r.topics.per_lang[lang];
+        assert!(k.of == 40 && k.rate() >= floor, "{lang}: {}", k.rate());
     }
 }
