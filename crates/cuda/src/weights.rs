@@ -506,16 +506,7 @@ impl LoadProgress {
 
     fn add(&mut self, bytes: usize) {
         self.done += bytes;
-        let secs = self.start.elapsed().as_secs_f64().max(1e-3);
-        let rate = self.done as f64 / secs;
-        let eta = (self.total - self.done.min(self.total)) as f64 / rate.max(1.0);
-        let line = format!(
-            "loading weights: {:.1} of {:.1} GB, {:.2} GB/s, {:.0} s left",
-            self.done as f64 / 1e9,
-            self.total as f64 / 1e9,
-            rate / 1e9,
-            eta
-        );
+        let line = progress_line(self.done, self.total, self.start.elapsed().as_secs_f64());
         let tenth = 10 * self.done / self.total;
         if self.terminal {
             eprint!("\r{line}   ");
@@ -536,6 +527,21 @@ impl LoadProgress {
             self.total as f64 / 1e9 / secs.max(1e-3)
         );
     }
+}
+
+/// One progress line: bytes so far of the total, and from `RATE_AFTER_SECS` on the rate and the
+/// time left (before that the first pieces, handed to the staging ring at once, would show a rate
+/// of hundreds of GB/s).
+fn progress_line(done: usize, total: usize, secs: f64) -> String {
+    const RATE_AFTER_SECS: f64 = 0.5;
+    let gb = |b: usize| b as f64 / 1e9;
+    let mut line = format!("loading weights: {:.1} of {:.1} GB", gb(done), gb(total));
+    if secs >= RATE_AFTER_SECS {
+        let rate = done as f64 / secs;
+        let eta = total.saturating_sub(done) as f64 / rate.max(1.0);
+        line += &format!(", {:.2} GB/s, {eta:.0} s left", rate / 1e9);
+    }
+    line
 }
 
 impl ModelGpu {
@@ -604,5 +610,20 @@ impl LayerGpu {
             }
         }
         Ok(layer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::progress_line;
+
+    #[test]
+    fn progress_shows_a_rate_only_once_it_means_something() {
+        let early = progress_line(2_000_000_000, 10_000_000_000, 0.01);
+        assert_eq!(early, "loading weights: 2.0 of 10.0 GB", "no rate from 10 ms of staging");
+        let later = progress_line(5_000_000_000, 10_000_000_000, 2.0);
+        assert_eq!(later, "loading weights: 5.0 of 10.0 GB, 2.50 GB/s, 2 s left");
+        let past = progress_line(11_000_000_000, 10_000_000_000, 1.0);
+        assert!(past.ends_with("0 s left"), "{past}");
     }
 }
