@@ -4,8 +4,7 @@ sentences (none copied, none reworded), in the four languages: sensitive request
 them, general-knowledge requests on the same subjects, and everyday first-person requests that
 name relatives, the body or money innocently, which the learned model flagged before this round.
 Run: python3 scripts/gate/r4_dev.py (writes crates/gate/tests/corpus/topics_r4_dev.jsonl)"""
-import json
-import pathlib
+from handwritten_set import write_set
 
 H, F, L, S, R, P, U, E, B, D = ("HEALTH", "FINANCE", "LEGAL", "SEX_LIFE", "RELIGION", "POLITICS", "UNION",
                                 "ETHNICITY", "BIOMETRIC", "PRIVATE_DOCUMENT")
@@ -214,18 +213,7 @@ EVERYDAY = {
 
 
 def main():
-    out = pathlib.Path(__file__).resolve().parents[2] / "crates/gate/tests/corpus/topics_r4_dev.jsonl"
-    docs = []
-    for lang in ("en", "es", "de", "fr"):
-        docs += [{"text": t, "spans": [], "categories": c, "kind": "sensitive", "lang": lang}
-                 for c, t in SENSITIVE[lang]]
-        docs += [{"text": t, "spans": [], "categories": [], "kind": "general", "lang": lang} for t in GENERAL[lang]]
-        docs += [{"text": t, "spans": [], "categories": [], "kind": "everyday", "lang": lang}
-                 for t in EVERYDAY[lang]]
-    with open(out, "w", encoding="utf-8") as f:
-        for d in docs:
-            f.write(json.dumps(d, ensure_ascii=False) + "\n")
-    print(out.name, len(docs))
+    write_set("topics_r4_dev.jsonl", SENSITIVE, GENERAL, EVERYDAY)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,7 @@ combined 141/160 = 0.881 kept local (en 0.875, es 0.925, de 0.825, fr 0.900), ge
 = 1.6 %, everyday flagged 11/80 = 13.8 %; lexicon alone 0.738 / 1.6 % / 5.0 %; model alone 0.844 /
 3.1 % / 17.5 %.
 Run: python3 scripts/gate/r4_topics.py (writes crates/gate/tests/corpus/topics_r4_test.jsonl)"""
-import json
-import pathlib
+from handwritten_set import write_set
 
 H, F, L, S, R, P, U, E, B, D = ("HEALTH", "FINANCE", "LEGAL", "SEX_LIFE", "RELIGION", "POLITICS", "UNION",
                                 "ETHNICITY", "BIOMETRIC", "PRIVATE_DOCUMENT")
@@ -360,18 +359,7 @@ EVERYDAY = {
 
 
 def main():
-    out = pathlib.Path(__file__).resolve().parents[2] / "crates/gate/tests/corpus/topics_r4_test.jsonl"
-    docs = []
-    for lang in ("en", "es", "de", "fr"):
-        docs += [{"text": t, "spans": [], "categories": c, "kind": "sensitive", "lang": lang}
-                 for c, t in SENSITIVE[lang]]
-        docs += [{"text": t, "spans": [], "categories": [], "kind": "general", "lang": lang} for t in GENERAL[lang]]
-        docs += [{"text": t, "spans": [], "categories": [], "kind": "everyday", "lang": lang}
-                 for t in EVERYDAY[lang]]
-    with open(out, "w", encoding="utf-8") as f:
-        for d in docs:
-            f.write(json.dumps(d, ensure_ascii=False) + "\n")
-    print(out.name, len(docs))
+    write_set("topics_r4_test.jsonl", SENSITIVE, GENERAL, EVERYDAY)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,7 @@ same subjects (some in the first person) and everyday ones, in English, Spanish,
 French. Never trained on and never tuned on: the detectors, the lexicon and the model's training
 templates were changed after it was written, by looking at other data only; it is only measured.
 Run: python3 scripts/gate/unseen_topics.py (writes crates/gate/tests/corpus/topics_unseen_test.jsonl)"""
-import json
-import pathlib
+from handwritten_set import write_set
 
 H, F, L, S, R, P, U, E, B, D = ("HEALTH", "FINANCE", "LEGAL", "SEX_LIFE", "RELIGION", "POLITICS", "UNION",
                                 "ETHNICITY", "BIOMETRIC", "PRIVATE_DOCUMENT")
@@ -322,18 +321,7 @@ EVERYDAY = {
 
 
 def main():
-    out = pathlib.Path(__file__).resolve().parents[2] / "crates/gate/tests/corpus/topics_unseen_test.jsonl"
-    docs = []
-    for lang in ("en", "es", "de", "fr"):
-        docs += [{"text": t, "spans": [], "categories": c, "kind": "sensitive", "lang": lang}
-                 for c, t in SENSITIVE[lang]]
-        docs += [{"text": t, "spans": [], "categories": [], "kind": "general", "lang": lang} for t in GENERAL[lang]]
-        docs += [{"text": t, "spans": [], "categories": [], "kind": "everyday", "lang": lang}
-                 for t in EVERYDAY[lang]]
-    with open(out, "w", encoding="utf-8") as f:
-        for d in docs:
-            f.write(json.dumps(d, ensure_ascii=False) + "\n")
-    print(out.name, len(docs))
+    write_set("topics_unseen_test.jsonl", SENSITIVE, GENERAL, EVERYDAY)
 
 
 if __name__ == "__main__":
