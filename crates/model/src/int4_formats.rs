@@ -23,7 +23,7 @@
 //! In all three w = (q − z) · s with q and z the unsigned nibbles (GPTQ v1: z = stored + 1).
 
 use crate::checkpoint::StoredTensor;
-use crate::int4::{pack_nibbles, GroupQuant, SYMMETRIC_ZERO};
+use crate::int4::{GroupQuant, SYMMETRIC_ZERO};
 use crate::tensor::{DType, Tensor};
 use anyhow::{bail, Result};
 use serde_json::Value;
@@ -38,6 +38,17 @@ pub enum Int4Format {
     Awq,
     /// compressed-tensors `pack-quantized`.
     CompressedTensors,
+}
+
+impl Int4Format {
+    /// As messages name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Int4Format::Gptq { .. } => "GPTQ",
+            Int4Format::Awq => "AWQ",
+            Int4Format::CompressedTensors => "compressed-tensors",
+        }
+    }
 }
 
 /// The 4-bit facts of `quantization_config`.
@@ -168,7 +179,7 @@ pub(crate) fn take(
     };
     let group = scheme.group.unwrap_or(inp);
     let groups = inp / group;
-    let (values, zeros, scales, perm) = match scheme.format {
+    let (packed, zeros, scales, perm) = match scheme.format {
         Int4Format::Gptq { zero_plus_one } => {
             let qweight = parts.need("qweight", Some(DType::I32))?;
             parts.file = qweight.file.clone();
@@ -183,14 +194,15 @@ pub(crate) fn take(
             let qz = I32s(qzeros.t.bytes());
             let zeros = per_row(out, groups, |o, g| qz.nibble(g * (out / 8) + o / 8, o % 8) + zero_plus_one as u8);
             let qw = I32s(qweight.t.bytes());
-            let values = stored_values(out, inp, perm.as_deref(), |o, i| qw.nibble((i / 8) * out + o, i % 8));
-            (values, zeros, per_row(out, groups, |o, g| scales[g * out + o]), perm)
+            let packed = repack(out, inp, perm.as_deref(), |o, i8| qw.word(i8 * out + o));
+            (packed, zeros, per_row(out, groups, |o, g| scales[g * out + o]), perm)
         }
         Int4Format::Awq => {
             let qweight = parts.need("qweight", Some(DType::I32))?;
             parts.file = qweight.file.clone();
             parts.divides(inp, group, "group_size")?;
             parts.divides(out, 8, "eight outputs per word of qweight and qzeros")?;
+            parts.divides(inp, 8, "solo packs eight inputs per word")?;
             check_shape(&qweight, &[inp, out / 8])?;
             let qzeros = parts.need("qzeros", Some(DType::I32))?;
             check_shape(&qzeros, &[groups, out / 8])?;
@@ -198,8 +210,13 @@ pub(crate) fn take(
             let qz = I32s(qzeros.t.bytes());
             let zeros = per_row(out, groups, |o, g| qz.nibble(g * (out / 8) + o / 8, AWQ_NIBBLE[o % 8]));
             let qw = I32s(qweight.t.bytes());
-            let values = stored_values(out, inp, None, |o, i| qw.nibble(i * (out / 8) + o / 8, AWQ_NIBBLE[o % 8]));
-            (values, zeros, per_row(out, groups, |o, g| scales[g * out + o]), None)
+            // the 8 inputs of a word sit in 8 words of qweight, each output at its nibble
+            let word = |o: usize, i8: usize| {
+                let at = |k: usize| qw.nibble((8 * i8 + k) * (out / 8) + o / 8, AWQ_NIBBLE[o % 8]) as u32;
+                (0..8).fold(0u32, |w, k| w | at(k) << (4 * k))
+            };
+            let packed = repack(out, inp, None, word);
+            (packed, zeros, per_row(out, groups, |o, g| scales[g * out + o]), None)
         }
         Int4Format::CompressedTensors => {
             let packed = parts.need("weight_packed", Some(DType::I32))?;
@@ -216,7 +233,8 @@ pub(crate) fn take(
                 );
             }
             parts.divides(inp, group, "group_size")?;
-            let words = inp.div_ceil(8);
+            parts.divides(inp, 8, "eight inputs per word of weight_packed")?;
+            let words = inp / 8;
             check_shape(&packed, &[out, words])?;
             let scales = parts.scales("weight_scale", &[out, groups])?;
             let zeros = match parts.optional("weight_zero_point", Some(DType::I32))? {
@@ -229,8 +247,8 @@ pub(crate) fn take(
             };
             let perm = parts.g_idx("weight_g_idx", inp, groups)?.map(act_order);
             let w = I32s(packed.t.bytes());
-            let values = stored_values(out, inp, perm.as_deref(), |o, i| w.nibble(o * words + i / 8, i % 8));
-            (values, zeros, scales, perm)
+            let packed = repack(out, inp, perm.as_deref(), |o, i8| w.word(o * words + i8));
+            (packed, zeros, scales, perm)
         }
     };
     let zeros = zeros.iter().any(|&z| z != SYMMETRIC_ZERO).then_some(zeros);
@@ -238,7 +256,7 @@ pub(crate) fn take(
     if let Err(e) = quant.check(out, inp) {
         bail!("{}: `{module}` as int4: {e}", parts.file);
     }
-    Ok(Some(Tensor::from_int4(out, inp, &pack_nibbles(&values), quant)))
+    Ok(Some(Tensor::from_int4(out, inp, &packed, quant)))
 }
 
 /// Act-order's stored column order: the input columns sorted by group (stably), so that each group
@@ -249,17 +267,21 @@ fn act_order(g_idx: Vec<u32>) -> Vec<u32> {
     perm
 }
 
-/// One value 0..15 per element of `[out, in]`, row-major in stored column order, from
-/// `q(o, input column)`.
-fn stored_values(out: usize, inp: usize, perm: Option<&[u32]>, q: impl Fn(usize, usize) -> u8) -> Vec<u8> {
-    let mut values = Vec::with_capacity(out * inp);
+/// The packed rows of solo's layout from `word(o, i8)`: the 32 bits of output o's input columns
+/// 8·i8 .. 8·i8 + 8, column 8·i8 + k in nibble k (which, little-endian, is solo's byte order).
+/// With act-order the stored columns follow `perm`, nibble by nibble.
+fn repack(out: usize, inp: usize, perm: Option<&[u32]>, word: impl Fn(usize, usize) -> u32) -> Vec<u8> {
+    let mut packed = Vec::with_capacity(out * inp / 2);
     for o in 0..out {
         match perm {
-            None => values.extend((0..inp).map(|i| q(o, i))),
-            Some(p) => values.extend(p.iter().map(|&i| q(o, i as usize))),
+            None => (0..inp / 8).for_each(|i8| packed.extend_from_slice(&word(o, i8).to_le_bytes())),
+            Some(p) => {
+                let q = |j: usize| ((word(o, p[j] as usize / 8) >> (4 * (p[j] % 8))) & 0xf) as u8;
+                packed.extend((0..inp / 2).map(|b| q(2 * b) | q(2 * b + 1) << 4));
+            }
         }
     }
-    values
+    packed
 }
 
 /// `[out, groups]` row-major from `f(o, g)`.
@@ -272,6 +294,10 @@ fn per_row<T>(out: usize, groups: usize, f: impl Fn(usize, usize) -> T) -> Vec<T
 struct I32s<'a>(&'a [u8]);
 
 impl I32s<'_> {
+    fn word(&self, i: usize) -> u32 {
+        u32::from_le_bytes([self.0[4 * i], self.0[4 * i + 1], self.0[4 * i + 2], self.0[4 * i + 3]])
+    }
+
     fn nibble(&self, word: usize, k: usize) -> u8 {
         (self.0[4 * word + k / 2] >> (4 * (k % 2))) & 0xf
     }

@@ -362,7 +362,10 @@ impl Taker {
                 Ok(t)
             }
             // the packed tensor is another format's (`weight_packed` in a GPTQ checkpoint, say)
-            None => bail!("{file}: `{packed}` does not belong to config.json's {scheme:?} (`{name}` is missing)"),
+            None => bail!(
+                "{file}: `{packed}` is not how config.json's {} format packs 4-bit weights (`{name}` is missing)",
+                scheme.format.name()
+            ),
         }
     }
 

@@ -12,13 +12,6 @@ use solo_model::{DType, Precision};
 
 const QKV: &str = "model.language_model.layers.0.linear_attn.in_proj_qkv.weight";
 
-fn set_quantization(dir: &std::path::Path, value: serde_json::Value) {
-    let path = dir.join("config.json");
-    let mut cfg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    cfg["quantization_config"] = value;
-    std::fs::write(&path, cfg.to_string()).unwrap();
-}
-
 #[test]
 fn fp8_fixture_loads_as_fp8_with_bf16_where_the_format_keeps_it() {
     let (cfg, w) = load_ok(&fixture("tiny-fp8"));

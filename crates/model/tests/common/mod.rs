@@ -46,6 +46,19 @@ pub fn assert_names(err: &str, parts: &[&str]) {
     }
 }
 
+/// Replaces config.json's `quantization_config` with `value`.
+pub fn set_quantization(dir: &Path, value: serde_json::Value) {
+    edit_quantization(dir, |q| *q = value);
+}
+
+/// Lets `edit` change config.json's `quantization_config` (null when absent).
+pub fn edit_quantization(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join("config.json");
+    let mut cfg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut cfg["quantization_config"]);
+    std::fs::write(&path, cfg.to_string()).unwrap();
+}
+
 /// One tensor of a safetensors file, owned.
 pub struct Owned {
     pub name: String,
