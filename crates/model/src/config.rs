@@ -40,6 +40,8 @@ impl Precision {
         match self {
             Precision::Bf16 => "bf16",
             Precision::Fp8Block128 => "fp8-block128",
+            Precision::Int4 { group: 8 } => "int4-g8",
+            Precision::Int4 { group: 16 } => "int4-g16",
             Precision::Int4 { group: 32 } => "int4-g32",
             Precision::Int4 { group: 64 } => "int4-g64",
             Precision::Int4 { group: 128 } => "int4-g128",
@@ -65,7 +67,8 @@ fn declared_precision(top: &serde_json::Value, text: &serde_json::Value) -> Resu
         let group = q.get("group_size").map(|b| b.to_string()).unwrap_or_else(|| "?".into());
         bail!("config.json has an MLX `quantization` ({bits}-bit, group {group}); {SUPPORTED_FORMATS}");
     }
-    let Some(q) = top.get("quantization_config").or_else(|| text.get("quantization_config")) else {
+    let q = top.get("quantization_config").or_else(|| text.get("quantization_config"));
+    let Some(q) = q.filter(|q| !q.is_null()) else {
         return Ok((Precision::Bf16, None));
     };
     let method = q.get("quant_method").and_then(|v| v.as_str()).unwrap_or("(none)");
