@@ -243,20 +243,33 @@ pub(crate) fn take(
                     let zp = I32s(zp.t.bytes());
                     per_row(out, groups, |o, g| zp.nibble((o / 8) * groups + g, o % 8))
                 }
-                None => vec![SYMMETRIC_ZERO; out * groups],
+                None => vec![SYMMETRIC_ZERO; out * groups], // symmetric: dropped below
             };
             let perm = parts.g_idx("weight_g_idx", inp, groups)?.map(act_order);
+            if perm.is_none() {
+                // its rows are solo's layout already: the file's bytes, viewed as nibbles
+                let quant = GroupQuant { group, scales, zeros: Some(zeros), perm: None };
+                let quant = checked(quant, out, inp, &parts.file, module)?;
+                return Ok(Some(packed.t.into_int4(out, inp, quant)));
+            }
             let w = I32s(packed.t.bytes());
             let packed = repack(out, inp, perm.as_deref(), |o, i8| w.word(o * words + i8));
             (packed, zeros, scales, perm)
         }
     };
-    let zeros = zeros.iter().any(|&z| z != SYMMETRIC_ZERO).then_some(zeros);
-    let quant = GroupQuant { group, scales, zeros, perm };
-    if let Err(e) = quant.check(out, inp) {
-        bail!("{}: `{module}` as int4: {e}", parts.file);
-    }
+    let quant = checked(GroupQuant { group, scales, zeros: Some(zeros), perm }, out, inp, &parts.file, module)?;
     Ok(Some(Tensor::from_int4(out, inp, &packed, quant)))
+}
+
+/// The module's `GroupQuant`, checked, with its zero points dropped when all are 8.
+fn checked(mut quant: GroupQuant, out: usize, inp: usize, file: &str, module: &str) -> Result<GroupQuant> {
+    if quant.zeros.as_ref().is_some_and(|z| z.iter().all(|&z| z == SYMMETRIC_ZERO)) {
+        quant.zeros = None;
+    }
+    if let Err(e) = quant.check(out, inp) {
+        bail!("{file}: `{module}` as int4: {e}");
+    }
+    Ok(quant)
 }
 
 /// Act-order's stored column order: the input columns sorted by group (stably), so that each group
@@ -269,18 +282,36 @@ fn act_order(g_idx: Vec<u32>) -> Vec<u32> {
 
 /// The packed rows of solo's layout from `word(o, i8)`: the 32 bits of output o's input columns
 /// 8·i8 .. 8·i8 + 8, column 8·i8 + k in nibble k (which, little-endian, is solo's byte order).
-/// With act-order the stored columns follow `perm`, nibble by nibble.
-fn repack(out: usize, inp: usize, perm: Option<&[u32]>, word: impl Fn(usize, usize) -> u32) -> Vec<u8> {
-    let mut packed = Vec::with_capacity(out * inp / 2);
-    for o in 0..out {
-        match perm {
-            None => (0..inp / 8).for_each(|i8| packed.extend_from_slice(&word(o, i8).to_le_bytes())),
-            Some(p) => {
-                let q = |j: usize| ((word(o, p[j] as usize / 8) >> (4 * (p[j] % 8))) & 0xf) as u8;
-                packed.extend((0..inp / 2).map(|b| q(2 * b) | q(2 * b + 1) << 4));
+/// With act-order the stored columns follow `perm`, nibble by nibble. Large matrices are split by
+/// rows over the cores (a full checkpoint repacks ~30,000 expert matrices at load).
+fn repack(out: usize, inp: usize, perm: Option<&[u32]>, word: impl Fn(usize, usize) -> u32 + Sync) -> Vec<u8> {
+    let row_bytes = inp / 2;
+    let fill = |o: usize, row: &mut [u8]| match perm {
+        None => {
+            for (i8, bytes) in row.chunks_exact_mut(4).enumerate() {
+                bytes.copy_from_slice(&word(o, i8).to_le_bytes());
             }
         }
-    }
+        Some(p) => {
+            let q = |j: usize| ((word(o, p[j] as usize / 8) >> (4 * (p[j] % 8))) & 0xf) as u8;
+            for (b, byte) in row.iter_mut().enumerate() {
+                *byte = q(2 * b) | q(2 * b + 1) << 4;
+            }
+        }
+    };
+    let mut packed = vec![0u8; out * row_bytes];
+    let threads = if out * inp < 1 << 18 { 1 } else { std::thread::available_parallelism().map_or(1, |n| n.get()) };
+    let rows_per_thread = out.div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        for (t, chunk) in packed.chunks_mut(rows_per_thread * row_bytes).enumerate() {
+            let fill = &fill;
+            s.spawn(move || {
+                for (k, row) in chunk.chunks_exact_mut(row_bytes).enumerate() {
+                    fill(t * rows_per_thread + k, row);
+                }
+            });
+        }
+    });
     packed
 }
 

@@ -202,10 +202,18 @@ impl Tensor {
     }
 
     /// This `I4` view (nibbles already in solo's layout) with its group scales.
-    pub(crate) fn with_group_quant(mut self, quant: GroupQuant) -> Tensor {
+    fn with_group_quant(mut self, quant: GroupQuant) -> Tensor {
         assert!(self.dtype == DType::I4 && self.shape.len() == 2, "group scales on a {:?} tensor", self);
         self.group_quant = Some(Arc::new(quant));
         self
+    }
+
+    /// These bytes (a checkpoint's packed words whose nibbles are already solo's int4 layout) as
+    /// the `I4` matrix `[rows, cols]`, without a copy.
+    pub(crate) fn into_int4(self, rows: usize, cols: usize, quant: GroupQuant) -> Tensor {
+        assert_eq!(self.len, rows * cols / 2, "{self:?} as int4 [{rows}, {cols}]");
+        quant.check(rows, cols).unwrap_or_else(|e| panic!("int4 [{rows}, {cols}]: {e}"));
+        Tensor::new(self.map, self.start, self.len, DType::I4, vec![rows, cols]).with_group_quant(quant)
     }
 
     /// `values` (`[rows, cols]`, row-major) quantised round-to-nearest to int4 in groups of `group`
