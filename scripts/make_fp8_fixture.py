@@ -208,6 +208,18 @@ def main() -> None:
     return finish(out, model, tensors, dequantised, files, n_fp8, ids, tok, spec)
 
 
+def checked_reference(model, tokens, description: str) -> tuple[dict, float, dict]:
+    """HF's one fp32 forward over `tokens` (mf.reference_forward), its cached path checked against
+    it, and the safetensors metadata to store the reference with."""
+    ref = mf.reference_forward(model, tokens)
+    dec = mf.cached_decode_logits(model, tokens)
+    self_err = (dec - ref["logits"]).abs().max().item() / ref["logits"].abs().max().item()
+    assert self_err < mf.SELF_CONSISTENCY_RTOL, self_err
+    versions = {"transformers": transformers.__version__, "torch": torch.__version__, "T": mf.T}
+    meta = {"solo": json.dumps({"description": description, **versions}, sort_keys=True)}
+    return ref, self_err, meta
+
+
 def finish(out, model, tensors, dequantised, files, n_fp8, ids, tok, spec) -> None:
     # 4. the files, read back and dequantised, are the fp32 model bit for bit
     stored = mf.read_dir_tensors(out)
@@ -233,21 +245,7 @@ def finish(out, model, tensors, dequantised, files, n_fp8, ids, tok, spec) -> No
             break
     else:
         raise RuntimeError("could not find tokens with clear routing")
-    ref = mf.reference_forward(model, tokens)
-    dec = mf.cached_decode_logits(model, tokens)
-    self_err = (dec - ref["logits"]).abs().max().item() / ref["logits"].abs().max().item()
-    assert self_err < mf.SELF_CONSISTENCY_RTOL, self_err
-    meta = {
-        "solo": json.dumps(
-            {
-                "description": f"solo fixture {NAME}: HF fp32 reference on the dequantised FP8 weights",
-                "transformers": transformers.__version__,
-                "torch": torch.__version__,
-                "T": mf.T,
-            },
-            sort_keys=True,
-        )
-    }
+    ref, self_err, meta = checked_reference(model, tokens, f"solo fixture {NAME}: HF fp32 reference on the dequantised FP8 weights")
     save_file(ref, str(out / "hf_reference.safetensors"), metadata=meta)
     sizes = {p.name: p.stat().st_size for p in sorted(out.iterdir())}
     print(f"== {NAME}: {sum(sizes.values()) / 1024:.0f} KiB, {n_fp8} FP8 matrices, files {files}")

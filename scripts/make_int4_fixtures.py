@@ -53,6 +53,7 @@ from safetensors.torch import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_fixtures as mf  # noqa: E402
+import make_fp8_fixture  # noqa: E402
 
 EXPERTS = ("gate_proj.weight", "up_proj.weight", "down_proj.weight")
 LINEAR = (
@@ -304,21 +305,8 @@ def make(name: str, spec: dict) -> None:
         tokens = torch.from_numpy(arr.astype(np.int64))
     else:
         raise RuntimeError("could not find tokens with clear routing")
-    ref = mf.reference_forward(model, tokens)
-    dec = mf.cached_decode_logits(model, tokens)
-    self_err = (dec - ref["logits"]).abs().max().item() / ref["logits"].abs().max().item()
-    assert self_err < mf.SELF_CONSISTENCY_RTOL, self_err
-    meta = {
-        "solo": json.dumps(
-            {
-                "description": f"solo fixture {name}: HF fp32 reference on the dequantised {fmt} weights",
-                "transformers": transformers.__version__,
-                "torch": torch.__version__,
-                "T": mf.T,
-            },
-            sort_keys=True,
-        )
-    }
+    description = f"solo fixture {name}: HF fp32 reference on the dequantised {fmt} weights"
+    ref, self_err, meta = make_fp8_fixture.checked_reference(model, tokens, description)
     save_file({"tokens": ref["tokens"], "logits": ref["logits"]}, str(out / "hf_reference.safetensors"), metadata=meta)
     sizes = sum(p.stat().st_size for p in out.iterdir())
     print(f"== {name}: {sizes / 1024:.0f} KiB, {len(dequantised)} 4-bit matrices of {min(groups_seen)}..{max(groups_seen)} "
