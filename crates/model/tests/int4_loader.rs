@@ -24,9 +24,11 @@ fn i32_bytes(v: &[i32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-/// Edits tensor `name` of the fixture copy's model.safetensors.
-fn edit(dir: &std::path::Path, name: &str, f: impl FnOnce(&mut Owned)) {
-    rewrite(&dir.join("model.safetensors"), |ts| f(ts.iter_mut().find(|t| t.name == name).unwrap()));
+/// The load error of a copy of `fixture` whose tensor `name` was changed by `f`.
+fn err_after_edit(fixture: &str, name: &str, f: impl FnOnce(&mut Owned)) -> String {
+    let tmp = copy_fixture(fixture);
+    rewrite(&tmp.path().join("model.safetensors"), |ts| f(ts.iter_mut().find(|t| t.name == name).unwrap()));
+    load_err(tmp.path())
 }
 
 // ---- what loads ---------------------------------------------------------------------------------
@@ -130,10 +132,8 @@ fn missing_scales_name_the_module_and_the_part() {
 
 #[test]
 fn packed_weight_of_the_wrong_shape_names_both_shapes() {
-    let tmp = copy_fixture("tiny-a-awq");
     let name = expert(1, 2, "down_proj.qzeros"); // [2, 8]: 2 groups of 16 of 32 inputs, 64 outputs
-    edit(tmp.path(), &name, |t| t.shape = vec![8, 2]);
-    let err = load_err(tmp.path());
+    let err = err_after_edit("tiny-a-awq", &name, |t| t.shape = vec![8, 2]);
     assert_names(&err, &["model.safetensors", &format!("`{name}`"), "[8, 2]", "[2, 8]"]);
 }
 
@@ -147,50 +147,40 @@ fn group_not_dividing_the_width_is_named() {
 
 #[test]
 fn g_idx_out_of_range_is_named() {
-    let tmp = copy_fixture("tiny-b-gptq-actorder");
     let name = expert(0, 3, "up_proj.g_idx"); // 48 inputs in 6 groups
-    edit(tmp.path(), &name, |t| t.data[12..16].copy_from_slice(&6i32.to_le_bytes()));
-    let err = load_err(tmp.path());
+    let err = err_after_edit("tiny-b-gptq-actorder", &name, |t| t.data[12..16].copy_from_slice(&6i32.to_le_bytes()));
     assert_names(&err, &["model.safetensors", &format!("`{name}`[3] is 6"), "out of range for 6 groups"]);
 }
 
 #[test]
 fn g_idx_with_uneven_groups_is_named() {
-    let tmp = copy_fixture("tiny-b-gptq-actorder");
     let name = expert(0, 3, "up_proj.g_idx");
-    edit(tmp.path(), &name, |t| {
+    let err = err_after_edit("tiny-b-gptq-actorder", &name, |t| {
         let mut g = i32s(&t.data);
         g[0] = (g[0] + 1) % 6; // one column moves to the next group
         t.data = i32_bytes(&g);
     });
-    let err = load_err(tmp.path());
     assert_names(&err, &["model.safetensors", &format!("`{name}`"), "columns in group", "exactly 8"]);
 }
 
 #[test]
 fn non_finite_int4_scale_is_named() {
-    let tmp = copy_fixture("tiny-b-ct");
     let name = expert(2, 1, "down_proj.weight_scale");
-    edit(tmp.path(), &name, |t| t.data[0..2].copy_from_slice(&half::bf16::NAN.to_le_bytes()));
-    let err = load_err(tmp.path());
+    let err = err_after_edit("tiny-b-ct", &name, |t| t.data[0..2].copy_from_slice(&half::bf16::NAN.to_le_bytes()));
     assert_names(&err, &["model.safetensors", &format!("`{name}`"), "NaN"]);
 }
 
 #[test]
 fn packed_weight_of_another_dtype_is_named() {
-    let tmp = copy_fixture("tiny-b-ct");
     let name = expert(0, 0, "gate_proj.weight_packed");
-    edit(tmp.path(), &name, |t| t.dtype = Dtype::F32);
-    let err = load_err(tmp.path());
+    let err = err_after_edit("tiny-b-ct", &name, |t| t.dtype = Dtype::F32);
     assert_names(&err, &["model.safetensors", &format!("`{name}` is F32"), "I32"]);
 }
 
 #[test]
 fn compressed_tensors_weight_shape_must_match_the_config() {
-    let tmp = copy_fixture("tiny-b-ct");
-    let name = expert(0, 0, "down_proj.weight_shape");
-    edit(tmp.path(), &name, |t| t.data[0..8].copy_from_slice(&24i64.to_le_bytes())); // [48, 24] -> [24, 24]
-    let err = load_err(tmp.path());
+    let name = expert(0, 0, "down_proj.weight_shape"); // [48, 24] becomes [24, 24]
+    let err = err_after_edit("tiny-b-ct", &name, |t| t.data[0..8].copy_from_slice(&24i64.to_le_bytes()));
     assert_names(&err, &["model.safetensors", &format!("`{name}`"), "[24.0, 24.0]", "[48, 24]"]);
 }
 
