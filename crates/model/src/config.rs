@@ -27,6 +27,9 @@ pub enum Precision {
     /// (`quantization_config = {quant_method: "fp8", fmt: "e4m3", weight_block_size: [128, 128]}`);
     /// embeddings, lm_head, router, gates, conv, norms and the GDN a/b rows stay bf16/f32.
     Fp8Block128,
+    /// 4-bit integer weights with a scale (and, asymmetric, a zero point) per `group` input
+    /// columns (GPTQ, AWQ, compressed-tensors W4A16), the rest 16-bit.
+    Int4 { group: usize },
 }
 
 impl Precision {
@@ -35,6 +38,10 @@ impl Precision {
         match self {
             Precision::Bf16 => "bf16",
             Precision::Fp8Block128 => "fp8-block128",
+            Precision::Int4 { group: 32 } => "int4-g32",
+            Precision::Int4 { group: 64 } => "int4-g64",
+            Precision::Int4 { group: 128 } => "int4-g128",
+            Precision::Int4 { .. } => "int4",
         }
     }
 }
