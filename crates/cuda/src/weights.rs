@@ -126,6 +126,25 @@ pub struct MoeGpu {
     pub down: DevPtr,
     /// For FP8 experts, their block scales.
     pub fp8_scales: Option<ExpertScales>,
+    /// For int4 experts: `gate_up` and `down` hold the 256 routed experts' rows in the int4 layout
+    /// (`int4.rs`: [256 × 1024] rows of 1088 bytes, [256 × 2048] rows of 272 bytes) and the shared
+    /// expert is here, in bf16 (the GPTQ-Int4 release keeps it 16-bit).
+    pub int4_shared: Option<SharedExpert>,
+}
+
+/// The shared expert of an int4 layer, bf16: gate_up [1024, 2048] (gate rows, then up rows),
+/// down [2048, 512].
+#[derive(Clone, Copy, Debug)]
+pub struct SharedExpert {
+    pub gate_up: DevPtr,
+    pub down: DevPtr,
+}
+
+impl MoeGpu {
+    /// Whether the experts are bf16 (the expert GEMVs' format; FP8 and int4 take the grouped GEMMs).
+    pub fn is_bf16(&self) -> bool {
+        self.fp8_scales.is_none() && self.int4_shared.is_none()
+    }
 }
 
 /// The block scales of FP8 experts, f32: gate_up [257, 8, 16] (per expert 4 block rows of gate,
@@ -418,7 +437,13 @@ impl AttentionGpu {
 impl MoeGpu {
     pub fn upload(up: &mut Uploader, m: &MoeWeights) -> Result<Self> {
         let (gate_up, down, fp8_scales) = up.experts(&m.experts, &m.shared_expert)?;
-        Ok(MoeGpu { router: up.stacked_bf16(&[&m.router, &m.shared_expert_gate])?, gate_up, down, fp8_scales })
+        Ok(MoeGpu {
+            router: up.stacked_bf16(&[&m.router, &m.shared_expert_gate])?,
+            gate_up,
+            down,
+            fp8_scales,
+            int4_shared: None,
+        })
     }
 }
 
