@@ -121,8 +121,10 @@ fn read_file(path: &Path, name: &str) -> Result<FileTensors> {
             StDtype::F16 => Ok(DType::F16),
             StDtype::F32 => Ok(DType::F32),
             StDtype::F8_E4M3 => Ok(DType::F8E4M3),
+            StDtype::I32 => Ok(DType::I32),
+            StDtype::I64 => Ok(DType::I64),
             other => Err(format!(
-                "{name}: tensor `{tensor_name}` has dtype {other:?}; solo reads BF16, F16, F32 and F8_E4M3 (with 128×128 block scales)"
+                "{name}: tensor `{tensor_name}` has dtype {other:?}; solo reads BF16, F16, F32, F8_E4M3 (with 128×128 block scales) and I32/I64 (packed int4 and its indices)"
             )),
         }
         .map(|dtype| Tensor::new(map.clone(), data_start + begin, end - begin, dtype, info.shape.clone()));

@@ -5,6 +5,7 @@
 //! class defaults (transformers' defaults differ from the release in places): only keys the release
 //! itself omits get defaults, and those follow Hugging Face's rules.
 
+use crate::int4_formats::{self, Int4Scheme};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::path::Path;
@@ -27,8 +28,9 @@ pub enum Precision {
     /// (`quantization_config = {quant_method: "fp8", fmt: "e4m3", weight_block_size: [128, 128]}`);
     /// embeddings, lm_head, router, gates, conv, norms and the GDN a/b rows stay bf16/f32.
     Fp8Block128,
-    /// 4-bit integer weights with a scale (and, asymmetric, a zero point) per `group` input
-    /// columns (GPTQ, AWQ, compressed-tensors W4A16), the rest 16-bit.
+    /// 4-bit weights (GPTQ, AWQ or compressed-tensors, repacked into solo's layout, `crate::int4`)
+    /// with a scale per `group` input columns (0: one group per row); the modules the checkpoint
+    /// keeps 16-bit stay bf16.
     Int4 { group: usize },
 }
 
@@ -41,30 +43,35 @@ impl Precision {
             Precision::Int4 { group: 32 } => "int4-g32",
             Precision::Int4 { group: 64 } => "int4-g64",
             Precision::Int4 { group: 128 } => "int4-g128",
+            Precision::Int4 { group: 0 } => "int4-per-row",
             Precision::Int4 { .. } => "int4",
         }
     }
 }
 
 /// The formats solo reads, for the message that refuses another.
-const SUPPORTED_FORMATS: &str = "solo reads bf16 checkpoints and the official FP8 one \
-     (quant_method fp8, fmt e4m3, weight_block_size [128, 128])";
+const SUPPORTED_FORMATS: &str = "solo reads bf16 checkpoints, the official FP8 one \
+     (quant_method fp8, fmt e4m3, weight_block_size [128, 128]) and 4-bit ones: GPTQ (bits 4, \
+     checkpoint_format gptq or gptq_v2), AWQ (bits 4, version gemm) and compressed-tensors \
+     pack-quantized (int 4-bit weights, strategy group or channel, W4A16)";
 
-/// The precision `config.json` declares: none, or the official FP8 block format. Every other
-/// quantisation (GPTQ, AWQ, compressed-tensors, bitsandbytes, MLX's `quantization`, FP8 e5m2,
-/// another block size) is refused in one line naming what was found.
-fn declared_precision(top: &serde_json::Value, text: &serde_json::Value) -> Result<Precision> {
+/// The precision `config.json` declares: none, the official FP8 block format, or 4-bit GPTQ, AWQ
+/// or compressed-tensors (`int4_formats`). Every other quantisation (bitsandbytes, HQQ, EXL2/EXL3,
+/// 3- or 8-bit GPTQ, MLX's `quantization`, FP8 e5m2, another block size) is refused in one line
+/// naming what was found.
+fn declared_precision(top: &serde_json::Value, text: &serde_json::Value) -> Result<(Precision, Option<Int4Scheme>)> {
     if let Some(q) = top.get("quantization").or_else(|| text.get("quantization")) {
         let bits = q.get("bits").map(|b| b.to_string()).unwrap_or_else(|| "?".into());
         let group = q.get("group_size").map(|b| b.to_string()).unwrap_or_else(|| "?".into());
         bail!("config.json has an MLX `quantization` ({bits}-bit, group {group}); {SUPPORTED_FORMATS}");
     }
     let Some(q) = top.get("quantization_config").or_else(|| text.get("quantization_config")) else {
-        return Ok(Precision::Bf16);
+        return Ok((Precision::Bf16, None));
     };
     let method = q.get("quant_method").and_then(|v| v.as_str()).unwrap_or("(none)");
     if method != "fp8" {
-        bail!("config.json's quantization_config has quant_method `{method}`; {SUPPORTED_FORMATS}");
+        let scheme = int4_formats::parse_config(method, q, SUPPORTED_FORMATS)?;
+        return Ok((Precision::Int4 { group: scheme.group.unwrap_or(0) }, Some(scheme)));
     }
     let fmt = q.get("fmt").and_then(|v| v.as_str()).unwrap_or("e4m3");
     if fmt != "e4m3" {
@@ -82,7 +89,7 @@ fn declared_precision(top: &serde_json::Value, text: &serde_json::Value) -> Resu
             bail!("config.json's quantization_config has activation_scheme `{scheme}`; {SUPPORTED_FORMATS}");
         }
     }
-    Ok(Precision::Fp8Block128)
+    Ok((Precision::Fp8Block128, None))
 }
 
 /// Every width and constant of the text model. Field names follow `config.json`.
@@ -121,6 +128,8 @@ pub struct ModelConfig {
 
     /// The precision `quantization_config` declares (the loader checks every tensor against it).
     pub precision: Precision,
+    /// How a 4-bit checkpoint packs its matrices (`Precision::Int4`), from `quantization_config`.
+    pub int4: Option<Int4Scheme>,
 }
 
 impl ModelConfig {
@@ -158,14 +167,14 @@ impl ModelConfig {
             "" => bail!("no `model_type`: not a Qwen3.5/3.6-MoE config"),
             other => bail!("model_type `{other}` is not Qwen3.5/3.6-MoE (`qwen3_5_moe`); solo runs only that model"),
         };
-        let precision = declared_precision(&top, &text_json)?;
+        let (precision, int4) = declared_precision(&top, &text_json)?;
         let raw: RawTextConfig =
             serde_json::from_value(text_json).context("text config has missing or mistyped keys")?;
         let mut eos = Vec::new();
         for v in [top.get("eos_token_id"), raw.eos_token_id.as_ref()].into_iter().flatten() {
             push_ids(v, &mut eos);
         }
-        raw.into_config(eos, precision)
+        raw.into_config(eos, precision, int4)
     }
 }
 
@@ -246,7 +255,12 @@ fn default_eps() -> f32 {
 }
 
 impl RawTextConfig {
-    fn into_config(self, eos_token_ids: Vec<u32>, precision: Precision) -> Result<ModelConfig> {
+    fn into_config(
+        self,
+        eos_token_ids: Vec<u32>,
+        precision: Precision,
+        int4: Option<Int4Scheme>,
+    ) -> Result<ModelConfig> {
         let n = self.num_hidden_layers;
         let layer_types = match (&self.layer_types, self.full_attention_interval) {
             (Some(list), _) => list
@@ -314,6 +328,7 @@ impl RawTextConfig {
             shared_expert_intermediate_size: self.shared_expert_intermediate_size,
             eos_token_ids,
             precision,
+            int4,
         };
         cfg.check()?;
         Ok(cfg)
@@ -442,8 +457,17 @@ mod tests {
             q
         };
         let cases = [
-            ("quantization_config", serde_json::json!({"quant_method": "gptq", "bits": 4}), "`gptq`"),
-            ("quantization_config", serde_json::json!({"quant_method": "awq"}), "`awq`"),
+            ("quantization_config", serde_json::json!({"quant_method": "gptq", "bits": 8}), "bits 8"),
+            (
+                "quantization_config",
+                serde_json::json!({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemv"}),
+                "`gemv`",
+            ),
+            (
+                "quantization_config",
+                serde_json::json!({"quant_method": "bitsandbytes", "load_in_4bit": true}),
+                "`bitsandbytes`",
+            ),
             ("quantization_config", fp8("e5m2", serde_json::json!([128, 128])), "e5m2"),
             ("quantization_config", fp8("e4m3", serde_json::json!([64, 64])), "[64,64]"),
             ("quantization_config", fp8("e4m3", serde_json::Value::Null), "per-tensor"),

@@ -3,6 +3,8 @@
 pub mod backend;
 pub mod checkpoint;
 pub mod config;
+pub mod int4;
+pub mod int4_formats;
 pub mod sampler;
 pub mod sampling;
 pub mod speculative;

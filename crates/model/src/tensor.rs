@@ -5,8 +5,10 @@
 //!
 //! An FP8 weight (`F8_E4M3`, the official block format) carries its block scales: the value of
 //! element (r, c) is `q[r, c] · s[r / 128, c / 128]`, and every read below returns that product in
-//! f32, so a reader of any precision sees the same real-valued matrix.
+//! f32, so a reader of any precision sees the same real-valued matrix. A 4-bit weight (`I4`, solo's
+//! one int4 layout, `crate::int4`) carries its `GroupQuant` the same way.
 
+use crate::int4::GroupQuant;
 use half::{bf16, f16};
 use memmap2::Mmap;
 use std::sync::Arc;
@@ -20,14 +22,31 @@ pub enum DType {
     /// FP8 e4m3 (1 sign, 4 exponent bits with bias 7, 3 mantissa bits; no infinities, S.1111.111
     /// is NaN): only as a block-scaled matrix (`BlockScales`).
     F8E4M3,
+    /// Packed 4-bit values, two per byte: only as a group-quantised matrix (`GroupQuant`).
+    I4,
+    /// Integers of a checkpoint's packed 4-bit formats (GPTQ's `qweight`, `g_idx`, ...): read by
+    /// the loader, never by a backend.
+    I32,
+    I64,
 }
 
 impl DType {
+    /// Bytes per element (`I4`, half a byte, has none: see `bytes_for`).
     pub fn size(self) -> usize {
         match self {
             DType::F8E4M3 => 1,
             DType::BF16 | DType::F16 => 2,
-            DType::F32 => 4,
+            DType::F32 | DType::I32 => 4,
+            DType::I64 => 8,
+            DType::I4 => panic!("I4 packs two elements per byte"),
+        }
+    }
+
+    /// Bytes of `n` elements.
+    pub fn bytes_for(self, n: usize) -> usize {
+        match self {
+            DType::I4 => n.div_ceil(2),
+            _ => n * self.size(),
         }
     }
 
@@ -38,6 +57,9 @@ impl DType {
             DType::F16 => "F16",
             DType::F32 => "F32",
             DType::F8E4M3 => "F8_E4M3",
+            DType::I4 => "I4",
+            DType::I32 => "I32",
+            DType::I64 => "I64",
         }
     }
 }
@@ -116,6 +138,8 @@ pub struct Tensor {
     pub shape: Vec<usize>,
     /// Present exactly when `dtype` is `F8E4M3` (a 2-D matrix).
     pub scales: Option<BlockScales>,
+    /// Present exactly when `dtype` is `I4` (a 2-D matrix).
+    pub group_quant: Option<Arc<GroupQuant>>,
 }
 
 impl std::fmt::Debug for Tensor {
@@ -127,8 +151,8 @@ impl std::fmt::Debug for Tensor {
 impl Tensor {
     /// The caller guarantees `start + len` lies inside the map and `len` matches shape × dtype.
     pub(crate) fn new(map: Arc<Mmap>, start: usize, len: usize, dtype: DType, shape: Vec<usize>) -> Self {
-        debug_assert_eq!(len, shape.iter().product::<usize>() * dtype.size());
-        Tensor { map, start, len, dtype, shape, scales: None }
+        debug_assert_eq!(len, dtype.bytes_for(shape.iter().product::<usize>()));
+        Tensor { map, start, len, dtype, shape, scales: None, group_quant: None }
     }
 
     /// This FP8 matrix with its block scales (`scales`: `[ceil(rows/128), ceil(cols/128)]` as f32,
@@ -143,7 +167,7 @@ impl Tensor {
 
     /// A tensor over bytes held in memory (random test weights, synthetic models), little-endian.
     pub fn from_bytes(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Tensor {
-        assert_eq!(bytes.len(), shape.iter().product::<usize>() * dtype.size(), "bytes do not match {shape:?}");
+        assert_eq!(bytes.len(), dtype.bytes_for(shape.iter().product::<usize>()), "bytes do not match {shape:?}");
         let mut map = memmap2::MmapMut::map_anon(bytes.len().max(1)).expect("anonymous map");
         map[..bytes.len()].copy_from_slice(bytes);
         let map = Arc::new(map.make_read_only().expect("read-only map"));
@@ -170,6 +194,33 @@ impl Tensor {
         Tensor::from_bytes(DType::F8E4M3, vec![rows, cols], &q).with_block_scales(scales)
     }
 
+    /// The `I4` matrix `[rows, cols]` of `packed` nibbles (solo's int4 layout, `crate::int4`) and
+    /// its group scales; panics when the parts do not fit (the loader checks and names them first).
+    pub fn from_int4(rows: usize, cols: usize, packed: &[u8], quant: GroupQuant) -> Tensor {
+        quant.check(rows, cols).unwrap_or_else(|e| panic!("int4 [{rows}, {cols}]: {e}"));
+        Tensor::from_bytes(DType::I4, vec![rows, cols], packed).with_group_quant(quant)
+    }
+
+    /// This `I4` view (nibbles already in solo's layout) with its group scales.
+    pub(crate) fn with_group_quant(mut self, quant: GroupQuant) -> Tensor {
+        assert!(self.dtype == DType::I4 && self.shape.len() == 2, "group scales on a {:?} tensor", self);
+        self.group_quant = Some(Arc::new(quant));
+        self
+    }
+
+    /// `values` (`[rows, cols]`, row-major) quantised round-to-nearest to int4 in groups of `group`
+    /// columns (`crate::int4::quantize_rtn`). For synthetic models, tools and tests.
+    pub fn quantize_int4(rows: usize, cols: usize, values: &[f32], group: usize, symmetric: bool) -> Tensor {
+        let (packed, quant) = crate::int4::quantize_rtn(rows, cols, values, group, symmetric);
+        Tensor::from_int4(rows, cols, &packed, quant)
+    }
+
+    /// An `I4` matrix's packed nibbles (row-major, low nibble first) and its group scales: what a
+    /// backend uploads. `None` for every other dtype.
+    pub fn int4(&self) -> Option<(&[u8], &GroupQuant)> {
+        self.group_quant.as_deref().map(|q| (self.bytes(), q))
+    }
+
     /// A bf16 tensor holding `values` rounded to bf16.
     pub fn from_f32_as_bf16(shape: Vec<usize>, values: &[f32]) -> Tensor {
         let bytes: Vec<u8> = values.iter().flat_map(|v| bf16::from_f32(*v).to_le_bytes()).collect();
@@ -180,9 +231,12 @@ impl Tensor {
         self.shape.iter().product()
     }
 
-    /// Bytes a backend uploads for this tensor: its data and, for FP8, its block scales (f32).
+    /// Bytes a backend uploads for this tensor: its data and, for FP8, its block scales (f32); for
+    /// int4, its group scales, zeros and column order.
     pub fn stored_bytes(&self) -> usize {
-        self.len + self.scales.as_ref().map_or(0, |s| 4 * s.values.len())
+        self.len
+            + self.scales.as_ref().map_or(0, |s| 4 * s.values.len())
+            + self.group_quant.as_ref().map_or(0, |q| q.stored_bytes())
     }
 
     /// The raw little-endian bytes.
@@ -204,23 +258,27 @@ impl Tensor {
     /// Rows `first .. first + count` along dim 0 (shape keeps its rank).
     pub fn rows(&self, first: usize, count: usize) -> Tensor {
         assert!(first + count <= self.shape[0], "rows {first}+{count} out of {:?}", self.shape);
-        let row_bytes = self.row_len() * self.dtype.size();
+        let row_bytes = self.dtype.bytes_for(self.row_len());
         let mut shape = self.shape.clone();
         shape[0] = count;
         let mut view =
             Tensor::new(self.map.clone(), self.start + first * row_bytes, count * row_bytes, self.dtype, shape);
         view.scales = self.scales.clone().map(|s| BlockScales { first_row: s.first_row + first, ..s });
+        view.group_quant = self.group_quant.as_ref().map(|q| Arc::new(q.rows(first, count, self.row_len())));
         view
     }
 
     fn squeeze_first(mut self) -> Tensor {
-        assert!(self.scales.is_none(), "an FP8 matrix has no dim to index");
+        assert!(self.scales.is_none() && self.group_quant.is_none(), "a quantised matrix has no dim to index");
         self.shape.remove(0);
         self
     }
 
     /// Converts elements `[offset, offset + out.len())` to f32.
     pub fn read_f32(&self, offset: usize, out: &mut [f32]) {
+        if self.dtype == DType::I4 {
+            return self.read_int4(offset, out);
+        }
         let size = self.dtype.size();
         let bytes = &self.bytes()[offset * size..(offset + out.len()) * size];
         match self.dtype {
@@ -248,6 +306,40 @@ impl Tensor {
                     *o = f8e4m3_to_f32(q) * scales.at(at / cols, at % cols);
                 }
             }
+            // the checkpoint's integers (for the loader's own reads of g_idx and shapes)
+            DType::I32 => {
+                for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+                    *o = i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f32;
+                }
+            }
+            DType::I64 => {
+                for (o, b) in out.iter_mut().zip(bytes.chunks_exact(8)) {
+                    *o = i64::from_le_bytes(b.try_into().expect("8 bytes")) as f32;
+                }
+            }
+            DType::I4 => unreachable!("read_int4"),
+        }
+    }
+
+    /// `read_f32` of an `I4` matrix: whole stored rows are dequantised (a row's column order may
+    /// be permuted), then the asked-for part copied out.
+    fn read_int4(&self, offset: usize, out: &mut [f32]) {
+        let quant = self.group_quant.as_ref().expect("an I4 tensor is read only with its group scales");
+        let cols = self.row_len();
+        let mut row = Vec::new();
+        let (mut at, mut done) = (offset, 0);
+        while done < out.len() {
+            let (r, c) = (at / cols, at % cols);
+            let n = (cols - c).min(out.len() - done);
+            let packed = &self.bytes()[r * cols / 2..(r + 1) * cols / 2];
+            if n == cols {
+                quant.dequant_row(packed, r, &mut out[done..done + n]);
+            } else {
+                row.resize(cols, 0.0);
+                quant.dequant_row(packed, r, &mut row);
+                out[done..done + n].copy_from_slice(&row[c..c + n]);
+            }
+            (at, done) = (at + n, done + n);
         }
     }
 

@@ -9,10 +9,13 @@
 //!
 //! In an FP8 checkpoint a matrix `X.weight` may be F8_E4M3; its sibling `X.weight_scale_inv`
 //! (`[ceil(out/128), ceil(in/128)]`, bf16/f16/f32, a multiplier: w = q · s) is taken with it and
-//! travels inside the `Tensor`, so every reader sees the dequantised values.
+//! travels inside the `Tensor`, so every reader sees the dequantised values. In a 4-bit checkpoint
+//! (GPTQ, AWQ, compressed-tensors) a module `X` may instead hold its format's packed tensors; they
+//! are repacked into solo's int4 layout (`crate::int4_formats`) and travel the same way.
 
 use crate::checkpoint::{Checkpoint, StoredTensor};
 use crate::config::{LayerKind, ModelConfig, Precision};
+use crate::int4_formats::{self, Int4Scheme};
 use crate::tensor::{DType, Tensor, FP8_BLOCK};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
@@ -27,7 +30,7 @@ pub struct ModelWeights {
     pub layers: Vec<LayerWeights>,
     /// The multi-token-prediction head, when the checkpoint has `mtp.*`.
     pub mtp: Option<MtpWeights>,
-    /// `Fp8Block128` when any matrix is stored F8_E4M3, else `Bf16`.
+    /// `Fp8Block128` when any matrix is stored F8_E4M3, `Int4` when any is 4-bit, else `Bf16`.
     pub precision: Precision,
 }
 
@@ -131,7 +134,7 @@ impl ModelWeights {
     }
 
     pub fn load(ckpt: &Checkpoint, cfg: &ModelConfig) -> Result<Self> {
-        let mut t = Taker::new(ckpt, cfg.precision);
+        let mut t = Taker::new(ckpt, cfg);
         let h = cfg.hidden_size;
         let embed_tokens = t.take("embed_tokens.weight", &[cfg.vocab_size, h])?;
         let final_norm = t.take("norm.weight", &[h])?;
@@ -145,7 +148,14 @@ impl ModelWeights {
             .map(|i| load_layer(&mut t, cfg, &format!("{prefix}layers.{i}."), cfg.layer_types[i]))
             .collect::<Result<Vec<_>>>()?;
         let mtp = if t.left.contains_key("mtp.fc.weight") { Some(load_mtp(&mut t, cfg)?) } else { None };
-        let precision = if t.fp8_matrices > 0 { Precision::Fp8Block128 } else { Precision::Bf16 };
+        let precision = match (t.fp8_matrices, t.int4_matrices) {
+            (0, 0) if cfg.int4.is_some() => {
+                bail!("config.json declares a 4-bit quantization_config but no module of the checkpoint is stored 4-bit ({})", t.files)
+            }
+            (0, 0) => Precision::Bf16,
+            (_, 0) => Precision::Fp8Block128,
+            _ => cfg.precision,
+        };
         t.finish()?;
         Ok(ModelWeights { embed_tokens, final_norm, lm_head, layers, mtp, precision })
     }
@@ -280,12 +290,15 @@ struct Taker {
     files: String,
     /// What config.json declares: F8 tensors are refused unless it is `Fp8Block128`.
     precision: Precision,
-    /// F8_E4M3 matrices taken so far.
+    /// How 4-bit modules are packed, when config.json declares a 4-bit format.
+    int4: Option<Int4Scheme>,
+    /// F8_E4M3 and 4-bit matrices taken so far.
     fp8_matrices: usize,
+    int4_matrices: usize,
 }
 
 impl Taker {
-    fn new(ckpt: &Checkpoint, precision: Precision) -> Self {
+    fn new(ckpt: &Checkpoint, cfg: &ModelConfig) -> Self {
         let prefix = if ckpt.tensors.keys().any(|k| k.starts_with("model.language_model.")) {
             "model.language_model."
         } else {
@@ -293,7 +306,8 @@ impl Taker {
         };
         let files: std::collections::BTreeSet<&str> = ckpt.tensors.values().map(|t| t.file.as_str()).collect();
         let files = files.into_iter().collect::<Vec<_>>().join(", ");
-        Taker { left: ckpt.tensors.clone(), prefix, files, precision, fp8_matrices: 0 }
+        let (precision, int4) = (cfg.precision, cfg.int4);
+        Taker { left: ckpt.tensors.clone(), prefix, files, precision, int4, fp8_matrices: 0, int4_matrices: 0 }
     }
 
     /// A tensor under the text model's prefix.
@@ -304,9 +318,16 @@ impl Taker {
     /// A tensor by its full name.
     fn take_global(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
         let Some(stored) = self.left.remove(name) else {
-            bail!("tensor `{name}` is missing from the checkpoint ({})", self.files);
+            return self.take_int4(name, shape);
         };
         let tensor = stored.tensor.map_err(anyhow::Error::msg)?;
+        if matches!(tensor.dtype, DType::I32 | DType::I64) {
+            bail!(
+                "{}: tensor `{name}` has dtype {}; solo reads weights as BF16, F16, F32 or F8_E4M3",
+                stored.file,
+                tensor.dtype.name()
+            );
+        }
         if tensor.shape != shape {
             bail!("{}: tensor `{name}` has shape {:?} but config.json implies {:?}", stored.file, tensor.shape, shape);
         }
@@ -314,6 +335,35 @@ impl Taker {
             return self.with_scales(name, &stored.file, tensor);
         }
         Ok(tensor)
+    }
+
+    /// The matrix `{module}.weight` when the checkpoint stores `module` 4-bit, repacked into solo's
+    /// int4 layout; otherwise the missing tensor is named.
+    fn take_int4(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        let module = name.strip_suffix(".weight");
+        let packed = module.and_then(|m| {
+            int4_formats::PACKED_SUFFIXES.iter().map(|s| format!("{m}.{s}")).find(|n| self.left.contains_key(n))
+        });
+        let (Some(module), Some(packed)) = (module, packed) else {
+            bail!("tensor `{name}` is missing from the checkpoint ({})", self.files);
+        };
+        let file = self.left[&packed].file.clone();
+        let Some(scheme) = self.int4 else {
+            bail!("{file}: `{packed}` is a packed 4-bit weight but config.json declares no GPTQ, AWQ or compressed-tensors quantization_config");
+        };
+        if !INT4_MODULES.iter().any(|m| module.ends_with(m)) {
+            bail!(
+                "{file}: `{module}` is stored 4-bit; solo reads 4-bit weights only in the experts, the shared expert and the attention and linear-attention projections"
+            );
+        }
+        match int4_formats::take(&mut self.left, module, shape, &scheme)? {
+            Some(t) => {
+                self.int4_matrices += 1;
+                Ok(t)
+            }
+            // the packed tensor is another format's (`weight_packed` in a GPTQ checkpoint, say)
+            None => bail!("{file}: `{packed}` does not belong to config.json's {scheme:?} (`{name}` is missing)"),
+        }
     }
 
     /// An F8_E4M3 matrix with its block scales `{name}_scale_inv`, every fact checked.
@@ -370,6 +420,16 @@ impl Taker {
         Ok(())
     }
 }
+
+/// The modules a 4-bit checkpoint may store 4-bit (by name ending): the routed and shared experts'
+/// projections and the mixers' projections, in the main layers and the MTP head's. Embeddings,
+/// lm_head, routers, gates, conv1d and norms are 16-bit in every recipe solo reads.
+#[rustfmt::skip]
+const INT4_MODULES: [&str; 12] = [
+    "gate_proj", "up_proj", "down_proj",
+    "linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.in_proj_a", "linear_attn.in_proj_b",
+    "linear_attn.out_proj", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+];
 
 /// Tensors of the release that solo does not use: the vision tower.
 fn is_skipped(name: &str) -> bool {

@@ -111,9 +111,9 @@ fn fp8_tensor_without_quantization_config_is_refused() {
 #[test]
 fn unsupported_quant_method_names_what_was_found_and_what_solo_reads() {
     let tmp = copy_fixture("tiny-fp8");
-    set_quantization(tmp.path(), serde_json::json!({"quant_method": "gptq", "bits": 4, "group_size": 128}));
+    set_quantization(tmp.path(), serde_json::json!({"quant_method": "gptq", "bits": 3, "group_size": 128}));
     let err = load_err(tmp.path());
-    assert_names(&err, &["config.json", "`gptq`", "solo reads", "fp8"]);
+    assert_names(&err, &["config.json", "gptq", "bits 3", "solo reads", "fp8"]);
 
     set_quantization(
         tmp.path(),
