@@ -421,8 +421,8 @@ __device__ __forceinline__ void load16(const float* p, float (&out)[16]) {
 // one layout at load). A matrix [rows, K] is rows of INT4_ROW_BYTES(K) bytes each:
 //   - K/2 bytes of 4-bit values q (0..15). 32-bit word w holds columns 8w .. 8w+7, ordered so that
 //     (word >> 4s) & 0x000F000F holds columns 8w + 2s (bits 0-3) and 8w + 2s + 1 (bits 16-19);
-//   - then one 32-bit word per group of 128 columns: bits 0-15 the f16 scale s, bits 16-19 the
-//     zero point z (8 for symmetric formats): w = (q − z) · s.
+//   - then one 32-bit word per group of 128 columns: bits 0-15 the f16 scale s, bits 16-23 the
+//     zero point z (0..16; 8 for symmetric formats, 16 for GPTQ v1's stored 15): w = (q − z) · s.
 // The scales sit in the row, so a row streams as one piece and its scales land with it.
 #define INT4_GROUP 128
 #define INT4_ROW_BYTES(K) ((K) / 2 + (K) / 32)
@@ -452,5 +452,5 @@ __device__ __forceinline__ float dot_int4(const unsigned int (&words)[N], const 
 // whose true-valued sum is xsum contributes d · a.x + xsum · a.y.
 __device__ __forceinline__ float2 int4_group(unsigned int word) {
     const float s = __half2float(__ushort_as_half((unsigned short)(word & 0xffff)));
-    return make_float2(s * FP8_X_UNSCALE, s * (float)(8 - (int)((word >> 16) & 15)));
+    return make_float2(s * FP8_X_UNSCALE, s * (float)(8 - (int)((word >> 16) & 0xff)));
 }

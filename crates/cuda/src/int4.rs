@@ -7,7 +7,7 @@
 //! - `cols / 2` bytes of values: 32-bit word w holds columns 8w .. 8w + 7, placed so that
 //!   `(word >> 4s) & 0x000F000F` is the pair of columns (8w + 2s, 8w + 2s + 1): one LOP3 makes two
 //!   f16 weights;
-//! - then a 32-bit word per group of 128 columns: the f16 scale in bits 0–15, z in bits 16–19.
+//! - then a 32-bit word per group of 128 columns: the f16 scale in bits 0–15, z (0..=16) in bits 16–23.
 //!
 //! The scales travel inside the row, so a row streams as one piece and lands with its scales.
 
@@ -32,7 +32,8 @@ const fn position(c: usize) -> usize {
 }
 
 /// One int4 matrix as solo-model holds it: `q` packed two a byte (low nibble = even column),
-/// `scales` and `zeros` per (row, group) (`zeros` None: 8, symmetric).
+/// `scales` and `zeros` per (row, group) (`zeros` None: 8, symmetric; 16 occurs: GPTQ v1's stored
+/// 15 plus its +1).
 pub struct Int4Matrix<'a> {
     pub rows: usize,
     pub cols: usize,
@@ -97,7 +98,7 @@ pub fn decode_row(rows_bytes: &[u8], cols: usize, r: usize) -> Vec<f32> {
             let q = (word(k / 8) >> (4 * position(k % 8))) & 15;
             let g = word(cols / 8 + k / GROUP);
             let s = f16::from_bits(g as u16).to_f32();
-            (q as f32 - ((g >> 16) & 15) as f32) * s
+            (q as f32 - ((g >> 16) & 0xff) as f32) * s
         })
         .collect()
 }
@@ -154,7 +155,7 @@ mod tests {
             assert_eq!(decode_row(&out, cols, r), want[r * cols..(r + 1) * cols]);
         }
         // zero points other than 8 travel too
-        let zeros: Vec<u8> = (0..rows * 3).map(|i| (i % 16) as u8).collect();
+        let zeros: Vec<u8> = (0..rows * 3).map(|i| (i % 17) as u8).collect();
         let m = Int4Matrix { zeros: Some(&zeros), ..m };
         out.clear();
         repack_into(&m, &mut out).unwrap();

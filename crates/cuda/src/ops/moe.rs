@@ -909,53 +909,42 @@ mod tests {
         }
     }
 
-    /// `fixture()`'s layer with its routed experts rounded to int4 (symmetric, groups of 128; the
-    /// GPTQ-Int4 release's shape), the router and the shared expert bf16 as they were. The CPU
-    /// holds the dequantised experts in f32 (exact); the GPU the int4 rows, and the bf16
-    /// fixture's shared expert as the int4 layer's bf16 one.
+    /// `fixture()`'s layer with its routed experts rounded to int4 (groups of 128, f16 scales; the
+    /// GPTQ-Int4 release's shape), the router and the shared expert bf16 as they were. Every
+    /// third expert gets zero points 6..=10 and 16 (asymmetric formats, GPTQ v1's +1), so both
+    /// forms of the group word are exercised. Uploaded through `MoeGpu::upload`, as a checkpoint's.
     fn fixture_int4() -> &'static Fixture {
         static F: OnceLock<Fixture> = OnceLock::new();
         F.get_or_init(|| {
-            use crate::int4::{quantize_symmetric, repack_into, Int4Matrix};
+            use crate::int4::{quantize_symmetric, GROUP};
+            use solo_model::int4::GroupQuant;
             let bf = fixture();
-            // one matrix: its int4 rows, and its dequantised values as an f32 tensor
-            let q = |t: &Tensor| {
+            let q = |t: &Tensor, e: usize| {
                 let (rows, cols) = (t.shape[0], t.shape[1]);
-                let (q, scales, deq) = quantize_symmetric(&t.to_f32(), rows, cols);
-                let mut bytes = Vec::new();
-                let m = Int4Matrix { rows, cols, group: 128, q: &q, scales: &scales, zeros: None };
-                repack_into(&m, &mut bytes).unwrap();
-                let f32_bytes: Vec<u8> = deq.iter().flat_map(|v| v.to_le_bytes()).collect();
-                (bytes, Tensor::from_bytes(solo_model::DType::F32, vec![rows, cols], &f32_bytes))
+                let (packed, scales, _) = quantize_symmetric(&t.to_f32(), rows, cols);
+                let zeros = e
+                    .is_multiple_of(3)
+                    .then(|| (0..scales.len()).map(|i| if i % 7 == 0 { 16 } else { 6 + (i % 5) as u8 }).collect());
+                Tensor::from_int4(rows, cols, &packed, GroupQuant { group: GROUP, scales, zeros, perm: None })
             };
-            type Quantised = ((Vec<u8>, Tensor), (Vec<u8>, Tensor), (Vec<u8>, Tensor));
-            let mut experts: Vec<Option<Quantised>> = (0..EXPERTS).map(|_| None).collect();
+            let qe = |(i, e): (usize, &ExpertWeights)| ExpertWeights {
+                gate: q(&e.gate, i),
+                up: q(&e.up, i),
+                down: q(&e.down, i),
+            };
+            let mut experts: Vec<Option<ExpertWeights>> = (0..EXPERTS).map(|_| None).collect();
             std::thread::scope(|s| {
-                for (part, src) in experts.chunks_mut(16).zip(bf.cpu.experts.chunks(16)) {
+                for (c, (part, src)) in experts.chunks_mut(16).zip(bf.cpu.experts.chunks(16)).enumerate() {
                     s.spawn(move || {
-                        part.iter_mut().zip(src).for_each(|(slot, e)| *slot = Some((q(&e.gate), q(&e.up), q(&e.down))))
+                        part.iter_mut()
+                            .zip(src.iter().enumerate())
+                            .for_each(|(slot, (j, e))| *slot = Some(qe((16 * c + j, e))))
                     });
                 }
             });
-            let (mut gate_up, mut down, mut cpu_experts) = (Vec::new(), Vec::new(), Vec::new());
-            for e in experts.into_iter().map(|e| e.unwrap()) {
-                let ((gb, gt), (ub, ut), (db, dt)) = e;
-                gate_up.extend(gb);
-                gate_up.extend(ub);
-                down.extend(db);
-                cpu_experts.push(ExpertWeights { gate: gt, up: ut, down: dt });
-            }
-            let gpu = gpu();
-            let (gu, dn) = (gpu.upload(&gate_up).unwrap(), gpu.upload(&down).unwrap());
-            let shared = SharedExpert {
-                gate_up: bf.gpu.gate_up + (EXPERTS * 2 * EXPERT_DIM * HIDDEN * 2) as u64,
-                down: bf.gpu.down + (EXPERTS * HIDDEN * EXPERT_DIM * 2) as u64,
-            };
-            let gpu_w = MoeGpu { gate_up: gu.ptr(), down: dn.ptr(), int4_shared: Some(shared), ..bf.gpu.clone() };
-            std::mem::forget((gu, dn));
             let cpu = MoeWeights {
                 router: bf.cpu.router.clone(),
-                experts: cpu_experts,
+                experts: experts.into_iter().map(|e| e.unwrap()).collect(),
                 shared_expert: ExpertWeights {
                     gate: bf.cpu.shared_expert.gate.clone(),
                     up: bf.cpu.shared_expert.up.clone(),
@@ -963,6 +952,10 @@ mod tests {
                 },
                 shared_expert_gate: bf.cpu.shared_expert_gate.clone(),
             };
+            let mut up = Uploader::new(gpu()).unwrap();
+            let gpu_w = MoeGpu::upload(&mut up, &cpu).unwrap();
+            assert!(gpu_w.int4_shared.is_some() && gpu_w.fp8_scales.is_none());
+            std::mem::forget(up.finish().unwrap());
             Fixture { cfg: bf.cfg.clone(), cpu, gpu: gpu_w }
         })
     }

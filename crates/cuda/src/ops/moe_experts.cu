@@ -219,7 +219,7 @@ struct Int4Rows {
         const int k0 = kt * GEMM_BK;
         const unsigned int group = __ldg(reinterpret_cast<const unsigned int*>(src() + K / 2) + k0 / INT4_GROUP);
         const float scale = __half2float(__ushort_as_half((unsigned short)(group & 0xffff)));
-        const float shift = (float)(8 - (int)((group >> 16) & 15));  // q − z = (q − 8) + shift
+        const float shift = (float)(8 - (int)((group >> 16) & 0xff));  // q − z = (q − 8) + shift
         const uint4 raw = *reinterpret_cast<const uint4*>(stages + (s * GEMM_BN + row) * (GEMM_BK / 2) + piece * 16);
         const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
         __nv_bfloat162 o[16];
