@@ -415,3 +415,42 @@ __device__ __forceinline__ void load16(const float* p, float (&out)[16]) {
         out[4 * i] = v.x, out[4 * i + 1] = v.y, out[4 * i + 2] = v.z, out[4 * i + 3] = v.w;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// int4 weights (GPTQ, AWQ, compressed-tensors W4A16: `weights.rs` repacks all of them into this
+// one layout at load). A matrix [rows, K] is rows of INT4_ROW_BYTES(K) bytes each:
+//   - K/2 bytes of 4-bit values q (0..15). 32-bit word w holds columns 8w .. 8w+7, ordered so that
+//     (word >> 4s) & 0x000F000F holds columns 8w + 2s (bits 0-3) and 8w + 2s + 1 (bits 16-19);
+//   - then one 32-bit word per group of 128 columns: bits 0-15 the f16 scale s, bits 16-23 the
+//     zero point z (0..16; 8 for symmetric formats, 16 for GPTQ v1's stored 15): w = (q − z) · s.
+// The scales sit in the row, so a row streams as one piece and its scales land with it.
+#define INT4_GROUP 128
+#define INT4_ROW_BYTES(K) ((K) / 2 + (K) / 32)
+
+// The dots run like the FP8 ones: two 4-bit weights become the f16 pair (1024 + q) by one LOP3
+// (the value in the low mantissa bits of 1024), one HSUB2 takes 1032 off (q − 8, exact), one
+// HFMA2 multiplies and adds; x is held as f16 pairs scaled by FP8_X_SCALE. The caller multiplies
+// the sum by s · FP8_X_UNSCALE and adds s · (8 − z) · Σx for a zero point other than 8.
+__device__ __forceinline__ __half2 int4_pair(unsigned int word, int s) {
+    const unsigned int v = ((word >> (4 * s)) & 0x000F000Fu) | 0x64006400u;
+    return __hsub2(*reinterpret_cast<const __half2*>(&v), __halves2half2(__ushort_as_half(0x6408), __ushort_as_half(0x6408)));
+}
+
+// Σ (q[i] − 8) · x[i] · 2^-4 over the 8·N columns of N words, x as 4·N f16 pairs (scaled).
+template <int N>
+__device__ __forceinline__ float dot_int4(const unsigned int (&words)[N], const __half2* x) {
+    __half2 acc = __float2half2_rn(0.f);
+#pragma unroll
+    for (int i = 0; i < N; i++)
+#pragma unroll
+        for (int s = 0; s < 4; s++) acc = __hfma2(int4_pair(words[i], s), x[4 * i + s], acc);
+    const float2 f = __half22float2(acc);
+    return f.x + f.y;
+}
+
+// A group word → (s · FP8_X_UNSCALE, s · (8 − z)): the piece's dot d (dot_int4) over columns
+// whose true-valued sum is xsum contributes d · a.x + xsum · a.y.
+__device__ __forceinline__ float2 int4_group(unsigned int word) {
+    const float s = __half2float(__ushort_as_half((unsigned short)(word & 0xffff)));
+    return make_float2(s * FP8_X_UNSCALE, s * (float)(8 - (int)((word >> 16) & 0xff)));
+}

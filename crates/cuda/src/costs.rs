@@ -140,6 +140,9 @@ pub fn kernel_costs(model: &CudaModel) -> Result<Vec<Cost>> {
     // The MoE block per path and token count.
     let moe = &w.layers[0].moe;
     for (t, grouped) in [(1usize, false), (4, false), (4, true), (64, true), (512, true), (4096, true)] {
+        if !grouped && !moe.is_bf16() {
+            continue; // FP8 and int4 experts have only the grouped path
+        }
         let reps = if t >= 512 { 5 } else { 200 };
         let us = time_us(gpu, reps, &mut || moe_block_path(gpu, moe, x.ptr(), t, &scratch, y.ptr(), grouped))?;
         let path = if grouped { "grouped" } else { "gemv" };

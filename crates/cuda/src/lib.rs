@@ -8,6 +8,7 @@
 //! within a decode step, `costs` times ops alone (`solo bench --kernels`).
 
 pub mod costs;
+pub mod int4;
 pub mod kernels;
 pub mod model;
 pub mod mtp;

@@ -36,3 +36,20 @@ extern "C" __global__ void fill_random_fp8(unsigned char* __restrict__ dst, long
         dst[i] = (unsigned char)(two & 0xff);
     }
 }
+
+// int4 rows (common.cuh's layout) of `cols` columns: random values q (0..15), every group word
+// the f16 `scale` with zero point 8, so w = (q − 8) · s spans about ±8 s.
+extern "C" __global__ void fill_random_int4_rows(unsigned int* __restrict__ dst, long long rows, int cols,
+                                                 unsigned long long seed, float scale) {
+    pdl_wait();
+    const int values = cols / 8, words = values + cols / INT4_GROUP;
+    const unsigned int group = (unsigned int)__half_as_ushort(__float2half_rn(scale)) | (8u << 16);
+    const long long n = rows * words;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        const int w = (int)(i % words);
+        // 16 random bits from each of two draws (hash_uniform has 24)
+        const unsigned int hi = (unsigned int)((hash_uniform(seed, 2 * i) + 1.f) * 8388608.f) & 0xffffu;
+        const unsigned int lo = (unsigned int)((hash_uniform(seed, 2 * i + 1) + 1.f) * 8388608.f) & 0xffffu;
+        dst[i] = w < values ? hi << 16 | lo : group;
+    }
+}

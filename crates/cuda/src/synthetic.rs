@@ -7,7 +7,7 @@
 use crate::kernels::{kernel_file, Launch};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{
-    AttentionGpu, ExpertScales, GdnGpu, LayerGpu, Matrix, MixerGpu, ModelGpu, MoeGpu, MtpGpu, Vector,
+    AttentionGpu, ExpertScales, GdnGpu, LayerGpu, Matrix, MixerGpu, ModelGpu, MoeGpu, MtpGpu, SharedExpert, Vector,
 };
 use anyhow::Result;
 use solo_model::{LayerKind, ModelConfig, Precision};
@@ -18,6 +18,7 @@ kernel_file! {
         fn fill_random_bf16(dst: DevPtr, n: i64, seed: Seed, center: f32, scale: f32);
         fn fill_random_f32(dst: DevPtr, n: i64, seed: Seed, center: f32, scale: f32);
         fn fill_random_fp8(dst: DevPtr, n: i64, seed: Seed, center: f32, scale: f32);
+        fn fill_random_int4_rows(dst: DevPtr, rows: i64, cols: i32, seed: Seed, scale: f32);
     }
 }
 
@@ -48,6 +49,8 @@ struct Maker<'g> {
     buffers: Vec<DevBuf>,
     /// Whether the matrices the FP8 release quantises are made e4m3.
     fp8: bool,
+    /// Whether the routed experts are made int4 (the GPTQ-Int4 release's shape).
+    int4: bool,
 }
 
 impl Maker<'_> {
@@ -86,6 +89,18 @@ impl Maker<'_> {
         Ok((ptr, scales))
     }
 
+    /// int4 rows [rows, cols] (`int4.rs`'s layout), w = (q − 8) · s with s ≈ √(3/cols)/8 (an f16).
+    fn int4_rows(&mut self, rows: usize, cols: usize) -> Result<DevPtr> {
+        let buf = self.gpu.alloc(rows * crate::int4::row_bytes(cols))?;
+        self.seed += 1;
+        let s = (3.0 / cols as f32).sqrt() / 8.0;
+        let launch = Launch::new((4096, 1, 1), 256, 0);
+        synthetic_cu::fill_random_int4_rows(self.gpu, launch, buf.ptr(), rows as i64, cols as i32, self.seed, s)?;
+        let ptr = buf.ptr();
+        self.buffers.push(buf);
+        Ok(ptr)
+    }
+
     fn vector(&mut self, len: usize, center: f32, scale: f32) -> Result<Vector> {
         Ok(Vector { ptr: self.fill(synthetic_cu::fill_random_f32, 4, len, center, scale)?, len })
     }
@@ -93,7 +108,7 @@ impl Maker<'_> {
 
 /// One random bf16 matrix [rows, cols] as the synthetic model's are made, with the buffer that owns it.
 pub fn random_matrix(gpu: &Gpu, rows: usize, cols: usize, seed: u64) -> Result<(Matrix, DevBuf)> {
-    let mut m = Maker { gpu, seed, buffers: Vec::new(), fp8: false };
+    let mut m = Maker { gpu, seed, buffers: Vec::new(), fp8: false, int4: false };
     let w = m.matrix(rows, cols)?;
     Ok((w, m.buffers.pop().unwrap()))
 }
@@ -111,7 +126,13 @@ pub fn random_model(layers: usize, max_seq: usize, precision: Precision) -> Resu
 pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig, precision: Precision) -> Result<ModelGpu> {
     crate::weights::check_real_widths(cfg)?;
     let fp8 = precision == Precision::Fp8Block128;
-    let mut m = Maker { gpu, seed: 0x5017, buffers: Vec::new(), fp8 };
+    let int4 = matches!(precision, Precision::Int4 { .. });
+    anyhow::ensure!(
+        !int4 || precision == (Precision::Int4 { group: crate::int4::GROUP }),
+        "the synthetic int4 model has groups of {}",
+        crate::int4::GROUP
+    );
+    let mut m = Maker { gpu, seed: 0x5017, buffers: Vec::new(), fp8, int4 };
     let h = cfg.hidden_size;
     let embed_tokens = m.matrix(cfg.vocab_size, h)?;
     let final_norm = m.vector(h, 1.0, 0.1)?;
@@ -170,7 +191,16 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
         }
     };
     let experts = cfg.num_experts + 1; // + the shared expert
-    let (gate_up, down, fp8_scales) = if fp8 {
+    let mut int4_shared = None;
+    let (gate_up, down, fp8_scales) = if m.int4 {
+        // the routed experts int4, the shared one bf16 apart
+        let gate_up = m.int4_rows(cfg.num_experts * 1024, h)?;
+        let down = m.int4_rows(cfg.num_experts * h, 512)?;
+        let shared_gate_up = m.fill(synthetic_cu::fill_random_bf16, 2, 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
+        let shared_down = m.fill(synthetic_cu::fill_random_bf16, 2, h * 512, 0.0, (3.0f32 / 512.0).sqrt())?;
+        int4_shared = Some(SharedExpert { gate_up: shared_gate_up, down: shared_down });
+        (gate_up, down, None)
+    } else if fp8 {
         let (gate_up, gs) = m.fp8_rows(experts * 1024, h)?;
         let (down, ds) = m.fp8_rows(experts * h, 512)?;
         (gate_up, down, Some(ExpertScales { gate_up: gs, down: ds }))
@@ -184,6 +214,6 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
         post_attention_norm: m.vector(h, 1.0, 0.1)?,
         mixer,
         // router: 256 experts' rows + the shared expert's gate row
-        moe: MoeGpu { router: m.matrix(cfg.num_experts + 1, h)?, gate_up, down, fp8_scales },
+        moe: MoeGpu { router: m.matrix(cfg.num_experts + 1, h)?, gate_up, down, fp8_scales, int4_shared },
     })
 }

@@ -9,7 +9,7 @@
 
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::staged_upload::StagedUpload;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use solo_model::tensor::FP8_BLOCK;
 use solo_model::weights::{AttentionWeights, ExpertWeights, GdnWeights, LayerWeights, Mixer, MoeWeights, MtpWeights};
 use solo_model::{DType, ModelConfig, ModelWeights, Precision, Tensor};
@@ -126,6 +126,25 @@ pub struct MoeGpu {
     pub down: DevPtr,
     /// For FP8 experts, their block scales.
     pub fp8_scales: Option<ExpertScales>,
+    /// For int4 experts: `gate_up` and `down` hold the 256 routed experts' rows in the int4 layout
+    /// (`int4.rs`: [256 × 1024] rows of 1088 bytes, [256 × 2048] rows of 272 bytes) and the shared
+    /// expert is here, in bf16 (the GPTQ-Int4 release keeps it 16-bit).
+    pub int4_shared: Option<SharedExpert>,
+}
+
+/// The shared expert of an int4 layer, bf16: gate_up [1024, 2048] (gate rows, then up rows),
+/// down [2048, 512].
+#[derive(Clone, Copy, Debug)]
+pub struct SharedExpert {
+    pub gate_up: DevPtr,
+    pub down: DevPtr,
+}
+
+impl MoeGpu {
+    /// Whether the experts are bf16 (the expert GEMVs' format; FP8 and int4 take the grouped GEMMs).
+    pub fn is_bf16(&self) -> bool {
+        self.fp8_scales.is_none() && self.int4_shared.is_none()
+    }
 }
 
 /// The block scales of FP8 experts, f32: gate_up [257, 8, 16] (per expert 4 block rows of gate,
@@ -305,13 +324,17 @@ impl<'g> Uploader<'g> {
     }
 
     /// Routed experts plus the shared one as expert `experts.len()`: (gate_up, down) buffers,
-    /// and their block scales when they are FP8 (all or none of them).
-    pub fn experts(
-        &mut self,
-        experts: &[ExpertWeights],
-        shared: &ExpertWeights,
-    ) -> Result<(DevPtr, DevPtr, Option<ExpertScales>)> {
+    /// and their block scales when they are FP8 (all or none of them). int4 routed experts go up
+    /// in the kernels' int4 rows (`int4.rs`) with the shared expert apart in bf16.
+    pub fn experts(&mut self, experts: &[ExpertWeights], shared: &ExpertWeights) -> Result<Experts> {
+        let routed = |e: &ExpertWeights| [&e.gate, &e.up, &e.down].map(|t| t.dtype);
+        if experts.iter().all(|e| routed(e) == [DType::I4; 3]) {
+            return self.experts_int4(experts, shared);
+        }
         let all: Vec<&ExpertWeights> = experts.iter().chain(std::iter::once(shared)).collect();
+        if all.iter().any(|e| routed(e).contains(&DType::I4)) {
+            bail!("the experts of a layer mix int4 and other matrices; the CUDA backend reads int4 routed experts (all of them) with a 16-bit shared expert");
+        }
         let fp8 = shared.gate.dtype == DType::F8E4M3;
         if all.iter().any(|e| [&e.gate, &e.up, &e.down].iter().any(|t| (t.dtype == DType::F8E4M3) != fp8)) {
             bail!("the experts of a layer mix FP8 and bf16 matrices; solo reads all of one precision");
@@ -324,7 +347,8 @@ impl<'g> Uploader<'g> {
                 gate_up.push(bf16_bytes(&e.up));
                 down.push(bf16_bytes(&e.down));
             }
-            return Ok((self.upload(&slices(&gate_up))?, self.upload(&slices(&down))?, None));
+            let (gate_up, down) = (self.upload(&slices(&gate_up))?, self.upload(&slices(&down))?);
+            return Ok(Experts { gate_up, down, fp8_scales: None, int4_shared: None });
         }
         let (mut gate_up_s, mut down_s) = (Vec::new(), Vec::new());
         for e in &all {
@@ -338,7 +362,26 @@ impl<'g> Uploader<'g> {
             down_s.extend(s);
         }
         let scales = ExpertScales { gate_up: self.upload_f32(&gate_up_s)?, down: self.upload_f32(&down_s)? };
-        Ok((self.upload(&slices(&gate_up))?, self.upload(&slices(&down))?, Some(scales)))
+        let (gate_up, down) = (self.upload(&slices(&gate_up))?, self.upload(&slices(&down))?);
+        Ok(Experts { gate_up, down, fp8_scales: Some(scales), int4_shared: None })
+    }
+
+    /// `experts` for int4 routed experts: each matrix repacked into the kernels' rows; the shared
+    /// expert bf16 (dequantised if the checkpoint quantised it too).
+    fn experts_int4(&mut self, experts: &[ExpertWeights], shared: &ExpertWeights) -> Result<Experts> {
+        let (mut gate_up, mut down) = (Vec::new(), Vec::new());
+        for (i, e) in experts.iter().enumerate() {
+            let context = || format!("expert {i}");
+            int4_rows(&e.gate, &mut gate_up).with_context(context)?;
+            int4_rows(&e.up, &mut gate_up).with_context(context)?;
+            int4_rows(&e.down, &mut down).with_context(context)?;
+        }
+        let gate_up = self.upload(&[&gate_up])?;
+        let down = self.upload(&[&down])?;
+        let shared_gate_up = self.stacked_bf16(&[&shared.gate, &shared.up])?.ptr;
+        let shared_down = self.stacked_bf16(&[&shared.down])?.ptr;
+        let int4_shared = Some(SharedExpert { gate_up: shared_gate_up, down: shared_down });
+        Ok(Experts { gate_up, down, fp8_scales: None, int4_shared })
     }
 
     /// The buffers, once every copy has landed.
@@ -346,6 +389,32 @@ impl<'g> Uploader<'g> {
         self.staged.finish()?;
         Ok(self.buffers)
     }
+}
+
+/// A layer's experts on the GPU, as `MoeGpu` holds them.
+pub struct Experts {
+    pub gate_up: DevPtr,
+    pub down: DevPtr,
+    pub fp8_scales: Option<ExpertScales>,
+    pub int4_shared: Option<SharedExpert>,
+}
+
+/// An int4 matrix's rows in the kernels' layout, appended to `out`. Act-order (a column
+/// permutation) is refused: the kernels read columns in order.
+fn int4_rows(t: &Tensor, out: &mut Vec<u8>) -> Result<()> {
+    let Some((q, gq)) = t.int4() else { bail!("not an int4 matrix: {t:?}") };
+    if gq.perm.is_some() {
+        bail!("int4 weights with act-order (desc_act, a g_idx that reorders columns): the CUDA backend reads them in order; the CPU backend (--backend cpu) runs them");
+    }
+    let m = crate::int4::Int4Matrix {
+        rows: t.shape[0],
+        cols: t.row_len(),
+        group: gq.group,
+        q,
+        scales: &gq.scales,
+        zeros: gq.zeros.as_deref(),
+    };
+    crate::int4::repack_into(&m, out)
 }
 
 /// Borrowed slices of each part, for one upload of their concatenation.
@@ -417,8 +486,14 @@ impl AttentionGpu {
 
 impl MoeGpu {
     pub fn upload(up: &mut Uploader, m: &MoeWeights) -> Result<Self> {
-        let (gate_up, down, fp8_scales) = up.experts(&m.experts, &m.shared_expert)?;
-        Ok(MoeGpu { router: up.stacked_bf16(&[&m.router, &m.shared_expert_gate])?, gate_up, down, fp8_scales })
+        let Experts { gate_up, down, fp8_scales, int4_shared } = up.experts(&m.experts, &m.shared_expert)?;
+        Ok(MoeGpu {
+            router: up.stacked_bf16(&[&m.router, &m.shared_expert_gate])?,
+            gate_up,
+            down,
+            fp8_scales,
+            int4_shared,
+        })
     }
 }
 

@@ -22,6 +22,8 @@ use std::time::Instant;
 pub enum PrecisionArg {
     Bf16,
     Fp8,
+    /// The GPTQ-Int4 release's shape: the routed experts int4 (groups of 128), the rest bf16.
+    Int4,
 }
 
 impl From<PrecisionArg> for Precision {
@@ -29,6 +31,7 @@ impl From<PrecisionArg> for Precision {
         match p {
             PrecisionArg::Bf16 => Precision::Bf16,
             PrecisionArg::Fp8 => Precision::Fp8Block128,
+            PrecisionArg::Int4 => Precision::Int4 { group: solo_cuda::int4::GROUP },
         }
     }
 }

@@ -25,7 +25,7 @@ use crate::kernels::{kernel_file, Launch};
 use crate::ops::linear::{gemv_tokens_accumulate, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevPtr, Gpu};
-use crate::weights::{ExpertScales, Matrix, MoeGpu, Vector};
+use crate::weights::{ExpertScales, Matrix, MoeGpu, SharedExpert, Vector};
 use anyhow::{ensure, Result};
 
 kernel_file! {
@@ -41,6 +41,7 @@ kernel_file! {
     /// `moe_decode.cu`'s kernels.
     pub mod moe_decode_cu = "moe_decode.cu" {
         fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
         fn moe_decode_block_fp8(w_o: DevPtr, w_o_scales: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, gate_up_scales: DevPtr, down: DevPtr, down_scales: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
     }
 }
@@ -51,8 +52,10 @@ kernel_file! {
         fn moe_down_gemv(act: DevPtr, down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
         fn moe_gate_up_grouped(x: DevPtr, gate_up: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_gate_up_grouped_fp8(x: DevPtr, gate_up: DevPtr, scales: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped_int4(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_down_grouped(act: DevPtr, down: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_fp8(act: DevPtr, down: DevPtr, scales: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
+        fn moe_down_grouped_int4(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
     }
 }
 
@@ -151,9 +154,9 @@ impl Layout {
 
 /// out (f32 `[t, 2048]`, overwritten, not added to the residual) = Σ routed w_e·expert_e(x) +
 /// sigmoid(x·w_sg)·shared(x), for x bf16 `[t, 2048]` (normalised input). Scratch buffers 0 and 1.
-/// FP8 experts take the grouped GEMMs at every `t` (the expert GEMVs read bf16).
+/// FP8 and int4 experts take the grouped GEMMs at every `t` (the expert GEMVs read bf16).
 pub fn moe_block(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, scratch: &Scratch, out: DevPtr) -> Result<()> {
-    moe_block_path(gpu, w, x, t, scratch, out, t > GEMV_MAX_T || w.fp8_scales.is_some())
+    moe_block_path(gpu, w, x, t, scratch, out, t > GEMV_MAX_T || !w.is_bf16())
 }
 
 pub(crate) fn moe_block_path(
@@ -165,7 +168,7 @@ pub(crate) fn moe_block_path(
     out: DevPtr,
     grouped: bool,
 ) -> Result<()> {
-    ensure!(grouped || w.fp8_scales.is_none(), "moe_block: the expert GEMVs read bf16 experts, these are FP8");
+    ensure!(grouped || w.is_bf16(), "moe_block: the expert GEMVs read bf16 experts, these are not");
     let l = Layout::new(scratch, t)?;
     route(gpu, w, x, t, &l, grouped)?;
     gpu.zero(out, t * HIDDEN * 4)?; // both expert paths add into `out`
@@ -201,6 +204,9 @@ pub fn moe_decode(
 ) -> Result<()> {
     if let Some(scales) = w.fp8_scales {
         return moe_decode_fp8(gpu, mixer, w, scales, h, norm, eps, scratch);
+    }
+    if let Some(shared) = w.int4_shared {
+        return moe_decode_int4(gpu, mixer, w, shared, h, norm, eps, scratch);
     }
     // the fused kernel wants a block per router row (2 per SM): ≥ 129 SMs (H100 SXM, H200)
     if 2 * gpu.sms < ROUTER_ROWS as u32 {
@@ -265,6 +271,42 @@ fn moe_decode_fp8(
     )
 }
 
+/// `moe_decode` for int4 routed experts (the output projection, router and shared expert bf16):
+/// `moe_decode_block_int4`, which has no four-kernel form.
+#[allow(clippy::too_many_arguments)]
+fn moe_decode_int4(
+    gpu: &Gpu,
+    mixer: MixerOut,
+    w: &MoeGpu,
+    shared: SharedExpert,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    scratch: &Scratch,
+) -> Result<()> {
+    check_decode_shapes(&mixer, w, norm)?;
+    ensure!(2 * gpu.sms >= ROUTER_ROWS as u32, "int4 decode needs a GPU with at least 129 SMs (it has {})", gpu.sms);
+    ensure!(mixer.w.fp8_scales.is_none(), "moe_decode: int4 experts with an FP8 output projection");
+    let l = Layout::new(scratch, 1)?;
+    moe_decode_cu::moe_decode_block_int4(
+        gpu,
+        Launch::new((2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true),
+        mixer.w.ptr,
+        mixer.y,
+        w.router.ptr,
+        w.gate_up,
+        w.down,
+        shared.gate_up,
+        shared.down,
+        h,
+        norm.ptr,
+        eps,
+        l.logits,
+        l.act,
+        scratch.grid_barrier(),
+    )
+}
+
 /// `moe_decode` as four kernels, for t ≤ 8 tokens at once (1: the decode step's form on GPUs
 /// with fewer than 129 SMs; more: the multi-token decode step), bf16 weights: h[i] += mixer.w ·
 /// y[i], then h[i] += MoE(RMSNorm(h[i])), for y bf16 `[t, 4096]` and h f32 `[t, 2048]`. The
@@ -284,7 +326,7 @@ pub fn moe_decode_kernels(
     t: usize,
     scratch: &Scratch,
 ) -> Result<()> {
-    ensure!(w.fp8_scales.is_none(), "moe_decode_kernels: FP8 experts (this form is bf16)");
+    ensure!(w.is_bf16(), "moe_decode_kernels: FP8 or int4 experts (this form is bf16)");
     check_decode_shapes(&mixer, w, norm)?;
     gemv_tokens_accumulate(gpu, mixer.y, mixer.w, t, h)?;
     let l = Layout::new(scratch, t)?;
@@ -401,6 +443,34 @@ fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) ->
         let down = Launch::new(down_grid, GEMM_THREADS, GEMM_SHARED_FP8 as u32);
         return moe_experts_cu::moe_down_grouped_fp8(
             gpu, down, l.act, w.down, s.down, l.perm, l.weights, tiles, total, out,
+        );
+    }
+    if let Some(shared) = w.int4_shared {
+        // B stages in bf16 too: the shared expert's tiles
+        let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, GEMM_SHARED as u32);
+        moe_experts_cu::moe_gate_up_grouped_int4(
+            gpu,
+            gate_up,
+            x,
+            w.gate_up,
+            shared.gate_up,
+            l.perm,
+            tiles,
+            total,
+            l.act,
+        )?;
+        let down = Launch::new(down_grid, GEMM_THREADS, GEMM_SHARED as u32);
+        return moe_experts_cu::moe_down_grouped_int4(
+            gpu,
+            down,
+            l.act,
+            w.down,
+            shared.down,
+            l.perm,
+            l.weights,
+            tiles,
+            total,
+            out,
         );
     }
     let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, GEMM_SHARED as u32);
@@ -676,7 +746,7 @@ mod tests {
         let dn = gpu.alloc(down.rows * down.cols * 2).unwrap();
         crate::ops::linear::dequantize(gpu, &gate_up, gu.ptr()).unwrap();
         crate::ops::linear::dequantize(gpu, &down, dn.ptr()).unwrap();
-        let bf16 = MoeGpu { gate_up: gu.ptr(), down: dn.ptr(), fp8_scales: None, ..f.gpu.clone() };
+        let bf16 = MoeGpu { gate_up: gu.ptr(), down: dn.ptr(), fp8_scales: None, int4_shared: None, ..f.gpu.clone() };
         for (t, seed) in [(1usize, 31u64), (4, 32), (300, 33)] {
             let x = input(seed, t);
             let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
@@ -836,6 +906,104 @@ mod tests {
             moe_decode(gpu, MixerOut { ..mixer }, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
             let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
             assert_close(&format!("moe_decode FP8, launch {round}"), &got, &want, FP8_TOL);
+        }
+    }
+
+    /// `fixture()`'s layer with its routed experts rounded to int4 (groups of 128, f16 scales; the
+    /// GPTQ-Int4 release's shape), the router and the shared expert bf16 as they were. Every
+    /// third expert gets zero points 6..=10 and 16 (asymmetric formats, GPTQ v1's +1), so both
+    /// forms of the group word are exercised. Uploaded through `MoeGpu::upload`, as a checkpoint's.
+    fn fixture_int4() -> &'static Fixture {
+        static F: OnceLock<Fixture> = OnceLock::new();
+        F.get_or_init(|| {
+            use crate::int4::{quantize_symmetric, GROUP};
+            use solo_model::int4::GroupQuant;
+            let bf = fixture();
+            let q = |t: &Tensor, e: usize| {
+                let (rows, cols) = (t.shape[0], t.shape[1]);
+                let (packed, scales, _) = quantize_symmetric(&t.to_f32(), rows, cols);
+                let zeros = e
+                    .is_multiple_of(3)
+                    .then(|| (0..scales.len()).map(|i| if i % 7 == 0 { 16 } else { 6 + (i % 5) as u8 }).collect());
+                Tensor::from_int4(rows, cols, &packed, GroupQuant { group: GROUP, scales, zeros, perm: None })
+            };
+            let qe = |(i, e): (usize, &ExpertWeights)| ExpertWeights {
+                gate: q(&e.gate, i),
+                up: q(&e.up, i),
+                down: q(&e.down, i),
+            };
+            let mut experts: Vec<Option<ExpertWeights>> = (0..EXPERTS).map(|_| None).collect();
+            std::thread::scope(|s| {
+                for (c, (part, src)) in experts.chunks_mut(16).zip(bf.cpu.experts.chunks(16)).enumerate() {
+                    s.spawn(move || {
+                        part.iter_mut()
+                            .zip(src.iter().enumerate())
+                            .for_each(|(slot, (j, e))| *slot = Some(qe((16 * c + j, e))))
+                    });
+                }
+            });
+            let cpu = MoeWeights {
+                router: bf.cpu.router.clone(),
+                experts: experts.into_iter().map(|e| e.unwrap()).collect(),
+                shared_expert: ExpertWeights {
+                    gate: bf.cpu.shared_expert.gate.clone(),
+                    up: bf.cpu.shared_expert.up.clone(),
+                    down: bf.cpu.shared_expert.down.clone(),
+                },
+                shared_expert_gate: bf.cpu.shared_expert_gate.clone(),
+            };
+            let mut up = Uploader::new(gpu()).unwrap();
+            let gpu_w = MoeGpu::upload(&mut up, &cpu).unwrap();
+            assert!(gpu_w.int4_shared.is_some() && gpu_w.fp8_scales.is_none());
+            std::mem::forget(up.finish().unwrap());
+            Fixture { cfg: bf.cfg.clone(), cpu, gpu: gpu_w }
+        })
+    }
+
+    /// The int4 grouped GEMMs (prefill, and every token count: int4 experts have no GEMV path)
+    /// against the CPU on the dequantised experts.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn moe_block_int4_matches_cpu() {
+        let gpu = gpu();
+        let f = fixture_int4();
+        for (t, seed) in [(1usize, 41u64), (4, 42), (300, 43)] {
+            let x = input(seed, t);
+            let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
+            let out = gpu.alloc(t * HIDDEN * 4).unwrap();
+            moe_block(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), out.ptr()).unwrap();
+            let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
+            let want = moe_forward(&f.cfg, &f.cpu, &x);
+            check_against_cpu(f, &format!("moe_block int4 t={t} (grouped)"), &got, &want, &x, 1e-2);
+        }
+        let err = moe_block_path(gpu, &f.gpu, 0, 2, &Scratch::new(gpu, 2).unwrap(), 0, false).unwrap_err();
+        assert!(err.to_string().contains("bf16 experts"), "{err}");
+    }
+
+    /// The int4 form of the decode step's MoE kernel (W_o, router and shared expert bf16) against
+    /// the CPU over the dequantised experts, over three launches.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn moe_decode_int4_matches_cpu() {
+        let gpu = gpu();
+        let f = fixture_int4();
+        let mixer = MixerFixture::new();
+        let h = random(21, HIDDEN, 2.0);
+        let h1 = mixer.added_to(&h);
+        let norm_w = random(22, HIDDEN, 0.3);
+        let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
+        assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
+        let mut want = h1.clone();
+        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, &x));
+        let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+        let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
+        let scratch = Scratch::new(gpu, 1).unwrap();
+        poison_scratch(&scratch);
+        for round in 0..3 {
+            let hb = gpu.upload_f32(&h).unwrap();
+            moe_decode(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+            let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
+            assert_close(&format!("moe_decode int4, launch {round}"), &got, &want, FP8_TOL);
         }
     }
 

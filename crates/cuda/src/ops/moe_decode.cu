@@ -132,21 +132,24 @@ __device__ __forceinline__ const bf16* gate_row(const bf16* gate_up, int expert,
 // Width of the mixers' outputs, the input of W_o: GDN 32 heads × 128, attention 16 heads × 256.
 #define MIXER_OUT 4096
 
-// 96 registers (256 threads, 2 blocks per SM: 49,152 of the SM's 65,536) leave room for the block
-// of the kernel before (GDN step 128 × 80, attention combine 256 × 64) to finish beside them
-// while this kernel's weights stream in (PDL); at the default 110 they would wait for it.
-extern "C" __global__ void __maxnreg__(96)
-    moe_decode_block(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
-                     const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
-                     const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-                     unsigned long long* __restrict__ arrivals) {
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    MoeDecodeShared& s = *reinterpret_cast<MoeDecodeShared*>(smem_raw);
+// Phases 0 and 1 of moe_decode_block, which its int4 form shares (W_o, the router and the
+// shared expert are bf16 in both): h[c] += W_o[c] · y (hc keeps it), the router logits, and the
+// shared expert's (gate, up) pair into act[8]; `base` is the barrier count at the launch's start.
+// shared_gate_up: bf16 [1024, 2048] (gate rows, then up rows); shared_down: bf16 [2048, 512].
+// Returns past the second barrier, with x = RMSNorm(h) staged in s.xs.
+__device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* __restrict__ w_o,
+                                                const bf16* __restrict__ y, const bf16* __restrict__ router,
+                                                const bf16* __restrict__ shared_gate_up,
+                                                const bf16* __restrict__ shared_down, float* __restrict__ h,
+                                                const float* __restrict__ w1p, float eps, float* __restrict__ logits,
+                                                float* __restrict__ act, unsigned long long* __restrict__ arrivals,
+                                                float& hc, unsigned long long& base) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int G = gridDim.x, W = G * MOE_WARPS, gw = blockIdx.x * MOE_WARPS + warp;
+    const int G = gridDim.x, gw = blockIdx.x * MOE_WARPS + warp;
     const int c = gw;  // this warp's output column (phases 0 and 3), if < HIDDEN
     bf16* ring = s.ring[warp][0];
     bf16* ring1 = s.ring[warp][1];
+    hc = 0.f;
 
     // ---- 0. weights first, three commit groups per thread: W_o's row c (8 KB, filling the
     // warp's ring), the router row (warp 0 of a block b < 257: row b, into act, which is staged
@@ -161,7 +164,6 @@ extern "C" __global__ void __maxnreg__(96)
     bf16* router_row = reinterpret_cast<bf16*>(&s.act[0][0]);
     if (warp == 0 && blockIdx.x < ROUTER_ROWS) request_row(router_row, router + (size_t)blockIdx.x * HIDDEN);
     else cp_async_commit();
-    const bf16* shared_down = down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM;
     if (c < HIDDEN) {
 #pragma unroll
         for (int j = 0; j < EXPERT_DIM / 256; j++)
@@ -172,13 +174,11 @@ extern "C" __global__ void __maxnreg__(96)
     pdl_wait();
     // The barrier count at this launch's start: the last launch is done, so a multiple of G (a
     // block that starts late may already see some of this launch's arrivals: rounded down).
-    unsigned long long base;
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(base) : "l"(arrivals) : "memory");
     base -= base % G;
     // y → shared memory (bf16, in xs's 8 KB), then h[c] += W_o[c] · y: each lane its 16 pieces
     // j·256 + 8·lane in order with dot_piece, then the warp (GemvTile<4096>::dot's order). hc
     // keeps h[c] for phase 3 (only this warp writes it).
-    float hc = 0.f;
     {
         uint4* ys = reinterpret_cast<uint4*>(s.xs);
         const uint4 y0 = __ldcg(reinterpret_cast<const uint4*>(y) + threadIdx.x);
@@ -205,8 +205,8 @@ extern "C" __global__ void __maxnreg__(96)
     // 512) requests it now; it needs no routing and is taken before the routing (phase 1).
     const bool shared_first = gw < PAIRS;
     if (shared_first) {
-        request_row(ring, gate_row(gate_up, SHARED_EXPERT, gw));
-        request_row(ring1, gate_row(gate_up, SHARED_EXPERT, gw) + (size_t)EXPERT_DIM * HIDDEN);
+        request_row(ring, shared_gate_up + (size_t)gw * HIDDEN);
+        request_row(ring1, shared_gate_up + (size_t)(gw + EXPERT_DIM) * HIDDEN);
     }
     grid_barrier(arrivals, base + G);
 
@@ -221,7 +221,6 @@ extern "C" __global__ void __maxnreg__(96)
     // The (gate, up) pairs are numbered shared expert first: pair p < 512 is the shared expert's
     // row pair p, pair 512 + q the routed one q = slot·512 + i; warp gw takes pairs gw, gw + W, ...
     // (rows k = 2m + (0 gate, 1 up) of pair gw + m·W); a shared pair is always a warp's first.
-    const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
     if (shared_first) {
         LaneX x;
         x.load(s.xs);
@@ -230,6 +229,30 @@ extern "C" __global__ void __maxnreg__(96)
         if (lane == 0) act[TOP_K * EXPERT_DIM + gw] = silu(g) * u;
     }
     grid_wait(arrivals, base + 2 * G);
+}
+
+// 96 registers (256 threads, 2 blocks per SM: 49,152 of the SM's 65,536) leave room for the block
+// of the kernel before (GDN step 128 × 80, attention combine 256 × 64) to finish beside them
+// while this kernel's weights stream in (PDL); at the default 110 they would wait for it.
+extern "C" __global__ void __maxnreg__(96)
+    moe_decode_block(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+                     const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
+                     const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+                     unsigned long long* __restrict__ arrivals) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    MoeDecodeShared& s = *reinterpret_cast<MoeDecodeShared*>(smem_raw);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int G = gridDim.x, W = G * MOE_WARPS, gw = blockIdx.x * MOE_WARPS + warp;
+    const int c = gw;  // this warp's output column (phases 0 and 3), if < HIDDEN
+    bf16* ring = s.ring[warp][0];
+    bf16* ring1 = s.ring[warp][1];
+
+    float hc;
+    unsigned long long base;
+    moe_decode_head(s, w_o, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
+                    h, w1p, eps, logits, act, arrivals, hc, base);
+    const bool shared_first = gw < PAIRS;
+    const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
 
     // ---- 2. the routed experts' gate/up
     if (warp == 0) route_token(logits, s.ids, s.weights, nullptr);
@@ -312,6 +335,182 @@ extern "C" __global__ void __maxnreg__(96)
             sum += warp_sum(acc);
         }
         if (lane == 0) h[c] = hc + sum;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// moe_decode_block_int4: the routed experts in int4 (common.cuh's row layout: gate_up [256 × 1024]
+// rows of INT4_ROW_BYTES(2048) = 1088 bytes, down [256 × 2048] rows of 272 bytes), everything else
+// bf16 as in moe_decode_block (the GPTQ-Int4 release's shape: W_o, the router and the shared
+// expert stay 16-bit). Phases 0 and 1 are moe_decode_head's; phase 2 streams the routed gate/up
+// rows (every one of a warp's rows is requested at once: ≤ 6 rows of 1088 bytes in its 8 KB
+// ring); phase 3 reads the 8 routed down rows (272 bytes) and the shared one (bf16). Lane l owns
+// the 16-byte pieces j·512 + 16l of a gate/up row (columns j·1024 + 32l .. +32, group 8j + l/4);
+// lanes 0..3 copy the row's group words, which every lane reads after a __syncwarp.
+
+#define GU_ROW4 INT4_ROW_BYTES(HIDDEN)        // 1088
+#define DOWN_ROW4 INT4_ROW_BYTES(EXPERT_DIM)  // 272
+#define INT4_RING 6
+
+// This lane's x for int4 rows of HIDDEN: columns j·1024 + 32·lane .. +32 as scaled f16 pairs, and
+// their true-valued sums (for zero points other than 8).
+struct LaneX4 {
+    __half2 v[2][16];
+    float sum[2];
+    __device__ __forceinline__ void load(const float* xs) {
+        const int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            float total = 0.f;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float f[16];
+                load16(xs + j * 1024 + lane * 32 + h * 16, f);
+                to_x16(f, *reinterpret_cast<__half2(*)[8]>(&v[j][8 * h]));
+#pragma unroll
+                for (int i = 0; i < 16; i++) total += f[i];
+            }
+            sum[j] = total;
+        }
+    }
+};
+
+// An int4 row of HIDDEN into `dst` (shared), one commit group.
+__device__ __forceinline__ void request_row_int4(unsigned char* dst, const unsigned char* __restrict__ src) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int j = 0; j < 2; j++) cp_async16(dst + j * 512 + lane * 16, src + j * 512 + lane * 16, true);
+    if (lane < 4) cp_async16(dst + HIDDEN / 2 + lane * 16, src + HIDDEN / 2 + lane * 16, true);
+    cp_async_commit();
+}
+
+// An int4 gate or up row (landed, and the warp synced) · x.
+__device__ __forceinline__ float expert_row_dot_int4(const unsigned char* row, const LaneX4& x) {
+    const int lane = threadIdx.x & 31;
+    const unsigned int* groups = reinterpret_cast<const unsigned int*>(row + HIDDEN / 2);
+    float acc = 0.f;
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        const uint4 w = *reinterpret_cast<const uint4*>(row + j * 512 + lane * 16);
+        const unsigned int words[4] = {w.x, w.y, w.z, w.w};
+        const float2 g = int4_group(groups[8 * j + lane / 4]);
+        acc += dot_int4<4>(words, x.v[j]) * g.x + x.sum[j] * g.y;
+    }
+    return warp_sum(acc);
+}
+
+__device__ __forceinline__ const unsigned char* gate_row_int4(const unsigned char* gate_up, int expert, int i) {
+    return gate_up + ((size_t)expert * 2 * EXPERT_DIM + i) * GU_ROW4;
+}
+
+extern "C" __global__ void __maxnreg__(96)
+    moe_decode_block_int4(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+                          const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+                          const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down,
+                          float* __restrict__ h, const float* __restrict__ w1p, float eps, float* __restrict__ logits,
+                          float* __restrict__ act, unsigned long long* __restrict__ arrivals) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    MoeDecodeShared& s = *reinterpret_cast<MoeDecodeShared*>(smem_raw);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int G = gridDim.x, W = G * MOE_WARPS, gw = blockIdx.x * MOE_WARPS + warp;
+    const int c = gw;  // this warp's output column (phase 3), if < HIDDEN
+    unsigned char* ring = reinterpret_cast<unsigned char*>(s.ring[warp][0]);  // 8 KB
+
+    float hc;
+    unsigned long long base;
+    moe_decode_head(s, w_o, y, router, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, hc, base);
+    const bool shared_first = gw < PAIRS;
+    const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
+
+    // ---- 2. the routed experts' gate/up
+    if (warp == 0) route_token(logits, s.ids, s.weights, nullptr);
+    __syncthreads();
+    {
+        auto expert_of = [&](int k) { return s.ids[(gw + (k >> 1) * W - PAIRS) / PAIRS]; };
+        auto index_of = [&](int k) { return (gw + (k >> 1) * W - PAIRS) % PAIRS + (k & 1) * EXPERT_DIM; };
+        const int k0 = shared_first ? 2 : 0;
+#pragma unroll
+        for (int q = 0; q < INT4_RING; q++) {
+            if (k0 + q < n) request_row_int4(ring + q * GU_ROW4, gate_row_int4(gate_up, expert_of(k0 + q), index_of(k0 + q)));
+            else cp_async_commit();
+        }
+        LaneX4 x;
+        x.load(s.xs);
+        float g = 0.f;
+        for (int k = k0; k < n; k++) {
+            cp_async_wait<INT4_RING - 1>();  // row k has landed
+            __syncwarp();                     // (its group words came from lanes 0..3)
+            unsigned char* slot_k = ring + ((k - k0) % INT4_RING) * GU_ROW4;
+            const float v = expert_row_dot_int4(slot_k, x);
+            __syncwarp();  // every lane is done with the slot before it is refilled
+            if (k + INT4_RING < n)
+                request_row_int4(slot_k, gate_row_int4(gate_up, expert_of(k + INT4_RING), index_of(k + INT4_RING)));
+            else cp_async_commit();
+            if (k & 1) {
+                if (lane == 0) act[gw + (k >> 1) * W - PAIRS] = silu(g) * v;
+            } else {
+                g = v;
+            }
+        }
+    }
+    // Phase 3's routed down rows (8 × 272 bytes = 136 pieces of 16), in flight through the barrier.
+    if (c < HIDDEN) {
+#pragma unroll
+        for (int m = 0; m < 5; m++) {
+            const int q = lane + 32 * m, slot = q / 17, piece = q % 17;
+            if (q < TOP_K * 17)
+                cp_async16(ring + slot * DOWN_ROW4 + piece * 16,
+                           down + ((size_t)s.ids[slot] * HIDDEN + c) * DOWN_ROW4 + piece * 16, true);
+        }
+    }
+    cp_async_commit();
+    grid_barrier(arrivals, base + 3 * G);
+
+    // ---- 3. down, weighted over the slots, added to h
+    pdl_trigger();
+    {
+        constexpr int N = SLOTS * EXPERT_DIM / 4, PER = (N + 255) / 256;
+        float4 v[PER];
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int i = threadIdx.x + k * 256;
+            if (i < N) v[k] = __ldcg(reinterpret_cast<const float4*>(act) + i);
+        }
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int i = threadIdx.x + k * 256;
+            if (i < N) reinterpret_cast<float4*>(&s.act[0][0])[i] = v[k];
+        }
+    }
+    __syncthreads();
+    if (c < HIDDEN) {
+        cp_async_wait<0>();
+        __syncwarp();
+        float acc = 0.f;
+#pragma unroll
+        for (int slot = 0; slot < SLOTS; slot++) {
+            float a[16];
+            load16(&s.act[slot][lane * 16], a);
+            float part;
+            if (slot < TOP_K) {
+                const unsigned char* row = ring + slot * DOWN_ROW4;
+                const uint2 w = *reinterpret_cast<const uint2*>(row + lane * 8);
+                const unsigned int words[2] = {w.x, w.y};
+                __half2 ah[8];
+                to_x16(a, ah);
+                float asum = 0.f;
+#pragma unroll
+                for (int i = 0; i < 16; i++) asum += a[i];
+                const float2 g = int4_group(reinterpret_cast<const unsigned int*>(row + EXPERT_DIM / 2)[lane / 8]);
+                part = dot_int4<2>(words, ah) * g.x + asum * g.y;
+            } else {
+                const bf16* w = s.shared_down[warp] + lane * 16;
+                part = dot8(*reinterpret_cast<const uint4*>(w), a) + dot8(*reinterpret_cast<const uint4*>(w + 8), a + 8);
+            }
+            acc += s.weights[slot] * part;
+        }
+        acc = warp_sum(acc);
+        if (lane == 0) h[c] = hc + acc;
     }
 }
 

@@ -201,6 +201,42 @@ struct Fp8Rows {
     __device__ __forceinline__ const bf16* tile(int) const { return tile_s; }
 };
 
+// int4 (common.cuh's rows: K/2 bytes of 4-bit values, then a group word per 128 columns): a
+// stage's 64 columns of a row are 32 bytes; thread tid copies row tid/2, 16-byte piece tid%2 (32
+// weights), then widens them, (q − z) · s rounded to bf16, into the one bf16 tile.
+template <int K, typename Src>
+struct Int4Rows {
+    static constexpr bool CONVERTS = true;
+    unsigned char* stages;  // GEMM_STAGES x GEMM_BN x GEMM_BK / 2 bytes
+    bf16* tile_s;           // GEMM_BN x AS_STRIDE
+    Src src;                // src() → const unsigned char*: the start of this thread's row
+    __device__ __forceinline__ void load(int k0, int s) {
+        const int prow = threadIdx.x >> 1, pcol = (threadIdx.x & 1) * 16;
+        cp_async16(stages + (s * GEMM_BN + prow) * (GEMM_BK / 2) + pcol, src() + k0 / 2 + pcol, true);
+    }
+    __device__ __forceinline__ void convert(int kt, int s) {
+        const int row = threadIdx.x >> 1, piece = threadIdx.x & 1;
+        const int k0 = kt * GEMM_BK;
+        const unsigned int group = __ldg(reinterpret_cast<const unsigned int*>(src() + K / 2) + k0 / INT4_GROUP);
+        const float scale = __half2float(__ushort_as_half((unsigned short)(group & 0xffff)));
+        const float shift = (float)(8 - (int)((group >> 16) & 0xff));  // q − z = (q − 8) + shift
+        const uint4 raw = *reinterpret_cast<const uint4*>(stages + (s * GEMM_BN + row) * (GEMM_BK / 2) + piece * 16);
+        const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
+        __nv_bfloat162 o[16];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int p = 0; p < 4; p++) {
+                const float2 f = __half22float2(int4_pair(words[i], p));
+                o[4 * i + p] = __floats2bfloat162_rn((f.x + shift) * scale, (f.y + shift) * scale);
+            }
+        uint4* dst = reinterpret_cast<uint4*>(tile_s + row * AS_STRIDE + piece * 32);
+#pragma unroll
+        for (int q = 0; q < 4; q++) dst[q] = *reinterpret_cast<uint4*>(&o[4 * q]);
+    }
+    __device__ __forceinline__ const bf16* tile(int) const { return tile_s; }
+};
+
 // p[0..4] += a, b, c, d as one reduction (p 16-byte aligned, global memory).
 __device__ __forceinline__ void red_add_f32x4(float* p, float a, float b, float c, float d) {
     asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
@@ -286,9 +322,14 @@ __device__ __forceinline__ unsigned char* b_buffers(unsigned char* smem) {
     return smem + GEMM_STAGES * GEMM_BM * AS_STRIDE * sizeof(bf16);
 }
 
-// Runs the tile with B rows br → weight row `weight_row(br)` of `w` (row length K), bf16 or FP8
-// (scales: f32 per 128 x 128 block, K / 128 a block row).
-template <int K, bool FP8, typename RowOf>
+// The expert weights' formats (the grouped GEMMs' template argument).
+#define FMT_BF16 0
+#define FMT_FP8 1
+#define FMT_INT4 2
+
+// Runs the tile with B rows br → weight row `weight_row(br)` of `w` (row length K): bf16, FP8
+// (scales: f32 per 128 x 128 block, K / 128 a block row) or int4 (rows of INT4_ROW_BYTES(K)).
+template <int K, int FMT, typename RowOf>
 __device__ __forceinline__ void expert_tile(const ARows& a, const void* w, const float* scales, RowOf weight_row,
                                             unsigned char* smem, bool live, WarpAcc& acc) {
     const int tid = threadIdx.x;
@@ -296,20 +337,39 @@ __device__ __forceinline__ void expert_tile(const ARows& a, const void* w, const
     for (int m = 0; m < 2; m++)
 #pragma unroll
         for (int n = 0; n < 8; n++) acc[m][n][0] = acc[m][n][1] = acc[m][n][2] = acc[m][n][3] = 0.f;
-    if constexpr (FP8) {
+    unsigned char* raw = b_buffers(smem);
+    if constexpr (FMT == FMT_FP8) {
         const unsigned char* wq = static_cast<const unsigned char*>(w);
         auto src = [&](int i) {
             const int wr = weight_row((tid >> 2) + 64 * i);
             return Fp8Piece{wq + (size_t)wr * K + (tid & 3) * 16, scales + (wr / 128) * (K / 128)};
         };
-        unsigned char* raw = b_buffers(smem);
         Fp8Rows<decltype(src)> b{raw, reinterpret_cast<bf16*>(raw + GEMM_STAGES * GEMM_BN * GEMM_BK), src};
+        gemm_tile<K>(a, b, a_stages(smem), live, acc);
+    } else if constexpr (FMT == FMT_INT4) {
+        const unsigned char* row = static_cast<const unsigned char*>(w) + (size_t)weight_row(tid >> 1) * INT4_ROW_BYTES(K);
+        auto src = [=]() { return row; };
+        Int4Rows<K, decltype(src)> b{raw, reinterpret_cast<bf16*>(raw + GEMM_STAGES * GEMM_BN * GEMM_BK / 2), src};
         gemm_tile<K>(a, b, a_stages(smem), live, acc);
     } else {
         const bf16* wb = static_cast<const bf16*>(w);
         auto src = [&](int i) { return wb + (size_t)weight_row((tid >> 3) + 32 * i) * K + (tid & 7) * 8; };
-        Bf16Rows<decltype(src)> b{reinterpret_cast<bf16*>(b_buffers(smem)), src};
+        Bf16Rows<decltype(src)> b{reinterpret_cast<bf16*>(raw), src};
         gemm_tile<K>(a, b, a_stages(smem), live, acc);
+    }
+}
+
+// An expert's tile in the format of its layer: int4 layers keep the shared expert (e = 256) in
+// bf16 apart (`shared`, its rows from 0), the other formats as expert 256 of `w`.
+template <int K, int FMT, typename RowOf>
+__device__ __forceinline__ void layer_expert_tile(int e, int rows_per_expert, const ARows& a, const void* w,
+                                                  const float* scales, const bf16* shared, RowOf weight_row,
+                                                  unsigned char* smem, bool live, WarpAcc& acc) {
+    if (FMT == FMT_INT4 && e == SHARED_EXPERT) {
+        auto shared_row = [&](int br) { return weight_row(br) - SHARED_EXPERT * rows_per_expert; };
+        expert_tile<K, FMT_BF16>(a, shared, nullptr, shared_row, smem, live, acc);
+    } else {
+        expert_tile<K, FMT>(a, w, scales, weight_row, smem, live, acc);
     }
 }
 
@@ -319,9 +379,10 @@ __device__ __forceinline__ void expert_tile(const ARows& a, const void* w, const
 // [gate c0 .. +32, up c0 .. +32, gate c0+32 .. +32, up c0+32 .. +32], so each warp's 64 B rows
 // are the gate and up rows of the same 32 columns.
 // bf16 weights: gate_up bf16 [257, 1024, 2048]. FP8: e4m3 of that shape, scales f32 [257, 8, 16].
-template <bool FP8>
+template <int FMT>
 __device__ __forceinline__ void gate_up_grouped(const bf16* __restrict__ x, const void* __restrict__ gate_up,
-                                                const float* __restrict__ scales, const int* __restrict__ perm,
+                                                const float* __restrict__ scales, const bf16* __restrict__ shared,
+                                                const int* __restrict__ perm,
                                                 const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
                                                 bf16* __restrict__ act) {
     pdl_wait();
@@ -346,7 +407,7 @@ __device__ __forceinline__ void gate_up_grouped(const bf16* __restrict__ x, cons
     };
     const int rows = (warp & 3) * 32;  // this warp's first row in the tile
     WarpAcc acc;
-    expert_tile<HIDDEN, FP8>(a, gate_up, scales, weight_row, smem, r0 + rows < r1, acc);
+    layer_expert_tile<HIDDEN, FMT>(e, 2 * EXPERT_DIM, a, gate_up, scales, shared, weight_row, smem, r0 + rows < r1, acc);
 
     const int g = lane >> 2, tq = lane & 3;
 #pragma unroll
@@ -368,7 +429,7 @@ __device__ __forceinline__ void gate_up_grouped(const bf16* __restrict__ x, cons
 extern "C" __global__ void __launch_bounds__(256, 2)
     moe_gate_up_grouped(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ perm,
                         const int4* __restrict__ tiles, const int* __restrict__ total_tiles, bf16* __restrict__ act) {
-    gate_up_grouped<false>(x, gate_up, nullptr, perm, tiles, total_tiles, act);
+    gate_up_grouped<FMT_BF16>(x, gate_up, nullptr, nullptr, perm, tiles, total_tiles, act);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2)
@@ -376,16 +437,26 @@ extern "C" __global__ void __launch_bounds__(256, 2)
                             const float* __restrict__ scales, const int* __restrict__ perm,
                             const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
                             bf16* __restrict__ act) {
-    gate_up_grouped<true>(x, gate_up, scales, perm, tiles, total_tiles, act);
+    gate_up_grouped<FMT_FP8>(x, gate_up, scales, nullptr, perm, tiles, total_tiles, act);
+}
+
+// int4 routed experts: gate_up [256 × 1024] int4 rows; the shared expert bf16 [1024, 2048] apart.
+extern "C" __global__ void __launch_bounds__(256, 2)
+    moe_gate_up_grouped_int4(const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up,
+                             const bf16* __restrict__ shared, const int* __restrict__ perm,
+                             const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
+                             bf16* __restrict__ act) {
+    gate_up_grouped<FMT_INT4>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
 }
 
 // out[t, c] += weights[t, slot] * (down_e[c] · act[row]) for the rows of one expert tile (row →
 // t*9 + slot through perm), c = n0 .. n0+128. out f32 [T, 2048], zeroed by the caller.
 // Grid (max tiles, 2048/128), 256 threads.
 // bf16 weights: down bf16 [257, 2048, 512]. FP8: e4m3 of that shape, scales f32 [257, 16, 4].
-template <bool FP8>
+template <int FMT>
 __device__ __forceinline__ void down_grouped(const bf16* __restrict__ act, const void* __restrict__ down,
-                                             const float* __restrict__ scales, const int* __restrict__ perm,
+                                             const float* __restrict__ scales, const bf16* __restrict__ shared,
+                                             const int* __restrict__ perm,
                                              const float* __restrict__ weights, const int4* __restrict__ tiles,
                                              const int* __restrict__ total_tiles, float* __restrict__ out) {
     pdl_wait();
@@ -407,7 +478,7 @@ __device__ __forceinline__ void down_grouped(const bf16* __restrict__ act, const
     auto weight_row = [&](int br) { return row0 + br; };
     const int rows = (warp & 3) * 32;
     WarpAcc acc;
-    expert_tile<EXPERT_DIM, FP8>(a, down, scales, weight_row, smem, r0 + rows < r1, acc);
+    layer_expert_tile<EXPERT_DIM, FMT>(e, HIDDEN, a, down, scales, shared, weight_row, smem, r0 + rows < r1, acc);
 
     // Vector reductions (red.global.add.v4.f32, sm_90): the scatter-add was bound by the count of
     // f32 atomics. Lanes tq and tq ^ 1 (same rows ra, rb) swap halves: the even lane adds 4
@@ -438,7 +509,7 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     moe_down_grouped(const bf16* __restrict__ act, const bf16* __restrict__ down, const int* __restrict__ perm,
                      const float* __restrict__ weights, const int4* __restrict__ tiles,
                      const int* __restrict__ total_tiles, float* __restrict__ out) {
-    down_grouped<false>(act, down, nullptr, perm, weights, tiles, total_tiles, out);
+    down_grouped<FMT_BF16>(act, down, nullptr, nullptr, perm, weights, tiles, total_tiles, out);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2)
@@ -446,5 +517,14 @@ extern "C" __global__ void __launch_bounds__(256, 2)
                          const float* __restrict__ scales, const int* __restrict__ perm,
                          const float* __restrict__ weights, const int4* __restrict__ tiles,
                          const int* __restrict__ total_tiles, float* __restrict__ out) {
-    down_grouped<true>(act, down, scales, perm, weights, tiles, total_tiles, out);
+    down_grouped<FMT_FP8>(act, down, scales, nullptr, perm, weights, tiles, total_tiles, out);
+}
+
+// int4 routed experts: down [256 × 2048] int4 rows; the shared expert bf16 [2048, 512] apart.
+extern "C" __global__ void __launch_bounds__(256, 2)
+    moe_down_grouped_int4(const bf16* __restrict__ act, const unsigned char* __restrict__ down,
+                          const bf16* __restrict__ shared, const int* __restrict__ perm,
+                          const float* __restrict__ weights, const int4* __restrict__ tiles,
+                          const int* __restrict__ total_tiles, float* __restrict__ out) {
+    down_grouped<FMT_INT4>(act, down, nullptr, shared, perm, weights, tiles, total_tiles, out);
 }
