@@ -83,6 +83,20 @@ fn int4_reads_and_row_views_agree() {
     assert!(t.stored_bytes() > t.numel() / 2);
 }
 
+/// GPTQ v1 stores z − 1 in four bits, so a zero point of 0 is stored as 15 and means 16 to every
+/// v1 reader; the act-order fixture has such groups (its HF reference uses 16 too).
+#[test]
+fn gptq_v1_stored_15_is_a_zero_point_of_16() {
+    let (_, w) = load_ok(&fixture("tiny-b-gptq-actorder"));
+    let sixteens: usize = w
+        .layers
+        .iter()
+        .flat_map(|l| l.moe.experts.iter().flat_map(|e| [&e.gate, &e.up, &e.down]))
+        .map(|t| t.int4().unwrap().1.zeros.as_ref().unwrap().iter().filter(|&&z| z == 16).count())
+        .sum();
+    assert!(sixteens > 0);
+}
+
 /// gptq_v2 stores the zero points themselves; v1 stores them minus one. The same matrices written
 /// both ways read the same.
 #[test]
