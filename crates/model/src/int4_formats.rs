@@ -426,3 +426,44 @@ fn check_shape(p: &Part, want: &[usize]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::int4::quantize_rtn;
+
+    /// `group_size` −1 (one group per row) in GPTQ's packing, written here from solo's own
+    /// quantiser: the loader reads back the same matrix.
+    #[test]
+    fn gptq_with_one_group_per_row_reads_back() {
+        let (out, inp) = (16, 40);
+        let values: Vec<f32> = (0..out * inp).map(|i| ((i * 7919 % 1000) as f32 / 500.0 - 1.0)).collect();
+        let (packed, quant) = quantize_rtn(out, inp, &values, inp, false);
+        let want = Tensor::from_int4(out, inp, &packed, quant.clone()).to_f32();
+        let q = |o: usize, i: usize| (packed[(o * inp + i) / 2] >> (4 * (i % 2))) & 0xf;
+        let zeros = quant.zeros.as_ref().unwrap();
+        // qweight [in/8, out]: nibble k of word (i8, o) is input 8·i8 + k; v2 zero points as stored
+        let qweight: Vec<u8> = (0..inp / 8 * out)
+            .flat_map(|w| {
+                (0..8).fold(0u32, |acc, k| acc | (q(w % out, 8 * (w / out) + k) as u32) << (4 * k)).to_le_bytes()
+            })
+            .collect();
+        let qzeros: Vec<u8> = (0..out / 8)
+            .flat_map(|w| (0..8).fold(0u32, |acc, k| acc | (zeros[8 * w + k] as u32) << (4 * k)).to_le_bytes())
+            .collect();
+        let scales: Vec<u8> = quant.scales.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let stored = |dtype, shape: Vec<usize>, bytes: &[u8]| StoredTensor {
+            file: "model.safetensors".into(),
+            tensor: Ok(Tensor::from_bytes(dtype, shape, bytes)),
+        };
+        let mut left = BTreeMap::new();
+        left.insert("m.qweight".to_string(), stored(DType::I32, vec![inp / 8, out], &qweight));
+        left.insert("m.qzeros".to_string(), stored(DType::I32, vec![1, out / 8], &qzeros));
+        left.insert("m.scales".to_string(), stored(DType::F32, vec![1, out], &scales));
+        let scheme = Int4Scheme { format: Int4Format::Gptq { zero_plus_one: false }, group: None };
+        let t = take(&mut left, "m", &[out, inp], &scheme).unwrap().unwrap();
+        assert!(left.is_empty());
+        assert_eq!(t.int4().unwrap().1.group, inp);
+        assert_eq!(t.to_f32(), want);
+    }
+}
