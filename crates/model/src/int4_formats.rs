@@ -437,7 +437,7 @@ mod tests {
     #[test]
     fn gptq_with_one_group_per_row_reads_back() {
         let (out, inp) = (16, 40);
-        let values: Vec<f32> = (0..out * inp).map(|i| ((i * 7919 % 1000) as f32 / 500.0 - 1.0)).collect();
+        let values: Vec<f32> = (0..out * inp).map(|i| (i * 7919 % 1000) as f32 / 500.0 - 1.0).collect();
         let (packed, quant) = quantize_rtn(out, inp, &values, inp, false);
         let want = Tensor::from_int4(out, inp, &packed, quant.clone()).to_f32();
         let q = |o: usize, i: usize| (packed[(o * inp + i) / 2] >> (4 * (i % 2))) & 0xf;
