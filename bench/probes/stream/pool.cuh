@@ -222,6 +222,7 @@ __device__ void pool_consumer(const PoolCfg& cfg, const PoolArgs& a, unsigned ch
                     s[0] = (unsigned)waited, s[1] = at_start, s[2] = landed(full, seq, is, N), s[3] = is - seq;
                 }
             }
+            __syncwarp();  // warp 0 whole again after its lane 0 polled
             compute_bar();
             if (*(volatile int*)dead) return;  // every compute thread, after the same barrier
             const float* yprev = a.ys + ((l - 1) & 1) * YMAX;

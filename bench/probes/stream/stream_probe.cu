@@ -332,10 +332,11 @@ int main(int argc, char** argv) {
                 PoolCfg c{pk * 1024, np, cap, 0};
                 if (np * c.page_bytes + 9 * 1024 > smem_optin) {
                     const int fit = (smem_optin - 9 * 1024) / c.page_bytes;
-                    printf("%4dK %5d %4d %6d | does not fit (pool + 9 KB of x and barriers > %d KB); %d pages is the most\n", pk,
-                           np, cap, np * pk, smem_optin / 1024, fit);
-                    if (np == depths.back() && fit > depths[depths.size() - 2]) np = fit, c.npages = fit;
-                    else continue;
+                    const bool instead = np == depths.back() && fit > depths[depths.size() - 2];
+                    printf("%4dK %5d %4d %6d | does not fit (pool + 9 KB of x and barriers > %d KB)%s\n", pk, np, cap, np * pk,
+                           smem_optin / 1024, instead ? "; the most that fits instead:" : "");
+                    if (!instead) continue;
+                    c.npages = fit;
                 }
                 Row r{c, {}, {}, {}};
                 r.stream = run_pool(d, {c.page_bytes, c.npages, c.cap, NODEPS});
