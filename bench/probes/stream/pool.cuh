@@ -34,8 +34,9 @@ enum PoolFlags {
 struct PoolCfg {
     int page_bytes;  // 8 or 16 KB: 2 or 4 rows
     int npages;      // ring depth N
-    int cap;         // pages in flight at most
+    int cap;         // pages in flight at most (≤ 8)
     int flags;
+    int side;        // side pages (≤ 8), beyond the ring's npages
 };
 
 struct PoolArgs {
@@ -119,7 +120,8 @@ __device__ __forceinline__ bool spin(F done, int* abort) {
 }
 
 // The CTA's share of a link: pages q0, q0 + G, ... < P; the link's first ps pages are its static
-// rows (rpp a page, the last maybe fewer), the rest its routed rows.
+// rows (rpp a page, the last maybe fewer), the rest its routed rows. off: the pages of all links
+// before (a link's first page goes to the CTA after the one that took the link before's last).
 struct Share {
     int ps, P, q0, n;
     __device__ Share(const Link& L, int rpp, int off) {
@@ -131,27 +133,69 @@ struct Share {
     }
 };
 
+// With side pages (cfg.side = K > 0): the first min(K, n) pages of the CTA's share of each
+// layer's first link (and of the lm_head) go to K side pages outside the ring, issued while the
+// layer before waits for its router, so that the pool fills while the loader cannot go on.
+__device__ __forceinline__ bool side_link(int l) { return l > 0 && l % PER_LAYER == 0; }
+
 __device__ void pool_loader(const PoolCfg& cfg, const PoolArgs& a, unsigned char* pages, uint64_t* full, uint64_t* empty,
                             int* issued) {
-    const int N = cfg.npages, rpp = cfg.page_bytes / ROW_BYTES;
+    const int N = cfg.npages, K = cfg.side, rpp = cfg.page_bytes / ROW_BYTES;
     const unsigned target = gridDim.x * NC;
     const uint64_t policy = evict_first_policy();
-    int seq = 0, off = 0, known = -1;
+    // The arrival cap: the barriers (and phases) of the last 8 pages issued, ring and side alike;
+    // page t waits for page t - cap to land.
+    uint64_t* hist_bar[8];
+    unsigned hist_par[8];
+    int t = 0;
+    int side_use[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // rounds each side page has been issued
     int experts[8];
     long long t_full = 0, t_cap = 0, t_route = 0;
+    // Waits for the slot (free) and the cap, then copies `rows` rows from src into page `page`
+    // (ring pages 0..N-1, side pages N..N+K-1) whose barriers' phase is `phase`.
+    auto issue = [&](int page, int phase, const bf16* src, int rows) -> bool {
+        long long t0 = clock64();
+        if (phase > 0 && !spin([&] { return mbar_try(&empty[page], (phase - 1) & 1); }, a.abort)) return false;
+        long long t1 = clock64();
+        t_full += t1 - t0;
+        if (t >= cfg.cap) {
+            uint64_t* b = hist_bar[(t - cfg.cap) & 7];
+            const unsigned par = hist_par[(t - cfg.cap) & 7];
+            if (!spin([&] { return mbar_try(b, par); }, a.abort)) return false;
+        }
+        t_cap += clock64() - t1;
+        mbar_expect_tx(&full[page], rows * ROW_BYTES);
+        unsigned char* dst = pages + (size_t)page * cfg.page_bytes;
+        if (cfg.flags & EVICT_FIRST) bulk_load_hint(dst, src, rows * ROW_BYTES, &full[page], policy);
+        else bulk_load(dst, src, rows * ROW_BYTES, &full[page]);
+        hist_bar[t & 7] = &full[page], hist_par[t & 7] = phase & 1;
+        t++;
+        return true;
+    };
+    // Issues the side pages of link ln (the next layer's first link) whose share begins at off.
+    auto issue_side = [&](int ln, int off) -> bool {
+        const Link& L = c_links[ln];
+        const Share sh(L, rpp, off);
+        for (int i = 0; i < min(K, sh.n); i++) {
+            const int q = sh.q0 + i * gridDim.x;
+            if (!issue(N + i, side_use[i]++, L.w + (long long)q * rpp * ROW, min(rpp, L.rows - q * rpp))) return false;
+        }
+        return true;
+    };
+    int seq = 0, off = 0, known = -1;
     for (int l = 0; l < NLINKS; l++) {
         const Link& L = c_links[l];
         const Share sh(L, rpp, off);
-        for (int j = 0, q = sh.q0; j < sh.n; j++, q += gridDim.x, seq++) {
-            const int slot = seq % N;
-            long long t0 = clock64();
-            if (seq >= N && !spin([&] { return mbar_try(&empty[slot], (seq / N - 1) & 1); }, a.abort)) return;
-            long long t1 = clock64();
-            t_full += t1 - t0;
-            const int back = seq - cfg.cap;  // the arrival cap: page seq - cap must have landed
-            if (back >= 0 && !spin([&] { return mbar_try(&full[back % N], (back / N) & 1); }, a.abort)) return;
-            t0 = clock64();
-            t_cap += t0 - t1;
+        const int j0 = K > 0 && side_link(l) ? min(K, sh.n) : 0;  // those went to the side pages
+        bool side_done = !(K > 0 && L.routed == 1);
+        for (int j = j0, q = sh.q0 + j0 * gridDim.x; j <= sh.n; j++, q += gridDim.x) {
+            if (!side_done && (j == sh.n || q >= sh.ps)) {  // the first routed page (or the link's end)
+                int off_next = off;
+                for (int k = l; k < (l / PER_LAYER + 1) * PER_LAYER; k++) off_next += Share(c_links[k], rpp, 0).P;
+                if (!issue_side((l / PER_LAYER + 1) * PER_LAYER, off_next)) return;
+                side_done = true;
+            }
+            if (j == sh.n) break;
             const bf16* src;
             int rows;
             if (q < sh.ps) {
@@ -160,6 +204,7 @@ __device__ void pool_loader(const PoolCfg& cfg, const PoolArgs& a, unsigned char
             } else {
                 const int layer = l / PER_LAYER;
                 if (known != layer) {  // the router's top 8: wait for its link, as every consumer of it does
+                    const long long t0 = clock64();
                     const unsigned* ctr = a.counters + (layer * PER_LAYER + ROUTER) * CTR_STRIDE;
                     if (!(cfg.flags & (NODEPS | FIXED_ROUTE)) && !spin([&] { return ld_acquire(ctr) >= target; }, a.abort)) return;
                     float v[16];
@@ -169,16 +214,14 @@ __device__ void pool_loader(const PoolCfg& cfg, const PoolArgs& a, unsigned char
                     else
                         top8_of16(v, experts);
                     known = layer;
-                    t1 = clock64();
-                    t_route += t1 - t0;
+                    t_route += clock64() - t0;
                 }
                 src = L.pool + routed_row(L.routed, experts, (q - sh.ps) * rpp) * ROW;
                 rows = rpp;
             }
-            mbar_expect_tx(&full[slot], rows * ROW_BYTES);
-            if (cfg.flags & EVICT_FIRST) bulk_load_hint(pages + slot * cfg.page_bytes, src, rows * ROW_BYTES, &full[slot], policy);
-            else bulk_load(pages + slot * cfg.page_bytes, src, rows * ROW_BYTES, &full[slot]);
-            *(volatile int*)issued = seq + 1;
+            if (!issue(seq % N, seq / N, src, rows)) return;
+            seq++;
+            *(volatile int*)issued = seq;
         }
         off += sh.P;
     }
@@ -188,22 +231,25 @@ __device__ void pool_loader(const PoolCfg& cfg, const PoolArgs& a, unsigned char
     }
 }
 
-// Pages seq .. issued - 1 that have landed (all of them unconsumed: they belong to links not begun).
-__device__ int landed(uint64_t* full, int seq, int issued, int N) {
+// Landed, unconsumed pages: ring pages seq .. issued - 1 (they belong to links not begun) and side
+// pages of the round not yet consumed.
+__device__ int landed(uint64_t* full, int seq, int issued, int N, int K, const int* side_use) {
     int c = 0;
     for (int s = seq; s < issued; s++) c += mbar_test(&full[s % N], (s / N) & 1);
+    for (int i = 0; i < K; i++) c += mbar_test(&full[N + i], side_use[i] & 1);
     return c;
 }
 
 __device__ void pool_consumer(const PoolCfg& cfg, const PoolArgs& a, unsigned char* pages, uint64_t* full, uint64_t* empty,
                               const int* issued, float* xs, int* dead) {
-    const int N = cfg.npages, rpp = cfg.page_bytes / ROW_BYTES;
+    const int N = cfg.npages, K = cfg.side, rpp = cfg.page_bytes / ROW_BYTES;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const bool deps = !(cfg.flags & NODEPS), stats = cfg.flags & STATS;
     const unsigned target = gridDim.x * NC;
     const unsigned ep = *(volatile unsigned*)a.epoch;
     float x[64];
-    int seq = 0, off = 0;
+    int seq = 0, off = 0, turn = 0;  // ring pages used; all pages used (whose warp's turn)
+    int side_use[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     long long starved = 0;  // warp 0's cycles waiting for pages to land
     for (int l = 0; l < NLINKS; l++) {
         const Link& L = c_links[l];
@@ -212,14 +258,14 @@ __device__ void pool_consumer(const PoolCfg& cfg, const PoolArgs& a, unsigned ch
             if (l > 0 && threadIdx.x == 0) {
                 const unsigned* ctr = a.counters + (l - 1) * CTR_STRIDE;
                 int at_start = 0;
-                if (stats) at_start = landed(full, seq, *(volatile int*)issued, N);
+                if (stats) at_start = landed(full, seq, *(volatile int*)issued, N, K, side_use);
                 const long long t0 = clock64();
                 if (!spin([&] { return ld_acquire(ctr) >= target; }, a.abort)) *dead = 1;
                 if (stats) {
                     const long long waited = clock64() - t0;
                     const int is = *(volatile int*)issued;
                     unsigned* s = a.link_stats + ((size_t)blockIdx.x * NLINKS + l) * 4;
-                    s[0] = (unsigned)waited, s[1] = at_start, s[2] = landed(full, seq, is, N), s[3] = is - seq;
+                    s[0] = (unsigned)waited, s[1] = at_start, s[2] = landed(full, seq, is, N, K, side_use), s[3] = is - seq;
                 }
             }
             __syncwarp();  // warp 0 whole again after its lane 0 polled
@@ -231,27 +277,31 @@ __device__ void pool_consumer(const PoolCfg& cfg, const PoolArgs& a, unsigned ch
             load_x(x, xs, lane);
         }
         float* y = a.ys + (l & 1) * YMAX;
+        const int j0 = K > 0 && side_link(l) ? min(K, sh.n) : 0;  // pages 0 .. j0 - 1 are side pages
         for (int j = 0; j < sh.n; j++) {
-            const int s = seq + j;
-            if (s % NC != warp) continue;
-            const int slot = s % N, q = sh.q0 + j * gridDim.x;
+            if ((turn + j) % NC != warp) continue;
+            const int page = j < j0 ? N + j : (seq + j - j0) % N;
+            const int phase = j < j0 ? side_use[j] : (seq + j - j0) / N;
+            const int q = sh.q0 + j * gridDim.x;
             const long long t0 = clock64();
-            const bool ok = spin([&] { return mbar_try(&full[slot], (s / N) & 1); }, a.abort);
+            const bool ok = spin([&] { return mbar_try(&full[page], phase & 1); }, a.abort);
             if (warp == 0) starved += clock64() - t0;
-            const bf16* page = reinterpret_cast<const bf16*>(pages + slot * cfg.page_bytes);
+            const bf16* w = reinterpret_cast<const bf16*>(pages + (size_t)page * cfg.page_bytes);
             const int base = q < sh.ps ? q * rpp : L.rows + (q - sh.ps) * rpp;
             const int rows = q < sh.ps ? min(rpp, L.rows - base) : rpp;
             for (int i = 0; ok && i < rows; i++) {
-                const float acc = slot_dot(page + i * ROW, x, lane);
+                const float acc = slot_dot(w + i * ROW, x, lane);
                 if (lane == 0) {
                     y[base + i] = acc;
                     if (L.logits && !L.routed && base + i < 256) L.logits[base + i] = acc;
                 }
             }
             __syncwarp();
-            if (lane == 0) mbar_arrive(&empty[slot]);
+            if (lane == 0) mbar_arrive(&empty[page]);
         }
-        seq += sh.n;
+        for (int i = 0; i < j0; i++) side_use[i]++;
+        seq += sh.n - j0;
+        turn += sh.n;
         off += sh.P;
         if (deps) {
             __syncwarp();
@@ -265,7 +315,7 @@ __device__ void pool_consumer(const PoolCfg& cfg, const PoolArgs& a, unsigned ch
     if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(a.epoch, 1u);
 }
 
-// Dynamic shared memory: the pages (cfg.npages × cfg.page_bytes, 128-aligned).
+// Dynamic shared memory: the pages ((cfg.npages + cfg.side) × cfg.page_bytes, 128-aligned).
 __global__ void __launch_bounds__(POOL_THREADS, 1) pool_kernel(PoolCfg cfg, PoolArgs a) {
     extern __shared__ __align__(128) unsigned char pages[];
     __shared__ __align__(8) uint64_t full[MAX_PAGES], empty[MAX_PAGES];
@@ -273,7 +323,7 @@ __global__ void __launch_bounds__(POOL_THREADS, 1) pool_kernel(PoolCfg cfg, Pool
     __shared__ int issued, dead;
     if (*(volatile int*)a.abort) return;  // a case that hung once is not run again
     if (threadIdx.x == 0) {
-        for (int i = 0; i < cfg.npages; i++) mbar_init(&full[i], 1), mbar_init(&empty[i], 1);
+        for (int i = 0; i < cfg.npages + cfg.side; i++) mbar_init(&full[i], 1), mbar_init(&empty[i], 1);
         issued = 0, dead = 0;
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }

@@ -177,7 +177,7 @@ struct PoolStats {
     double kind_wait[PER_LAYER + 1] = {}, kind_landed[PER_LAYER + 1] = {};  // by the link waited for
 };
 
-int pool_smem(const PoolCfg& c) { return std::max(c.npages * c.page_bytes, 120 * 1024); }  // > half an SM: one CTA each
+int pool_smem(const PoolCfg& c) { return std::max((c.npages + c.side) * c.page_bytes, 120 * 1024); }  // > half an SM: one CTA each
 
 void pool_launch(Device& d, const PoolCfg& c) {
     CK(cudaMemsetAsync(d.counters, 0, NLINKS * CTR_STRIDE * 4, d.st));
@@ -311,11 +311,12 @@ int main(int argc, char** argv) {
     const double old_gap = old_chain.median - old_stream.median;
     printf("old gap (old-chain - old-stream): %.1f us, %.2f us a dependency\n\n", old_gap, old_gap / (NLINKS - 1));
 
-    // The sweep. Columns: the pool's shape; both times; the gaps; the check; then the pool sampled
-    // at each dependency (means over SMs and the 240 waits): the wait, the landed-but-unused
-    // bytes when the wait began and when it ended, all issued bytes of later links at its end;
-    // and per step and SM, the loader's time blocked on a free page, on the cap, on the router.
-    printf("%5s %5s %4s %6s | %9s %9s %8s | %8s %8s %6s | %-8s | %7s %7s %7s %7s | %7s %7s %7s\n", "page", "pages", "cap",
+    // The sweep. Columns: the pool's shape (ring pages + side pages); both times; the gaps; the
+    // check; then the pool sampled at each dependency (means over SMs and the 240 waits): the
+    // wait, the landed-but-unused bytes when the wait began and when it ended, the ring's issued
+    // bytes of later links at its end; and per step and SM, the loader's time blocked on a free
+    // page, on the cap, on the router.
+    printf("%5s %6s %4s %6s | %9s %9s %8s | %8s %8s %6s | %-8s | %7s %7s %7s %7s | %7s %7s %7s\n", "page", "pages", "cap",
            "poolKB", "stream", "chain", "GB/s", "gap", "vs old-s", "pass", "check", "wait us", "KBlnd0", "KBlanded",
            "KBissued", "ld-full", "ld-cap", "ld-rte");
     struct Row {
@@ -324,34 +325,55 @@ int main(int argc, char** argv) {
         PoolStats p;
     };
     std::vector<Row> rows;
+    auto with = [](PoolCfg c, int flags) {
+        c.flags = flags;
+        return c;
+    };
+    auto fits = [&](const PoolCfg& c) { return (c.npages + c.side) * c.page_bytes + 9 * 1024 <= smem_optin; };
+    auto case_row = [&](const PoolCfg& c) {
+        Row r{c, {}, {}, {}};
+        r.stream = run_pool(d, with(c, NODEPS));
+        r.chain = run_pool(d, c);
+        const std::string ck = r.chain.ok ? check.run("chain") : "HUNG";
+        if (r.chain.ok) r.p = sample_pool(d, c);
+        const double gap = r.chain.median - r.stream.median, vs_old = r.chain.median - old_stream.median;
+        const bool pass = r.chain.ok && r.stream.ok && gap < 350 && r.stream.median <= old_stream.median * 1.01 && ck == "ok";
+        char shape[16];
+        snprintf(shape, sizeof shape, c.side ? "%d+%d" : "%d", c.npages, c.side);
+        printf("%4dK %6s %4d %6d | %9.1f %9.1f %8.0f | %8.1f %8.1f %6s | %-8s | %7.2f %7.1f %7.1f %7.1f | %7.1f %7.1f %7.1f%s\n",
+               c.page_bytes / 1024, shape, c.cap, (c.npages + c.side) * c.page_bytes / 1024, r.stream.median, r.chain.median,
+               gbs(r.chain.median), gap, vs_old, pass ? "PASS" : "fail", ck.c_str(), r.p.wait_us, r.p.landed_start_kb,
+               r.p.landed_kb, r.p.issued_kb, r.p.full_us, r.p.cap_us, r.p.route_us, r.stream.ok ? "" : "  (stream HUNG)");
+        fflush(stdout);
+        rows.push_back(r);
+    };
     const std::vector<int> page_kb = {8, 16}, depths = {8, 12, 14}, caps = {2, 4, 6};
     for (int pk : page_kb)
         for (int np : depths)
             for (int cap : caps) {
                 if (quick && !(pk == 16 && cap == 4)) continue;
-                PoolCfg c{pk * 1024, np, cap, 0};
-                if (np * c.page_bytes + 9 * 1024 > smem_optin) {
-                    const int fit = (smem_optin - 9 * 1024) / c.page_bytes;
-                    const bool instead = np == depths.back() && fit > depths[depths.size() - 2];
-                    printf("%4dK %5d %4d %6d | does not fit (pool + 9 KB of x and barriers > %d KB)%s\n", pk, np, cap, np * pk,
+                PoolCfg c{pk * 1024, np, cap, 0, 0};
+                if (!fits(c)) {
+                    const int most = (smem_optin - 9 * 1024) / c.page_bytes;
+                    const bool instead = np == depths.back() && most > depths[depths.size() - 2];
+                    printf("%4dK %6d %4d %6d | does not fit (pool + 9 KB of x and barriers > %d KB)%s\n", pk, np, cap, np * pk,
                            smem_optin / 1024, instead ? "; the most that fits instead:" : "");
                     if (!instead) continue;
-                    c.npages = fit;
+                    c.npages = most;
                 }
-                Row r{c, {}, {}, {}};
-                r.stream = run_pool(d, {c.page_bytes, c.npages, c.cap, NODEPS});
-                r.chain = run_pool(d, c);
-                const std::string ck = r.chain.ok ? check.run("chain") : "HUNG";
-                if (r.chain.ok) r.p = sample_pool(d, c);
-                const double gap = r.chain.median - r.stream.median, vs_old = r.chain.median - old_stream.median;
-                const bool pass = r.chain.ok && r.stream.ok && gap < 350 && r.stream.median <= old_stream.median * 1.01 && ck == "ok";
-                printf("%4dK %5d %4d %6d | %9.1f %9.1f %8.0f | %8.1f %8.1f %6s | %-8s | %7.2f %7.1f %7.1f %7.1f | %7.1f %7.1f %7.1f%s\n",
-                       pk, c.npages, cap, c.npages * pk, r.stream.median, r.chain.median, gbs(r.chain.median), gap, vs_old,
-                       pass ? "PASS" : "fail", ck.c_str(), r.p.wait_us, r.p.landed_start_kb, r.p.landed_kb, r.p.issued_kb,
-                       r.p.full_us, r.p.cap_us, r.p.route_us, r.stream.ok ? "" : "  (stream HUNG)");
-                rows.push_back(r);
+                case_row(c);
             }
     if (rows.empty()) return 1;
+    // Side pages: the most pages that fit, K of them for the next layer's first link (filled
+    // while the loader waits for the router), at each page size's best cap.
+    for (int pk : page_kb) {
+        const Row* b = nullptr;
+        for (const Row& r : rows)
+            if (r.c.page_bytes == pk * 1024 && r.chain.ok && (!b || r.chain.median < b->chain.median)) b = &r;
+        if (!b) continue;
+        const int most = (smem_optin - 9 * 1024) / (pk * 1024), cap = b->c.cap;
+        for (int k : {2, 4, pk == 8 ? 8 : 6}) case_row({pk * 1024, most - k, cap, 0, k});
+    }
 
     // The best chain's pool, by the link that waits (0: in-projection waits for the layer before's
     // routed down ... 6: the lm_head).
@@ -359,8 +381,8 @@ int main(int argc, char** argv) {
     for (const Row& r : rows)
         if (r.chain.ok && r.chain.median < best->chain.median) best = &r;
     const PoolCfg bc = best->c;
-    printf("\nbest chain: %d KB pages, %d pages, cap %d: %.1f us; per dependency, by the link that waits:\n", bc.page_bytes / 1024,
-           bc.npages, bc.cap, best->chain.median);
+    printf("\nbest chain: %d KB pages, %d + %d side pages, cap %d: %.1f us; per dependency, by the link that waits:\n",
+           bc.page_bytes / 1024, bc.npages, bc.side, bc.cap, best->chain.median);
     const char* kinds[PER_LAYER + 1] = {"in-proj", "GDN", "W_o", "router", "sh-down+routed-gu", "routed-down", "lm_head"};
     for (int k = 0; k <= PER_LAYER; k++)
         printf("   %-18s wait %6.2f us, landed %6.1f KB per SM when it ends\n", kinds[k], best->p.kind_wait[k], best->p.kind_landed[k]);
@@ -369,21 +391,21 @@ int main(int argc, char** argv) {
     // Diagnostics on the best shape.
     printf("\ndiagnostics on the best shape (chain, us a step):\n");
     {
-        const Timing t = run_pool(d, {bc.page_bytes, bc.npages, bc.cap, FIXED_ROUTE});
+        const Timing t = run_pool(d, with(bc, FIXED_ROUTE));
         printf("   experts fixed in advance (loader never waits on the router; timing only): %.1f (%+.1f)%s\n", t.median,
                t.median - best->chain.median, t.ok ? "" : " HUNG");
     }
     {
-        const Timing t = run_pool(d, {bc.page_bytes, bc.npages, bc.cap, EVICT_FIRST});
+        const Timing t = run_pool(d, with(bc, EVICT_FIRST));
         const std::string ck = t.ok ? check.run("evict-first") : "HUNG";
-        const Timing s = run_pool(d, {bc.page_bytes, bc.npages, bc.cap, EVICT_FIRST | NODEPS});
+        const Timing s = run_pool(d, with(bc, EVICT_FIRST | NODEPS));
         printf("   weights with an L2 evict-first hint: chain %.1f (%+.1f), stream %.1f, check %s\n", t.median,
                t.median - best->chain.median, s.median, ck.c_str());
     }
     if (!quick && lm != LM_MAX) {
         const double b6 = set_links(d, LM_MAX);
         const Timing oc = run_old(d, 2), os = run_old(d, 2 | 4 | 8);
-        const Timing s = run_pool(d, {bc.page_bytes, bc.npages, bc.cap, NODEPS}), c = run_pool(d, bc);
+        const Timing s = run_pool(d, with(bc, NODEPS)), c = run_pool(d, bc);
         printf("   session 8's %.0f MB step (full lm_head): old-chain %.1f, old-stream %.1f (gap %.1f; session 8: 2,286 - "
                "1,511); stream %.1f, chain %.1f (gap %.1f)%s\n",
                b6 / 1e6, oc.median, os.median, oc.median - os.median, s.median, c.median, c.median - s.median,
