@@ -248,7 +248,7 @@ __device__ void pool_consumer(const PoolCfg& cfg, const PoolArgs& a, unsigned ch
     const unsigned target = gridDim.x * NC;
     const unsigned ep = *(volatile unsigned*)a.epoch;
     float x[64];
-    int seq = 0, off = 0, turn = 0;  // ring pages used; all pages used (whose warp's turn)
+    int seq = 0, off = 0, turn = 0;  // ring pages used; rows of all pages (whose warp's turn)
     int side_use[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     long long starved = 0;  // warp 0's cycles waiting for pages to land
     for (int l = 0; l < NLINKS; l++) {
@@ -279,7 +279,10 @@ __device__ void pool_consumer(const PoolCfg& cfg, const PoolArgs& a, unsigned ch
         float* y = a.ys + (l & 1) * YMAX;
         const int j0 = K > 0 && side_link(l) ? min(K, sh.n) : 0;  // pages 0 .. j0 - 1 are side pages
         for (int j = 0; j < sh.n; j++) {
-            if ((turn + j) % NC != warp) continue;
+            // Row i of the page is warp (turn + j · rpp + i) % NC's: a link of one page a CTA still
+            // has its rows dotted at once, by rpp warps.
+            const int first = (turn + j * rpp) % NC, i = (warp - first + NC) % NC;
+            if (i >= rpp) continue;
             const int page = j < j0 ? N + j : (seq + j - j0) % N;
             const int phase = j < j0 ? side_use[j] : (seq + j - j0) / N;
             const int q = sh.q0 + j * gridDim.x;
@@ -288,8 +291,8 @@ __device__ void pool_consumer(const PoolCfg& cfg, const PoolArgs& a, unsigned ch
             if (warp == 0) starved += clock64() - t0;
             const bf16* w = reinterpret_cast<const bf16*>(pages + (size_t)page * cfg.page_bytes);
             const int base = q < sh.ps ? q * rpp : L.rows + (q - sh.ps) * rpp;
-            const int rows = q < sh.ps ? min(rpp, L.rows - base) : rpp;
-            for (int i = 0; ok && i < rows; i++) {
+            const int rows = q < sh.ps ? min(rpp, L.rows - base) : rpp;  // a short last page: its missing rows' warps only free it
+            if (ok && i < rows) {
                 const float acc = slot_dot(w + i * ROW, x, lane);
                 if (lane == 0) {
                     y[base + i] = acc;
@@ -297,11 +300,11 @@ __device__ void pool_consumer(const PoolCfg& cfg, const PoolArgs& a, unsigned ch
                 }
             }
             __syncwarp();
-            if (lane == 0) mbar_arrive(&empty[page]);
+            if (lane == 0) mbar_arrive(&empty[page]);  // the page is free once all rpp of its warps arrive
         }
         for (int i = 0; i < j0; i++) side_use[i]++;
         seq += sh.n - j0;
-        turn += sh.n;
+        turn += sh.n * rpp;
         off += sh.P;
         if (deps) {
             __syncwarp();
@@ -323,7 +326,7 @@ __global__ void __launch_bounds__(POOL_THREADS, 1) pool_kernel(PoolCfg cfg, Pool
     __shared__ int issued, dead;
     if (*(volatile int*)a.abort) return;  // a case that hung once is not run again
     if (threadIdx.x == 0) {
-        for (int i = 0; i < cfg.npages + cfg.side; i++) mbar_init(&full[i], 1), mbar_init(&empty[i], 1);
+        for (int i = 0; i < cfg.npages + cfg.side; i++) mbar_init(&full[i], 1), mbar_init(&empty[i], cfg.page_bytes / ROW_BYTES);
         issued = 0, dead = 0;
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
