@@ -145,8 +145,8 @@ __device__ void pool_loader(const PoolCfg& cfg, const PoolArgs& a, unsigned char
     const uint64_t policy = evict_first_policy();
     // The arrival cap: the barriers (and phases) of the last 8 pages issued, ring and side alike;
     // page t waits for page t - cap to land.
-    uint64_t* hist_bar[8];
-    unsigned hist_par[8];
+    uint64_t* hist_bar[8] = {};
+    unsigned hist_par[8] = {};
     int t = 0;
     int side_use[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // rounds each side page has been issued
     int experts[8];
