@@ -126,7 +126,9 @@ struct Check {
         // the host's dot of 64 rows with x from the routed down's outputs (the lm_head's in_rows: 4,096)
         std::vector<double> x(ROW);
         for (int c = 0; c < ROW; c++) x[c] = prev[c % 4096] / (1.0 + std::fabs(prev[c % 4096]));
-        const bf16* lm_w = d->stat + (long long)LAYERS * 18752 * ROW;
+        long long layer_rows = 0;
+        for (int r : LAYER_ROWS) layer_rows += r;
+        const bf16* lm_w = d->stat + LAYERS * layer_rows * ROW;  // the lm_head follows the layers' static rows
         std::vector<bf16> row(ROW);
         int bad_host = 0;
         for (int k = 0; k < 64; k++) {
@@ -330,7 +332,14 @@ int main(int argc, char** argv) {
         return c;
     };
     auto fits = [&](const PoolCfg& c) { return (c.npages + c.side) * c.page_bytes + 9 * 1024 <= smem_optin; };
+    // (the cap must stay below the ring's depth: the loader tells the landing of page t - cap by its
+    // barrier's phase, which is ambiguous once that page's slot has been reused)
     auto case_row = [&](const PoolCfg& c) {
+        if (c.cap >= c.npages || c.cap > 8 || c.side > 8 || c.npages + c.side > MAX_PAGES) {
+            printf("%4dK %4d+%d %4d: not a shape the kernel takes (cap < pages, cap and side <= 8)\n", c.page_bytes / 1024,
+                   c.npages, c.side, c.cap);
+            return;
+        }
         Row r{c, {}, {}, {}};
         r.stream = run_pool(d, with(c, NODEPS));
         r.chain = run_pool(d, c);
