@@ -11,9 +11,22 @@
 //   old-chain   the old kernel, lookahead, a grid barrier and the exchange at every link
 //   stream      the new kernel with no dependencies (no waits, signals or exchange; timing only)
 //   chain       the new kernel with its 240 dependencies
-// for every pool shape of the sweep (page 8 / 16 KB × pages 8 / 12 / 14 × cap 2 / 4 / 6, where
-// it fits), then three diagnostics on one shape: experts fixed in advance (the loader never waits
-// on the router; timing only), the L2 evict-first hint, and the full 6.10 GB step of session 8.
+// for every pool shape of the sweep (page 8 / 16 KB × ring 8 / 12 / 14 pages × cap 2 / 4 / 6;
+// 14 × 16 KB does not fit beside x, so the most that fits runs instead), then side pages (K of
+// the most that fit hold the next layer's first pages, issued while the loader waits for the
+// router), then diagnostics on the best shape: experts fixed in advance (the loader never waits
+// on the router; timing only), the L2 evict-first hint, and session 8's full 6.10 GB step.
+// The sweep's columns:
+//   page, pages (ring + side), cap (pages in flight at most), poolKB
+//   stream, chain    µs a step (median); GB/s: the step's bytes / chain
+//   gap              chain - stream (the dependencies' cost); vs old-s: chain - old-stream
+//   pass             gap < 350 µs, stream no slower than old-stream (+1 %), check ok
+//   check            ok: logits equal old-chain's bit for bit and the host's dot; MISMATCH; HUNG
+//   wait us          mean time one thread of a CTA polled for the link before (per dependency)
+//   KBlnd0, KBlanded landed-but-unused weight bytes per SM when that wait began / ended (mean)
+//   KBissued         ring bytes issued for links not begun, landed or not, when it ended
+//   ld-full, ld-cap, ld-rte   µs a step (mean over SMs) the loader waited for a free page, for
+//                    the arrival cap, for the router (from an extra untimed step with samples on)
 // Checks: every correct case's lm_head outputs must equal old-chain's bit for bit, and 64 of them
 // must match a double-precision dot on the host from the final routed-down outputs. Link 0's input
 // changes with every step, so a link that read its input too early would differ.
