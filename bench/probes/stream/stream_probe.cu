@@ -252,6 +252,7 @@ PoolStats sample_pool(Device& d, PoolCfg c) {
 }
 
 int main(int argc, char** argv) {
+    setvbuf(stdout, nullptr, _IOLBF, 0);  // each line out at once (through a pipe, and if killed)
     int lm = 71936;
     bool quick = false;
     for (int i = 1; i < argc; i++) {
