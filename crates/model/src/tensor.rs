@@ -6,7 +6,11 @@
 //! An FP8 weight (`F8_E4M3`, the official block format) carries its block scales: the value of
 //! element (r, c) is `q[r, c] · s[r / 128, c / 128]`, and every read below returns that product in
 //! f32, so a reader of any precision sees the same real-valued matrix.
+//!
+//! A ggml-quantized weight from a GGUF file (`DType::Ggml`) keeps its blocks as stored; every
+//! read dequantizes them as ggml does (`gguf::GgmlType::dequantize`). Its rows are whole blocks.
 
+use crate::gguf::GgmlType;
 use half::{bf16, f16};
 use memmap2::Mmap;
 use std::sync::Arc;
@@ -20,14 +24,26 @@ pub enum DType {
     /// FP8 e4m3 (1 sign, 4 exponent bits with bias 7, 3 mantissa bits; no infinities, S.1111.111
     /// is NaN): only as a block-scaled matrix (`BlockScales`).
     F8E4M3,
+    /// A ggml block-quantized type from a GGUF file (never F32/F16/BF16: those are the above).
+    Ggml(GgmlType),
 }
 
 impl DType {
-    pub fn size(self) -> usize {
+    /// Bytes of `elems` elements (for a block type, a whole number of blocks).
+    pub fn bytes_for(self, elems: usize) -> usize {
         match self {
-            DType::F8E4M3 => 1,
-            DType::BF16 | DType::F16 => 2,
-            DType::F32 => 4,
+            DType::F8E4M3 => elems,
+            DType::BF16 | DType::F16 => 2 * elems,
+            DType::F32 => 4 * elems,
+            DType::Ggml(t) => t.bytes_for(elems),
+        }
+    }
+
+    /// Elements per block: 1, or the ggml block (32 or 256) that reads must start on.
+    pub fn block_elems(self) -> usize {
+        match self {
+            DType::Ggml(t) => t.block_elems(),
+            _ => 1,
         }
     }
 
@@ -38,6 +54,7 @@ impl DType {
             DType::F16 => "F16",
             DType::F32 => "F32",
             DType::F8E4M3 => "F8_E4M3",
+            DType::Ggml(t) => t.name(),
         }
     }
 }
@@ -127,7 +144,7 @@ impl std::fmt::Debug for Tensor {
 impl Tensor {
     /// The caller guarantees `start + len` lies inside the map and `len` matches shape × dtype.
     pub(crate) fn new(map: Arc<Mmap>, start: usize, len: usize, dtype: DType, shape: Vec<usize>) -> Self {
-        debug_assert_eq!(len, shape.iter().product::<usize>() * dtype.size());
+        debug_assert_eq!(len, dtype.bytes_for(shape.iter().product::<usize>()));
         Tensor { map, start, len, dtype, shape, scales: None }
     }
 
@@ -143,7 +160,7 @@ impl Tensor {
 
     /// A tensor over bytes held in memory (random test weights, synthetic models), little-endian.
     pub fn from_bytes(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Tensor {
-        assert_eq!(bytes.len(), shape.iter().product::<usize>() * dtype.size(), "bytes do not match {shape:?}");
+        assert_eq!(bytes.len(), dtype.bytes_for(shape.iter().product::<usize>()), "bytes do not match {shape:?}");
         let mut map = memmap2::MmapMut::map_anon(bytes.len().max(1)).expect("anonymous map");
         map[..bytes.len()].copy_from_slice(bytes);
         let map = Arc::new(map.make_read_only().expect("read-only map"));
@@ -204,7 +221,7 @@ impl Tensor {
     /// Rows `first .. first + count` along dim 0 (shape keeps its rank).
     pub fn rows(&self, first: usize, count: usize) -> Tensor {
         assert!(first + count <= self.shape[0], "rows {first}+{count} out of {:?}", self.shape);
-        let row_bytes = self.row_len() * self.dtype.size();
+        let row_bytes = self.dtype.bytes_for(self.row_len());
         let mut shape = self.shape.clone();
         shape[0] = count;
         let mut view =
@@ -221,8 +238,10 @@ impl Tensor {
 
     /// Converts elements `[offset, offset + out.len())` to f32.
     pub fn read_f32(&self, offset: usize, out: &mut [f32]) {
-        let size = self.dtype.size();
-        let bytes = &self.bytes()[offset * size..(offset + out.len()) * size];
+        if let DType::Ggml(t) = self.dtype {
+            return self.read_blocks_f32(t, offset, out);
+        }
+        let bytes = &self.bytes()[self.dtype.bytes_for(offset)..self.dtype.bytes_for(offset + out.len())];
         match self.dtype {
             DType::BF16 => {
                 for (o, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
@@ -248,7 +267,21 @@ impl Tensor {
                     *o = f8e4m3_to_f32(q) * scales.at(at / cols, at % cols);
                 }
             }
+            DType::Ggml(_) => unreachable!("read above"),
         }
+    }
+
+    /// `read_f32` of a ggml block type: the blocks covering the range, dequantized.
+    fn read_blocks_f32(&self, t: GgmlType, offset: usize, out: &mut [f32]) {
+        let n = t.block_elems();
+        let (first, end) = (offset / n * n, (offset + out.len()).div_ceil(n) * n);
+        let blocks = &self.bytes()[t.bytes_for(first)..t.bytes_for(end)];
+        if first == offset && end == offset + out.len() {
+            return t.dequantize(blocks, out);
+        }
+        let mut all = vec![0.0; end - first];
+        t.dequantize(blocks, &mut all);
+        out.copy_from_slice(&all[offset - first..offset - first + out.len()]);
     }
 
     /// Row `r` (along dim 0) as f32, into `out` (length `row_len()`).
