@@ -58,7 +58,7 @@ impl GgufModel {
         let arch = first.architecture().with_context(|| format!("{name}: no general.architecture"))?;
         if arch == "clip" || name.starts_with("mmproj") {
             bail!(
-                "{name} is a vision projector (mmproj, architecture `{arch}`); solo does not read images yet: \
+                "{name} is a vision projector (mmproj); solo does not read images yet: \
                  pass the model's own GGUF file"
             );
         }

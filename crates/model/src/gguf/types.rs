@@ -72,36 +72,61 @@ const TYPE_NAMES: &[(u32, &str)] = &[
 /// The types solo reads, for messages.
 pub const READ_TYPES: &str = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4";
 
+/// Every type solo reads.
+pub const ALL: [GgmlType; 16] = [
+    GgmlType::F32,
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q2K,
+    GgmlType::Q3K,
+    GgmlType::Q4K,
+    GgmlType::Q5K,
+    GgmlType::Q6K,
+    GgmlType::IQ4NL,
+    GgmlType::IQ4XS,
+    GgmlType::MXFP4,
+];
+
 /// 256: the super-block of the k-quants and IQ4_XS.
 const QK_K: usize = 256;
 
 impl GgmlType {
     /// The type with ggml id `id`, or the reason solo cannot read it.
     pub fn from_id(id: u32) -> Result<GgmlType, String> {
-        Ok(match id {
-            0 => GgmlType::F32,
-            1 => GgmlType::F16,
-            30 => GgmlType::BF16,
-            2 => GgmlType::Q4_0,
-            3 => GgmlType::Q4_1,
-            6 => GgmlType::Q5_0,
-            7 => GgmlType::Q5_1,
-            8 => GgmlType::Q8_0,
-            10 => GgmlType::Q2K,
-            11 => GgmlType::Q3K,
-            12 => GgmlType::Q4K,
-            13 => GgmlType::Q5K,
-            14 => GgmlType::Q6K,
-            20 => GgmlType::IQ4NL,
-            23 => GgmlType::IQ4XS,
-            39 => GgmlType::MXFP4,
-            other => {
-                return Err(match TYPE_NAMES.iter().find(|(i, _)| *i == other) {
-                    Some((_, name)) => format!("type {name} (ggml type {other})"),
-                    None => format!("unknown ggml type {other}"),
-                })
-            }
+        if let Some(t) = ALL.iter().find(|t| t.id() == id) {
+            return Ok(*t);
+        }
+        Err(match TYPE_NAMES.iter().find(|(i, _)| *i == id) {
+            Some((_, name)) => format!("type {name} (ggml type {id})"),
+            None => format!("unknown ggml type {id}"),
         })
+    }
+
+    /// ggml's id (what a GGUF tensor entry stores).
+    pub fn id(self) -> u32 {
+        match self {
+            GgmlType::F32 => 0,
+            GgmlType::F16 => 1,
+            GgmlType::BF16 => 30,
+            GgmlType::Q4_0 => 2,
+            GgmlType::Q4_1 => 3,
+            GgmlType::Q5_0 => 6,
+            GgmlType::Q5_1 => 7,
+            GgmlType::Q8_0 => 8,
+            GgmlType::Q2K => 10,
+            GgmlType::Q3K => 11,
+            GgmlType::Q4K => 12,
+            GgmlType::Q5K => 13,
+            GgmlType::Q6K => 14,
+            GgmlType::IQ4NL => 20,
+            GgmlType::IQ4XS => 23,
+            GgmlType::MXFP4 => 39,
+        }
     }
 
     /// ggml's name (`Q4_K`, `IQ4_XS`, …).
