@@ -3,6 +3,7 @@
 pub mod backend;
 pub mod checkpoint;
 pub mod config;
+pub mod gguf;
 pub mod int4;
 pub mod int4_formats;
 pub mod sampler;
@@ -21,8 +22,12 @@ pub use weights::ModelWeights;
 use anyhow::{bail, Result};
 use std::path::Path;
 
-/// Reads `config.json` and maps the weights of a checkpoint directory, checking every tensor.
+/// Reads `config.json` and maps the weights of a checkpoint directory, checking every tensor;
+/// or reads a GGUF file (`gguf::load`).
 pub fn load(dir: &Path) -> Result<(ModelConfig, ModelWeights)> {
+    if gguf::is_gguf(dir) {
+        return gguf::load(dir);
+    }
     if !dir.is_dir() {
         bail!("model directory {} does not exist", dir.display());
     }

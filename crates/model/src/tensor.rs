@@ -7,7 +7,11 @@
 //! element (r, c) is `q[r, c] · s[r / 128, c / 128]`, and every read below returns that product in
 //! f32, so a reader of any precision sees the same real-valued matrix. A 4-bit weight (`I4`, solo's
 //! one int4 layout, `crate::int4`) carries its `GroupQuant` the same way.
+//!
+//! A ggml-quantized weight from a GGUF file (`DType::Ggml`) keeps its blocks as stored; every
+//! read dequantizes them as ggml does (`gguf::GgmlType::dequantize`). Its rows are whole blocks.
 
+use crate::gguf::GgmlType;
 use crate::int4::GroupQuant;
 use half::{bf16, f16};
 use memmap2::Mmap;
@@ -28,25 +32,28 @@ pub enum DType {
     /// the loader, never by a backend.
     I32,
     I64,
+    /// A ggml block-quantized type from a GGUF file (never F32/F16/BF16: those are the above).
+    Ggml(GgmlType),
 }
 
 impl DType {
-    /// Bytes per element (`I4`, half a byte, has none: see `bytes_for`).
-    pub fn size(self) -> usize {
+    /// Bytes of `elems` elements (for a block type, a whole number of blocks; `I4` packs two a byte).
+    pub fn bytes_for(self, elems: usize) -> usize {
         match self {
-            DType::F8E4M3 => 1,
-            DType::BF16 | DType::F16 => 2,
-            DType::F32 | DType::I32 => 4,
-            DType::I64 => 8,
-            DType::I4 => panic!("I4 packs two elements per byte"),
+            DType::F8E4M3 => elems,
+            DType::BF16 | DType::F16 => 2 * elems,
+            DType::F32 | DType::I32 => 4 * elems,
+            DType::I64 => 8 * elems,
+            DType::I4 => elems.div_ceil(2),
+            DType::Ggml(t) => t.bytes_for(elems),
         }
     }
 
-    /// Bytes of `n` elements.
-    pub fn bytes_for(self, n: usize) -> usize {
+    /// Elements per block: 1, or the ggml block (32 or 256) that reads must start on.
+    pub fn block_elems(self) -> usize {
         match self {
-            DType::I4 => n.div_ceil(2),
-            _ => n * self.size(),
+            DType::Ggml(t) => t.block_elems(),
+            _ => 1,
         }
     }
 
@@ -60,6 +67,7 @@ impl DType {
             DType::I4 => "I4",
             DType::I32 => "I32",
             DType::I64 => "I64",
+            DType::Ggml(t) => t.name(),
         }
     }
 }
@@ -287,8 +295,10 @@ impl Tensor {
         if self.dtype == DType::I4 {
             return self.read_int4(offset, out);
         }
-        let size = self.dtype.size();
-        let bytes = &self.bytes()[offset * size..(offset + out.len()) * size];
+        if let DType::Ggml(t) = self.dtype {
+            return self.read_blocks_f32(t, offset, out);
+        }
+        let bytes = &self.bytes()[self.dtype.bytes_for(offset)..self.dtype.bytes_for(offset + out.len())];
         match self.dtype {
             DType::BF16 => {
                 for (o, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
@@ -326,6 +336,7 @@ impl Tensor {
                 }
             }
             DType::I4 => unreachable!("read_int4"),
+            DType::Ggml(_) => unreachable!("read above"),
         }
     }
 
@@ -349,6 +360,19 @@ impl Tensor {
             }
             (at, done) = (at + n, done + n);
         }
+    }
+
+    /// `read_f32` of a ggml block type: the blocks covering the range, dequantized.
+    fn read_blocks_f32(&self, t: GgmlType, offset: usize, out: &mut [f32]) {
+        let n = t.block_elems();
+        let (first, end) = (offset / n * n, (offset + out.len()).div_ceil(n) * n);
+        let blocks = &self.bytes()[t.bytes_for(first)..t.bytes_for(end)];
+        if first == offset && end == offset + out.len() {
+            return t.dequantize(blocks, out);
+        }
+        let mut all = vec![0.0; end - first];
+        t.dequantize(blocks, &mut all);
+        out.copy_from_slice(&all[offset - first..offset - first + out.len()]);
     }
 
     /// Row `r` (along dim 0) as f32, into `out` (length `row_len()`).

@@ -37,11 +37,22 @@ macro_rules! with_engine {
 }
 
 pub fn load_engine(dir: &Path, choice: BackendChoice) -> Result<Engine> {
+    let gguf = solo_model::gguf::is_gguf(dir);
+    if gguf {
+        // the load line: the file's types and bytes
+        eprintln!("solo: {}", solo_model::gguf::GgufModel::open(dir)?.describe());
+    }
     let cuda = match choice {
         BackendChoice::Cpu => false,
+        BackendChoice::Cuda if gguf => anyhow::bail!(
+            "{}: the CUDA backend does not read GGUF files yet; use --backend cpu",
+            dir.display()
+        ),
         BackendChoice::Cuda => true,
+        // GGUF runs on the CPU reference until the CUDA backend reads ggml blocks
         BackendChoice::Auto => {
-            solo_cuda::gpu_present()
+            !gguf
+                && solo_cuda::gpu_present()
                 && solo_model::ModelConfig::from_dir(dir)
                     .is_ok_and(|c| solo_cuda::weights::check_real_widths(&c).is_ok())
         }

@@ -193,11 +193,19 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     let name = config.model_name.clone();
     // (a config.json that does not parse fails the load below, naming the file)
     let model_config = solo_model::ModelConfig::from_dir(&dir).ok();
+    let gguf = solo_model::gguf::is_gguf(&dir);
+    if gguf {
+        eprintln!("solo: {}", solo_model::gguf::GgufModel::open(&dir)?.describe());
+    }
     let cuda = match args.backend {
         BackendChoice::Cpu => false,
+        BackendChoice::Cuda if gguf => {
+            anyhow::bail!("{}: the CUDA backend does not read GGUF files yet; use --backend cpu", dir.display())
+        }
         BackendChoice::Cuda => true,
         BackendChoice::Auto => {
-            solo_cuda::gpu_present()
+            !gguf
+                && solo_cuda::gpu_present()
                 && model_config.as_ref().is_some_and(|c| solo_cuda::weights::check_real_widths(c).is_ok())
         }
     };

@@ -1,10 +1,11 @@
 //! Text in and out of the model: the tokenizer, streaming detokenisation, the chat template
-//! and the stop tokens, all read from the checkpoint directory.
+//! and the stop tokens, all read from the checkpoint directory (or a GGUF file's metadata).
 //!
 //! The reference for every byte here is Hugging Face (`tokenizers`, and `apply_chat_template`
 //! in transformers with vLLM's message clean-up); `fixtures/chat_template_cases.json` holds
 //! HF's output for the tests to compare against.
 
+pub mod gguf;
 mod messages;
 mod pyjson;
 mod stop;

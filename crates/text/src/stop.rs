@@ -10,10 +10,13 @@ use serde_json::Value;
 use std::path::Path;
 
 /// Union of the eos ids in `generation_config.json` and `config.json` (top level, then
-/// `text_config`), in that order, without duplicates. A missing file contributes nothing; a
+/// `text_config`), in that order, without duplicates (a GGUF file: `gguf::stop_token_ids`). A missing file contributes nothing; a
 /// file that exists but is not valid JSON is an error naming it.
 pub fn stop_token_ids(dir: impl AsRef<Path>) -> Result<Vec<u32>> {
     let dir = dir.as_ref();
+    if solo_model::gguf::is_gguf(dir) {
+        return crate::gguf::stop_token_ids(dir);
+    }
     let mut ids = Vec::new();
     if let Some(gen) = read_json(&dir.join("generation_config.json"))? {
         push_eos(&mut ids, gen.get("eos_token_id"));

@@ -54,6 +54,17 @@ impl ChatTemplate {
     /// from which "default" is used), as transformers does.
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref();
+        if solo_model::gguf::is_gguf(dir) {
+            let vocab = crate::gguf::vocab(dir)?;
+            let Some(source) = vocab.chat_template.clone() else {
+                bail!("{}: no tokenizer.chat_template in the GGUF metadata", vocab.source);
+            };
+            let mut template = Self::from_source(source)?;
+            if let Some(eos) = vocab.eos_token_id.and_then(|id| vocab.tokens.get(id as usize)) {
+                template.special_tokens.insert("eos_token".into(), eos.clone());
+            }
+            return Ok(template);
+        }
         if !dir.is_dir() {
             bail!("checkpoint directory {} does not exist", dir.display());
         }

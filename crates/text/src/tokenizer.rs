@@ -12,8 +12,14 @@ pub struct Tokenizer {
 }
 
 impl Tokenizer {
-    /// Loads `tokenizer.json` from a checkpoint directory.
+    /// Loads `tokenizer.json` from a checkpoint directory, or builds it from a GGUF file's
+    /// `tokenizer.ggml.*` metadata.
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self> {
+        if solo_model::gguf::is_gguf(dir.as_ref()) {
+            let json = crate::gguf::tokenizer_json(&crate::gguf::vocab(dir.as_ref())?)?;
+            let inner = json.parse().map_err(|e| anyhow!("{}: tokenizer: {e}", dir.as_ref().display()))?;
+            return Ok(Self { inner });
+        }
         let path = dir.as_ref().join("tokenizer.json");
         if !path.is_file() {
             anyhow::bail!("no tokenizer.json in {}", dir.as_ref().display());

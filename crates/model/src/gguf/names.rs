@@ -1,0 +1,179 @@
+//! llama.cpp's `qwen35moe` tensor names and layouts, mapped back to the release's.
+//!
+//! What convert_hf_to_gguf.py does to each tensor of this architecture (Qwen3_5MoeTextModel:
+//! Qwen3NextModel's transforms, _LinearAttentionVReorderBase's head order, _Qwen35MtpMixin's MTP
+//! names), and its inverse here:
+//! - `*norm.weight` except the GDN's gated `linear_attn.norm`: stored as 1 + w -> w = stored - 1.
+//! - `linear_attn.A_log` -> `ssm_a` = -exp(A_log) -> A_log = ln(-ssm_a).
+//! - `linear_attn.dt_bias` -> `ssm_dt.bias`; `conv1d.weight` [C, 1, K] squeezed to [C, K].
+//! - the GDN's value heads: the release groups them by key head (v-head h reads k-head h / r,
+//!   r = Hv / Hk); the converter tiles them (GGUF head j·Hk + k is release head k·r + j) in the V
+//!   rows of in_proj_qkv, the rows of in_proj_z / in_proj_a / in_proj_b, A_log, dt_bias, the V
+//!   channels of conv1d and the columns of out_proj. Rows are moved as stored bytes (quantized
+//!   rows stay quantized); out_proj's columns move in whole value heads, as stored bytes when the
+//!   type's block fits in a head, else dequantized to F32 (exact values, 4 bytes each).
+//! - experts: `ffn_{gate,up,down}_exps` [E, …] (or a fused `ffn_gate_up_exps` [E, 2I, H]).
+//! - MTP: block L (= the main layer count) holds the head's decoder layer; `nextn.eh_proj` is
+//!   `mtp.fc`, `nextn.enorm` / `hnorm` / `shared_head_norm` its three norms.
+
+use crate::config::ModelConfig;
+use crate::tensor::{DType, Tensor};
+use anyhow::{bail, Result};
+
+type Named = Vec<(String, Result<Tensor, String>)>;
+
+/// The release name(s) and tensor(s) that GGUF tensor `name` stands for. Names this map does not
+/// know pass through unchanged, so that the loader reports them as unknown.
+pub fn to_release(name: &str, tensor: Result<Tensor, String>, cfg: &ModelConfig, file: &str) -> Result<Named> {
+    let one = |n: String, t: Result<Tensor, String>| Ok(vec![(n, t)]);
+    let top = |n: &str| format!("model.{n}");
+    match name {
+        "token_embd.weight" => return one(top("embed_tokens.weight"), tensor),
+        "output.weight" => return one("lm_head.weight".into(), tensor),
+        "output_norm.weight" => return one(top("norm.weight"), tensor.and_then(|t| minus_one(&t, name, file))),
+        _ => {}
+    }
+    let Some((layer, rest)) = name.strip_prefix("blk.").and_then(|s| s.split_once('.')) else {
+        return one(name.into(), tensor);
+    };
+    let Ok(layer) = layer.parse::<usize>() else { return one(name.into(), tensor) };
+    let mtp = layer == cfg.num_hidden_layers;
+    let p = if mtp { "mtp.layers.0.".to_string() } else { format!("model.layers.{layer}.") };
+    let (hk, hv, dv) = (cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_value_head_dim);
+    let key_dim = cfg.gdn_key_dim();
+    // GGUF value head of release value head h (identity when Hk = Hv)
+    let r = hv / hk.max(1);
+    let v_perm: Vec<usize> = (0..hv).map(|h| (h % r) * hk + h / r).collect();
+    let t = |f: &dyn Fn(Tensor) -> Result<Tensor, String>| tensor.clone().and_then(f);
+    let out = match rest {
+        "attn_norm.weight" => (format!("{p}input_layernorm.weight"), t(&|x| minus_one(&x, name, file))),
+        "post_attention_norm.weight" => (format!("{p}post_attention_layernorm.weight"), t(&|x| minus_one(&x, name, file))),
+        "attn_q.weight" => (format!("{p}self_attn.q_proj.weight"), tensor),
+        "attn_k.weight" => (format!("{p}self_attn.k_proj.weight"), tensor),
+        "attn_v.weight" => (format!("{p}self_attn.v_proj.weight"), tensor),
+        "attn_output.weight" => (format!("{p}self_attn.o_proj.weight"), tensor),
+        "attn_q_norm.weight" => (format!("{p}self_attn.q_norm.weight"), t(&|x| minus_one(&x, name, file))),
+        "attn_k_norm.weight" => (format!("{p}self_attn.k_norm.weight"), t(&|x| minus_one(&x, name, file))),
+        "attn_qkv.weight" => {
+            let perm = grouped_rows(&v_perm, dv, 2 * key_dim);
+            (format!("{p}linear_attn.in_proj_qkv.weight"), t(&|x| permute_rows(&x, &perm)))
+        }
+        "attn_gate.weight" => {
+            let perm = grouped_rows(&v_perm, dv, 0);
+            (format!("{p}linear_attn.in_proj_z.weight"), t(&|x| permute_rows(&x, &perm)))
+        }
+        "ssm_beta.weight" => (format!("{p}linear_attn.in_proj_b.weight"), t(&|x| permute_rows(&x, &v_perm))),
+        "ssm_alpha.weight" => (format!("{p}linear_attn.in_proj_a.weight"), t(&|x| permute_rows(&x, &v_perm))),
+        "ssm_dt.bias" => (format!("{p}linear_attn.dt_bias"), t(&|x| permute_rows(&x, &v_perm))),
+        "ssm_a" => (format!("{p}linear_attn.A_log"), t(&|x| a_log(&permute_rows(&x, &v_perm)?, name, file))),
+        "ssm_conv1d.weight" => {
+            let perm = grouped_rows(&v_perm, dv, 2 * key_dim);
+            let conv = |x: Tensor| {
+                let x = permute_rows(&x, &perm)?;
+                let (c, k) = (x.shape[0], x.row_len());
+                Ok(Tensor::from_bytes(x.dtype, vec![c, 1, k], x.bytes()))
+            };
+            (format!("{p}linear_attn.conv1d.weight"), t(&conv))
+        }
+        "ssm_norm.weight" => (format!("{p}linear_attn.norm.weight"), tensor),
+        "ssm_out.weight" => (format!("{p}linear_attn.out_proj.weight"), t(&|x| permute_col_groups(&x, &v_perm, dv))),
+        "ffn_gate_inp.weight" => (format!("{p}mlp.gate.weight"), tensor),
+        "ffn_gate_inp_shexp.weight" => {
+            let row = |x: Tensor| Ok(Tensor::from_bytes(x.dtype, vec![1, x.numel()], x.bytes()));
+            (format!("{p}mlp.shared_expert_gate.weight"), t(&row))
+        }
+        "ffn_gate_shexp.weight" => (format!("{p}mlp.shared_expert.gate_proj.weight"), tensor),
+        "ffn_up_shexp.weight" => (format!("{p}mlp.shared_expert.up_proj.weight"), tensor),
+        "ffn_down_shexp.weight" => (format!("{p}mlp.shared_expert.down_proj.weight"), tensor),
+        "ffn_gate_up_exps.weight" => (format!("{p}mlp.experts.gate_up_proj"), tensor),
+        "ffn_gate_exps.weight" | "ffn_up_exps.weight" | "ffn_down_exps.weight" => {
+            let proj = &rest[4..rest.len() - "_exps.weight".len()]; // gate, up, down
+            return Ok((0..cfg.num_experts)
+                .map(|x| {
+                    let expert = tensor.clone().and_then(|t| {
+                        if t.shape.len() != 3 || t.shape[0] != cfg.num_experts {
+                            return Err(format!("{file}: tensor `{name}` has shape {:?}, not [{}, …]", t.shape, cfg.num_experts));
+                        }
+                        Ok(t.index(x))
+                    });
+                    (format!("{p}mlp.experts.{x}.{proj}_proj.weight"), expert)
+                })
+                .collect());
+        }
+        "nextn.eh_proj.weight" if mtp => ("mtp.fc.weight".into(), tensor),
+        "nextn.enorm.weight" if mtp => ("mtp.pre_fc_norm_embedding.weight".into(), t(&|x| minus_one(&x, name, file))),
+        "nextn.hnorm.weight" if mtp => ("mtp.pre_fc_norm_hidden.weight".into(), t(&|x| minus_one(&x, name, file))),
+        "nextn.shared_head_norm.weight" if mtp => ("mtp.norm.weight".into(), t(&|x| minus_one(&x, name, file))),
+        // the head shares the main embedding and lm_head (mtp_use_dedicated_embeddings: false);
+        // a file carrying copies of them loses nothing when they are left out
+        "nextn.embed_tokens.weight" | "nextn.shared_head_head.weight" if mtp => return Ok(Vec::new()),
+        _ => (name.to_string(), tensor),
+    };
+    if layer > cfg.num_hidden_layers {
+        bail!("{file}: tensor `{name}` is in block {layer}, past the {} layers and the MTP block", cfg.num_hidden_layers);
+    }
+    Ok(vec![out])
+}
+
+/// Rows of `value heads × dv` (after `offset` leading rows that stay): release row order.
+fn grouped_rows(v_perm: &[usize], dv: usize, offset: usize) -> Vec<usize> {
+    (0..offset).chain(v_perm.iter().flat_map(|&g| (0..dv).map(move |i| offset + g * dv + i))).collect()
+}
+
+/// The tensor whose row i is row `perm[i]` of `t` (bytes as stored); a permutation of fewer rows
+/// than `t` has (a shape mismatch) leaves it to the loader's shape check.
+fn permute_rows(t: &Tensor, perm: &[usize]) -> Result<Tensor, String> {
+    if t.shape[0] != perm.len() || perm.iter().enumerate().all(|(i, &p)| i == p) {
+        return Ok(t.clone());
+    }
+    let row = t.dtype.bytes_for(t.row_len());
+    let bytes: Vec<u8> = perm.iter().flat_map(|&r| &t.bytes()[r * row..(r + 1) * row]).copied().collect();
+    Ok(Tensor::from_bytes(t.dtype, t.shape.clone(), &bytes))
+}
+
+/// Columns in groups of `width`: output group g is input group `perm[g]` (a matrix [rows, cols]).
+fn permute_col_groups(t: &Tensor, perm: &[usize], width: usize) -> Result<Tensor, String> {
+    if t.shape.len() != 2 || t.shape[1] != perm.len() * width || perm.iter().enumerate().all(|(i, &p)| i == p) {
+        return Ok(t.clone());
+    }
+    let (rows, cols) = (t.shape[0], t.shape[1]);
+    if width % t.dtype.block_elems() == 0 {
+        let group = t.dtype.bytes_for(width);
+        let row = t.dtype.bytes_for(cols);
+        let mut bytes = Vec::with_capacity(rows * row);
+        for r in 0..rows {
+            for &g in perm {
+                bytes.extend_from_slice(&t.bytes()[r * row + g * group..r * row + (g + 1) * group]);
+            }
+        }
+        return Ok(Tensor::from_bytes(t.dtype, t.shape.clone(), &bytes));
+    }
+    // the type's blocks span value heads: move the dequantized values
+    let mut values = Vec::with_capacity(rows * cols);
+    let mut row = vec![0.0f32; cols];
+    for r in 0..rows {
+        t.read_row_f32(r, &mut row);
+        for &g in perm {
+            values.extend_from_slice(&row[g * width..(g + 1) * width]);
+        }
+    }
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    Ok(Tensor::from_bytes(DType::F32, t.shape.clone(), &bytes))
+}
+
+/// w = stored - 1, as F32 (exact for stored in [0.5, 2], where the converter's 1 + w lands).
+fn minus_one(t: &Tensor, name: &str, file: &str) -> Result<Tensor, String> {
+    map_f32(t, name, file, |v| Ok(v - 1.0))
+}
+
+/// A_log = ln(-ssm_a): the converter stored -exp(A_log), which is negative.
+fn a_log(t: &Tensor, name: &str, file: &str) -> Result<Tensor, String> {
+    map_f32(t, name, file, |a| if a < 0.0 { Ok((-a).ln()) } else { Err(format!("holds {a}, but ssm_a = -exp(A_log) < 0")) })
+}
+
+fn map_f32(t: &Tensor, name: &str, file: &str, f: impl Fn(f32) -> Result<f32, String>) -> Result<Tensor, String> {
+    let values = t.to_f32().into_iter().map(&f).collect::<Result<Vec<f32>, String>>();
+    let values = values.map_err(|why| format!("{file}: tensor `{name}` {why}"))?;
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    Ok(Tensor::from_bytes(DType::F32, t.shape.clone(), &bytes))
+}
