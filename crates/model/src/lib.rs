@@ -3,6 +3,7 @@
 pub mod backend;
 pub mod checkpoint;
 pub mod config;
+pub mod lora;
 pub mod sampler;
 pub mod sampling;
 pub mod speculative;

@@ -635,7 +635,7 @@ mod tests {
         let f = fixture();
         for (t, seed) in [(1usize, 11u64), (4, 12)] {
             let x = input(seed, t);
-            let want = moe_forward(&f.cfg, &f.cpu, &x);
+            let want = moe_forward(&f.cfg, &f.cpu, None, &x);
             // f32 activations: only summation order differs.
             check_block(t, false, &want, &x, 1e-4);
             // The grouped path at a tiny size (mostly empty tiles): bf16 activations.
@@ -649,7 +649,7 @@ mod tests {
         let f = fixture();
         let t = 300;
         let x = input(13, t);
-        let want = moe_forward(&f.cfg, &f.cpu, &x);
+        let want = moe_forward(&f.cfg, &f.cpu, None, &x);
         check_block(t, true, &want, &x, 1e-2);
         check_block(t, false, &want, &x, 1e-4);
     }
@@ -685,7 +685,7 @@ mod tests {
             let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
             let dequantized = run_block(&bf16, t, true, &x);
             assert_close(&format!("FP8 grouped vs dequantised bf16 grouped, t={t}"), &got, &dequantized, 1e-6);
-            let want = moe_forward(&f.cfg, &f.cpu, &x);
+            let want = moe_forward(&f.cfg, &f.cpu, None, &x);
             check_against_cpu(f, &format!("moe_block FP8 t={t} (grouped)"), &got, &want, &x, 1e-2);
         }
         let scratch = Scratch::new(gpu, 2).unwrap();
@@ -743,7 +743,7 @@ mod tests {
         let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
         assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
         let mut want = h1.clone();
-        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, &x));
+        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, None, &x));
         let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
         let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
         let scratch = Scratch::new(gpu, 1).unwrap();
@@ -826,7 +826,7 @@ mod tests {
         let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
         assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
         let mut want = h1.clone();
-        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, &x));
+        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, None, &x));
         let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
         let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
         let scratch = Scratch::new(gpu, 1).unwrap();
