@@ -334,6 +334,8 @@ struct Found {
     /// The module's path as PEFT saw it (`model.language_model.layers.0.mlp.experts`), for
     /// matching `target_parameters`.
     module: String,
+    /// One of its tensors could not be read (already reported).
+    unreadable: bool,
 }
 
 /// Sorts the tensors into `layers`; returns the problems, one per tensor.
@@ -346,24 +348,27 @@ fn build(
     let mut problems = Vec::new();
     let mut slots: BTreeMap<(usize, Slot), Found> = BTreeMap::new();
     for (name, tensor) in tensors {
-        let tensor = match tensor {
-            Ok(t) => t,
-            Err(why) => {
-                problems.push(why.split_once(": ").map_or(why.clone(), |(_, rest)| rest.to_string()));
-                continue;
-            }
-        };
         match place(cfg, &name) {
             Ok(None) => {}
             Ok(Some((layer, slot, module, is_a))) => {
                 let found = slots.entry((layer, slot)).or_default();
                 found.module = module;
-                *(if is_a { &mut found.a } else { &mut found.b }) = Some((name, tensor));
+                match tensor {
+                    Ok(t) => *(if is_a { &mut found.a } else { &mut found.b }) = Some((name, t)),
+                    Err(why) => {
+                        // (the reader's message starts with the file's name, which `lines` adds)
+                        problems.push(why.split_once(": ").map_or(why.clone(), |(_, rest)| rest.to_string()));
+                        found.unreadable = true;
+                    }
+                }
             }
             Err(why) => problems.push(format!("tensor `{name}` {why}")),
         }
     }
     for ((layer, slot), found) in slots {
+        if found.unreadable {
+            continue;
+        }
         let (Some((a_name, a)), Some((b_name, b))) = (found.a.as_ref(), found.b.as_ref()) else {
             let (have, missing) = match (&found.a, &found.b) {
                 (Some((n, _)), None) => (n, "lora_B"),
