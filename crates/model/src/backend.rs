@@ -45,8 +45,10 @@ pub trait Backend {
     }
 
     /// Runs `state` with the LoRA adapter `adapter` (`None`: without one) from its next token on;
-    /// snapshots and resumed copies keep it. `decode_batch` then applies each row's own adapter.
-    /// The default refuses adapters: a backend that runs them overrides this.
+    /// snapshots and resumed copies keep it. `decode_batch` then applies each row's own adapter
+    /// (a GPU backend: A and B of each matrix uploaded once per `LoraAdapter::id` in bf16, the
+    /// state holding its slot, the batched step reading one adapter index per row). The default
+    /// refuses adapters: a backend that runs them overrides this.
     fn set_adapter(&self, state: &mut Self::State, adapter: Option<Arc<LoraAdapter>>) -> Result<()> {
         let _ = state;
         match adapter {

@@ -378,20 +378,22 @@ fn build(
             problems.push(format!("tensor `{have}` has no {missing} beside it"));
             continue;
         };
-        let result = match slot {
-            Slot::Linear(target) => pair(config, target.shape(cfg), 1, (a_name, a), (b_name, b))
-                .map(|mut pairs| drop(layers[layer].linears.insert(target, pairs.remove(0)))),
-            Slot::Experts { depth } => experts(cfg, config, &found.module, depth, (a_name, a), (b_name, b))
-                .map(|(param, pairs)| {
+        let (a, b) = ((a_name, a), (b_name, b));
+        match slot {
+            Slot::Linear(target) => match pair(config, target.shape(cfg), 1, a, b) {
+                Ok(mut pairs) => drop(layers[layer].linears.insert(target, pairs.remove(0))),
+                Err(why) => problems.push(why),
+            },
+            Slot::Experts { depth } => match experts(cfg, config, &found.module, depth, a, b) {
+                Ok((param, pairs)) => {
                     let experts = &mut layers[layer].experts;
                     experts.resize(cfg.num_experts, ExpertLora::default());
                     for (expert, p) in experts.iter_mut().zip(pairs) {
                         *(if param == 0 { &mut expert.gate_up } else { &mut expert.down }) = Some(p);
                     }
-                }),
-        };
-        if let Err(why) = result {
-            problems.push(why);
+                }
+                Err(why) => problems.push(why),
+            },
         }
     }
     problems
