@@ -342,9 +342,10 @@ struct Found {
 fn build(
     cfg: &ModelConfig,
     config: &AdapterConfig,
-    tensors: Vec<(String, std::result::Result<Tensor, String>)>,
+    mut tensors: Vec<(String, std::result::Result<Tensor, String>)>,
     layers: &mut [LayerLora],
 ) -> Vec<String> {
+    tensors.sort_by(|a, b| a.0.cmp(&b.0)); // problems in name order, the same every time
     let mut problems = Vec::new();
     let mut slots: BTreeMap<(usize, Slot), Found> = BTreeMap::new();
     for (name, tensor) in tensors {
