@@ -11,8 +11,10 @@
 //!
 //! Notation: Hq/Hkv query/kv heads, d = head_dim, R = rotary dims, T new tokens, P cached tokens.
 
-use crate::ops::{dot, matmul, rms_norm_one_plus, sigmoid, softmax};
+use crate::lora::{linear, of};
+use crate::ops::{dot, rms_norm_one_plus, sigmoid, softmax};
 use rayon::prelude::*;
+use solo_model::lora::{LayerLora, Target};
 use solo_model::weights::AttentionWeights;
 use solo_model::ModelConfig;
 
@@ -34,10 +36,12 @@ impl KvCache {
     }
 }
 
-/// x: [T, hidden] (already normalised) at positions `start..start+T` → [T, hidden].
+/// x: [T, hidden] (already normalised) at positions `start..start+T` → [T, hidden]; `lora`: the
+/// layer's adapters, if any (`crate::lora`).
 pub fn attention_forward(
     cfg: &ModelConfig,
     w: &AttentionWeights,
+    lora: Option<&LayerLora>,
     x: &[f32],
     start: usize,
     cache: &mut KvCache,
@@ -46,7 +50,7 @@ pub fn attention_forward(
     let eps = cfg.rms_norm_eps;
 
     // q_proj rows are per head [d query | d gate] (not all queries then all gates), so split each 2d-wide head.
-    let qg = matmul(x, &w.q_proj); // [T, Hq, 2d]
+    let qg = linear(x, &w.q_proj, of(lora, Target::QProj)); // [T, Hq, 2d]
     let t_len = qg.len() / (hq * 2 * d);
     let mut q = Vec::with_capacity(t_len * hq * d); // [T, Hq, d]
     let mut gate = Vec::with_capacity(t_len * hq * d); // [T, Hq, d]
@@ -55,8 +59,8 @@ pub fn attention_forward(
         gate.extend_from_slice(&head[d..]);
     }
     let mut q = rms_norm_one_plus(&q, &w.q_norm.to_f32(), eps);
-    let mut k = rms_norm_one_plus(&matmul(x, &w.k_proj), &w.k_norm.to_f32(), eps); // [T, Hkv, d]
-    let v = matmul(x, &w.v_proj); // [T, Hkv, d]
+    let mut k = rms_norm_one_plus(&linear(x, &w.k_proj, of(lora, Target::KProj)), &w.k_norm.to_f32(), eps); // [T, Hkv, d]
+    let v = linear(x, &w.v_proj, of(lora, Target::VProj)); // [T, Hkv, d]
 
     let rope = Rope::new(cfg);
     for t in 0..t_len {
@@ -91,7 +95,7 @@ pub fn attention_forward(
     for (oi, gi) in o.iter_mut().zip(&gate) {
         *oi *= sigmoid(*gi);
     }
-    matmul(&o, &w.o_proj)
+    linear(&o, &w.o_proj, of(lora, Target::OProj))
 }
 
 /// Rotates one head (`head_dim` values) for `position`, exactly as `attention_forward` does to

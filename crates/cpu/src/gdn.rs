@@ -12,8 +12,10 @@
 //! Value head j reads key head j / (Hv/Hk): consecutive value heads share a key head
 //! (interleaved, not tiled).
 
-use crate::ops::{inv_rms, matmul, sigmoid, silu, softplus};
+use crate::lora::{linear, of};
+use crate::ops::{inv_rms, sigmoid, silu, softplus};
 use rayon::prelude::*;
+use solo_model::lora::{LayerLora, Target};
 use solo_model::weights::GdnWeights;
 use solo_model::ModelConfig;
 
@@ -47,16 +49,24 @@ pub enum DeltaRule {
     Chunked,
 }
 
-/// x: [T, hidden] (already normalised) → [T, hidden]. Advances `state` by T tokens.
-pub fn gdn_forward(cfg: &ModelConfig, w: &GdnWeights, x: &[f32], state: &mut GdnState, rule: DeltaRule) -> Vec<f32> {
+/// x: [T, hidden] (already normalised) → [T, hidden]. Advances `state` by T tokens. `lora`: the
+/// layer's adapters, if any (`crate::lora`).
+pub fn gdn_forward(
+    cfg: &ModelConfig,
+    w: &GdnWeights,
+    lora: Option<&LayerLora>,
+    x: &[f32],
+    state: &mut GdnState,
+    rule: DeltaRule,
+) -> Vec<f32> {
     let (hk, hv) = (cfg.linear_num_key_heads, cfg.linear_num_value_heads);
     let (dk, dv) = (cfg.linear_key_head_dim, cfg.linear_value_head_dim);
     let conv_dim = cfg.gdn_conv_dim();
 
-    let qkv = matmul(x, &w.in_proj_qkv); // [T, conv_dim] = [q Hk·dk | k Hk·dk | v Hv·dv]
-    let z = matmul(x, &w.in_proj_z); // [T, Hv·dv]
-    let b = matmul(x, &w.in_proj_b); // [T, Hv]
-    let a = matmul(x, &w.in_proj_a); // [T, Hv]
+    let qkv = linear(x, &w.in_proj_qkv, of(lora, Target::InProjQkv)); // [T, conv_dim] = [q Hk·dk | k Hk·dk | v Hv·dv]
+    let z = linear(x, &w.in_proj_z, of(lora, Target::InProjZ)); // [T, Hv·dv]
+    let b = linear(x, &w.in_proj_b, of(lora, Target::InProjB)); // [T, Hv]
+    let a = linear(x, &w.in_proj_a, of(lora, Target::InProjA)); // [T, Hv]
     let t_len = qkv.len() / conv_dim;
 
     let mixed = causal_conv_silu(&qkv, &mut state.conv, &w.conv1d.to_f32(), conv_dim);
@@ -113,7 +123,7 @@ pub fn gdn_forward(cfg: &ModelConfig, w: &GdnWeights, x: &[f32], state: &mut Gdn
             }
         }
     }
-    matmul(&o, &w.out_proj)
+    linear(&o, &w.out_proj, of(lora, Target::OutProj))
 }
 
 /// Depthwise causal conv over time then SiLU. `qkv`: [T, C]; `window`: [K-1, C] pre-conv rows

@@ -3,6 +3,7 @@
 
 pub mod attention;
 pub mod gdn;
+pub mod lora;
 pub mod model;
 pub mod moe;
 pub mod mtp;

@@ -18,6 +18,8 @@ use crate::moe::moe_forward;
 use crate::mtp::MtpState;
 use crate::ops::{add_in_place, matmul, rms_norm_one_plus};
 use anyhow::{bail, ensure, Result};
+use std::sync::Arc;
+use solo_model::lora::{LayerLora, LoraAdapter};
 use solo_model::sampler::Sampler;
 use solo_model::weights::{LayerWeights, Mixer};
 use solo_model::{Backend, Draft, LayerKind, Logits, ModelConfig, ModelWeights};
@@ -39,6 +41,8 @@ pub struct CpuState {
     pub mtp: Option<MtpState>,
     /// After `verify`: the GDN layers' states after each verified token, to go back to.
     verified: Vec<Vec<GdnState>>,
+    /// The LoRA adapter the sequence runs with (`Backend::set_adapter`).
+    pub adapter: Option<Arc<LoraAdapter>>,
 }
 
 #[derive(Clone, Debug)]
@@ -67,8 +71,10 @@ impl CpuModel {
         for (row, &id) in h.chunks_mut(hidden).zip(tokens) {
             self.weights.embed_tokens.read_row_f32(id as usize, row);
         }
-        for (layer, layer_state) in self.weights.layers.iter().zip(&mut state.layers) {
-            decoder_layer(cfg, layer, layer_state, &mut h, state.position, rule);
+        let adapter = state.adapter.clone();
+        for (i, (layer, layer_state)) in self.weights.layers.iter().zip(&mut state.layers).enumerate() {
+            let lora = adapter.as_ref().map(|a| &a.layers[i]);
+            decoder_layer(cfg, layer, lora, layer_state, &mut h, state.position, rule);
         }
         state.position += tokens.len();
         let normed = rms_norm_one_plus(&h, &self.weights.final_norm.to_f32(), cfg.rms_norm_eps);
@@ -102,7 +108,15 @@ impl Backend for CpuModel {
             })
             .collect();
         let mtp = self.weights.mtp.as_ref().map(|_| MtpState::default());
-        Ok(CpuState { position: 0, layers, mtp, verified: Vec::new() })
+        Ok(CpuState { position: 0, layers, mtp, verified: Vec::new(), adapter: None })
+    }
+
+    fn set_adapter(&self, state: &mut CpuState, adapter: Option<Arc<LoraAdapter>>) -> Result<()> {
+        if let Some(a) = &adapter {
+            ensure!(a.layers.len() == self.config.num_hidden_layers, "the LoRA adapter {} was loaded for another model", a.dir.display());
+        }
+        state.adapter = adapter;
+        Ok(())
     }
 
     fn position(&self, state: &CpuState) -> usize {
@@ -190,10 +204,12 @@ impl Backend for CpuModel {
 }
 
 /// One decoder layer on h [T, hidden] at positions `position..`, in place:
-/// h += Mixer(RMSN(h; input_layernorm)), then h += MoE(RMSN(h; post_attention_layernorm)).
+/// h += Mixer(RMSN(h; input_layernorm)), then h += MoE(RMSN(h; post_attention_layernorm)),
+/// with the layer's LoRA adapters `lora` when there are any.
 pub fn decoder_layer(
     cfg: &ModelConfig,
     layer: &LayerWeights,
+    lora: Option<&LayerLora>,
     state: &mut LayerState,
     h: &mut [f32],
     position: usize,
@@ -201,11 +217,11 @@ pub fn decoder_layer(
 ) {
     let x = rms_norm_one_plus(h, &layer.input_norm.to_f32(), cfg.rms_norm_eps);
     let mixed = match (&layer.mixer, state) {
-        (Mixer::GatedDeltaNet(w), LayerState::GatedDeltaNet(s)) => gdn_forward(cfg, w, &x, s, rule),
-        (Mixer::FullAttention(w), LayerState::FullAttention(kv)) => attention_forward(cfg, w, &x, position, kv),
+        (Mixer::GatedDeltaNet(w), LayerState::GatedDeltaNet(s)) => gdn_forward(cfg, w, lora, &x, s, rule),
+        (Mixer::FullAttention(w), LayerState::FullAttention(kv)) => attention_forward(cfg, w, lora, &x, position, kv),
         _ => unreachable!("state layers are built from the same layer_types as the weights"),
     };
     add_in_place(h, &mixed);
     let x = rms_norm_one_plus(h, &layer.post_attention_norm.to_f32(), cfg.rms_norm_eps);
-    add_in_place(h, &moe_forward(cfg, &layer.moe, &x));
+    add_in_place(h, &moe_forward(cfg, &layer.moe, lora, &x));
 }

@@ -6,16 +6,19 @@
 //! expert_e(x) = W_down,e (silu(W_gate,e x) ∘ W_up,e x)                    (SwiGLU)
 //! MoE(x) = Σ_{e ∈ S} w_e expert_e(x) + σ(w_shared_gate · x) shared(x)    shared: a SwiGLU too
 //! ```
+//! Each product may carry a LoRA adapter's term (`crate::lora`).
 
-use crate::ops::{matmul, sigmoid, silu, softmax};
+use crate::lora::{linear, of, MlpLora};
+use crate::ops::{sigmoid, silu, softmax};
+use solo_model::lora::{LayerLora, Target};
 use solo_model::weights::{ExpertWeights, MoeWeights};
 use solo_model::ModelConfig;
 
-/// x: [T, hidden] (already normalised) → [T, hidden].
-pub fn moe_forward(cfg: &ModelConfig, w: &MoeWeights, x: &[f32]) -> Vec<f32> {
+/// x: [T, hidden] (already normalised) → [T, hidden]; `lora`: the layer's adapters, if any.
+pub fn moe_forward(cfg: &ModelConfig, w: &MoeWeights, lora: Option<&LayerLora>, x: &[f32]) -> Vec<f32> {
     let hidden = cfg.hidden_size;
     let t_len = x.len() / hidden;
-    let routes = route(cfg, &matmul(x, &w.router));
+    let routes = route(cfg, &linear(x, &w.router, of(lora, Target::Router)));
 
     // Run each expert once over the tokens routed to it.
     let mut out = vec![0.0f32; x.len()];
@@ -26,7 +29,7 @@ pub fn moe_forward(cfg: &ModelConfig, w: &MoeWeights, x: &[f32]) -> Vec<f32> {
             continue;
         }
         let xs: Vec<f32> = picked.iter().flat_map(|&(t, _)| x[t * hidden..(t + 1) * hidden].iter().copied()).collect();
-        let ys = swiglu(expert, &xs);
+        let ys = swiglu(expert, &MlpLora::expert(lora, e, cfg.moe_intermediate_size), &xs);
         for (row, &(t, weight)) in picked.iter().enumerate() {
             for c in 0..hidden {
                 out[t * hidden + c] += weight * ys[row * hidden + c];
@@ -34,8 +37,8 @@ pub fn moe_forward(cfg: &ModelConfig, w: &MoeWeights, x: &[f32]) -> Vec<f32> {
         }
     }
 
-    let shared = swiglu(&w.shared_expert, x);
-    let gate = matmul(x, &w.shared_expert_gate); // [T, 1]
+    let shared = swiglu(&w.shared_expert, &MlpLora::shared(lora), x);
+    let gate = linear(x, &w.shared_expert_gate, of(lora, Target::SharedExpertGate)); // [T, 1]
     for t in 0..t_len {
         let g = sigmoid(gate[t]);
         for c in 0..hidden {
@@ -63,9 +66,9 @@ pub fn route(cfg: &ModelConfig, logits: &[f32]) -> Vec<Vec<(usize, f32)>> {
 }
 
 /// down(silu(gate·x) ∘ up·x) for x: [N, hidden] → [N, hidden].
-pub fn swiglu(w: &ExpertWeights, x: &[f32]) -> Vec<f32> {
-    let gate = matmul(x, &w.gate);
-    let up = matmul(x, &w.up);
+pub fn swiglu(w: &ExpertWeights, lora: &MlpLora, x: &[f32]) -> Vec<f32> {
+    let gate = linear(x, &w.gate, lora.gate.as_ref());
+    let up = linear(x, &w.up, lora.up.as_ref());
     let act: Vec<f32> = gate.iter().zip(&up).map(|(&g, &u)| silu(g) * u).collect();
-    matmul(&act, &w.down)
+    linear(&act, &w.down, lora.down.as_ref())
 }

@@ -4,8 +4,10 @@
 //! layers, conv windows and fp32 recurrent state for the GDN layers) and its length so far.
 
 use crate::config::ModelConfig;
+use crate::lora::LoraAdapter;
 use crate::sampler::Sampler;
 use anyhow::{bail, ensure, Result};
+use std::sync::Arc;
 
 /// Which rows of logits a prefill returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +42,19 @@ pub trait Backend {
     /// `resume` (the CUDA one keeps a few whole, with their decode graphs); the default drops it.
     fn release_state(&self, state: Self::State) {
         drop(state);
+    }
+
+    /// Runs `state` with the LoRA adapter `adapter` (`None`: without one) from its next token on;
+    /// snapshots and resumed copies keep it. `decode_batch` then applies each row's own adapter
+    /// (a GPU backend: A and B of each matrix uploaded once per `LoraAdapter::id` in bf16, the
+    /// state holding its slot, the batched step reading one adapter index per row). The default
+    /// refuses adapters: a backend that runs them overrides this.
+    fn set_adapter(&self, state: &mut Self::State, adapter: Option<Arc<LoraAdapter>>) -> Result<()> {
+        let _ = state;
+        match adapter {
+            None => Ok(()),
+            Some(a) => bail!("this backend does not run LoRA adapters ({}); the CPU backend does", a.dir.display()),
+        }
     }
 
     /// Number of tokens the sequence holds.

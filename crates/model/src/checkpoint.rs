@@ -100,7 +100,7 @@ fn check_index_matches(index_path: &Path, tensors: &BTreeMap<String, StoredTenso
 type FileTensors = Vec<(String, Result<Tensor, String>)>;
 
 /// Maps one safetensors file and returns views of its tensors, checking that each lies inside it.
-fn read_file(path: &Path, name: &str) -> Result<FileTensors> {
+pub(crate) fn read_file(path: &Path, name: &str) -> Result<FileTensors> {
     let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     // SAFETY: the map is read-only; a checkpoint changing under a running engine is outside our contract.
     let map = unsafe { Mmap::map(&file) }.with_context(|| format!("cannot map {}", path.display()))?;

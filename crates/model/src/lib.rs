@@ -6,6 +6,7 @@ pub mod config;
 pub mod gguf;
 pub mod int4;
 pub mod int4_formats;
+pub mod lora;
 pub mod sampler;
 pub mod sampling;
 pub mod speculative;

@@ -49,6 +49,12 @@ impl DType {
         }
     }
 
+    /// Bytes per element of a plain (one-element-per-block, whole-byte) type.
+    pub fn size(self) -> usize {
+        assert!(self.block_elems() == 1 && self != DType::I4, "{} has no per-element size", self.name());
+        self.bytes_for(1)
+    }
+
     /// Elements per block: 1, or the ggml block (32 or 256) that reads must start on.
     pub fn block_elems(self) -> usize {
         match self {

@@ -232,8 +232,13 @@ async function loadModelInfo() {
       $("model-info").textContent = "This server needs an API key (Settings → More).";
       return;
     }
-    const m = (await r.json()).data[0];
+    const models = (await r.json()).data;
+    const m = models[0];
     state.model = m;
+    // The base model first, then the LoRA adapters the server serves (shown only when there are any).
+    const pick = $("model-pick");
+    pick.replaceChildren(...models.map((x) => new Option(x.parent ? `${x.id} (LoRA adapter)` : x.id, x.id)));
+    pick.hidden = models.length < 2;
     const parts = [m.id];
     if (m.precision) parts.push(m.precision);
     if (m.max_model_len) parts.push(`context ${m.max_model_len.toLocaleString("en-US")} tokens`);
@@ -272,7 +277,7 @@ function requestBody(conv) {
     stream_options: { include_usage: true },
     chat_template_kwargs: { enable_thinking: !!s.thinking },
   };
-  if (state.model) body.model = state.model.id;
+  if (state.model) body.model = $("model-pick").value || state.model.id;
   const num = (v) => (v === "" || v === undefined || v === null ? undefined : Number(v));
   if (num(s.temperature) !== undefined) body.temperature = num(s.temperature);
   if (num(s.topP) !== undefined) body.top_p = num(s.topP);

@@ -27,7 +27,7 @@ async fn handle(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Result<Re
     let body_bytes = body.as_ref().map_or(0, Bytes::len);
     let json = handlers::parse_body(&app, body)?;
     let f = Fields::of(&json)?;
-    request::check_model(&f, &app.model_name)?;
+    let adapter = crate::lora::pick(&app, &f)?;
     let common = request::common(&f, &app.text.defaults, app.vocab, app.random())?;
     let logprobs = request::chat_logprobs(&f)?;
     let (tools, choice) = request::tools(&f)?;
@@ -56,6 +56,7 @@ async fn handle(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Result<Re
         arrived,
         deadline: arrived + app.request_timeout,
         events: tx,
+        adapter,
     };
     let started = handlers::start(&app, job, rx).await?;
     let start = if prompt.starts_in_reasoning { Channel::Reasoning } else { Channel::Content };

@@ -14,6 +14,7 @@ use crate::generate::{Progress, Sequence, Start};
 use crate::metrics::Metrics;
 use crate::prefix_cache::PrefixCache;
 use anyhow::Result;
+use solo_model::lora::LoraAdapter;
 use solo_model::sampler::Sampler;
 use solo_model::sampling::Extras;
 use solo_model::{Backend, ModelConfig};
@@ -79,6 +80,15 @@ pub struct Job {
     pub arrived: Instant,
     pub deadline: Instant,
     pub events: mpsc::UnboundedSender<Event>,
+    /// The LoRA adapter the request's `model` picked; `None`: the base model.
+    pub adapter: Option<Arc<LoraAdapter>>,
+}
+
+impl Job {
+    /// The adapter's id (the prefix cache's key beside the tokens); 0 without one.
+    pub fn lora_id(&self) -> u64 {
+        self.adapter.as_ref().map_or(0, |a| a.id)
+    }
 }
 
 #[derive(Debug)]

@@ -89,13 +89,21 @@ impl<'t, B: Backend> Sequence<'t, B> {
         }
         cx.metrics.queue_wait.observe(job.arrived.elapsed().as_secs_f64());
         let prompt = &job.prompt;
+        // A cached snapshot carries its adapter; a fresh state is given the job's.
         let resumed = cache
-            .longest_prefix(prompt)
+            .longest_prefix(job.lora_id(), prompt)
             .and_then(|hit| Some((cx.backend.resume(&hit.state)?, hit.logits.clone(), hit.tokens.len())));
         let (state, logits, cached) = match resumed {
             Some(resumed) => resumed,
             None => match cx.backend.new_state() {
-                Ok(state) => (state, Vec::new(), 0),
+                Ok(mut state) => {
+                    if let Err(e) = cx.backend.set_adapter(&mut state, job.adapter.clone()) {
+                        cx.backend.release_state(state);
+                        let _ = job.events.send(Event::Error(ApiError::invalid(format!("{e:#}"))));
+                        return Start::Abandoned;
+                    }
+                    (state, Vec::new(), 0)
+                }
                 Err(e) => return Start::NoRoom(Box::new(job), e),
             },
         };
@@ -171,11 +179,11 @@ impl<'t, B: Backend> Sequence<'t, B> {
             self.pos = end;
             let interval = snapshot_interval(cx);
             let wanted = end == prompt.len() || end % interval == 0 || self.job.snapshot_points.contains(&end);
-            if wanted && !cache.contains(&prompt[..end]) {
+            if wanted && !cache.contains(self.job.lora_id(), &prompt[..end]) {
                 if end == prompt.len() {
                     self.keep_prompt = true;
                 } else {
-                    keep(cx, cache, prompt[..end].to_vec(), &self.state, &self.logits);
+                    keep(cx, cache, self.job.lora_id(), prompt[..end].to_vec(), &self.state, &self.logits);
                 }
             }
             if !self.cuts.is_empty() {
@@ -258,7 +266,7 @@ impl<'t, B: Backend> Sequence<'t, B> {
         }
         if cx.config.stop_ids.contains(&token) {
             if std::mem::take(&mut self.keep_prompt) {
-                keep(cx, cache, job.prompt.clone(), &self.state, &self.logits); // the prompt's, while the state is
+                keep(cx, cache, job.lora_id(), job.prompt.clone(), &self.state, &self.logits); // the prompt's, while the state is
             }
             return self.finish(cx, cache, Finish::Stop, false);
         }
@@ -272,7 +280,7 @@ impl<'t, B: Backend> Sequence<'t, B> {
             let _ = job.events.send(Event::Text { text: out, logprob });
         }
         if std::mem::take(&mut self.keep_prompt) {
-            keep(cx, cache, job.prompt.clone(), &self.state, &self.logits); // the prompt's, while the state is
+            keep(cx, cache, job.lora_id(), job.prompt.clone(), &self.state, &self.logits); // the prompt's, while the state is
         }
         if hit {
             return self.finish(cx, cache, Finish::Stop, true);
@@ -341,8 +349,8 @@ impl<'t, B: Backend> Sequence<'t, B> {
             let mut tokens = job.prompt.clone();
             tokens.extend(&self.fed);
             match self.logits_stale.then(|| self.backend_untouched.then(|| cx.backend.picked_logits())) {
-                None => keep(cx, cache, tokens, &self.state, &self.logits),
-                Some(Some(Ok(picked_from))) => keep(cx, cache, tokens, &self.state, &picked_from),
+                None => keep(cx, cache, job.lora_id(), tokens, &self.state, &self.logits),
+                Some(Some(Ok(picked_from))) => keep(cx, cache, job.lora_id(), tokens, &self.state, &picked_from),
                 // Another sequence ran since the pick: its logits are gone, and so is the entry.
                 Some(None) => {}
                 // The reply is out: a failure here only costs the cache entry.
@@ -416,10 +424,11 @@ fn sample(sampler: &mut Sampler, logits: &[f32], s: &Sampling, seen: &HashMap<u3
     sampler.sample(&row)
 }
 
-/// Snapshots `state` into the cache (when the backend can copy states).
+/// Snapshots `state` (run with the adapter `adapter`) into the cache, when the backend can copy states.
 fn keep<B: Backend>(
     cx: &Context<B>,
     cache: &mut PrefixCache<B::State>,
+    adapter: u64,
     tokens: Vec<u32>,
     state: &B::State,
     logits: &[f32],
@@ -431,7 +440,7 @@ fn keep<B: Backend>(
     if let Some(copy) = cx.backend.snapshot(state) {
         cx.metrics.snapshot_time.observe(start.elapsed().as_secs_f64());
         let bytes = cx.backend.state_bytes(&copy);
-        cache.insert(tokens, copy, logits.to_vec(), bytes);
+        cache.insert(adapter, tokens, copy, logits.to_vec(), bytes);
     }
 }
 

@@ -40,6 +40,8 @@ pub struct App {
     pub rng: Mutex<SplitMix>,
     /// The privacy gate and the cloud route (`--cloud-url`, `--policy`); `None`: local only, ungated.
     pub hybrid: Option<Arc<crate::hybrid::Hybrid>>,
+    /// The LoRA adapters served beside the base model.
+    pub lora: crate::lora::Adapters,
 }
 
 impl App {

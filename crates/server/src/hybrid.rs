@@ -540,9 +540,12 @@ fn privacy_error(
     (status, axum::Json(body)).into_response()
 }
 
-/// The local engine answers the original request (whatever `model` the client named).
+/// The local engine answers the original request (whatever `model` the client named; a LoRA
+/// adapter's id keeps its adapter).
 async fn local(app: &Arc<App>, mut body: Value) -> Response {
-    body["model"] = Value::from(app.model_name.clone());
+    if !body["model"].as_str().is_some_and(|m| app.lora.get(m).is_some()) {
+        body["model"] = Value::from(app.model_name.clone());
+    }
     let bytes = Bytes::from(body.to_string());
     chat::chat_completions(State(app.clone()), Ok(bytes)).await
 }

@@ -11,6 +11,7 @@
 //!   conn.rs     accept loop: header and body timeouts, the connection cap, graceful shutdown
 //!   hybrid.rs   the privacy gate and the hybrid (local / cloud) route of chat requests
 //!   web.rs      `GET /`: the chat page (assets/, compiled in)
+//!   lora.rs     LoRA adapters: which ones are served, picking one per request, loading at run time
 //! ```
 //!
 //! The engine is generic over [`solo_model::Backend`]; [`start`] takes a function that builds the
@@ -25,6 +26,7 @@ pub mod generate;
 pub mod handlers;
 pub mod hybrid;
 pub mod judge;
+pub mod lora;
 pub mod metrics;
 pub mod parser;
 pub mod prefix_cache;
@@ -93,6 +95,8 @@ pub struct ServerConfig {
     pub batch_decode: bool,
     /// The privacy gate and hybrid router (see [`hybrid`]).
     pub hybrid: Option<hybrid::HybridConfig>,
+    /// LoRA adapters served from the start: (model id, PEFT adapter directory).
+    pub lora: Vec<(String, PathBuf)>,
 }
 
 impl ServerConfig {
@@ -119,6 +123,7 @@ impl ServerConfig {
             max_batch: 8,
             batch_decode: true,
             hybrid: None,
+            lora: Vec::new(),
         }
     }
 }
@@ -187,6 +192,11 @@ where
     let (engine, model) =
         engine::spawn(load, text.tokenizer.clone(), engine_config, metrics.clone(), config.max_queue)?;
     let max_seq = config.max_seq.map_or(model.max_position_embeddings, |n| n.min(model.max_position_embeddings));
+    let lora = lora::Adapters::new(model.clone());
+    for (name, dir) in &config.lora {
+        let a = lora.load(name, dir).with_context(|| format!("LoRA adapter `{name}`"))?;
+        eprintln!("LoRA adapter `{name}`: {} (rank {}, {} matrices, {:.1} MB)", dir.display(), a.rank, a.matrices, a.bytes as f64 / 1e6);
+    }
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let app = Arc::new(App {
         model_name: config.model_name.clone(),
@@ -206,6 +216,7 @@ where
             Some(h) => Some(Arc::new(hybrid::Hybrid::new(h.clone())?)),
             None => None,
         },
+        lora,
     });
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

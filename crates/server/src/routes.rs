@@ -22,6 +22,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/completions", post(completions))
         .route("/v1/models", get(models))
         .route("/v1/models/{*id}", get(model))
+        .route("/v1/load_lora_adapter", post(crate::lora::load))
+        .route("/v1/unload_lora_adapter", post(crate::lora::unload))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .fallback(unknown_route)
@@ -38,16 +40,27 @@ fn model_object(app: &App) -> Value {
            "max_model_len": app.max_seq, "precision": app.precision})
 }
 
+/// The base model, then each LoRA adapter as a model of its own (`parent`: the base, `root`: its
+/// directory, as vLLM lists them).
+fn model_objects(app: &App) -> Vec<Value> {
+    let adapters = app.lora.list().into_iter().map(|(name, served)| {
+        json!({"id": name, "object": "model", "created": served.created, "owned_by": "solo",
+               "root": served.adapter.dir.display().to_string(), "parent": app.model_name,
+               "max_model_len": app.max_seq, "precision": app.precision, "lora_rank": served.adapter.rank})
+    });
+    std::iter::once(model_object(app)).chain(adapters).collect()
+}
+
 async fn models(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(json!({"object": "list", "data": [model_object(&app)]}))
+    Json(json!({"object": "list", "data": model_objects(&app)}))
 }
 
 async fn model(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
     let short = app.model_name.rsplit('/').next().unwrap_or(&app.model_name);
-    if id == app.model_name || id == short {
-        Json(model_object(&app)).into_response()
-    } else {
-        ApiError::model_not_found(&id).into_response()
+    let id = if id == short { app.model_name.clone() } else { id };
+    match model_objects(&app).into_iter().find(|m| m["id"] == id.as_str()) {
+        Some(m) => Json(m).into_response(),
+        None => ApiError::model_not_found(&id).into_response(),
     }
 }
 

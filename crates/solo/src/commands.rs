@@ -5,6 +5,7 @@ use crate::BackendChoice;
 use anyhow::{bail, Context, Result};
 use solo_cpu::CpuModel;
 use solo_cuda::CudaModel;
+use solo_model::lora::LoraAdapter;
 use solo_model::sampler::{Sampler, SamplerConfig};
 use solo_model::speculative::{self, Acceptance};
 use solo_model::{Backend, Logits};
@@ -12,6 +13,7 @@ use solo_text::{ChatTemplate, TemplateOptions, Tokenizer};
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// A loaded model on either backend.
@@ -74,6 +76,8 @@ pub struct RunArgs {
     pub backend: BackendChoice,
     /// MTP drafts per verify step (0: plain decoding).
     pub speculate: usize,
+    /// A PEFT LoRA adapter's directory.
+    pub lora: Option<PathBuf>,
 }
 
 /// `--speculate` against the backend: K > 0 needs an MTP head. Off unless asked for: the CUDA
@@ -115,21 +119,32 @@ pub fn run(args: RunArgs) -> Result<()> {
     let speculate = args.speculate;
     with_engine!(&engine, model => check_speculation(model, speculate, &dir))?;
     eprintln!("solo: {precision} weights, {backend} backend");
-    with_engine!(&engine, model => generate(model, &tokenizer, &stops, &prompt, sampler, args.max_tokens, speculate))
+    let lora = match &args.lora {
+        Some(lora_dir) => {
+            let config = with_engine!(&engine, model => model.config().clone());
+            let a = LoraAdapter::load(lora_dir, &config)?;
+            eprintln!("solo: LoRA adapter {} (rank {}, {} matrices)", lora_dir.display(), a.rank, a.matrices);
+            Some(Arc::new(a))
+        }
+        None => None,
+    };
+    with_engine!(&engine, model => generate(model, &tokenizer, &stops, &prompt, sampler, &args, lora))
 }
 
 /// Prefill `prompt`, then sample and stream text to stdout until a stop token or `max_tokens`;
-/// with `speculate` > 0, `speculate` MTP drafts per verify step.
+/// with `speculate` > 0, `speculate` MTP drafts per verify step; with `lora`, that adapter.
 fn generate<B: Backend>(
     model: &B,
     tokenizer: &Tokenizer,
     stops: &[u32],
     prompt: &[u32],
     mut sampler: Sampler,
-    max_tokens: usize,
-    speculate: usize,
+    args: &RunArgs,
+    lora: Option<Arc<LoraAdapter>>,
 ) -> Result<()> {
+    let (max_tokens, speculate) = (args.max_tokens, args.speculate);
     let mut state = model.new_state()?;
+    model.set_adapter(&mut state, lora)?;
     let started = Instant::now();
     let mut logits = prefill_chunked(model, &mut state, prompt)?;
     let prefill_secs = started.elapsed().as_secs_f64();

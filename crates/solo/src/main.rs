@@ -57,6 +57,10 @@ enum Command {
         /// 0, the default, turns it off; at most 15.
         #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=solo_model::speculative::MAX_DRAFTS as u64))]
         speculate: usize,
+        /// Run with the PEFT LoRA adapter in this directory (`adapter_config.json` +
+        /// `adapter_model.safetensors`). CPU backend for now.
+        #[arg(long, value_name = "DIR")]
+        lora: Option<PathBuf>,
     },
     /// Print the logits of every position as JSON `{"logits": [[...], ...]}` (row i predicts token i+1).
     Logits {
@@ -158,7 +162,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { model, prompt, max_tokens, temperature, seed, no_think, backend, speculate } => {
+        Command::Run { model, prompt, max_tokens, temperature, seed, no_think, backend, speculate, lora } => {
             commands::run(commands::RunArgs {
                 model,
                 prompt,
@@ -168,6 +172,7 @@ fn main() {
                 no_think,
                 backend,
                 speculate,
+                lora,
             })
         }
         Command::Logits { model, tokens, prefill, backend, out } => {

@@ -58,6 +58,11 @@ pub struct ServeArgs {
     /// on the H200, bench/RESULTS.md "Batched decoding").
     #[arg(long)]
     no_batch_decode: bool,
+    /// Serve the PEFT LoRA adapter in DIR as the model id NAME beside the base model
+    /// (repeatable); a request's `model` picks it. More load at run time through
+    /// `POST /v1/load_lora_adapter`. CPU backend for now.
+    #[arg(long = "lora", value_name = "NAME=DIR", value_parser = lora_arg)]
+    lora: Vec<(String, PathBuf)>,
     /// Memory for the prefix cache's state snapshots, in MiB (0 turns it off).
     #[arg(long, default_value_t = 8192)]
     cache_mb: usize,
@@ -164,6 +169,14 @@ fn hybrid(
     Ok(Some(solo_server::hybrid::HybridConfig { cloud_url, cloud_model, cloud_key, policy, audit_log, judge }))
 }
 
+/// `NAME=DIR` of `--lora`.
+fn lora_arg(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((name, dir)) if !name.is_empty() && !dir.is_empty() => Ok((name.to_string(), PathBuf::from(dir))),
+        _ => Err(format!("`{s}`: --lora takes NAME=DIR (the model id to serve it as, and the PEFT adapter's directory)")),
+    }
+}
+
 pub fn serve(args: ServeArgs) -> Result<()> {
     let ModelDir { path: dir, is_demo } = locate::resolve(args.model.as_deref())?;
     if is_demo {
@@ -212,6 +225,10 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     config.speculate = args.speculate;
     config.max_batch = args.max_batch;
     config.batch_decode = !args.no_batch_decode;
+    if cuda && !args.lora.is_empty() {
+        anyhow::bail!("--lora: LoRA adapters run on the CPU backend so far (--backend cpu); the CUDA kernels do not take them yet");
+    }
+    config.lora = args.lora;
     let server = if cuda {
         // The CUDA backend allocates its KV cache for the context length up front.
         let max_seq = args.max_seq.or(model_config.as_ref().map(|c| c.max_position_embeddings));

@@ -18,8 +18,12 @@ pub struct Reference {
 }
 
 pub fn reference(name: &str) -> Reference {
-    let path = fixture_dir(name).join("hf_reference.safetensors");
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("missing fixture {}: {e}", path.display()));
+    reference_at(&fixture_dir(name).join("hf_reference.safetensors"))
+}
+
+/// A reference file of that layout (`tokens`, `logits`) at `path`.
+pub fn reference_at(path: &std::path::Path) -> Reference {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("missing fixture {}: {e}", path.display()));
     let st = SafeTensors::deserialize(&bytes).unwrap();
     let tokens = st.tensor("tokens").unwrap();
     let tokens: Vec<u32> = match tokens.dtype() {

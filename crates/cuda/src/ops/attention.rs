@@ -454,7 +454,7 @@ mod tests {
         poison_scratch(scratch);
         attention_mixer(gpu, w, xb.ptr(), t, pos.ptr(), cache, scratch, out.ptr()).unwrap();
         let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
-        let want = attention_forward(cfg, cpu_w, x, start, cpu_cache);
+        let want = attention_forward(cfg, cpu_w, None, x, start, cpu_cache);
         assert_close(what, &got, &want, tol);
 
         // The cache rows this call appended, against the CPU's keys and values.

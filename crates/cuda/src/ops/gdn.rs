@@ -736,7 +736,7 @@ mod tests {
         };
 
         // Prefill.
-        let want = solo_cpu::gdn::gdn_forward(&cfg, &w, &x[..prefill * hidden], &mut cpu_state, DeltaRule::Chunked);
+        let want = solo_cpu::gdn::gdn_forward(&cfg, &w, None, &x[..prefill * hidden], &mut cpu_state, DeltaRule::Chunked);
         let x_gpu = gpu.upload(&bf16_bytes(&x[..prefill * hidden])).unwrap();
         let out = nan_f32(prefill * hidden);
         gdn_mixer(gpu, &wg, x_gpu.ptr(), prefill, &state, &scratch, out.ptr()).unwrap();
@@ -747,7 +747,7 @@ mod tests {
         // Decode, token by token, from the prefill's state.
         for i in 0..decode {
             let row = &x[(prefill + i) * hidden..][..hidden];
-            let want = solo_cpu::gdn::gdn_forward(&cfg, &w, row, &mut cpu_state, DeltaRule::Recurrent);
+            let want = solo_cpu::gdn::gdn_forward(&cfg, &w, None, row, &mut cpu_state, DeltaRule::Recurrent);
             let x_gpu = gpu.upload(&bf16_bytes(row)).unwrap();
             let out = nan_f32(hidden);
             gdn_mixer(gpu, &wg, x_gpu.ptr(), 1, &state, &scratch, out.ptr()).unwrap();

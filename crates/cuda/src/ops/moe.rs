@@ -705,7 +705,7 @@ mod tests {
         let f = fixture();
         for (t, seed) in [(1usize, 11u64), (4, 12)] {
             let x = input(seed, t);
-            let want = moe_forward(&f.cfg, &f.cpu, &x);
+            let want = moe_forward(&f.cfg, &f.cpu, None, &x);
             // f32 activations: only summation order differs.
             check_block(t, false, &want, &x, 1e-4);
             // The grouped path at a tiny size (mostly empty tiles): bf16 activations.
@@ -719,7 +719,7 @@ mod tests {
         let f = fixture();
         let t = 300;
         let x = input(13, t);
-        let want = moe_forward(&f.cfg, &f.cpu, &x);
+        let want = moe_forward(&f.cfg, &f.cpu, None, &x);
         check_block(t, true, &want, &x, 1e-2);
         check_block(t, false, &want, &x, 1e-4);
     }
@@ -755,7 +755,7 @@ mod tests {
             let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
             let dequantized = run_block(&bf16, t, true, &x);
             assert_close(&format!("FP8 grouped vs dequantised bf16 grouped, t={t}"), &got, &dequantized, 1e-6);
-            let want = moe_forward(&f.cfg, &f.cpu, &x);
+            let want = moe_forward(&f.cfg, &f.cpu, None, &x);
             check_against_cpu(f, &format!("moe_block FP8 t={t} (grouped)"), &got, &want, &x, 1e-2);
         }
         let scratch = Scratch::new(gpu, 2).unwrap();
@@ -813,7 +813,7 @@ mod tests {
         let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
         assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
         let mut want = h1.clone();
-        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, &x));
+        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, None, &x));
         let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
         let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
         let scratch = Scratch::new(gpu, 1).unwrap();
@@ -896,7 +896,7 @@ mod tests {
         let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
         assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
         let mut want = h1.clone();
-        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, &x));
+        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, None, &x));
         let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
         let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
         let scratch = Scratch::new(gpu, 1).unwrap();
@@ -973,7 +973,7 @@ mod tests {
             let out = gpu.alloc(t * HIDDEN * 4).unwrap();
             moe_block(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), out.ptr()).unwrap();
             let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
-            let want = moe_forward(&f.cfg, &f.cpu, &x);
+            let want = moe_forward(&f.cfg, &f.cpu, None, &x);
             check_against_cpu(f, &format!("moe_block int4 t={t} (grouped)"), &got, &want, &x, 1e-2);
         }
         let err = moe_block_path(gpu, &f.gpu, 0, 2, &Scratch::new(gpu, 2).unwrap(), 0, false).unwrap_err();
@@ -994,7 +994,7 @@ mod tests {
         let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
         assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
         let mut want = h1.clone();
-        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, &x));
+        solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, None, &x));
         let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
         let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
         let scratch = Scratch::new(gpu, 1).unwrap();
