@@ -18,11 +18,11 @@ use crate::moe::moe_forward;
 use crate::mtp::MtpState;
 use crate::ops::{add_in_place, matmul, rms_norm_one_plus};
 use anyhow::{bail, ensure, Result};
-use std::sync::Arc;
 use solo_model::lora::{LayerLora, LoraAdapter};
 use solo_model::sampler::Sampler;
 use solo_model::weights::{LayerWeights, Mixer};
 use solo_model::{Backend, Draft, LayerKind, Logits, ModelConfig, ModelWeights};
+use std::sync::Arc;
 
 /// The f32 reference backend. Weights stay in their stored dtype (memory-mapped) and are
 /// converted row by row as they are used.
@@ -113,7 +113,11 @@ impl Backend for CpuModel {
 
     fn set_adapter(&self, state: &mut CpuState, adapter: Option<Arc<LoraAdapter>>) -> Result<()> {
         if let Some(a) = &adapter {
-            ensure!(a.layers.len() == self.config.num_hidden_layers, "the LoRA adapter {} was loaded for another model", a.dir.display());
+            ensure!(
+                a.layers.len() == self.config.num_hidden_layers,
+                "the LoRA adapter {} was loaded for another model",
+                a.dir.display()
+            );
         }
         state.adapter = adapter;
         Ok(())

@@ -193,10 +193,7 @@ impl LoraAdapter {
         }
         let config_path = dir.join(CONFIG);
         if !config_path.exists() {
-            bail!(
-                "{}: no {CONFIG}; solo reads LoRA adapters as PEFT saves them ({CONFIG} + {WEIGHTS})",
-                dir.display()
-            );
+            bail!("{}: no {CONFIG}; solo reads LoRA adapters as PEFT saves them ({CONFIG} + {WEIGHTS})", dir.display());
         }
         let text =
             std::fs::read_to_string(&config_path).with_context(|| format!("cannot read {}", config_path.display()))?;
@@ -302,9 +299,9 @@ fn read_config(json: &Value) -> std::result::Result<AdapterConfig, Vec<String>> 
         }
     }
     let strings = |key: &str| -> Vec<String> {
-        get(key).and_then(Value::as_array).map_or(Vec::new(), |a| {
-            a.iter().filter_map(Value::as_str).map(str::to_string).collect()
-        })
+        get(key)
+            .and_then(Value::as_array)
+            .map_or(Vec::new(), |a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
     };
     let rank_pattern = get("rank_pattern").and_then(Value::as_object).is_some_and(|m| !m.is_empty());
     if !problems.is_empty() {
@@ -420,9 +417,12 @@ fn place(cfg: &ModelConfig, name: &str) -> std::result::Result<Option<(usize, Sl
     } else {
         return Err("is not a LoRA tensor (`….lora_A.weight` / `….lora_B.weight`)".into());
     };
-    let in_layers = module.strip_prefix("model.language_model.layers.").or_else(|| module.strip_prefix("model.layers."));
+    let in_layers =
+        module.strip_prefix("model.language_model.layers.").or_else(|| module.strip_prefix("model.layers."));
     let Some(rest) = in_layers else {
-        return Err(format!("adapts `{module}`, which solo does not adapt (it adapts the decoder layers' linear layers and experts)"));
+        return Err(format!(
+            "adapts `{module}`, which solo does not adapt (it adapts the decoder layers' linear layers and experts)"
+        ));
     };
     let (index, inner) = rest.split_once('.').unwrap_or((rest, ""));
     let Some(layer) = index.parse::<usize>().ok().filter(|&i| i < cfg.num_hidden_layers) else {
@@ -467,7 +467,10 @@ fn pair(
     let rank = stacked / stack;
     let per = if stack > 1 { format!(" ({stack} experts × rank)") } else { String::new() };
     if stacked % stack != 0 || rank == 0 || a.shape[1] != inner {
-        return Err(format!("tensor `{a_name}` has shape {:?} but the weight it adapts needs [rank{per}, {inner}]", a.shape));
+        return Err(format!(
+            "tensor `{a_name}` has shape {:?} but the weight it adapts needs [rank{per}, {inner}]",
+            a.shape
+        ));
     }
     if b.shape != [out, stacked] {
         return Err(format!("tensor `{b_name}` has shape {:?} but its lora_A implies [{out}, {stacked}]", b.shape));

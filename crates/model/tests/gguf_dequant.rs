@@ -49,7 +49,12 @@ fn every_type_dequantizes_bit_for_bit_as_ggml() {
         let mut got = vec![f32::NAN; want.len()];
         t.dequantize(&blocks, &mut got);
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(g.to_bits(), w.to_bits(), "{name} element {i} (block {}): {g} vs numpy {w}", i / t.block_elems());
+            assert_eq!(
+                g.to_bits(),
+                w.to_bits(),
+                "{name} element {i} (block {}): {g} vs numpy {w}",
+                i / t.block_elems()
+            );
         }
         // the same through a Tensor, read at an offset that is not a block boundary
         if t.block_elems() > 1 {

@@ -56,7 +56,10 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 fn the_fixture_reads_as_the_release_would() {
     let (cfg, w) = solo_model::load(&fixture("small-f32.gguf")).unwrap();
     assert_eq!((cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size), (64, 4, 512));
-    assert_eq!(cfg.layer_types, [LayerKind::GatedDeltaNet, LayerKind::GatedDeltaNet, LayerKind::GatedDeltaNet, LayerKind::FullAttention]);
+    assert_eq!(
+        cfg.layer_types,
+        [LayerKind::GatedDeltaNet, LayerKind::GatedDeltaNet, LayerKind::GatedDeltaNet, LayerKind::FullAttention]
+    );
     assert_eq!((cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_value_head_dim), (2, 4, 16));
     assert_eq!((cfg.num_experts, cfg.num_experts_per_tok, cfg.moe_intermediate_size), (8, 2, 32));
     assert_eq!(cfg.rotary_dim(), 8);
@@ -64,7 +67,10 @@ fn the_fixture_reads_as_the_release_would() {
     // the file's eos is <|im_end|> (id 382 of the tiny tokenizer)
     assert_eq!(cfg.eos_token_ids, [382]);
     let types = GgufModel::open(&fixture("wide-mix.gguf")).unwrap().describe();
-    for t in ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS", "IQ4_NL", "MXFP4", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "F16", "BF16", "F32"] {
+    for t in [
+        "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS", "IQ4_NL", "MXFP4", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",
+        "F16", "BF16", "F32",
+    ] {
         assert!(types.contains(&format!("{t} ")), "{t} missing from the load line: {types}");
     }
     eprintln!("{types}");
@@ -90,7 +96,9 @@ fn truncated_in_the_data_and_in_the_header() {
 #[test]
 fn unknown_and_unsupported_types() {
     let dir = tempfile::tempdir().unwrap();
-    for (id, words) in [(16u32, ["IQ2_XXS", "blk.0.attn_qkv.weight"]), (99, ["unknown ggml type 99", "blk.0.attn_qkv.weight"])] {
+    for (id, words) in
+        [(16u32, ["IQ2_XXS", "blk.0.attn_qkv.weight"]), (99, ["unknown ggml type 99", "blk.0.attn_qkv.weight"])]
+    {
         let mut bytes = std::fs::read(fixture("small-f32.gguf")).unwrap();
         let at = type_field(&bytes, "blk.0.attn_qkv.weight");
         bytes[at..at + 4].copy_from_slice(&id.to_le_bytes());
@@ -159,7 +167,11 @@ fn a_split_loads_as_one_file() {
     }
     assert!(GgufModel::open(&p1).unwrap().describe().contains("in 2 parts"));
     std::fs::remove_file(dir.path().join("tiny-00002-of-00002.gguf")).unwrap();
-    assert_line(&load_err(&p1), "tiny-00001-of-00002.gguf", &["2-part split", "tiny-00002-of-00002.gguf", "is missing"]);
+    assert_line(
+        &load_err(&p1),
+        "tiny-00001-of-00002.gguf",
+        &["2-part split", "tiny-00002-of-00002.gguf", "is missing"],
+    );
 }
 
 // ---- a minimal GGUF writer (v3, alignment 32) for the files above ----

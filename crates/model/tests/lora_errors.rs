@@ -157,7 +157,8 @@ fn a_wrong_shape_names_the_tensor() {
 #[test]
 fn a_rank_past_the_limit_or_the_config_names_the_tensor() {
     let dir = adapter_copy();
-    let (a, b) = (format!("{PREFIX}3.self_attn.k_proj.lora_A.weight"), format!("{PREFIX}3.self_attn.k_proj.lora_B.weight"));
+    let (a, b) =
+        (format!("{PREFIX}3.self_attn.k_proj.lora_A.weight"), format!("{PREFIX}3.self_attn.k_proj.lora_B.weight"));
     rewrite(&dir.path().join(ADAPTER), |t| {
         t.retain(|t| t.name != a && t.name != b);
         t.push(f32_tensor(&a, &[300, 64], 0.01));

@@ -61,7 +61,10 @@ impl ApiError {
 
     /// 404 for a named thing that does not exist (an adapter to unload).
     pub fn not_found(param: &str, message: impl Into<String>) -> Self {
-        ApiError { param: Some(param.to_string()), ..Self::new(StatusCode::NOT_FOUND, "invalid_request_error", message) }
+        ApiError {
+            param: Some(param.to_string()),
+            ..Self::new(StatusCode::NOT_FOUND, "invalid_request_error", message)
+        }
     }
 
     pub fn unknown_route(method: &str, path: &str) -> Self {

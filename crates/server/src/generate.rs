@@ -266,7 +266,8 @@ impl<'t, B: Backend> Sequence<'t, B> {
         }
         if cx.config.stop_ids.contains(&token) {
             if std::mem::take(&mut self.keep_prompt) {
-                keep(cx, cache, job.lora_id(), job.prompt.clone(), &self.state, &self.logits); // the prompt's, while the state is
+                keep(cx, cache, job.lora_id(), job.prompt.clone(), &self.state, &self.logits);
+                // the prompt's, while the state is
             }
             return self.finish(cx, cache, Finish::Stop, false);
         }
@@ -280,7 +281,8 @@ impl<'t, B: Backend> Sequence<'t, B> {
             let _ = job.events.send(Event::Text { text: out, logprob });
         }
         if std::mem::take(&mut self.keep_prompt) {
-            keep(cx, cache, job.lora_id(), job.prompt.clone(), &self.state, &self.logits); // the prompt's, while the state is
+            keep(cx, cache, job.lora_id(), job.prompt.clone(), &self.state, &self.logits);
+            // the prompt's, while the state is
         }
         if hit {
             return self.finish(cx, cache, Finish::Stop, true);

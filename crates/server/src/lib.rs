@@ -195,7 +195,13 @@ where
     let lora = lora::Adapters::new(model.clone());
     for (name, dir) in &config.lora {
         let a = lora.load(name, dir).with_context(|| format!("LoRA adapter `{name}`"))?;
-        eprintln!("LoRA adapter `{name}`: {} (rank {}, {} matrices, {:.1} MB)", dir.display(), a.rank, a.matrices, a.bytes as f64 / 1e6);
+        eprintln!(
+            "LoRA adapter `{name}`: {} (rank {}, {} matrices, {:.1} MB)",
+            dir.display(),
+            a.rank,
+            a.matrices,
+            a.bytes as f64 / 1e6
+        );
     }
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let app = Arc::new(App {

@@ -96,7 +96,10 @@ async fn load_adapter(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Res
     let path = required(&f, "lora_path")?.to_string();
     check_name(&app, &name)?;
     if app.lora.get(&name).is_some() {
-        return Err(ApiError::invalid_param("lora_name", format!("The lora adapter '{name}' has already been loaded.")));
+        return Err(ApiError::invalid_param(
+            "lora_name",
+            format!("The lora adapter '{name}' has already been loaded."),
+        ));
     }
     let worker = app.clone();
     let (n, p) = (name.clone(), path.clone());
@@ -105,7 +108,10 @@ async fn load_adapter(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Res
         .map_err(|e| ApiError::internal(&e))?;
     match loaded {
         Ok(a) => {
-            eprintln!("solo serve: LoRA adapter `{name}` loaded from {path} (rank {}, {} matrices)", a.rank, a.matrices);
+            eprintln!(
+                "solo serve: LoRA adapter `{name}` loaded from {path} (rank {}, {} matrices)",
+                a.rank, a.matrices
+            );
             Ok((StatusCode::OK, format!("Success: LoRA adapter '{name}' added successfully.")).into_response())
         }
         Err(e) => Err(ApiError::invalid_param("lora_path", format!("{e:#}"))),

@@ -46,10 +46,9 @@ pub fn load_engine(dir: &Path, choice: BackendChoice) -> Result<Engine> {
     }
     let cuda = match choice {
         BackendChoice::Cpu => false,
-        BackendChoice::Cuda if gguf => anyhow::bail!(
-            "{}: the CUDA backend does not read GGUF files yet; use --backend cpu",
-            dir.display()
-        ),
+        BackendChoice::Cuda if gguf => {
+            anyhow::bail!("{}: the CUDA backend does not read GGUF files yet; use --backend cpu", dir.display())
+        }
         BackendChoice::Cuda => true,
         // GGUF runs on the CPU reference until the CUDA backend reads ggml blocks
         BackendChoice::Auto => {

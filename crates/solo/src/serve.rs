@@ -173,7 +173,9 @@ fn hybrid(
 fn lora_arg(s: &str) -> Result<(String, PathBuf), String> {
     match s.split_once('=') {
         Some((name, dir)) if !name.is_empty() && !dir.is_empty() => Ok((name.to_string(), PathBuf::from(dir))),
-        _ => Err(format!("`{s}`: --lora takes NAME=DIR (the model id to serve it as, and the PEFT adapter's directory)")),
+        _ => {
+            Err(format!("`{s}`: --lora takes NAME=DIR (the model id to serve it as, and the PEFT adapter's directory)"))
+        }
     }
 }
 

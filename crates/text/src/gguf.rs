@@ -34,7 +34,11 @@ fn split_regex(pre: &str) -> Option<&'static str> {
 /// The tokenizer.json that `vocab` stands for.
 pub fn tokenizer_json(vocab: &Vocab) -> Result<String> {
     let Some(regex) = split_regex(&vocab.pre) else {
-        bail!("{}: tokenizer.ggml.pre is `{}`; solo reads the Qwen pre-tokenizers (qwen35, qwen2)", vocab.source, vocab.pre);
+        bail!(
+            "{}: tokenizer.ggml.pre is `{}`; solo reads the Qwen pre-tokenizers (qwen35, qwen2)",
+            vocab.source,
+            vocab.pre
+        );
     };
     let kind = |id: usize| vocab.token_types.get(id).copied().unwrap_or(1);
     let added: Vec<_> = vocab

@@ -736,7 +736,8 @@ mod tests {
         };
 
         // Prefill.
-        let want = solo_cpu::gdn::gdn_forward(&cfg, &w, None, &x[..prefill * hidden], &mut cpu_state, DeltaRule::Chunked);
+        let want =
+            solo_cpu::gdn::gdn_forward(&cfg, &w, None, &x[..prefill * hidden], &mut cpu_state, DeltaRule::Chunked);
         let x_gpu = gpu.upload(&bf16_bytes(&x[..prefill * hidden])).unwrap();
         let out = nan_f32(prefill * hidden);
         gdn_mixer(gpu, &wg, x_gpu.ptr(), prefill, &state, &scratch, out.ptr()).unwrap();

@@ -196,7 +196,10 @@ impl GgufModel {
         let strings = |key: &str| -> Result<Vec<String>> {
             let v = self.meta(key).with_context(|| format!("{name}: metadata `{key}` is missing"))?;
             let items = v.as_array().with_context(|| format!("{name}: metadata `{key}` is not an array"))?;
-            items.iter().map(|s| s.as_str().map(str::to_string).with_context(|| format!("{name}: `{key}` holds a non-string"))).collect()
+            items
+                .iter()
+                .map(|s| s.as_str().map(str::to_string).with_context(|| format!("{name}: `{key}` holds a non-string")))
+                .collect()
         };
         let model = self.meta("tokenizer.ggml.model").and_then(Value::as_str).unwrap_or("(none)");
         if model != "gpt2" {
@@ -257,12 +260,14 @@ fn split_parts(path: &Path) -> Result<Vec<PathBuf>> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
     let Some(stem) = name.strip_suffix(".gguf") else { return Ok(vec![path.to_path_buf()]) };
     let tail: Vec<&str> = stem.rsplitn(4, '-').collect(); // [count, "of", index, base]
-    let (Some(count), Some(&"of"), Some(index), Some(base)) = (tail.first(), tail.get(1), tail.get(2), tail.get(3)) else {
+    let (Some(count), Some(&"of"), Some(index), Some(base)) = (tail.first(), tail.get(1), tail.get(2), tail.get(3))
+    else {
         return Ok(vec![path.to_path_buf()]);
     };
     let (Ok(n), Ok(_)) = (count.parse::<usize>(), index.parse::<usize>()) else { return Ok(vec![path.to_path_buf()]) };
     let width = count.len();
-    let parts: Vec<PathBuf> = (1..=n).map(|i| path.with_file_name(format!("{base}-{i:0width$}-of-{count}.gguf"))).collect();
+    let parts: Vec<PathBuf> =
+        (1..=n).map(|i| path.with_file_name(format!("{base}-{i:0width$}-of-{count}.gguf"))).collect();
     if let Some(missing) = parts.iter().find(|p| !p.is_file()) {
         bail!("{name} is part of a {n}-part split but {} is missing", missing.display());
     }

@@ -47,7 +47,9 @@ pub fn to_release(name: &str, tensor: Result<Tensor, String>, cfg: &ModelConfig,
     let t = |f: &dyn Fn(Tensor) -> Result<Tensor, String>| tensor.clone().and_then(f);
     let out = match rest {
         "attn_norm.weight" => (format!("{p}input_layernorm.weight"), t(&|x| minus_one(&x, name, file))),
-        "post_attention_norm.weight" => (format!("{p}post_attention_layernorm.weight"), t(&|x| minus_one(&x, name, file))),
+        "post_attention_norm.weight" => {
+            (format!("{p}post_attention_layernorm.weight"), t(&|x| minus_one(&x, name, file)))
+        }
         "attn_q.weight" => (format!("{p}self_attn.q_proj.weight"), tensor),
         "attn_k.weight" => (format!("{p}self_attn.k_proj.weight"), tensor),
         "attn_v.weight" => (format!("{p}self_attn.v_proj.weight"), tensor),
@@ -92,7 +94,10 @@ pub fn to_release(name: &str, tensor: Result<Tensor, String>, cfg: &ModelConfig,
                 .map(|x| {
                     let expert = tensor.clone().and_then(|t| {
                         if t.shape.len() != 3 || t.shape[0] != cfg.num_experts {
-                            return Err(format!("{file}: tensor `{name}` has shape {:?}, not [{}, …]", t.shape, cfg.num_experts));
+                            return Err(format!(
+                                "{file}: tensor `{name}` has shape {:?}, not [{}, …]",
+                                t.shape, cfg.num_experts
+                            ));
                         }
                         Ok(t.index(x))
                     });
@@ -110,7 +115,10 @@ pub fn to_release(name: &str, tensor: Result<Tensor, String>, cfg: &ModelConfig,
         _ => (name.to_string(), tensor),
     };
     if layer > cfg.num_hidden_layers {
-        bail!("{file}: tensor `{name}` is in block {layer}, past the {} layers and the MTP block", cfg.num_hidden_layers);
+        bail!(
+            "{file}: tensor `{name}` is in block {layer}, past the {} layers and the MTP block",
+            cfg.num_hidden_layers
+        );
     }
     Ok(vec![out])
 }
@@ -168,7 +176,12 @@ fn minus_one(t: &Tensor, name: &str, file: &str) -> Result<Tensor, String> {
 
 /// A_log = ln(-ssm_a): the converter stored -exp(A_log), which is negative.
 fn a_log(t: &Tensor, name: &str, file: &str) -> Result<Tensor, String> {
-    map_f32(t, name, file, |a| if a < 0.0 { Ok((-a).ln()) } else { Err(format!("holds {a}, but ssm_a = -exp(A_log) < 0")) })
+    map_f32(
+        t,
+        name,
+        file,
+        |a| if a < 0.0 { Ok((-a).ln()) } else { Err(format!("holds {a}, but ssm_a = -exp(A_log) < 0")) },
+    )
 }
 
 fn map_f32(t: &Tensor, name: &str, file: &str, f: impl Fn(f32) -> Result<f32, String>) -> Result<Tensor, String> {

@@ -108,11 +108,7 @@ impl Cursor<'_> {
                 self.at = end;
                 Ok(out)
             }
-            None => bail!(
-                "the file ends at byte {} while reading {} (truncated file?)",
-                self.bytes.len(),
-                what()
-            ),
+            None => bail!("the file ends at byte {} while reading {} (truncated file?)", self.bytes.len(), what()),
         }
     }
     fn u32(&mut self, what: &dyn Fn() -> String) -> Result<u32> {
@@ -208,7 +204,12 @@ fn parse(map: Arc<Mmap>, file: &str) -> Result<GgufFile> {
             Err(what) => Err(format!("{file}: tensor `{name}` has {what}; solo reads {READ_TYPES}")),
             Ok(t) => {
                 if dims[0] % t.block_elems() != 0 {
-                    bail!("tensor `{name}` is {} with rows of {} elements, not whole blocks of {}", t.name(), dims[0], t.block_elems());
+                    bail!(
+                        "tensor `{name}` is {} with rows of {} elements, not whole blocks of {}",
+                        t.name(),
+                        dims[0],
+                        t.block_elems()
+                    );
                 }
                 let Some(len) = elems.map(|n| t.bytes_for(n)) else {
                     bail!("tensor `{name}` has extents {dims:?}, too large (corrupt file?)");

@@ -70,7 +70,8 @@ const TYPE_NAMES: &[(u32, &str)] = &[
 ];
 
 /// The types solo reads, for messages.
-pub const READ_TYPES: &str = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4";
+pub const READ_TYPES: &str =
+    "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4";
 
 /// Every type solo reads.
 pub const ALL: [GgmlType; 16] = [
