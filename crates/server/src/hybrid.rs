@@ -543,7 +543,7 @@ fn privacy_error(
 /// The local engine answers the original request (whatever `model` the client named; a LoRA
 /// adapter's id keeps its adapter).
 async fn local(app: &Arc<App>, mut body: Value) -> Response {
-    if !body["model"].as_str().is_some_and(|m| app.lora.get(m).is_some()) {
+    if body["model"].as_str().is_none_or(|m| app.lora.get(m).is_none()) {
         body["model"] = Value::from(app.model_name.clone());
     }
     let bytes = Bytes::from(body.to_string());

@@ -145,7 +145,7 @@ fn permute_col_groups(t: &Tensor, perm: &[usize], width: usize) -> Result<Tensor
         return Ok(t.clone());
     }
     let (rows, cols) = (t.shape[0], t.shape[1]);
-    if width % t.dtype.block_elems() == 0 {
+    if width.is_multiple_of(t.dtype.block_elems()) {
         let group = t.dtype.bytes_for(width);
         let row = t.dtype.bytes_for(cols);
         let mut bytes = Vec::with_capacity(rows * row);
