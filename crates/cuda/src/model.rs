@@ -740,7 +740,12 @@ impl CudaModel {
     /// Device bytes one sequence of `max_seq` tokens holds (`try_new_state`): its KV caches, the
     /// MTP head's, and the GDN states.
     pub fn sequence_bytes(&self) -> usize {
-        let kv = KvCacheGpu::bytes_for(self.max_seq);
+        self.sequence_bytes_at(self.max_seq)
+    }
+
+    /// `sequence_bytes` for sequences of `max_seq` tokens.
+    pub fn sequence_bytes_at(&self, max_seq: usize) -> usize {
+        let kv = KvCacheGpu::bytes_for(max_seq);
         let per_layer = |l: &crate::weights::LayerGpu| match l.mixer {
             MixerGpu::GatedDeltaNet(_) => GdnStateGpu::CONV_BYTES + GdnStateGpu::RECURRENT_BYTES,
             MixerGpu::FullAttention(_) => kv,
