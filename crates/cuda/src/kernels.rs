@@ -200,10 +200,19 @@ pub fn cuda_signatures(text: &str) -> Vec<(String, Vec<(String, String)>)> {
     while let Some(at) = rest.find("extern \"C\" __global__ void") {
         rest = &rest[at + "extern \"C\" __global__ void".len()..];
         let mut s = rest.trim_start();
-        // attributes: __launch_bounds__(…), __cluster_dims__(…)
-        while s.starts_with("__") {
-            let open = s.find('(').unwrap_or(0);
-            s = s[close_paren(s, open) + 1..].trim_start();
+        // attributes: __launch_bounds__(…), __cluster_dims__(…), or one macro naming them
+        // (an upper-case word: GDN_STEP_SHAPE)
+        loop {
+            if s.starts_with("__") {
+                let open = s.find('(').unwrap_or(0);
+                s = s[close_paren(s, open) + 1..].trim_start();
+            } else if let Some((_, after)) = s.split_once(char::is_whitespace).filter(|(w, _)| {
+                w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            }) {
+                s = after.trim_start();
+            } else {
+                break;
+            }
         }
         let open = s.find('(').expect("a kernel's parameter list");
         let name = s[..open].trim().to_string();
@@ -293,12 +302,14 @@ mod tests {
     fn cuda_signatures_parse() {
         let text = "extern \"C\" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128)\n\
                     k(const float* __restrict__ a, long long n, unsigned char *q) {}\n\
-                    extern \"C\" __global__ void g(int T) {}";
+                    extern \"C\" __global__ void g(int T) {}\n\
+                    extern \"C\" __global__ void SHAPE_2\nm(int T) {}";
         let sigs = cuda_signatures(text);
         let s = |v: &[(&str, &str)]| v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
         assert_eq!(sigs[0], ("k".to_string(), s(&[("a", "float *"), ("n", "long long"), ("q", "unsigned char *")])));
         assert_eq!(sigs[1], ("g".to_string(), s(&[("T", "int")])));
-        assert_eq!(sigs.len(), 2);
+        assert_eq!(sigs[2], ("m".to_string(), s(&[("T", "int")])));
+        assert_eq!(sigs.len(), 3);
     }
 
     /// common.cuh defines no model width itself (they come from `widths`, once).
