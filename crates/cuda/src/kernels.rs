@@ -206,9 +206,10 @@ pub fn cuda_signatures(text: &str) -> Vec<(String, Vec<(String, String)>)> {
             if s.starts_with("__") {
                 let open = s.find('(').unwrap_or(0);
                 s = s[close_paren(s, open) + 1..].trim_start();
-            } else if let Some((_, after)) = s.split_once(char::is_whitespace).filter(|(w, _)| {
-                w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-            }) {
+            } else if let Some((_, after)) = s
+                .split_once(char::is_whitespace)
+                .filter(|(w, _)| w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            {
                 s = after.trim_start();
             } else {
                 break;

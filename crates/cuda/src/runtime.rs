@@ -2,9 +2,10 @@
 //!
 //! Kernels are `.cu` files embedded in the binary (see `kernels::SOURCES`), compiled at start-up
 //! for the device's own architecture (`Target`: sm_80 … sm_120, Hopper's `sm_90a` with its
-//! arch-specific instructions) and cached on disk by source hash and architecture. Nothing here links CUDA at build time: libcuda,
-//! libnvrtc and libcublas are opened at run time, so the binary builds and runs on machines
-//! without them and `--backend cuda` fails there with a one-line error.
+//! arch-specific instructions) and cached on disk by source hash and architecture. Nothing here
+//! links CUDA at build time: libcuda, libnvrtc and libcublas are opened at run time, so the binary
+//! builds and runs on machines without them and `--backend cuda` fails there with a one-line
+//! error.
 //!
 //! Buffers are plain device allocations addressed by raw pointers (`DevicePtr`), so a view into a
 //! buffer (an expert inside a fused tensor, one layer's KV cache) is just a pointer plus an offset.
@@ -120,7 +121,7 @@ impl Gpu {
         use cudarc::driver::sys::CUdevice_attribute as A;
         let device_shared = attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
         let device_sms = attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
-        let options = kernel_options();
+        let options = gpu_options();
         let target = Target::for_device(&name, (major as u32, minor as u32), device_shared, options.portable)?;
         let sms = options.sm_limit.map_or(device_sms, |limit| limit.clamp(1, device_sms));
         // The files compile side by side (NVRTC is thread-safe; a start with an empty cache
@@ -418,30 +419,31 @@ impl Gpu {
     }
 }
 
-/// How the kernels are chosen: the device's own forms, or (`portable`) the sm_80 forms under a
+/// How the GPU is used: the device's own kernel forms, or (`portable`) the sm_80 forms under a
 /// consumer card's limits (99 KB of shared memory a block); `sm_limit` sizes every grid for that
-/// many SMs; `gpu_memory` caps what the process holds. Set once by the command line (`configure`) before the GPU opens; otherwise from
-/// `SOLO_PORTABLE_KERNELS=1` and `SOLO_SM_LIMIT=N` (the GPU test binary runs in both forms so).
+/// many SMs; `gpu_memory` caps what the process holds. Set once by the command line
+/// (`configure`) before the GPU opens; otherwise from `SOLO_PORTABLE_KERNELS=1` and
+/// `SOLO_SM_LIMIT=N` (the GPU test binary runs in both forms so).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct KernelOptions {
+pub struct GpuOptions {
     pub portable: bool,
     pub sm_limit: Option<u32>,
     /// `--gpu-memory`: the bytes of GPU memory this process may hold (`Gpu::budget`).
     pub gpu_memory: Option<usize>,
 }
 
-static KERNEL_OPTIONS: std::sync::OnceLock<KernelOptions> = std::sync::OnceLock::new();
+static GPU_OPTIONS: std::sync::OnceLock<GpuOptions> = std::sync::OnceLock::new();
 
-/// Sets the kernel options for every `Gpu` this process opens; fails if they were already fixed
+/// Sets the options for every `Gpu` this process opens; fails if they were already fixed
 /// (set before, or read by a `Gpu::new`) with other values.
-pub fn configure(options: KernelOptions) -> Result<()> {
-    let set = *KERNEL_OPTIONS.get_or_init(|| options);
-    ensure!(set == options, "kernel options already fixed as {set:?}");
+pub fn configure(options: GpuOptions) -> Result<()> {
+    let set = *GPU_OPTIONS.get_or_init(|| options);
+    ensure!(set == options, "GPU options already fixed as {set:?}");
     Ok(())
 }
 
-fn kernel_options() -> KernelOptions {
-    *KERNEL_OPTIONS.get_or_init(|| KernelOptions {
+fn gpu_options() -> GpuOptions {
+    *GPU_OPTIONS.get_or_init(|| GpuOptions {
         portable: std::env::var("SOLO_PORTABLE_KERNELS").is_ok_and(|v| v == "1"),
         sm_limit: std::env::var("SOLO_SM_LIMIT").ok().and_then(|v| v.parse().ok()),
         gpu_memory: None,

@@ -172,13 +172,13 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    let kernels = solo_cuda::runtime::KernelOptions {
+    let gpu = solo_cuda::runtime::GpuOptions {
         portable: cli.portable_kernels,
         sm_limit: cli.sm_limit,
         gpu_memory: cli.gpu_memory,
     };
-    if kernels != Default::default() {
-        if let Err(e) = solo_cuda::runtime::configure(kernels) {
+    if gpu != Default::default() {
+        if let Err(e) = solo_cuda::runtime::configure(gpu) {
             eprintln!("error: {e:#}");
             std::process::exit(2);
         }
