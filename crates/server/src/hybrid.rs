@@ -115,6 +115,8 @@ pub struct Hybrid {
     pub(crate) config: HybridConfig,
     detector: Detector,
     topics: Topics,
+    /// The windows' topics: the lexicon alone (the learned model has read each text already).
+    window_topics: Topics,
     pub(crate) client: reqwest::Client,
     /// conversation key → what it has shown so far.
     conversations: Mutex<(HashMap<u64, Conversation>, VecDeque<u64>)>,
@@ -150,6 +152,7 @@ impl Hybrid {
         Ok(Hybrid {
             detector: Detector::new(),
             topics: Topics::default(),
+            window_topics: Topics::with_mode(solo_gate::Mode::Lexicon),
             client: builder.build()?,
             conversations: Mutex::new((HashMap::new(), VecDeque::new())),
             consents: Mutex::new(HashMap::new()),
@@ -332,7 +335,7 @@ fn gate(hybrid: &Hybrid, key: u64, outbound: &mut Value) -> Gated {
         if list.len() >= 2 {
             for w in list.windows(WINDOW.min(list.len())) {
                 let joined = w.iter().map(|m| m.trim()).collect::<Vec<_>>().join(" . ");
-                note(&joined, hybrid.topics.assess_bound(&joined, &[], floor));
+                note(&joined, hybrid.window_topics.assess_bound(&joined, &[], floor));
             }
         }
     };
@@ -565,24 +568,18 @@ async fn route(
                 }
             }
             grant.categories.extend(categories.iter().copied());
-            let asked: Vec<&str> = types
-                .iter()
-                .flat_map(|t| gated.values.get(t).into_iter().flatten().filter(|v| !consented.covers(*t, v)))
-                .map(String::as_str)
-                .collect();
             let token = hybrid.issue_consent(&app, key, grant);
             hybrid.audit(audit("consent_required", 428, &reason));
-            let mut response = privacy_error(
+            let response = privacy_error(
                 StatusCode::PRECONDITION_REQUIRED,
                 "consent_required",
                 format!(
-                    "This request contains {} and would be sent to the cloud model. To send it, repeat the request with the header `X-Solo-Consent: {token}` (it covers the values listed in `consent_values`; any other asks again); to keep it on this machine, send `X-Solo-Route: local`.",
+                    "This request contains {} and would be sent to the cloud model. To send it, repeat the request with the header `X-Solo-Consent: {token}` (it covers the values of this request; any other asks again); to keep it on this machine, send `X-Solo-Route: local`.",
                     what(&types, &categories)
                 ),
                 (&types, &categories),
                 Some(&token),
             );
-            response = with_consent_values(response, &asked).await;
             Err(response)
         }
         Outcome::KeepLocal => {
@@ -660,18 +657,6 @@ async fn route(
     result.map(|r| with_judge(with_findings(r, &found, &masked))).map_err(with_judge)
 }
 
-/// The 428's body gains `error.consent_values`: the values the token would let through (the
-/// client's own, given back so the user sees exactly what would leave).
-async fn with_consent_values(response: Response, values: &[&str]) -> Response {
-    let (parts, body) = response.into_parts();
-    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let mut v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    v["error"]["consent_values"] = json!(values);
-    let mut parts = parts;
-    parts.headers.remove("content-length");
-    Response::from_parts(parts, axum::body::Body::from(v.to_string()))
-}
-
 /// The policy's decision on what the gate found, consent turning into `allow` the types whose
 /// every value was shown when consent was given, and the consented categories.
 fn decide(policy: &Policy, gated: &Gated, destination: Destination, consented: &Consented) -> Decision {
@@ -735,4 +720,63 @@ async fn local(app: &Arc<App>, mut body: Value) -> Response {
     }
     let bytes = Bytes::from(body.to_string());
     chat::chat_completions(State(app.clone()), Ok(bytes)).await
+}
+
+#[cfg(test)]
+mod latency {
+    use super::*;
+
+    /// The whole request's gate (allow-list, every string's detectors and topics, the windows,
+    /// split values) over the held-out leak set and over one long conversation: µs per KB of
+    /// request JSON, p50. Printed (`--nocapture`); the bound is loose for loaded test machines.
+    #[test]
+    fn whole_request_gate_latency() {
+        let config = HybridConfig {
+            cloud_url: Some("http://127.0.0.1:9/v1".into()),
+            cloud_model: None,
+            cloud_key: None,
+            policy: Policy::default(),
+            audit_log: None,
+            judge: None,
+            cloud_timeout: DEFAULT_CLOUD_TIMEOUT,
+        };
+        let hybrid = Hybrid::new(config).unwrap();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../gate/tests/corpus/leaks_heldout.jsonl");
+        let mut requests: Vec<Value> = std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["request"].clone())
+            .collect();
+        // A long agent conversation: every held-out request's messages in one (~20 KB).
+        let all: Vec<Value> = requests.iter().flat_map(|r| r["messages"].as_array().unwrap().clone()).collect();
+        let long = json!({"messages": all});
+        let mut per_kb = Vec::new();
+        for r in &requests {
+            per_kb.push(time(&hybrid, r));
+        }
+        per_kb.sort_by(f64::total_cmp);
+        let p50 = per_kb[per_kb.len() / 2];
+        let long_kb = time(&hybrid, &long);
+        eprintln!(
+            "gate latency: held-out requests p50 {p50:.1} µs/KB (of {}), a {:.1} KB conversation {long_kb:.1} µs/KB",
+            per_kb.len(),
+            long.to_string().len() as f64 / 1024.0
+        );
+        requests.clear();
+        assert!(p50 < 1500.0 && long_kb < 1500.0, "{p50} {long_kb}");
+    }
+
+    /// Best of 5 runs of the gate on one request, µs per KB of its JSON.
+    fn time(hybrid: &Hybrid, request: &Value) -> f64 {
+        let kb = request.to_string().len() as f64 / 1024.0;
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let t = Instant::now();
+            let mut allowed = outbound::allow_listed(request);
+            let g = gate(hybrid, 1, &mut allowed);
+            std::hint::black_box(&g.counts);
+            best = best.min(t.elapsed().as_secs_f64() * 1e6 / kb);
+        }
+        best
+    }
 }

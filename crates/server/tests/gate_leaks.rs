@@ -363,7 +363,8 @@ fn consent_covers_the_values_shown_and_no_others() {
     let first = json!({"messages": [u("Please forward the report to Jennifer Morales.")]});
     let r = send(&server, &first, &conv);
     assert_eq!(r.status, 428, "{}", r.body);
-    assert_eq!(r.body["error"]["consent_values"], json!(["Jennifer Morales"]));
+    assert_eq!(r.body["error"]["entity_types"], json!(["PERSON"]));
+    assert!(!r.body.to_string().contains("Morales"), "no values in a 428: {}", r.body);
     let token = r.body["error"]["consent_token"].as_str().unwrap().to_string();
     let with = [("x-solo-conversation", "consent-scope"), ("x-solo-consent", token.as_str())];
     let r = send(&server, &first, &with);
@@ -379,7 +380,7 @@ fn consent_covers_the_values_shown_and_no_others() {
         .extend([asst("Done."), u("Her email is jennifer.morales@northwind-mail.com; also copy Carlos Ruiz.")]);
     let r = send(&server, &next, &with);
     assert_eq!(r.status, 428, "{}", r.body);
-    assert_eq!(r.body["error"]["consent_values"], json!(["Carlos Ruiz"]));
+    assert_eq!(r.body["error"]["entity_types"], json!(["PERSON"]));
     assert_eq!(up.log.lock().unwrap().len(), sent_before);
 
     // Her email, built from the consented name, goes out masked; her name as consented.
