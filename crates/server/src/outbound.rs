@@ -135,12 +135,8 @@ pub fn visit(body: &mut Value, f: &mut dyn FnMut(Source, &mut String)) {
 
 fn strings(value: &mut Value, source: Source, f: &mut dyn FnMut(Source, &mut String)) {
     match value {
-        Value::String(s) => {
-            // An inline image or file: the gate reads text, not pixels.
-            if !s.starts_with("data:") {
-                f(source, s)
-            }
-        }
+        // An inline image or file (`data:`) is not read: the gate reads text, not pixels.
+        Value::String(s) if !s.starts_with("data:") => f(source, s),
         Value::Array(items) => items.iter_mut().for_each(|v| strings(v, source, f)),
         Value::Object(map) => {
             for (k, v) in map.iter_mut() {
