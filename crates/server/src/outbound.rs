@@ -32,6 +32,12 @@ pub const REQUEST_FIELDS: &[&str] = &[
     "metadata",
     "prediction",
     "reasoning_effort",
+    // Sampling and template settings other OpenAI-compatible servers (vLLM, another solo) take.
+    "top_k",
+    "min_p",
+    "repetition_penalty",
+    "enable_thinking",
+    "chat_template_kwargs",
 ];
 
 /// A message's fields forwarded to the cloud.
