@@ -48,6 +48,39 @@ pub const MESSAGE_FIELDS: &[&str] =
 /// `"type"`, ids): not scanned, never masked.
 const STRUCTURE: &[&str] = &["role", "type", "tool_call_id", "id", "model", "reasoning_effort", "detail"];
 
+/// Keys of JSON schemas and of the API's own objects: not the caller's text.
+const SCHEMA_KEYS: &[&str] = &[
+    "function",
+    "name",
+    "description",
+    "parameters",
+    "properties",
+    "required",
+    "items",
+    "enum",
+    "strict",
+    "additionalProperties",
+    "json_schema",
+    "schema",
+    "format",
+    "default",
+    "minimum",
+    "maximum",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "const",
+    "title",
+    "$defs",
+    "$ref",
+    "content",
+];
+
 /// Where a string stands in the request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -145,10 +178,19 @@ fn strings(value: &mut Value, source: Source, f: &mut dyn FnMut(Source, &mut Str
         Value::String(s) if !s.starts_with("data:") => f(source, s),
         Value::Array(items) => items.iter_mut().for_each(|v| strings(v, source, f)),
         Value::Object(map) => {
-            for (k, v) in map.iter_mut() {
+            // Outside the messages (whose shape is fixed), keys are the caller's too
+            // (`metadata: {"jane@example.com": …}`, a schema's property names): read, and masked
+            // like values, but for the keys of JSON schemas and of the API.
+            let keys = !matches!(source, Source::Message(..));
+            let entries = std::mem::take(map);
+            for (mut k, mut v) in entries {
                 if !(STRUCTURE.contains(&k.as_str()) && v.is_string()) {
-                    strings(v, source, f);
+                    strings(&mut v, source, f);
                 }
+                if keys && !SCHEMA_KEYS.contains(&k.as_str()) && !STRUCTURE.contains(&k.as_str()) {
+                    f(source, &mut k);
+                }
+                map.insert(k, v);
             }
         }
         _ => {}
@@ -219,5 +261,8 @@ mod tests {
         assert!(seen.contains(&(Source::Message(3, Role::Tool), "result".into())));
         assert!(seen.contains(&(Source::About, "d".into())));
         assert_eq!(header_text("HEALTH: quimioterapia, bösartig"), "HEALTH: quimioterapia, b%C3%B6sartig");
+        // The caller's keys are read (a metadata key, a property name); schema keywords are not.
+        assert!(texts.contains(&"diagnosis") && texts.contains(&"a"), "{texts:?}");
+        assert!(!texts.contains(&"properties") && !texts.contains(&"description"), "{texts:?}");
     }
 }

@@ -296,6 +296,11 @@ fn issue_cases() -> Vec<(&'static str, Value, Vec<&'static str>)> {
             vec!["Winter2024!Northwind"],
         ),
         (
+            "a metadata key",
+            json!({"messages": [u("What is the capital of France?")], "metadata": {"jennifer.morales@northwind-mail.com": "vip"}}),
+            vec!["jennifer.morales@northwind-mail.com"],
+        ),
+        (
             "an unknown field",
             json!({"messages": [u("What is the capital of France?")], "x_private_notes": "SSN 123-45-6789, diagnosis: HIV"}),
             vec!["123-45-6789", "x_private_notes"],
