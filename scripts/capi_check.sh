@@ -27,7 +27,8 @@ cc -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -I include examples/c/leak.c
 echo "== Python wheel and tests"
 rm -rf "$out/wheel" "$out/pybuild"
 cp -r bindings/python "$out/pybuild"
-cp "$lib" "$out/pybuild/solo/"
+# (without its debug info: a wheel a quarter of the size, made in a fraction of the time)
+strip --strip-debug -o "$out/pybuild/solo/libsolo.so" "$lib" 2>/dev/null || cp "$lib" "$out/pybuild/solo/"
 "$python" -m pip install -q --disable-pip-version-check setuptools wheel pytest
 "$python" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation "$out/pybuild" -w "$out/wheel"
 "$python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$out"/wheel/solo_engine-*.whl
