@@ -95,12 +95,13 @@ fn status_of(kind: ErrorKind) -> solo_status {
 }
 
 fn c_string(s: String) -> *mut c_char {
-    CString::new(s).unwrap_or_else(|e| {
-        let mut bytes = e.into_vec();
-        bytes.retain(|&b| b != 0);
-        CString::new(bytes).unwrap_or_default()
-    })
-    .into_raw()
+    CString::new(s)
+        .unwrap_or_else(|e| {
+            let mut bytes = e.into_vec();
+            bytes.retain(|&b| b != 0);
+            CString::new(bytes).unwrap_or_default()
+        })
+        .into_raw()
 }
 
 /// Writes `e` into `err` (if not NULL) and returns its status.
@@ -181,8 +182,11 @@ pub unsafe extern "C" fn solo_engine_open(
         let engine_out = out(engine_out, "engine_out")?;
         *engine_out = std::ptr::null_mut();
         let dir = if model_dir.is_null() { None } else { Some(Path::new(text(model_dir, "model_dir")?)) };
-        let options =
-            if options_json.is_null() { Options::default() } else { Options::from_json(text(options_json, "options_json")?)? };
+        let options = if options_json.is_null() {
+            Options::default()
+        } else {
+            Options::from_json(text(options_json, "options_json")?)?
+        };
         let engine = Engine::open_with_progress(dir, options, |stage, fraction| {
             if let Some(f) = on_progress {
                 let stage = CString::new(stage).unwrap_or_default();
@@ -264,7 +268,8 @@ unsafe fn start(
             (None, Some(thread))
         }
     };
-    let request = solo_request { cancel, stream: Mutex::new(stream), thread: Mutex::new(thread), end: Mutex::new(None) };
+    let request =
+        solo_request { cancel, stream: Mutex::new(stream), thread: Mutex::new(thread), end: Mutex::new(None) };
     *request_out = Box::into_raw(Box::new(request));
     Ok(SOLO_OK)
 }
@@ -381,9 +386,7 @@ fn finish(request: &solo_request) -> Result<(), Error> {
         return end.clone();
     }
     let result = if let Some(thread) = request.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        thread
-            .join()
-            .unwrap_or_else(|_| Err(Error::new(ErrorKind::Internal, "libsolo: the event thread panicked")))
+        thread.join().unwrap_or_else(|_| Err(Error::new(ErrorKind::Internal, "libsolo: the event thread panicked")))
     } else if let Some(stream) = request.stream.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         loop {
             match stream.next_chunk() {

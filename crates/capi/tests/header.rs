@@ -28,7 +28,8 @@ fn the_checked_in_header_is_current() {
     );
     // What every binding relies on is in it.
     let text = String::from_utf8(generated).unwrap();
-    for name in ["solo_engine_open", "solo_chat", "solo_cancel", "solo_gate_check", "SOLO_CANCELLED", "solo_error_free"] {
+    for name in ["solo_engine_open", "solo_chat", "solo_cancel", "solo_gate_check", "SOLO_CANCELLED", "solo_error_free"]
+    {
         assert!(text.contains(name), "{name} is not in the header");
     }
 }

@@ -25,12 +25,15 @@ fn time(rounds: usize, mut f: impl FnMut()) -> f64 {
     for _ in 0..rounds / 10 + 1 {
         f(); // warm-up
     }
-    median_us((0..rounds).map(|_| {
-        let t = Instant::now();
-        f();
-        t.elapsed()
-    })
-    .collect())
+    median_us(
+        (0..rounds)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
 }
 
 fn main() -> anyhow::Result<()> {

@@ -194,10 +194,17 @@ impl Options {
     fn check(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::new(ErrorKind::InvalidArgument, format!("options: {m}")));
         if !(self.request_timeout_s.is_finite() && self.request_timeout_s > 0.0) {
-            return bad(format!("request_timeout_s must be a number of seconds above 0, got {}", self.request_timeout_s));
+            return bad(format!(
+                "request_timeout_s must be a number of seconds above 0, got {}",
+                self.request_timeout_s
+            ));
         }
         if self.speculate > solo_model::speculative::MAX_DRAFTS {
-            return bad(format!("speculate is at most {}, got {}", solo_model::speculative::MAX_DRAFTS, self.speculate));
+            return bad(format!(
+                "speculate is at most {}, got {}",
+                solo_model::speculative::MAX_DRAFTS,
+                self.speculate
+            ));
         }
         if let Some(url) = &self.cloud_url {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -232,7 +239,9 @@ impl Options {
 
 fn load_policy(path: Option<&Path>) -> Result<solo_gate::Policy, Error> {
     match path {
-        Some(p) => solo_gate::Policy::load(p).map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("policy: {e}"))),
+        Some(p) => {
+            solo_gate::Policy::load(p).map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("policy: {e}")))
+        }
         None => Ok(solo_gate::Policy::default()),
     }
 }
@@ -411,7 +420,11 @@ impl Engine {
                 format!("token id {bad} is past the vocabulary ({vocab} ids)"),
             ));
         }
-        self.app().text.tokenizer.decode(ids, false).map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("{e:#}")))
+        self.app()
+            .text
+            .tokenizer
+            .decode(ids, false)
+            .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("{e:#}")))
     }
 
     /// The privacy gate on `text` under this engine's policy, as `solo gate` prints it (outcome for

@@ -6,7 +6,7 @@ mod gate;
 mod serve;
 mod svg;
 
-use solo::{demo, locate};
+use solo::locate;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
