@@ -67,6 +67,10 @@ typedef enum {
    * The engine failed, the engine was closed under the request, or a panic was caught.
    */
   SOLO_INTERNAL = 10,
+  /**
+   * solo_poll_event: no event is waiting yet (not an error).
+   */
+  SOLO_PENDING = 11,
 } solo_status;
 
 /**
@@ -206,6 +210,18 @@ solo_status solo_completion(const solo_engine *engine, const char *request_json,
  * `request` is from solo_chat/solo_completion and not freed; `chunk_json_out` is writable.
  */
 solo_status solo_next_event(const solo_request *request, char **chunk_json_out, solo_error *error);
+
+/**
+ * As solo_next_event(), without blocking: SOLO_PENDING (`*chunk_json_out` NULL) when no event
+ * is waiting yet. (What an event loop calls first, before handing a blocking solo_next_event
+ * to a worker thread.)
+ *
+ * Thread safety: as solo_next_event().
+ *
+ * # Safety
+ * As solo_next_event().
+ */
+solo_status solo_poll_event(const solo_request *request, char **chunk_json_out, solo_error *error);
 
 /**
  * Waits until the request has ended and returns how: SOLO_OK when it finished, else its error

@@ -10,8 +10,10 @@ python="${SOLO_PYTHON:-python3}"
 out=target/capi
 mkdir -p "$out"
 
-# The test profile: the dependencies `cargo test` built already serve.
-cargo build -q --profile test -p solo-capi
+# The test profile and every target of the workspace, as `cargo test --workspace` builds them:
+# the same features, so after it (scripts/test) nothing but libsolo itself is built here.
+# (`-p solo-capi` alone resolves features for fewer crates and rebuilds most dependencies.)
+cargo build -q --profile test --workspace --all-targets
 lib="$PWD/target/debug/libsolo.so"
 export SOLO_LIB="$lib" LD_LIBRARY_PATH="$PWD/target/debug${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # Each engine opened on the demo writes it to the cache once; keep it inside target/.

@@ -16,10 +16,11 @@ const path = require('node:path');
 const fs = require('node:fs');
 
 const STATUS = ['SOLO_OK', 'SOLO_DONE', 'SOLO_INVALID_ARGUMENT', 'SOLO_INVALID_REQUEST', 'SOLO_NOT_FOUND',
-  'SOLO_REFUSED', 'SOLO_BUSY', 'SOLO_CANCELLED', 'SOLO_LOAD_FAILED', 'SOLO_CLOUD', 'SOLO_INTERNAL'];
+  'SOLO_REFUSED', 'SOLO_BUSY', 'SOLO_CANCELLED', 'SOLO_LOAD_FAILED', 'SOLO_CLOUD', 'SOLO_INTERNAL', 'SOLO_PENDING'];
 const OK = 0;
 const DONE = 1;
 const CANCELLED = 7;
+const PENDING = 11;
 
 /** A libsolo call failed: `status` ('SOLO_INVALID_REQUEST', …), `httpStatus` and the message. */
 class SoloError extends Error {
@@ -48,6 +49,7 @@ const c = {
   chat: lib.func('int solo_chat(void *engine, const char *request, void *cb, void *ud, _Out_ void **req, _Inout_ solo_error *err)'),
   completion: lib.func('int solo_completion(void *engine, const char *request, void *cb, void *ud, _Out_ void **req, _Inout_ solo_error *err)'),
   next: lib.func('int solo_next_event(void *req, _Out_ void **chunk, _Inout_ solo_error *err)'),
+  poll: lib.func('int solo_poll_event(void *req, _Out_ void **chunk, _Inout_ solo_error *err)'),
   cancel: lib.func('void solo_cancel(void *req)'),
   requestFree: lib.func('void solo_request_free(void *req)'),
   tokenize: lib.func('int solo_tokenize(void *engine, const char *text, _Out_ void **ids, _Out_ size_t *len, _Inout_ solo_error *err)'),
@@ -106,9 +108,13 @@ class Stream {
     if (!this.ptr) return null;
     const out = [null];
     const err = newError();
-    this.reading = true;
-    const status = await callAsync(c.next, this.ptr, out, err);
-    this.reading = false;
+    // An event already waiting is taken here; only an empty queue costs a trip to the pool.
+    let status = c.poll(this.ptr, out, err);
+    if (status === PENDING) {
+      this.reading = true;
+      status = await callAsync(c.next, this.ptr, out, err);
+      this.reading = false;
+    }
     if (status === DONE || (status === CANCELLED && this.cancelled)) {
       this.free();
       return null;

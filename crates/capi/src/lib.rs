@@ -4,7 +4,7 @@
 
 #![allow(non_camel_case_types)]
 
-use ::solo_engine::{Canceller, Engine, Error, ErrorKind, Options, Stream};
+use ::solo_engine::{Canceller, Engine, Error, ErrorKind, Options, Poll, Stream};
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -38,6 +38,8 @@ pub enum solo_status {
     SOLO_CLOUD = 9,
     /// The engine failed, the engine was closed under the request, or a panic was caught.
     SOLO_INTERNAL = 10,
+    /// solo_poll_event: no event is waiting yet (not an error).
+    SOLO_PENDING = 11,
 }
 
 use solo_status::*;
@@ -337,30 +339,55 @@ pub unsafe extern "C" fn solo_next_event(
     chunk_json_out: *mut *mut c_char,
     error: *mut solo_error,
 ) -> solo_status {
-    guard(error, "solo_next_event", || {
-        let request = request.as_ref().ok_or_else(|| invalid("request is NULL"))?;
-        let chunk_out = out(chunk_json_out, "chunk_json_out")?;
-        *chunk_out = std::ptr::null_mut();
-        let mut stream = request.stream.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(stream) = stream.as_mut() else {
-            return Err(invalid("this request gives its events to its on_event callback: use solo_wait"));
-        };
-        let next = stream.next_chunk();
-        match next {
-            Ok(Some(chunk)) => {
-                *chunk_out = c_string(chunk);
-                Ok(SOLO_OK)
-            }
-            Ok(None) => {
-                *request.end.lock().unwrap_or_else(|e| e.into_inner()) = Some(Ok(()));
-                Ok(SOLO_DONE)
-            }
-            Err(e) => {
-                *request.end.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(e.clone()));
-                Err(e)
-            }
+    guard(error, "solo_next_event", || read_event(request, chunk_json_out, true))
+}
+
+/// As solo_next_event(), without blocking: SOLO_PENDING (`*chunk_json_out` NULL) when no event
+/// is waiting yet. (What an event loop calls first, before handing a blocking solo_next_event
+/// to a worker thread.)
+///
+/// Thread safety: as solo_next_event().
+///
+/// # Safety
+/// As solo_next_event().
+#[no_mangle]
+pub unsafe extern "C" fn solo_poll_event(
+    request: *const solo_request,
+    chunk_json_out: *mut *mut c_char,
+    error: *mut solo_error,
+) -> solo_status {
+    guard(error, "solo_poll_event", || read_event(request, chunk_json_out, false))
+}
+
+unsafe fn read_event(
+    request: *const solo_request,
+    chunk_json_out: *mut *mut c_char,
+    block: bool,
+) -> Result<solo_status, Error> {
+    let request = request.as_ref().ok_or_else(|| invalid("request is NULL"))?;
+    let chunk_out = out(chunk_json_out, "chunk_json_out")?;
+    *chunk_out = std::ptr::null_mut();
+    let mut stream = request.stream.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(stream) = stream.as_mut() else {
+        return Err(invalid("this request gives its events to its on_event callback: use solo_wait"));
+    };
+    let next = if block { stream.next_chunk().map(|c| c.map_or(Poll::End, Poll::Chunk)) } else { stream.poll_chunk() };
+    let ended = |end: Result<(), Error>| *request.end.lock().unwrap_or_else(|e| e.into_inner()) = Some(end);
+    match next {
+        Ok(Poll::Chunk(chunk)) => {
+            *chunk_out = c_string(chunk);
+            Ok(SOLO_OK)
         }
-    })
+        Ok(Poll::Pending) => Ok(SOLO_PENDING),
+        Ok(Poll::End) => {
+            ended(Ok(()));
+            Ok(SOLO_DONE)
+        }
+        Err(e) => {
+            ended(Err(e.clone()));
+            Err(e)
+        }
+    }
 }
 
 /// Waits until the request has ended and returns how: SOLO_OK when it finished, else its error

@@ -1,81 +1,136 @@
-//! What a one-token chat request costs above the engine's own work, on the demo checkpoint (CPU):
+//! What a one-token chat request costs besides the model, on the demo checkpoint (CPU):
 //!
-//! - prefill: the backend prefilling the request's prompt tokens (a fresh state each time) and
-//!   picking the token — the engine's part;
-//! - prompt: the chat template rendered and tokenised (`prompt::chat`), which every path does;
-//! - `solo::Engine::chat` (what libsolo's `solo_chat` wraps) from request JSON to the answer;
-//! - HTTP: `solo serve` on loopback, one keep-alive connection, the same request.
+//! - through `solo::Engine::chat` (what libsolo's `solo_chat` wraps) and through `solo serve` on
+//!   loopback (one keep-alive connection), each over a backend that costs nothing (`Free`: its
+//!   prefill and decode return a fixed row at once) — so the time is all overhead: request JSON,
+//!   chat template and tokenizer, queue, engine thread, answer JSON, and for HTTP the socket;
+//! - the chat template + tokenizer alone (`prompt::chat`), part of both;
+//! - for scale, the same on the real demo model: its prefill + pick, and the two paths.
 //!
-//! `cargo run --release -p solo --example overhead [-- ROUNDS]`; medians in microseconds. The
-//! prefix cache is off on both servers, so every request prefills its whole prompt.
+//! `cargo run --release -p solo --example overhead [-- ROUNDS]`; medians, microseconds. The
+//! prefix cache is off, so every request prefills its whole prompt.
 
+use anyhow::Result;
 use serde_json::json;
 use solo::{Engine, Options};
-use solo_model::{Backend, Logits};
+use solo_model::{Backend, Logits, ModelConfig};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn median_us(mut v: Vec<Duration>) -> f64 {
-    v.sort();
-    v[v.len() / 2].as_secs_f64() * 1e6
-}
 
 fn time(rounds: usize, mut f: impl FnMut()) -> f64 {
     for _ in 0..rounds / 10 + 1 {
         f(); // warm-up
     }
-    median_us(
-        (0..rounds)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
+    let mut v: Vec<Duration> = (0..rounds)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    v.sort();
+    v[v.len() / 2].as_secs_f64() * 1e6
 }
 
-fn main() -> anyhow::Result<()> {
+/// A backend that does no work: every row puts token 0 first.
+struct Free(ModelConfig);
+
+impl Backend for Free {
+    type State = usize;
+    fn config(&self) -> &ModelConfig {
+        &self.0
+    }
+    fn new_state(&self) -> Result<usize> {
+        Ok(0)
+    }
+    fn position(&self, state: &usize) -> usize {
+        *state
+    }
+    fn prefill(&self, state: &mut usize, tokens: &[u32], logits: Logits) -> Result<Vec<f32>> {
+        *state += tokens.len();
+        Ok(if logits == Logits::None { Vec::new() } else { self.row() })
+    }
+    fn decode(&self, state: &mut usize, _token: u32) -> Result<Vec<f32>> {
+        *state += 1;
+        Ok(self.row())
+    }
+}
+
+impl Free {
+    fn row(&self) -> Vec<f32> {
+        let mut row = vec![0.0; self.0.vocab_size];
+        row[0] = 10.0;
+        row
+    }
+}
+
+fn main() -> Result<()> {
     let rounds: usize = std::env::args().nth(1).map_or(Ok(300), |s| s.parse())?;
     let messages = json!([{"role": "user", "content": "What colour is the sky?"}]);
     let request = json!({"messages": messages, "max_tokens": 1, "temperature": 0}).to_string();
-    let options = Options { backend: solo::Backend::Cpu, cache_mb: 0, ..Options::default() };
-    let engine = Engine::open(None, options)?;
+    let options = || Options { backend: solo::Backend::Cpu, cache_mb: 0, ..Options::default() };
+    let engine = Engine::open(None, options())?;
     let dir = std::path::PathBuf::from(engine.info()["model_dir"].as_str().unwrap());
+    let config = ModelConfig::from_dir(&dir)?;
 
     let text = solo_server::prompt::TextAssets::from_dir(&dir)?;
     let prompt = solo_server::prompt::chat(&text, Some(&messages), None, None, None).map_err(anyhow::Error::msg)?;
-    let tokens = prompt.tokens.clone();
-    let backend = solo_cpu::load(&dir)?;
-    let prefill = time(rounds, || {
-        let mut state = backend.new_state().unwrap();
-        let logits = backend.prefill(&mut state, &tokens, Logits::Last).unwrap();
-        std::hint::black_box(solo_model::sampler::argmax(&logits));
-    });
     let render = time(rounds, || {
         std::hint::black_box(solo_server::prompt::chat(&text, Some(&messages), None, None, None).unwrap());
     });
-    let in_process = time(rounds, || {
-        let answer: Vec<_> = engine.chat(&request).unwrap().collect();
-        assert_eq!(answer.len(), 1);
-    });
 
-    let mut config = solo_server::ServerConfig::new(&dir);
+    let c = config.clone();
+    let free = Engine::open_with_backend(&dir, options(), move || Ok(Free(c)))?;
+    let free_in_process = time(rounds, || chat_in_process(&free, &request));
+    let c = config.clone();
+    let free_server = serve(&dir, move || Ok(Free(c)))?;
+    let free_http = http(&free_server, rounds, &request)?;
+
+    let backend = solo_cpu::load(&dir)?;
+    let prefill = time(rounds, || {
+        let mut state = backend.new_state().unwrap();
+        let logits = backend.prefill(&mut state, &prompt.tokens, Logits::Last).unwrap();
+        std::hint::black_box(solo_model::sampler::argmax(&logits));
+    });
+    let demo_in_process = time(rounds, || chat_in_process(&engine, &request));
+    let d = dir.clone();
+    let demo_server = serve(&dir, move || solo_cpu::load(&d))?;
+    let demo_http = http(&demo_server, rounds, &request)?;
+
+    println!("one-token chat request, {} prompt tokens; medians of {rounds} (µs)", prompt.tokens.len());
+    println!("  over a backend that costs nothing (all overhead):");
+    println!("    solo::Engine::chat (libsolo's path)     {free_in_process:9.1}");
+    println!("    HTTP (solo serve, keep-alive)           {free_http:9.1}");
+    println!("    of which chat template + tokenizer      {render:9.1}");
+    println!("  on the demo model (CPU):");
+    println!("    prefill + pick                          {prefill:9.1}");
+    println!("    solo::Engine::chat                      {demo_in_process:9.1}");
+    println!("    HTTP                                    {demo_http:9.1}");
+    Ok(())
+}
+
+fn chat_in_process(engine: &Engine, request: &str) {
+    let answer: Vec<_> = engine.chat(request).unwrap().collect();
+    assert!(answer.len() == 1 && answer[0].is_ok());
+}
+
+fn serve<B, F>(dir: &Path, load: F) -> Result<solo_server::Server>
+where
+    B: Backend + 'static,
+    F: FnOnce() -> Result<B> + Send + 'static,
+{
+    let mut config = solo_server::ServerConfig::new(dir);
     config.port = 0;
     config.cache_bytes = 0;
-    let d = dir.clone();
-    let server = solo_server::start(config, move || solo_cpu::load(&d))?;
+    solo_server::start(config, load)
+}
+
+fn http(server: &solo_server::Server, rounds: usize, request: &str) -> Result<f64> {
     let mut conn = BufReader::new(TcpStream::connect(server.addr())?);
     conn.get_ref().set_nodelay(true)?;
-    let http = time(rounds, || post(&mut conn, &request));
-
-    println!("demo checkpoint, CPU, {} prompt tokens, one generated token; medians of {rounds} (µs):", tokens.len());
-    println!("  engine prefill + pick               {prefill:8.1}");
-    println!("  chat template + tokenizer           {render:8.1}");
-    println!("  solo::Engine::chat (libsolo)        {in_process:8.1}   above prefill: {:8.1}", in_process - prefill);
-    println!("  HTTP (solo serve, keep-alive)       {http:8.1}   above prefill: {:8.1}", http - prefill);
-    Ok(())
+    Ok(time(rounds, || post(&mut conn, request)))
 }
 
 /// One POST /v1/chat/completions on a keep-alive connection; the body is read and dropped.

@@ -216,6 +216,23 @@ impl Options {
         Ok(())
     }
 
+    /// `solo serve`'s settings for a checkpoint in `dir`.
+    fn server_config(&self, dir: &Path) -> Result<solo_server::ServerConfig, Error> {
+        let mut config = solo_server::ServerConfig::new(dir);
+        config.max_seq = self.max_seq;
+        config.max_batch = self.max_batch.max(1);
+        config.max_queue = self.max_queue.max(1);
+        config.cache_bytes = self.cache_mb << 20;
+        config.request_timeout = Duration::from_secs_f64(self.request_timeout_s);
+        config.speculate = self.speculate;
+        config.lora = self.lora.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        if let Some(name) = &self.model_name {
+            config.model_name = name.clone();
+        }
+        config.hybrid = self.hybrid()?;
+        Ok(config)
+    }
+
     fn hybrid(&self) -> Result<Option<solo_server::hybrid::HybridConfig>, Error> {
         if self.cloud_url.is_none() && self.policy.is_none() {
             return Ok(None);
@@ -278,18 +295,7 @@ impl Engine {
             Some(dir) => dir.to_path_buf(),
             None => crate::demo::ensure(&crate::locate::solo_cache_dir()).map_err(load_failed)?,
         };
-        let mut config = solo_server::ServerConfig::new(&dir);
-        config.max_seq = options.max_seq;
-        config.max_batch = options.max_batch.max(1);
-        config.max_queue = options.max_queue.max(1);
-        config.cache_bytes = options.cache_mb << 20;
-        config.request_timeout = Duration::from_secs_f64(options.request_timeout_s);
-        config.speculate = options.speculate;
-        config.lora = options.lora.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        if let Some(name) = &options.model_name {
-            config.model_name = name.clone();
-        }
-        config.hybrid = options.hybrid()?;
+        let mut config = options.server_config(&dir)?;
         let model_config = solo_model::ModelConfig::from_dir(&dir).ok();
         let gguf = solo_model::gguf::is_gguf(&dir);
         let cuda = match options.backend {
@@ -310,34 +316,59 @@ impl Engine {
         progress("text", 0.1);
         // (the text assets load inside `build` before the weights: one step for both)
         progress("weights", 0.2);
-        let local = if cuda {
+        let engine = if cuda {
             let max_seq = options.max_seq.or(model_config.as_ref().map(|c| c.max_position_embeddings));
             config.max_seq = max_seq;
             let d = dir.clone();
-            solo_server::build(&config, move || solo_cuda::load(&d, max_seq))
+            Engine::start(config, &options, "cuda", move || solo_cuda::load(&d, max_seq))
         } else {
             let d = dir.clone();
-            solo_server::build(&config, move || solo_cpu::load(&d))
-        }
-        .map_err(load_failed)?;
+            Engine::start(config, &options, "cpu", move || solo_cpu::load(&d))
+        }?;
+        progress("ready", 1.0);
+        Ok(engine)
+    }
+
+    /// An engine over a backend of the caller's: `load` builds it on the engine thread; the
+    /// text assets (tokenizer, template) come from `dir`. (What `overhead` times the request
+    /// path with: a backend that costs nothing.)
+    pub fn open_with_backend<B, F>(dir: &Path, options: Options, load: F) -> Result<Engine, Error>
+    where
+        B: solo_model::Backend + 'static,
+        F: FnOnce() -> anyhow::Result<B> + Send + 'static,
+    {
+        options.check()?;
+        Engine::start(options.server_config(dir)?, &options, "custom", load)
+    }
+
+    fn start<B, F>(
+        config: solo_server::ServerConfig,
+        options: &Options,
+        backend: &'static str,
+        load: F,
+    ) -> Result<Engine, Error>
+    where
+        B: solo_model::Backend + 'static,
+        F: FnOnce() -> anyhow::Result<B> + Send + 'static,
+    {
+        let local =
+            solo_server::build(&config, load).map_err(|e| Error::new(ErrorKind::LoadFailed, format!("{e:#}")))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(options.threads.max(1))
             .thread_name("solo-requests")
             .enable_all()
             .build()
             .map_err(|e| Error::new(ErrorKind::Internal, format!("cannot start the request threads: {e}")))?;
-        progress("ready", 1.0);
         Ok(Engine {
             app: Some(local.app),
             runtime: Some(runtime),
             engine_thread: Some(local.engine_thread),
-            model_dir: dir,
-            backend: if cuda { "cuda" } else { "cpu" },
+            model_dir: config.model_dir.clone(),
+            backend,
             policy: options.policy.clone(),
             gate: OnceLock::new(),
         })
     }
-
     fn app(&self) -> &Arc<App> {
         self.app.as_ref().expect("an open engine has its app")
     }
@@ -566,6 +597,37 @@ impl Stream {
                 end.map(|()| None)
             }
             Err(_) => {
+                self.ended = true;
+                Err(Error::closed())
+            }
+        }
+    }
+}
+
+/// What [`Stream::poll_chunk`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Poll {
+    Chunk(String),
+    /// Nothing yet.
+    Pending,
+    /// The end (after the last chunk).
+    End,
+}
+
+impl Stream {
+    /// The next chunk if one is waiting, without blocking.
+    pub fn poll_chunk(&mut self) -> Result<Poll, Error> {
+        if self.ended {
+            return Ok(Poll::End);
+        }
+        match self.rx.try_recv() {
+            Ok(Item::Chunk(c)) => Ok(Poll::Chunk(c)),
+            Ok(Item::End(end)) => {
+                self.ended = true;
+                end.map(|()| Poll::End)
+            }
+            Err(mpsc::TryRecvError::Empty) => Ok(Poll::Pending),
+            Err(mpsc::TryRecvError::Disconnected) => {
                 self.ended = true;
                 Err(Error::closed())
             }

@@ -6,4 +6,4 @@ pub mod demo;
 pub mod engine;
 pub mod locate;
 
-pub use engine::{gate_check, Backend, Canceller, Engine, Error, ErrorKind, Options, Stream};
+pub use engine::{gate_check, Backend, Canceller, Engine, Error, ErrorKind, Options, Poll, Stream};
