@@ -58,7 +58,7 @@ fn a_cancelled_stream_ends_with_cancelled_and_errors_have_their_kind() {
     assert_eq!((bad.kind, bad.http_status), (ErrorKind::InvalidRequest, 400));
     let not_json = engine.chat("{").err().expect("refused");
     assert_eq!(not_json.kind, ErrorKind::InvalidRequest);
-    let options = Options::from_json(r#"{"max_batch": 2, "colour": 1}"#).err().expect("refused");
+    let options = Options::from_json(r#"{"max_batch": 2, "colour": 1}"#).expect_err("refused");
     assert!(options.message.contains("colour"), "{}", options.message);
     assert_eq!(engine.detokenize(&[u32::MAX]).unwrap_err().kind, ErrorKind::InvalidArgument);
 }
