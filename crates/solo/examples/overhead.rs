@@ -5,7 +5,10 @@
 //!   prefill and decode return a fixed row at once) — so the time is all overhead: request JSON,
 //!   chat template and tokenizer, queue, engine thread, answer JSON, and for HTTP the socket;
 //! - the chat template + tokenizer alone (`prompt::chat`), part of both;
-//! - for scale, the same on the real demo model: its prefill + pick, and the two paths.
+//! - for scale, the same on the real demo model: its prefill + pick, and the two paths;
+//! - the streaming delay inside Rust: a backend that takes 1 ms a token and notes when each
+//!   token's logits are ready; `Stream::next_chunk` notes when that token's chunk arrives (the
+//!   engine thread → request thread → caller hops that libsolo's bindings start from).
 //!
 //! `cargo run --release -p solo --example overhead [-- ROUNDS]`; medians, microseconds. The
 //! prefix cache is off, so every request prefills its whole prompt.
@@ -17,6 +20,7 @@ use solo_model::{Backend, Logits, ModelConfig};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn time(rounds: usize, mut f: impl FnMut()) -> f64 {
@@ -66,6 +70,66 @@ impl Free {
     }
 }
 
+/// `Free`, but 1 ms a token, noting when each row is ready.
+struct Paced(ModelConfig, Arc<Mutex<Vec<Instant>>>);
+
+impl Backend for Paced {
+    type State = usize;
+    fn config(&self) -> &ModelConfig {
+        &self.0
+    }
+    fn new_state(&self) -> Result<usize> {
+        Ok(0)
+    }
+    fn position(&self, state: &usize) -> usize {
+        *state
+    }
+    fn prefill(&self, state: &mut usize, tokens: &[u32], logits: Logits) -> Result<Vec<f32>> {
+        *state += tokens.len();
+        Ok(if logits == Logits::None { Vec::new() } else { self.row() })
+    }
+    fn decode(&self, state: &mut usize, _token: u32) -> Result<Vec<f32>> {
+        *state += 1;
+        Ok(self.row())
+    }
+}
+
+impl Paced {
+    fn row(&self) -> Vec<f32> {
+        std::thread::sleep(Duration::from_millis(1));
+        let row = Free(self.0.clone()).row();
+        self.1.lock().unwrap().push(Instant::now());
+        row
+    }
+}
+
+/// Microseconds from each token's logits to its chunk at the caller: p50, p99, max.
+fn streaming_delay(dir: &Path, config: &ModelConfig, requests: usize) -> Result<(f64, f64, f64, usize)> {
+    let ready = Arc::new(Mutex::new(Vec::new()));
+    let (c, r) = (config.clone(), ready.clone());
+    let options = Options { backend: solo::Backend::Cpu, cache_mb: 0, ..Options::default() };
+    let engine = Engine::open_with_backend(dir, options, move || Ok(Paced(c, r)))?;
+    let mut delays = Vec::new();
+    for _ in 0..requests {
+        ready.lock().unwrap().clear();
+        let mut stream = engine.completion(r#"{"prompt": "Once", "max_tokens": 100, "stream": true}"#)?;
+        let mut arrived = Vec::new();
+        while let Some(chunk) = stream.next_chunk()? {
+            let now = Instant::now();
+            if chunk.contains(r#""finish_reason":null"#) {
+                arrived.push(now);
+            }
+        }
+        let ready = ready.lock().unwrap();
+        // one chunk a token here (the token's text is one character); pair them in order
+        anyhow::ensure!(arrived.len() <= ready.len(), "{} chunks for {} tokens", arrived.len(), ready.len());
+        delays.extend(arrived.iter().zip(ready.iter()).map(|(a, r)| (*a - *r).as_secs_f64() * 1e6));
+    }
+    delays.sort_by(f64::total_cmp);
+    let pct = |q: f64| delays[((q * delays.len() as f64) as usize).min(delays.len() - 1)];
+    Ok((pct(0.5), pct(0.99), delays[delays.len() - 1], delays.len()))
+}
+
 fn main() -> Result<()> {
     let rounds: usize = std::env::args().nth(1).map_or(Ok(300), |s| s.parse())?;
     let messages = json!([{"role": "user", "content": "What colour is the sky?"}]);
@@ -99,6 +163,8 @@ fn main() -> Result<()> {
     let demo_server = serve(&dir, move || solo_cpu::load(&d))?;
     let demo_http = http(&demo_server, rounds, &request)?;
 
+    let (p50, p99, max, n) = streaming_delay(&dir, &config, 10)?;
+
     println!("one-token chat request, {} prompt tokens; medians of {rounds} (µs)", prompt.tokens.len());
     println!("  over a backend that costs nothing (all overhead):");
     println!("    solo::Engine::chat (libsolo's path)     {free_in_process:9.1}");
@@ -108,6 +174,9 @@ fn main() -> Result<()> {
     println!("    prefill + pick                          {prefill:9.1}");
     println!("    solo::Engine::chat                      {demo_in_process:9.1}");
     println!("    HTTP                                    {demo_http:9.1}");
+    println!(
+        "streaming, {n} tokens: logits ready → chunk at the Rust caller: p50 {p50:.1}, p99 {p99:.1}, max {max:.1}"
+    );
     Ok(())
 }
 
