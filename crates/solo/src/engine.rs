@@ -264,7 +264,9 @@ fn load_policy(path: Option<&Path>) -> Result<solo_gate::Policy, Error> {
 }
 
 /// One engine: a loaded model, its engine thread and the threads that carry requests. Send and
-/// Sync: requests may come from any thread, several at once.
+/// Sync: requests may come from any thread, several at once. Its calls block (`chat` until the
+/// prompt is in, `Stream::next_chunk` until a chunk comes, dropping it until the model is freed):
+/// from async code, call them on a blocking thread (`tokio::task::spawn_blocking`).
 pub struct Engine {
     app: Option<Arc<App>>,
     runtime: Option<tokio::runtime::Runtime>,
