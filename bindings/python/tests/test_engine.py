@@ -116,3 +116,15 @@ def test_tokenize_round_trips(engine):
 def test_gate_finds_an_email():
     report = solo.gate_check("write to jane.doe@example.com")
     assert [s["type"] for s in report["spans"]] == ["EMAIL"]
+
+
+def test_cloud_routing_options_gate_requests_as_solo_serve_does():
+    # A cloud nobody listens on: what the policy lets out falls back to the local engine
+    # (on_cloud_error = "local"); a name needs the user's consent first (HTTP 428).
+    with solo.Engine(backend="cpu", cloud_url="http://127.0.0.1:9") as e:
+        reply = e.chat(ASK, max_tokens=4)
+        assert reply.object == "chat.completion" and reply.usage.completion_tokens >= 1
+        with pytest.raises(solo.SoloError) as consent:
+            e.chat([{"role": "user", "content": "Please write a note to John Smith about the meeting."}], max_tokens=4)
+    assert consent.value.status == "SOLO_REFUSED" and consent.value.http_status == 428
+    assert "consent" in consent.value.message.lower()
