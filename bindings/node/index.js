@@ -85,6 +85,9 @@ function callAsync(fn, ...args) {
   return new Promise((resolve, reject) => fn.async(...args, (e, r) => (e ? reject(e) : resolve(r))));
 }
 
+// A stream dropped without being read to its end still frees its request.
+const unfreed = new FinalizationRegistry((ptr) => c.requestFree(ptr));
+
 /**
  * A request's answer as it comes: `for await (const chunk of stream)`. `cancel()` works at any
  * time (the iteration then ends; `cancelled` is true); leaving the loop early frees the request.
@@ -94,6 +97,7 @@ class Stream {
     this.ptr = ptr;
     this.cancelled = false;
     this.reading = false;
+    unfreed.register(this, ptr, this);
   }
 
   cancel() {
@@ -132,6 +136,7 @@ class Stream {
     if (this.ptr && !this.reading) {
       const p = this.ptr;
       this.ptr = null;
+      unfreed.unregister(this);
       c.requestFree(p);
     }
   }
