@@ -20,7 +20,7 @@ export SOLO_LIB="$lib" LD_LIBRARY_PATH="$PWD/target/debug${LD_LIBRARY_PATH:+:$LD
 export SOLO_CACHE="${SOLO_CACHE:-$PWD/$out/cache}"
 
 echo "== C example"
-cc -std=c11 -Wall -Wextra -Werror -I include examples/c/chat.c -L target/debug -lsolo -o "$out/chat"
+cc -std=c11 -D_DEFAULT_SOURCE -pthread -Wall -Wextra -Werror -I include examples/c/chat.c -L target/debug -lsolo -o "$out/chat"
 "$out/chat"
 echo "== C leak check"
 cc -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -I include examples/c/leak.c -L target/debug -lsolo -o "$out/leak"

@@ -1,15 +1,18 @@
 /* A chat with solo's engine in this process, through libsolo (include/solo.h).
  *
  *   cargo build -p solo-capi
- *   cc -I include examples/c/chat.c -L target/debug -lsolo -o chat && LD_LIBRARY_PATH=target/debug ./chat
+ *   cc -pthread -I include examples/c/chat.c -L target/debug -lsolo -o chat && LD_LIBRARY_PATH=target/debug ./chat
  *
  * With no argument it runs the built-in demo checkpoint; `./chat DIR` runs the checkpoint in DIR.
- * It streams one answer to stdout, then shows the tokenizer and the privacy gate. Exit status 0
+ * It streams one answer to stdout, cancels a long one from another thread, then shows the
+ * tokenizer and the privacy gate. Exit status 0
  * when every step worked (scripts/test runs it).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "solo.h"
 
@@ -27,6 +30,19 @@ static void on_event(const char *chunk_json, void *user_data) {
         t->content++;
         printf("%s\n", chunk_json);
     }
+}
+
+/* Cancels a request from another thread once it has streamed a few chunks. */
+static void *cancel_soon(void *request) {
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    solo_cancel(request);
+    return NULL;
+}
+
+static void count_chunk(const char *chunk_json, void *user_data) {
+    (void)chunk_json;
+    ++*(int *)user_data;
 }
 
 static int check(solo_status status, solo_error *err, const char *what) {
@@ -70,8 +86,27 @@ int main(int argc, char **argv) {
     printf("refused as expected: %s\n", err.message);
     solo_error_free(&err);
 
+    /* A long completion (the end-of-text tokens biased away), cancelled from another thread. */
     uint32_t *ids = NULL;
     size_t n = 0;
+    if (check(solo_tokenize(engine, "<|im_end|><|endoftext|>", &ids, &n, &err), &err, "tokenize")) return 1;
+    char long_request[256];
+    snprintf(long_request, sizeof long_request,
+             "{\"prompt\": \"Once\", \"max_tokens\": 5000, \"stream\": true, \"logit_bias\": {\"%u\": -100, \"%u\": -100}}",
+             ids[0], n > 1 ? ids[1] : ids[0]);
+    solo_tokens_free(ids, n);
+    int streamed = 0;
+    if (check(solo_completion(engine, long_request, count_chunk, &streamed, &req, &err), &err, "completion")) return 1;
+    pthread_t canceller;
+    pthread_create(&canceller, NULL, cancel_soon, req);
+    solo_status ended = solo_wait(req, &err);
+    pthread_join(canceller, NULL);
+    solo_request_free(req);
+    printf("cancelled from another thread after %d chunks: status %d (%s)\n", streamed, (int)ended,
+           err.message ? err.message : "");
+    solo_error_free(&err);
+    if (ended != SOLO_CANCELLED || streamed >= 5000) return 1;
+
     if (check(solo_tokenize(engine, "Hello, world", &ids, &n, &err), &err, "tokenize")) return 1;
     char *back = NULL;
     if (check(solo_detokenize(engine, ids, n, &back, &err), &err, "detokenize")) return 1;
