@@ -5,8 +5,7 @@
  *
  * With no argument it runs the built-in demo checkpoint; `./chat DIR` runs the checkpoint in DIR.
  * It streams one answer to stdout, cancels a long one from another thread, then shows the
- * tokenizer and the privacy gate. Exit status 0
- * when every step worked (scripts/test runs it).
+ * tokenizer and the privacy gate. Exit status 0 when every step worked (scripts/test runs it).
  */
 #include <pthread.h>
 #include <stdio.h>
