@@ -183,14 +183,15 @@ pub struct Context<'a, B: Backend> {
 }
 
 /// Starts the engine thread: `load` builds the backend there (so it need not be `Send`), and
-/// this returns once it has, with the model's config.
+/// this returns once it has, with the model's config and the thread (it ends, dropping the
+/// backend, once every `EngineHandle` is gone and the running jobs are done).
 pub fn spawn<B, F>(
     load: F,
     tokenizer: Arc<Tokenizer>,
     config: EngineConfig,
     metrics: Arc<Metrics>,
     max_queue: usize,
-) -> Result<(EngineHandle, ModelConfig)>
+) -> Result<(EngineHandle, ModelConfig, std::thread::JoinHandle<()>)>
 where
     B: Backend + 'static,
     F: FnOnce() -> Result<B> + Send + 'static,
@@ -198,7 +199,7 @@ where
     let (jobs, mut queue) = mpsc::channel::<Job>(max_queue.max(1));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<ModelConfig>>();
     let engine_metrics = metrics.clone();
-    std::thread::Builder::new().name("solo-engine".into()).spawn(move || {
+    let thread = std::thread::Builder::new().name("solo-engine".into()).spawn(move || {
         let backend = match load() {
             Ok(b) => b,
             Err(e) => {
@@ -213,7 +214,7 @@ where
         schedule(&cx, &mut cache, &mut queue);
     })?;
     let model = ready_rx.recv().map_err(|_| anyhow::anyhow!("the engine thread died while loading the model"))??;
-    Ok((EngineHandle { jobs, metrics }, model))
+    Ok((EngineHandle { jobs, metrics }, model, thread))
 }
 
 /// The engine's loop: admit, step every running sequence once, repeat; returns when the job

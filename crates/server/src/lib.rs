@@ -173,9 +173,18 @@ impl Drop for Server {
     }
 }
 
-/// Loads the text assets, starts the engine thread (where `load` builds the backend) and the
-/// HTTP server; returns once the socket is bound and the model is loaded.
-pub fn start<B, F>(config: ServerConfig, load: F) -> Result<Server>
+/// The engine without the HTTP server: what `solo serve` serves, for a program that calls the
+/// handlers itself (`solo::Engine`, libsolo).
+pub struct Local {
+    pub app: Arc<App>,
+    /// The engine thread: it ends once `app` (and every clone of it) is gone and the running
+    /// requests are done; joining it then waits for the backend's memory to be freed.
+    pub engine_thread: std::thread::JoinHandle<()>,
+}
+
+/// Loads the text assets and starts the engine thread (where `load` builds the backend);
+/// returns once the model is loaded. [`start`] puts the HTTP server in front of it.
+pub fn build<B, F>(config: &ServerConfig, load: F) -> Result<Local>
 where
     B: Backend + 'static,
     F: FnOnce() -> Result<B> + Send + 'static,
@@ -192,7 +201,7 @@ where
         cache_entries: config.cache_entries,
         cache_bytes: config.cache_bytes,
     };
-    let (engine, model) =
+    let (engine, model, engine_thread) =
         engine::spawn(load, text.tokenizer.clone(), engine_config, metrics.clone(), config.max_queue)?;
     let max_seq = config.max_seq.map_or(model.max_position_embeddings, |n| n.min(model.max_position_embeddings));
     let lora = lora::Adapters::new(model.clone());
@@ -227,7 +236,17 @@ where
         },
         lora,
     });
+    Ok(Local { app, engine_thread })
+}
 
+/// Loads the text assets, starts the engine thread (where `load` builds the backend) and the
+/// HTTP server; returns once the socket is bound and the model is loaded.
+pub fn start<B, F>(config: ServerConfig, load: F) -> Result<Server>
+where
+    B: Backend + 'static,
+    F: FnOnce() -> Result<B> + Send + 'static,
+{
+    let app = build(&config, load)?.app;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind((config.host.as_str(), config.port)))

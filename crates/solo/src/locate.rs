@@ -50,7 +50,7 @@ fn hf_cache_snapshot() -> Option<PathBuf> {
 }
 
 /// `$SOLO_CACHE`, else `$XDG_CACHE_HOME/solo`, else `~/.cache/solo` (else a temp dir).
-fn solo_cache_dir() -> PathBuf {
+pub fn solo_cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("SOLO_CACHE") {
         return dir.into();
     }

@@ -2,11 +2,11 @@
 
 mod bench;
 mod commands;
-mod demo;
 mod gate;
-mod locate;
 mod serve;
 mod svg;
+
+use solo::locate;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
