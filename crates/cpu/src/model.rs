@@ -26,6 +26,7 @@ use anyhow::{bail, ensure, Context, Result};
 use solo_model::image::ImagePatches;
 use solo_model::lora::{LayerLora, LoraAdapter};
 use solo_model::sampler::Sampler;
+use solo_model::vision::{VisionConfig, VisionWeights};
 use solo_model::weights::{LayerWeights, Mixer};
 use solo_model::{Backend, Draft, LayerKind, Logits, ModelConfig, ModelWeights, PromptImage};
 use std::sync::Arc;
@@ -106,6 +107,17 @@ impl CpuModel {
         Ok(normed)
     }
 
+    /// The vision tower's config and weights, or why it cannot run.
+    fn vision(&self) -> Result<(&VisionConfig, &VisionWeights)> {
+        let cfg = self.config.vision.as_ref().context("the checkpoint has no vision tower (no vision_config)")?;
+        let w =
+            self.weights.visual.as_ref().context("the checkpoint has a vision_config but no model.visual.* tensors")?;
+        if let Some(why) = cfg.unsupported() {
+            bail!("{why}");
+        }
+        Ok((cfg, w))
+    }
+
     /// Logits [rows, vocab] for normalised hidden states [rows, hidden].
     pub fn lm_head(&self, normed: &[f32]) -> Vec<f32> {
         matmul(normed, &self.weights.lm_head)
@@ -162,13 +174,17 @@ impl Backend for CpuModel {
         Ok(self.lm_head(rows))
     }
 
+    fn image_support(&self) -> Result<()> {
+        self.vision().map(|_| ())
+    }
+
     fn encode_image(&self, image: &ImagePatches) -> Result<Vec<f32>> {
-        let cfg = self.config.vision.as_ref().context("the checkpoint has no vision tower (no vision_config)")?;
-        let w =
-            self.weights.visual.as_ref().context("the checkpoint has a vision_config but no model.visual.* tensors")?;
-        if let Some(why) = cfg.unsupported() {
-            bail!("{why}");
-        }
+        let (cfg, w) = self.vision()?;
+        ensure!(
+            image.values.len() == image.grid.iter().product::<usize>() * cfg.patch_len(),
+            "the image's patches do not match its grid {:?}",
+            image.grid
+        );
         Ok(crate::vision::encode_image(cfg, w, image))
     }
 

@@ -83,6 +83,12 @@ pub trait Backend {
     /// Appends `tokens` to the sequence; returns logits as [rows, vocab] row-major.
     fn prefill(&self, state: &mut Self::State, tokens: &[u32], logits: Logits) -> Result<Vec<f32>>;
 
+    /// Whether this backend takes images with this checkpoint (`encode_image`,
+    /// `prefill_with_images`); the error says why not. The default: it does not.
+    fn image_support(&self) -> Result<()> {
+        bail!("this backend does not take images yet; the CPU backend does (--backend cpu)")
+    }
+
     /// The vision tower: merged image tokens [tokens, hidden] for one preprocessed image. The
     /// default refuses: a backend that runs the tower overrides it.
     fn encode_image(&self, image: &ImagePatches) -> Result<Vec<f32>> {

@@ -11,6 +11,7 @@
 
 use crate::error::ApiError;
 use crate::generate::{Progress, Sequence, Start};
+use crate::images::PromptImagePatches;
 use crate::metrics::Metrics;
 use crate::prefix_cache::PrefixCache;
 use anyhow::Result;
@@ -82,6 +83,11 @@ pub struct Job {
     pub events: mpsc::UnboundedSender<Event>,
     /// The LoRA adapter the request's `model` picked; `None`: the base model.
     pub adapter: Option<Arc<LoraAdapter>>,
+    /// The prompt's images (their placeholders in `prompt` carry their content keys,
+    /// `crate::images::cache_keys`), for the vision tower; empty for a text prompt.
+    pub images: Vec<PromptImagePatches>,
+    /// `<|image_pad|>`, what the backend sees at each image key.
+    pub image_token: u32,
 }
 
 impl Job {
@@ -184,19 +190,20 @@ pub struct Context<'a, B: Backend> {
 
 /// Starts the engine thread: `load` builds the backend there (so it need not be `Send`), and
 /// this returns once it has, with the model's config.
+/// Also says whether the backend takes images (`Backend::image_support`; the reason if not).
 pub fn spawn<B, F>(
     load: F,
     tokenizer: Arc<Tokenizer>,
     config: EngineConfig,
     metrics: Arc<Metrics>,
     max_queue: usize,
-) -> Result<(EngineHandle, ModelConfig)>
+) -> Result<(EngineHandle, ModelConfig, Result<(), String>)>
 where
     B: Backend + 'static,
     F: FnOnce() -> Result<B> + Send + 'static,
 {
     let (jobs, mut queue) = mpsc::channel::<Job>(max_queue.max(1));
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<ModelConfig>>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(ModelConfig, Result<(), String>)>>();
     let engine_metrics = metrics.clone();
     std::thread::Builder::new().name("solo-engine".into()).spawn(move || {
         let backend = match load() {
@@ -206,14 +213,16 @@ where
                 return;
             }
         };
-        let _ = ready_tx.send(Ok(backend.config().clone()));
+        let images = backend.image_support().map_err(|e| format!("{e:#}"));
+        let _ = ready_tx.send(Ok((backend.config().clone(), images)));
         let metrics = engine_metrics;
         let mut cache = PrefixCache::new(config.cache_entries, config.cache_bytes);
         let cx = Context { backend: &backend, tokenizer: &tokenizer, config: &config, metrics: &metrics };
         schedule(&cx, &mut cache, &mut queue);
     })?;
-    let model = ready_rx.recv().map_err(|_| anyhow::anyhow!("the engine thread died while loading the model"))??;
-    Ok((EngineHandle { jobs, metrics }, model))
+    let (model, images) =
+        ready_rx.recv().map_err(|_| anyhow::anyhow!("the engine thread died while loading the model"))??;
+    Ok((EngineHandle { jobs, metrics }, model, images))
 }
 
 /// The engine's loop: admit, step every running sequence once, repeat; returns when the job

@@ -11,6 +11,9 @@
 //!   nothing      ─▶ the cloud (or the local engine when there is no cloud)
 //! ```
 //!
+//! A request with an image (`image_url` parts) stays local whatever its text holds: an image
+//! cannot be scanned; its audit line says so (`"images"`, `"reason"`).
+//!
 //! `X-Solo-Route: local` (or `"solo_route": "local"` in the body) forces the local engine. The
 //! cloud unreachable: the local engine answers, or a 502, as the policy says; the request is
 //! never sent again in another form. Every gated request gets one JSON line in the audit log:
@@ -341,6 +344,14 @@ async fn route(
     let policy = &hybrid.config.policy;
     let consented = consent.map(|t| hybrid.consented(&t, key)).unwrap_or_default();
     let mut decision = decide(policy, &gated, destination, &consented);
+    // An image cannot be scanned for personal data: a request with one never leaves the machine
+    // (so no masked request carries an image either).
+    let images = crate::images::count_images(body.get("messages"));
+    let kept_for_images =
+        images > 0 && destination == Destination::Cloud && matches!(decision.outcome, Outcome::Mask | Outcome::Allow);
+    if kept_for_images {
+        decision.outcome = Outcome::KeepLocal;
+    }
     // The second stage: only where the request would leave, no category was found and some
     // text is in the unsure band.
     let mut judged: Option<(Verdict, Duration)> = None;
@@ -379,6 +390,12 @@ async fn route(
         });
         if let Some(j) = &judge_record {
             record["judge"] = j.clone();
+        }
+        if images > 0 {
+            record["images"] = json!(images);
+        }
+        if kept_for_images {
+            record["reason"] = json!("the request has an image, which the gate cannot scan for personal data");
         }
         record
     };
