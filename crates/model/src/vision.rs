@@ -328,3 +328,55 @@ impl VisionWeights {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ModelConfig;
+
+    fn tiny_a() -> ModelConfig {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tiny-a");
+        ModelConfig::from_dir(&dir).unwrap()
+    }
+
+    #[test]
+    fn tiny_a_vision_and_mrope() {
+        let cfg = tiny_a();
+        let v = cfg.vision.as_ref().unwrap();
+        assert_eq!((v.depth, v.hidden_size, v.num_heads, v.patch_size, v.position_grid_side()), (1, 16, 2, 4, 4));
+        assert_eq!((v.image_token_id, v.vision_start_token_id, v.vision_end_token_id), (392, 389, 390));
+        assert!(v.gelu_tanh && v.unsupported().is_none());
+        // mrope_section [2, 1, 1] over R/2 = 4 frequencies: T, H, W, T.
+        assert_eq!(cfg.mrope_section, [2, 1, 1]);
+        assert_eq!((0..4).map(|i| cfg.mrope_axis(i)).collect::<Vec<_>>(), [0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn the_release_section_interleaves_t_h_w() {
+        let mut cfg = tiny_a();
+        cfg.mrope_section = [11, 11, 10];
+        let axes: Vec<usize> = (0..32).map(|i| cfg.mrope_axis(i)).collect();
+        assert_eq!(&axes[..6], &[0, 1, 2, 0, 1, 2]);
+        assert_eq!(&axes[27..], &[0, 1, 2, 0, 1]); // 29 is the last W (3·10), 31 the last H
+        assert_eq!(axes.iter().filter(|&&a| a == 1).count(), 11);
+        assert_eq!(axes.iter().filter(|&&a| a == 2).count(), 10);
+    }
+
+    #[test]
+    fn preprocessor_configs() {
+        let cfg = tiny_a();
+        let v = cfg.vision.as_ref().unwrap();
+        // The release's keys (patch sizes scaled to tiny-a's tower).
+        let release = r#"{"size": {"longest_edge": 16777216, "shortest_edge": 65536}, "patch_size": 4,
+            "temporal_patch_size": 2, "merge_size": 2, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
+            "processor_class": "Qwen3VLProcessor", "image_processor_type": "Qwen2VLImageProcessorFast"}"#;
+        let p = PreprocessorConfig::from_json(release, v).unwrap();
+        assert_eq!((p.min_pixels, p.max_pixels, p.factor()), (65536, 16777216, 8));
+        assert_eq!(p.image_mean, [0.5; 3]);
+        let err = |json: &str| PreprocessorConfig::from_json(json, v).unwrap_err().to_string();
+        assert!(err(r#"{"patch_size": 16}"#).contains("differ from config.json"));
+        assert!(err(r#"{"resample": 2}"#).contains("bicubic"));
+        assert!(err(r#"{"image_mean": [0.5]}"#).contains("`image_mean` must be three numbers"));
+        assert!(err(r#"{"min_pixels": 100, "max_pixels": 10}"#).contains("min pixels"));
+    }
+}
