@@ -199,3 +199,30 @@ fn the_gate_keeps_image_requests_local() {
 fn url_of(s: &solo_server::Server) -> String {
     url(s, "/v1/chat/completions")
 }
+
+/// Prefill pieces of 5 tokens (cuts inside the image, snapshots on the way) give the reply and
+/// the logprobs of one piece.
+#[test]
+fn image_prompts_in_small_pieces_answer_the_same() {
+    let url = data_url("image/png", &image_file("large.png"));
+    let mut body = chat_body(with_image("Look", &url));
+    body["logprobs"] = json!(true);
+    body["top_logprobs"] = json!(2);
+    let whole = ok(&start_cpu(config()), "/v1/chat/completions", &body);
+    let mut c = config();
+    c.prefill_chunk = Some(5);
+    c.snapshot_interval = Some(7);
+    let pieces = ok(&start_cpu(c), "/v1/chat/completions", &body);
+    assert_eq!(pieces["choices"][0]["message"], whole["choices"][0]["message"]);
+    let lp = |r: &Value| -> Vec<f64> {
+        r["choices"][0]["logprobs"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["logprob"].as_f64().unwrap())
+            .collect()
+    };
+    for (a, b) in lp(&pieces).iter().zip(lp(&whole)) {
+        assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+    }
+}
