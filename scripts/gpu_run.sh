@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [kernels] [parity] [bench CONTEXTS ROUNDS] [batch COUNTS] [serve] [ttft] [load]
+#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [bench CONTEXTS ROUNDS] [batch COUNTS] [serve] [ttft] [load]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
 #   gpu-bin/solo             (cargo build --release -p solo)
@@ -29,6 +29,11 @@ while [ $# -gt 0 ]; do
     case "$1" in
         tests)
             timeout 300 ./gpu-bin/solo_cuda_tests --include-ignored --test-threads=1 2>&1 | tee "$OUT/kernel_tests.log" || status=1
+            shift ;;
+        tests-portable)
+            # the same tests on the kernels' portable forms, under an RTX 3090's limits (82 SMs,
+            # 99 KB of shared memory a block)
+            SOLO_PORTABLE_KERNELS=1 SOLO_SM_LIMIT=82 timeout 300 ./gpu-bin/solo_cuda_tests --include-ignored --test-threads=1 2>&1 | tee "$OUT/kernel_tests_portable.log" || status=1
             shift ;;
         kernels)
             timeout 300 ./gpu-bin/solo bench --synthetic --kernels --json "$OUT/kernels.json" 2>&1 | tee "$OUT/kernels.log" || status=1

@@ -25,9 +25,26 @@ typedef long long int64_t;
 // calls pdl_wait() — which returns once the previous kernel has finished and its writes are
 // visible — before it touches anything but weights, on every path through the kernel. Work that
 // only reads weights (a GEMV's weight loads) may go between the two, overlapping the previous
-// kernel's tail. Without PDL both are no-ops.
+// kernel's tail. Without PDL both are no-ops; below sm_90 (the portable forms, launched without
+// PDL) they compile to nothing.
+#if __CUDA_ARCH__ >= 900
+#define SOLO_HOPPER 1
 __device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+#else
+#define SOLO_HOPPER 0
+__device__ __forceinline__ void pdl_trigger() {}
+__device__ __forceinline__ void pdl_wait() {}
+#endif
+
+// The big-shared-memory forms (227 KB a block: sm_90, sm_100, sm_103) or the forms that fit the
+// consumer cards' 99 KB (sm_80's portable forms, sm_86, sm_89, sm_120). runtime.rs's
+// `Target::big_shared` makes the same choice for the launches.
+#if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030
+#define SOLO_BIG_SHARED 1
+#else
+#define SOLO_BIG_SHARED 0
+#endif
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -364,10 +381,26 @@ struct SamplingParams {
 // FP8 weights (the official block format: e4m3 row-major, one f32 scale per 128×128 block,
 // w = q · s). Every e4m3 value is exact in f16 and f32, so the conversion adds no rounding.
 
-// Two e4m3 (the low byte is the first) → two f32.
-__device__ __forceinline__ float2 fp8x2_to_float2(unsigned short two) {
+// Two e4m3 (the low byte is the first) → an exact f16 pair (the low half is the first). sm_89
+// converts in one instruction; below it, each byte's sign, exponent and mantissa are moved into
+// an f16's fields (the exponent bias differs by 8: the value is then 2^-8 too small, subnormals
+// included) and one multiply by 2^8 makes it exact. (e4m3's NaN, never a weight, is not kept.)
+__device__ __forceinline__ unsigned int e4m3x2_to_f16x2(unsigned short two) {
+#if __CUDA_ARCH__ >= 890
     unsigned int h2;
     asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(two));
+    return h2;
+#else
+    const unsigned int b = two;
+    const unsigned int bits = ((b & 0x80u) << 8) | ((b & 0x7fu) << 7) | ((b & 0x8000u) << 16) | ((b & 0x7f00u) << 15);
+    __half2 h = __hmul2(*reinterpret_cast<const __half2*>(&bits), __float2half2_rn(256.f));
+    return *reinterpret_cast<unsigned int*>(&h);
+#endif
+}
+
+// Two e4m3 (the low byte is the first) → two f32.
+__device__ __forceinline__ float2 fp8x2_to_float2(unsigned short two) {
+    const unsigned int h2 = e4m3x2_to_f16x2(two);
     float lo, hi;
     asm("{.reg .f16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, h;}"
         : "=f"(lo), "=f"(hi)
@@ -391,9 +424,8 @@ __device__ __forceinline__ float dot16_fp8(uint4 w, const __half2 (&x)[8]) {
     __half2 acc = __float2half2_rn(0.f);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        unsigned int lo, hi;
-        asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(lo) : "h"((unsigned short)(words[i] & 0xffff)));
-        asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(hi) : "h"((unsigned short)(words[i] >> 16)));
+        const unsigned int lo = e4m3x2_to_f16x2((unsigned short)(words[i] & 0xffff));
+        const unsigned int hi = e4m3x2_to_f16x2((unsigned short)(words[i] >> 16));
         acc = __hfma2(*reinterpret_cast<const __half2*>(&lo), x[2 * i], acc);
         acc = __hfma2(*reinterpret_cast<const __half2*>(&hi), x[2 * i + 1], acc);
     }

@@ -57,8 +57,8 @@ pub fn repack_into(m: &Int4Matrix, out: &mut Vec<u8>) -> Result<()> {
     ensure!(m.scales.len() == rows * groups, "int4 scales: {} for {rows}x{cols} in groups of {GROUP}", m.scales.len());
     if let Some(z) = m.zeros {
         ensure!(
-            z.len() == rows * groups && z.iter().all(|&z| z < 16),
-            "int4 zero points: {} values, or one past 15",
+            z.len() == rows * groups && z.iter().all(|&z| z <= 16),
+            "int4 zero points: {} values, or one past 16 (GPTQ v1's stored 15 is 16)",
             z.len()
         );
     }

@@ -200,10 +200,20 @@ pub fn cuda_signatures(text: &str) -> Vec<(String, Vec<(String, String)>)> {
     while let Some(at) = rest.find("extern \"C\" __global__ void") {
         rest = &rest[at + "extern \"C\" __global__ void".len()..];
         let mut s = rest.trim_start();
-        // attributes: __launch_bounds__(…), __cluster_dims__(…)
-        while s.starts_with("__") {
-            let open = s.find('(').unwrap_or(0);
-            s = s[close_paren(s, open) + 1..].trim_start();
+        // attributes: __launch_bounds__(…), __cluster_dims__(…), or one macro naming them
+        // (an upper-case word: GDN_STEP_SHAPE)
+        loop {
+            if s.starts_with("__") {
+                let open = s.find('(').unwrap_or(0);
+                s = s[close_paren(s, open) + 1..].trim_start();
+            } else if let Some((_, after)) = s
+                .split_once(char::is_whitespace)
+                .filter(|(w, _)| w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            {
+                s = after.trim_start();
+            } else {
+                break;
+            }
         }
         let open = s.find('(').expect("a kernel's parameter list");
         let name = s[..open].trim().to_string();
@@ -293,12 +303,14 @@ mod tests {
     fn cuda_signatures_parse() {
         let text = "extern \"C\" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128)\n\
                     k(const float* __restrict__ a, long long n, unsigned char *q) {}\n\
-                    extern \"C\" __global__ void g(int T) {}";
+                    extern \"C\" __global__ void g(int T) {}\n\
+                    extern \"C\" __global__ void SHAPE_2\nm(int T) {}";
         let sigs = cuda_signatures(text);
         let s = |v: &[(&str, &str)]| v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
         assert_eq!(sigs[0], ("k".to_string(), s(&[("a", "float *"), ("n", "long long"), ("q", "unsigned char *")])));
         assert_eq!(sigs[1], ("g".to_string(), s(&[("T", "int")])));
-        assert_eq!(sigs.len(), 2);
+        assert_eq!(sigs[2], ("m".to_string(), s(&[("T", "int")])));
+        assert_eq!(sigs.len(), 3);
     }
 
     /// common.cuh defines no model width itself (they come from `widths`, once).
@@ -312,34 +324,84 @@ mod tests {
         }
     }
 
-    /// Every kernel file compiles with NVRTC for sm_90a. Needs libnvrtc and the CUDA headers
-    /// (`.ci/run` installs the pip wheels and points LD_LIBRARY_PATH / SOLO_CUDA_INCLUDE at them);
-    /// without them this test fails rather than skips, so CI can never pass with uncompiled kernels.
+    /// The architectures CI compiles and assembles every kernel file for: one of each family
+    /// `runtime::ARCHES` holds (sm_87, sm_103a and sm_121 take the same forms as sm_86, sm_100a
+    /// and sm_120).
+    const TESTED_ARCHES: &[&str] = &["sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120"];
+
+    /// The PTX of every kernel file for every tested architecture, compiled once per test binary
+    /// (both tests below read it), the files side by side.
+    /// (architecture, file, its PTX or the compile error)
+    type Compiled = (&'static str, &'static str, Result<String, String>);
+
+    fn all_ptx() -> &'static Vec<Compiled> {
+        static PTX: std::sync::OnceLock<Vec<Compiled>> = std::sync::OnceLock::new();
+        PTX.get_or_init(|| {
+            assert!(
+                // SAFETY: only probes whether the shared library can be opened.
+                unsafe { cudarc::nvrtc::sys::is_culib_present() },
+                "libnvrtc not found: run .ci/run, or `pip install nvidia-cuda-nvrtc==13.0.* nvidia-cuda-runtime==13.0.*` \
+                 and set LD_LIBRARY_PATH=<site-packages>/nvidia/cu13/lib SOLO_CUDA_INCLUDE=<site-packages>/nvidia/cu13/include"
+            );
+            assert!(TESTED_ARCHES.iter().all(|a| crate::runtime::ARCHES.contains(a)));
+            let jobs: Vec<(&'static str, &'static Source)> =
+                TESTED_ARCHES.iter().flat_map(|&arch| SOURCES.iter().map(move |source| (arch, source))).collect();
+            // as many compiles at once as there are cores (each NVRTC takes a few hundred MB)
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+            let mut done: Vec<(usize, Compiled)> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..workers)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            let mut mine = Vec::new();
+                            loop {
+                                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                let Some(&(arch, source)) = jobs.get(i) else { break mine };
+                                let ptx = crate::runtime::compile(source, arch).map_err(|e| format!("{e:#}"));
+                                mine.push((i, (arch, source.file, ptx)));
+                            }
+                        })
+                    })
+                    .collect();
+                handles.into_iter().flat_map(|h| h.join().expect("a compile panicked")).collect()
+            });
+            done.sort_by_key(|(i, _)| *i);
+            done.into_iter().map(|(_, r)| r).collect()
+        })
+    }
+
+    /// Every kernel file compiles with NVRTC for every architecture, and its PTX has every kernel
+    /// its launchers name. Needs libnvrtc and the CUDA headers (`.ci/run` installs the pip wheels
+    /// and points LD_LIBRARY_PATH / SOLO_CUDA_INCLUDE at them); without them this test fails
+    /// rather than skips, so CI can never pass with uncompiled kernels.
     #[test]
     fn kernels_compile_with_nvrtc() {
-        assert!(
-            // SAFETY: only probes whether the shared library can be opened.
-            unsafe { cudarc::nvrtc::sys::is_culib_present() },
-            "libnvrtc not found: run .ci/run, or `pip install nvidia-cuda-nvrtc==13.0.* nvidia-cuda-runtime==13.0.*` \
-             and set LD_LIBRARY_PATH=<site-packages>/nvidia/cu13/lib SOLO_CUDA_INCLUDE=<site-packages>/nvidia/cu13/include"
-        );
         let mut failures = Vec::new();
-        for source in SOURCES {
-            match crate::runtime::compile(source) {
+        for (arch, file, ptx) in all_ptx() {
+            match ptx {
                 Ok(ptx) => {
+                    let source = SOURCES.iter().find(|s| s.file == *file).unwrap();
                     for f in source.functions() {
-                        assert!(ptx.contains(&format!(".entry {f}(")), "{}: no kernel `{f}` in the PTX", source.file);
+                        assert!(ptx.contains(&format!(".entry {f}(")), "{file} ({arch}): no kernel `{f}` in the PTX");
                     }
-                    eprintln!("{}: ok ({} bytes of PTX)", source.file, ptx.len());
+                    // The portable forms use no Hopper instruction (a PTX of an older target
+                    // would not assemble with one, below; this names the file at once).
+                    if !arch.starts_with("sm_9") && !arch.starts_with("sm_1") {
+                        for hopper in
+                            ["griddepcontrol", "cp.async.bulk", "barrier.cluster", "mapa.", "red.global.add.v4"]
+                        {
+                            assert!(!ptx.contains(hopper), "{file} ({arch}): `{hopper}` in a portable form");
+                        }
+                    }
                 }
-                Err(e) => failures.push(format!("{e:#}")),
+                Err(e) => failures.push(e.clone()),
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     }
 
-    /// Every kernel's PTX also assembles for the H200 (`ptxas -arch=sm_90a`): inline PTX and
-    /// arch-specific instructions fail there, not in NVRTC. ptxas: `$SOLO_PTXAS`, else beside the
+    /// Every kernel's PTX also assembles (`ptxas -arch=…`) for every architecture: inline PTX
+    /// and arch-specific instructions fail there, not in NVRTC. ptxas: `$SOLO_PTXAS`, else beside the
     /// headers (`$SOLO_CUDA_INCLUDE/../bin/ptxas`, the `nvidia-cuda-nvcc` wheel scripts/test
     /// installs), else a CUDA toolkit's (`/usr/local/cuda/bin`, `$PATH`: the GPU machine).
     #[test]
@@ -360,17 +422,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("solo-ptxas-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut failures = Vec::new();
-        for source in SOURCES {
-            let ptx = crate::runtime::compile(source).unwrap();
-            let path = dir.join(source.file.replace(".cu", ".ptx"));
+        for (arch, file, ptx) in all_ptx() {
+            let ptx = ptx.as_ref().unwrap_or_else(|e| panic!("{e}"));
+            let path = dir.join(format!("{}-{arch}.ptx", file.trim_end_matches(".cu")));
             std::fs::write(&path, ptx).unwrap();
             let out = std::process::Command::new(ptxas)
-                .args(["-arch=sm_90a", "-o", "/dev/null"])
+                .arg(format!("-arch={arch}"))
+                .args(["-o", "/dev/null"])
                 .arg(&path)
                 .output()
                 .unwrap();
             if !out.status.success() {
-                failures.push(format!("{}: {}", source.file, String::from_utf8_lossy(&out.stderr)));
+                failures.push(format!("{file} ({arch}): {}", String::from_utf8_lossy(&out.stderr)));
             }
         }
         let _ = std::fs::remove_dir_all(&dir);

@@ -1,9 +1,11 @@
 //! The GPU runtime: one device, one stream that owns the model, our kernels compiled by NVRTC.
 //!
 //! Kernels are `.cu` files embedded in the binary (see `kernels::SOURCES`), compiled at start-up
-//! for `sm_90a` and cached on disk by source hash. Nothing here links CUDA at build time: libcuda,
-//! libnvrtc and libcublas are opened at run time, so the binary builds and runs on machines
-//! without them and `--backend cuda` fails there with a one-line error.
+//! for the device's own architecture (`Target`: sm_80 … sm_120, Hopper's `sm_90a` with its
+//! arch-specific instructions) and cached on disk by source hash and architecture. Nothing here
+//! links CUDA at build time: libcuda, libnvrtc and libcublas are opened at run time, so the binary
+//! builds and runs on machines without them and `--backend cuda` fails there with a one-line
+//! error.
 //!
 //! Buffers are plain device allocations addressed by raw pointers (`DevicePtr`), so a view into a
 //! buffer (an expert inside a fused tensor, one layer's KV cache) is just a pointer plus an offset.
@@ -11,11 +13,12 @@
 //! which is also what CUDA-graph capture needs.
 
 use crate::kernels::{self, Launch};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, ensure, Context, Result};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// A device address (what a kernel receives as `T*`).
@@ -35,6 +38,14 @@ pub enum Arg {
 pub struct DevBuf {
     mem: CudaSlice<u8>,
     pub bytes: usize,
+    /// The budget's count this allocation is charged to (`Gpu::alloc`), given back on drop.
+    charged: Arc<AtomicUsize>,
+}
+
+impl Drop for DevBuf {
+    fn drop(&mut self) {
+        self.charged.fetch_sub(self.bytes.max(1), Ordering::Relaxed);
+    }
 }
 
 impl DevBuf {
@@ -56,8 +67,16 @@ pub struct Gpu {
     /// cuBLAS on the model's stream (prefill matrix products).
     pub blas: CudaBlas,
     pub name: String,
-    /// Streaming multiprocessors (the streaming decode GEMVs run two blocks on each).
+    /// Streaming multiprocessors the launches size their grids for (the streaming decode GEMVs
+    /// run two blocks on each): the device's, or fewer with `--sm-limit`.
     pub sms: u32,
+    /// What the kernels were compiled for and what launches may use.
+    pub target: Target,
+    /// `--gpu-memory`: the bytes this process may hold on the GPU, if capped (`alloc` refuses
+    /// past it), and what it holds: the context, cuBLAS and the modules as measured at start,
+    /// plus every live `DevBuf`.
+    pub budget: Option<usize>,
+    charged: Arc<AtomicUsize>,
     /// The kernels launched with programmatic dependent launch (PDL, `launch_early`) so far, for
     /// `solo bench`'s header. With PDL a kernel may be scheduled while the one before it drains,
     /// and waits for it with `griddepcontrol.wait` (`pdl_wait()` in common.cuh) before it reads
@@ -98,14 +117,18 @@ impl Gpu {
         let stream = ctx.new_stream().map_err(|e| anyhow!("cannot create a CUDA stream: {e:?}"))?;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
         let (major, minor) = ctx.compute_capability().map_err(|e| anyhow!("{e:?}"))?;
-        if (major, minor) != (9, 0) {
-            bail!("{name} has compute capability {major}.{minor}; solo's kernels are built for sm_90a (H100/H200)");
-        }
+        let attribute = |a| ctx.attribute(a).map_err(|e| anyhow!("{e:?}"));
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        let device_shared = attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
+        let device_sms = attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let options = gpu_options();
+        let target = Target::for_device(&name, (major as u32, minor as u32), device_shared, options.portable)?;
+        let sms = options.sm_limit.map_or(device_sms, |limit| limit.clamp(1, device_sms));
         // The files compile side by side (NVRTC is thread-safe; a start with an empty cache
         // takes the longest file's time, not the sum).
         let ptxs: Vec<Result<String>> = std::thread::scope(|scope| {
             let compiles: Vec<_> =
-                kernels::SOURCES.iter().map(|source| scope.spawn(|| compile_cached(source))).collect();
+                kernels::SOURCES.iter().map(|source| scope.spawn(|| compile_cached(source, target.arch))).collect();
             compiles
                 .into_iter()
                 .map(|c| c.join().unwrap_or_else(|_| Err(anyhow!("a kernel compile panicked"))))
@@ -125,9 +148,17 @@ impl Gpu {
             }
         }
         let blas = CudaBlas::new(stream.clone()).map_err(|e| anyhow!("cannot start cuBLAS: {e:?}"))?;
-        let sms = ctx
-            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(|e| anyhow!("{e:?}"))? as u32;
+        // What the process holds before its first allocation (context, modules, cuBLAS), charged
+        // to the budget; other processes' memory on the card is counted in too (conservative).
+        let (free, total) = ctx.mem_get_info().map_err(|e| anyhow!("{e:?}"))?;
+        if let Some(budget) = options.gpu_memory {
+            ensure!(
+                budget <= total,
+                "--gpu-memory {:.1} GiB is more than {name} has ({:.1} GiB)",
+                gib(budget),
+                gib(total)
+            );
+        }
         Ok(Gpu {
             ctx,
             stream,
@@ -137,18 +168,45 @@ impl Gpu {
             staging: std::sync::Mutex::new(PinnedStaging { ptr: std::ptr::null_mut(), bytes: 0 }),
             name,
             sms,
+            target,
+            budget: options.gpu_memory,
+            charged: Arc::new(AtomicUsize::new(total - free)),
             pdl_launched: Default::default(),
             recorder: Default::default(),
         })
     }
 
-    /// A zeroed device allocation of `bytes` bytes.
+    /// A zeroed device allocation of `bytes` bytes; fails (one line, no allocation) past the
+    /// `--gpu-memory` budget.
     pub fn alloc(&self, bytes: usize) -> Result<DevBuf> {
-        let mem = self
-            .stream
-            .alloc_zeros::<u8>(bytes.max(1))
-            .map_err(|e| anyhow!("GPU out of memory allocating {} MiB: {e:?}", bytes >> 20))?;
-        Ok(DevBuf { mem, bytes })
+        let charge = bytes.max(1);
+        let before = self.charged.fetch_add(charge, Ordering::Relaxed);
+        if let Some(budget) = self.budget {
+            if before + charge > budget {
+                self.charged.fetch_sub(charge, Ordering::Relaxed);
+                bail!(
+                    "GPU memory budget: {} MiB more would pass --gpu-memory {:.1} GiB ({:.2} GiB in use)",
+                    charge >> 20,
+                    gib(budget),
+                    gib(before)
+                );
+            }
+        }
+        let mem = self.stream.alloc_zeros::<u8>(charge).map_err(|e| {
+            self.charged.fetch_sub(charge, Ordering::Relaxed);
+            anyhow!("GPU out of memory allocating {} MiB: {e:?}", bytes >> 20)
+        })?;
+        Ok(DevBuf { mem, bytes, charged: self.charged.clone() })
+    }
+
+    /// Bytes this process holds on the GPU as the budget counts them (see `budget`).
+    pub fn charged(&self) -> usize {
+        self.charged.load(Ordering::Relaxed)
+    }
+
+    /// Bytes left under the budget (None: no budget).
+    pub fn budget_left(&self) -> Option<usize> {
+        self.budget.map(|b| b.saturating_sub(self.charged()))
     }
 
     /// Copies host bytes into a new device allocation.
@@ -252,12 +310,33 @@ impl Gpu {
     /// kernel before does not write (weights, state, old cache rows) before `pdl_wait()` and fit
     /// beside that kernel (`moe_decode_block`, `gdn_decode_step`, `attn_decode`).
     pub(crate) fn launch(&self, name: &str, launch: Launch, args: &[Arg]) -> Result<()> {
-        let Launch { grid, block, shared_bytes, pdl: pdl_on } = launch;
+        let Launch { grid, block, shared_bytes, pdl } = launch;
+        // PDL is a Hopper feature (and `pdl_wait()` compiles to nothing in the portable forms).
+        let pdl_on = pdl && self.target.hopper;
         let (&name, func) = self.functions.get_key_value(name).with_context(|| format!("no kernel named `{name}`"))?;
         // Past the default 48 KB (static shared memory counts too), the kernel must opt in.
         if shared_bytes > 32 * 1024 {
             let mut limits = self.shared_limits.lock().unwrap_or_else(|e| e.into_inner());
             if limits.get(name).is_none_or(|&raised| raised < shared_bytes) {
+                // The target's limit holds for static + dynamic shared memory (so the forms for
+                // 99 KB are held to it on a bigger GPU too).
+                let mut fixed = 0i32;
+                // SAFETY: queries an attribute of a loaded function into a local.
+                unsafe {
+                    cudarc::driver::sys::cuFuncGetAttribute(
+                        &mut fixed,
+                        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                        func.cu_function(),
+                    )
+                }
+                .result()
+                .map_err(|e| anyhow!("{name}: {e:?}"))?;
+                ensure!(
+                    shared_bytes + fixed as u32 <= self.target.max_shared,
+                    "{name}: {} bytes of shared memory, past this target's {} (a launcher picked the wrong form)",
+                    shared_bytes + fixed as u32,
+                    self.target.max_shared
+                );
                 func.set_attribute(
                     cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     shared_bytes as i32,
@@ -340,10 +419,146 @@ impl Gpu {
     }
 }
 
-/// NVRTC options for every kernel: Hopper with its arch-specific instructions.
-fn compile_options() -> cudarc::nvrtc::CompileOptions {
+/// How the GPU is used: the device's own kernel forms, or (`portable`) the sm_80 forms under a
+/// consumer card's limits (99 KB of shared memory a block); `sm_limit` sizes every grid for that
+/// many SMs; `gpu_memory` caps what the process holds. Set once by the command line
+/// (`configure`) before the GPU opens; otherwise from `SOLO_PORTABLE_KERNELS=1` and
+/// `SOLO_SM_LIMIT=N` (the GPU test binary runs in both forms so).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuOptions {
+    pub portable: bool,
+    pub sm_limit: Option<u32>,
+    /// `--gpu-memory`: the bytes of GPU memory this process may hold (`Gpu::budget`).
+    pub gpu_memory: Option<usize>,
+}
+
+static GPU_OPTIONS: std::sync::OnceLock<GpuOptions> = std::sync::OnceLock::new();
+
+/// Sets the options for every `Gpu` this process opens; fails if they were already fixed
+/// (set before, or read by a `Gpu::new`) with other values.
+pub fn configure(options: GpuOptions) -> Result<()> {
+    let set = *GPU_OPTIONS.get_or_init(|| options);
+    ensure!(set == options, "GPU options already fixed as {set:?}");
+    Ok(())
+}
+
+fn gpu_options() -> GpuOptions {
+    *GPU_OPTIONS.get_or_init(|| GpuOptions {
+        portable: std::env::var("SOLO_PORTABLE_KERNELS").is_ok_and(|v| v == "1"),
+        sm_limit: std::env::var("SOLO_SM_LIMIT").ok().and_then(|v| v.parse().ok()),
+        gpu_memory: None,
+    })
+}
+
+/// A size as people write it: `24GiB`, `24G` (binary), `24GB` (decimal), `512MiB`, `1.5TiB`, or
+/// plain bytes.
+pub fn parse_bytes(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a size (e.g. 24GiB, 512MiB)"))?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024f64.powi(2),
+        "g" | "gib" => 1024f64.powi(3),
+        "t" | "tib" => 1024f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        other => return Err(format!("`{text}`: unknown unit `{other}` (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)")),
+    };
+    Ok((value * scale) as usize)
+}
+
+fn gib(bytes: usize) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
+}
+
+/// Every architecture solo compiles for (the CI test compiles every kernel file for each).
+pub const ARCHES: &[&str] = &["sm_80", "sm_86", "sm_87", "sm_89", "sm_90a", "sm_100a", "sm_103a", "sm_120", "sm_121"];
+
+/// The shared memory a block may use on the consumer cards (sm_86, sm_89, sm_120: 99 KB); the
+/// portable forms fit it.
+pub const CONSUMER_SHARED: u32 = 99 * 1024;
+
+/// What the kernels are compiled for: NVRTC's architecture, whether the Hopper forms (PDL,
+/// thread-block clusters, bulk copies, vector reductions; sm_90 and later) are compiled in and
+/// launched, and the dynamic shared memory a block may use, which picks the forms of the kernels
+/// that have a smaller one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    pub arch: &'static str,
+    pub hopper: bool,
+    pub max_shared: u32,
+}
+
+impl Target {
+    /// The target for a device of compute capability `cc` with `shared` bytes of opt-in shared
+    /// memory a block. `portable`: the sm_80 forms and at most `CONSUMER_SHARED`, on any device.
+    pub fn for_device(name: &str, cc: (u32, u32), shared: u32, portable: bool) -> Result<Target> {
+        let (major, minor) = cc;
+        if major < 8 {
+            bail!("{name} has compute capability {major}.{minor}; solo's kernels need sm_80 (Ampere) or newer");
+        }
+        if portable {
+            return Ok(Target { arch: "sm_80", hopper: false, max_shared: shared.min(CONSUMER_SHARED) });
+        }
+        // The architectures with arch-specific ("a") instructions take that form.
+        let arch = match (major, minor) {
+            (8, 0) => "sm_80",
+            (8, 6) => "sm_86",
+            (8, 7) => "sm_87",
+            (8, 9) => "sm_89",
+            (9, 0) => "sm_90a",
+            (10, 0) => "sm_100a",
+            (10, 3) => "sm_103a",
+            (12, 0) => "sm_120",
+            (12, 1) => "sm_121",
+            _ => bail!(
+                "{name} has compute capability {major}.{minor}, which solo does not know; it compiles for {}",
+                ARCHES.join(", ")
+            ),
+        };
+        let target = Target { arch, hopper: major >= 9, max_shared: shared };
+        let max_shared = if target.big_shared() { shared } else { shared.min(CONSUMER_SHARED) };
+        Ok(Target { max_shared, ..target })
+    }
+
+    /// Whether the kernels take their big-shared-memory forms (227 KB a block: sm_90a, sm_100a,
+    /// sm_103a; `SOLO_BIG_SHARED` in common.cuh decides the same at compile time); otherwise
+    /// every launch fits the consumer cards' 99 KB.
+    pub fn big_shared(&self) -> bool {
+        matches!(self.arch, "sm_90a" | "sm_100a" | "sm_103a")
+    }
+
+    /// FP8 weights need sm_89's e4m3 instructions (FP8 tensor cores and conversions).
+    pub fn check_fp8(&self, name: &str) -> Result<()> {
+        ensure!(
+            !matches!(self.arch, "sm_80" | "sm_86" | "sm_87"),
+            "FP8 weights need an sm_89 or newer GPU (Ada, Hopper, Blackwell); {name} runs the {} forms: use a bf16 or 4-bit checkpoint",
+            self.arch
+        );
+        Ok(())
+    }
+
+    /// One line for the start-up: the architecture, the forms, the shared memory.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}{}, {} KB of shared memory a block",
+            self.arch,
+            if self.hopper { "" } else { " (portable forms)" },
+            self.max_shared / 1024
+        )
+    }
+}
+
+/// NVRTC options for every kernel, for `arch` (`sm_90a`: Hopper with its arch-specific
+/// instructions).
+fn compile_options(arch: &'static str) -> cudarc::nvrtc::CompileOptions {
     cudarc::nvrtc::CompileOptions {
-        arch: Some("sm_90a"),
+        arch: Some(arch),
         include_paths: cuda_include_dirs(),
         options: vec!["--std=c++17".into(), "-default-device".into()],
         ..Default::default()
@@ -364,29 +579,29 @@ fn cuda_include_dirs() -> Vec<String> {
     dirs
 }
 
-/// Compiles one kernel file with NVRTC; returns its PTX text.
-pub fn compile(source: &kernels::Source) -> Result<String> {
+/// Compiles one kernel file with NVRTC for `arch` (`sm_90a`, `sm_80`, …); returns its PTX text.
+pub fn compile(source: &kernels::Source, arch: &'static str) -> Result<String> {
     let text = source.full_text();
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(&text, compile_options()).map_err(|e| match e {
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(&text, compile_options(arch)).map_err(|e| match e {
         cudarc::nvrtc::CompileError::CompileError { log, .. } => {
-            anyhow!("kernel file {} does not compile:\n{}", source.file, log.to_string_lossy())
+            anyhow!("kernel file {} does not compile for {arch}:\n{}", source.file, log.to_string_lossy())
         }
         other => anyhow!("kernel file {}: NVRTC failed: {other:?}", source.file),
     })?;
     Ok(ptx.to_src())
 }
 
-/// `compile`, cached in `$SOLO_CACHE/kernels` (or `~/.cache/solo/kernels`) by source hash.
-/// A compile failure becomes one line naming the file and its first error; the whole NVRTC log
-/// goes to `<cache>/<file>.log`.
-fn compile_cached(source: &kernels::Source) -> Result<String> {
+/// `compile`, cached in `$SOLO_CACHE/kernels` (or `~/.cache/solo/kernels`) by source hash and
+/// architecture. A compile failure becomes one line naming the file and its first error; the
+/// whole NVRTC log goes to `<cache>/<file>.log`.
+fn compile_cached(source: &kernels::Source, arch: &'static str) -> Result<String> {
     let dir = cache_dir();
-    let path =
-        dir.as_ref().map(|d| d.join(format!("{}-{:016x}.ptx", source.file.trim_end_matches(".cu"), source.hash())));
+    let stem = source.file.trim_end_matches(".cu");
+    let path = dir.as_ref().map(|d| d.join(format!("{stem}-{arch}-{:016x}.ptx", source.hash())));
     if let Some(ptx) = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
         return Ok(ptx);
     }
-    let ptx = compile(source).map_err(|e| {
+    let ptx = compile(source, arch).map_err(|e| {
         let log = format!("{e:#}");
         let first = log.lines().find(|l| l.contains("error")).unwrap_or("see the log").trim().to_string();
         let saved = dir
@@ -494,5 +709,56 @@ impl PinnedStaging {
 impl Drop for PinnedStaging {
     fn drop(&mut self) {
         self.free();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each compute capability gets its own architecture; Hopper forms from sm_90 on, the big
+    /// shared-memory forms only where a block may have 227 KB; --portable-kernels gives sm_80
+    /// under 99 KB on any card; older cards and unknown ones get one line.
+    #[test]
+    fn target_follows_the_device() {
+        let t = |cc, shared, portable| Target::for_device("GPU", cc, shared, portable);
+        let h100 = t((9, 0), 232_448, false).unwrap();
+        assert_eq!((h100.arch, h100.hopper, h100.big_shared(), h100.max_shared), ("sm_90a", true, true, 232_448));
+        let rtx3090 = t((8, 6), 101_376, false).unwrap();
+        assert_eq!((rtx3090.arch, rtx3090.hopper, rtx3090.big_shared()), ("sm_86", false, false));
+        let rtx5090 = t((12, 0), 101_376, false).unwrap();
+        assert_eq!((rtx5090.arch, rtx5090.hopper, rtx5090.big_shared()), ("sm_120", true, false));
+        // an A100 has 163 KB a block; its forms are the 99 KB ones
+        assert_eq!(t((8, 0), 166_912, false).unwrap().max_shared, CONSUMER_SHARED);
+        let portable = t((9, 0), 232_448, true).unwrap();
+        assert_eq!((portable.arch, portable.hopper, portable.max_shared), ("sm_80", false, CONSUMER_SHARED));
+        assert!(t((7, 5), 65_536, false).unwrap_err().to_string().contains("sm_80 (Ampere) or newer"));
+        assert!(t((11, 0), 101_376, false).unwrap_err().to_string().contains("does not know"));
+        assert!(t((8, 6), 101_376, false).unwrap().check_fp8("RTX 3090").unwrap_err().to_string().contains("sm_89"));
+        assert!(t((8, 9), 101_376, false).unwrap().check_fp8("RTX 4090").is_ok());
+        assert!(portable.check_fp8("H100").is_err());
+        for arch in ARCHES {
+            assert!(
+                [(8, 0), (8, 6), (8, 7), (8, 9), (9, 0), (10, 0), (10, 3), (12, 0), (12, 1)].iter().any(|&cc| t(
+                    cc, 101_376, false
+                )
+                .unwrap()
+                .arch
+                    == *arch),
+                "{arch} is compiled for but no device maps to it"
+            );
+        }
+    }
+
+    #[test]
+    fn sizes_parse_as_written() {
+        assert_eq!(parse_bytes("24GiB"), Ok(24 << 30));
+        assert_eq!(parse_bytes("24G"), Ok(24 << 30));
+        assert_eq!(parse_bytes("24GB"), Ok(24_000_000_000));
+        assert_eq!(parse_bytes("512 MiB"), Ok(512 << 20));
+        assert_eq!(parse_bytes("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert!(parse_bytes("lots").unwrap_err().contains("not a size"));
+        assert!(parse_bytes("24GX").unwrap_err().contains("unknown unit"));
     }
 }

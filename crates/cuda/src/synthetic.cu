@@ -31,8 +31,12 @@ extern "C" __global__ void fill_random_fp8(unsigned char* __restrict__ dst, long
     pdl_wait();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
         const float v = center + scale * hash_uniform(seed, i);
-        unsigned short two;
+        unsigned short two = 0;
+#if __CUDA_ARCH__ < 890
+        __trap();  // FP8 weights need sm_89 (refused before this runs)
+#else
         asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(two) : "f"(0.f), "f"(v));  // low byte: v
+#endif
         dst[i] = (unsigned char)(two & 0xff);
     }
 }

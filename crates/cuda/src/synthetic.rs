@@ -126,6 +126,9 @@ pub fn random_model(layers: usize, max_seq: usize, precision: Precision) -> Resu
 pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig, precision: Precision) -> Result<ModelGpu> {
     crate::weights::check_real_widths(cfg)?;
     let fp8 = precision == Precision::Fp8Block128;
+    if fp8 {
+        gpu.target.check_fp8(&gpu.name)?;
+    }
     let int4 = matches!(precision, Precision::Int4 { .. });
     anyhow::ensure!(
         !int4 || precision == (Precision::Int4 { group: crate::int4::GROUP }),

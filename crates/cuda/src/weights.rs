@@ -501,6 +501,9 @@ impl ModelGpu {
     /// Uploads a checkpoint's weights (the real widths only).
     pub fn upload(gpu: &Gpu, cfg: &ModelConfig, w: &ModelWeights) -> Result<Self> {
         check_real_widths(cfg)?;
+        if w.precision == Precision::Fp8Block128 {
+            gpu.target.check_fp8(&gpu.name)?;
+        }
         let mut up = Uploader::new(gpu)?;
         let embed_tokens = up.stacked_bf16(&[&w.embed_tokens])?;
         let final_norm = up.vector(&w.final_norm, true)?;

@@ -51,7 +51,12 @@ impl Conversation {
         let mut hits = detector.hits(&norm.text);
         if !self.known.is_empty() {
             // A known value, written again, is that value, whatever shape it now resembles.
-            let (full, parts) = self.repeats(&norm.text);
+            let (mut full, parts) = self.repeats(&norm.text);
+            // A finding that holds a known value and more (an e-mail made of a known name) is
+            // that finding, not the value.
+            full.retain(|f| {
+                !hits.iter().any(|h| h.start <= f.start && h.end >= f.end && h.end - h.start > f.end - f.start)
+            });
             hits.retain(|h| full.iter().all(|f| h.end <= f.start || h.start >= f.end));
             hits.extend(full);
             hits.extend(parts);
@@ -278,6 +283,17 @@ mod tests {
         assert!(kinds.contains(&("CARD", "41 11 11 11 11 11 11 11")), "{kinds:?}");
         assert!(kinds.contains(&("EMAIL", "JANE@EXAMPLE.COM")), "{kinds:?}");
         assert!(kinds.contains(&("PERSON", "Martinez")), "{kinds:?}");
+    }
+
+    #[test]
+    fn an_email_made_of_a_known_name_stays_an_email() {
+        let d = Detector::new();
+        let mut c = Conversation::new();
+        let first = c.scan(&d, "Please forward the report to Jennifer Morales.");
+        assert_eq!(first.iter().map(|s| s.kind).collect::<Vec<_>>(), vec![EntityType::Person], "{first:?}");
+        let later = c.scan(&d, "Her address is jennifer.morales@northwind-mail.com, write to her.");
+        let kinds: Vec<_> = later.iter().map(|s| (s.kind.name(), s.text.as_str())).collect();
+        assert_eq!(kinds, vec![("EMAIL", "jennifer.morales@northwind-mail.com")]);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! scan.rs       small scans the detectors share
 //! checks.rs     Luhn, mod-97, national-id rules, dates
 //! conversation.rs  values seen so far in a conversation: repeats, placeholders, restoration
+//! split.rs      values cut across turns (a card number in two messages)
 //! topics.rs     what a text is about: a person's health, money, legal matters… (categories)
 //! topic_model.rs  the learned topic classifier beside the lexicon (weights in data/)
 //! word_table.rs  the lexicon's hash table, looked up by hashes made from a word's prefixes
@@ -25,6 +26,7 @@ pub mod keywords;
 pub mod normalize;
 pub mod policy;
 pub mod scan;
+pub mod split;
 pub mod topic_model;
 pub mod topics;
 pub mod word_table;

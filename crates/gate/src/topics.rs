@@ -690,12 +690,19 @@ impl Topics {
     /// `classify` with how sure it is: the lexicon's strongest score and the model's private
     /// head beside the categories (`Assessment::unsure`: the judge's band).
     pub fn assess(&self, text: &str, spans: &[Span]) -> Assessment {
+        self.assess_bound(text, spans, 0.0)
+    }
+
+    /// `assess` for a text that is known to be about a person whatever its wording (a tool's
+    /// result, a request's `metadata`): every category word is bound at least `floor` (0..1), as
+    /// the words of a record are.
+    pub fn assess_bound(&self, text: &str, spans: &[Span], floor: f32) -> Assessment {
         thread_local! {
             static SCRATCH: std::cell::RefCell<Scratch> = Default::default();
         }
         SCRATCH.with(|s| match s.try_borrow_mut() {
-            Ok(mut s) => self.classify_with(text, spans, &mut s),
-            Err(_) => self.classify_with(text, spans, &mut Scratch::default()),
+            Ok(mut s) => self.classify_with(text, spans, floor, &mut s),
+            Err(_) => self.classify_with(text, spans, floor, &mut Scratch::default()),
         })
     }
 
@@ -705,7 +712,7 @@ impl Topics {
     #[doc(hidden)]
     pub fn probe(&self, text: &str, spans: &[Span], model: &TopicModel) -> [f32; 5] {
         let mut s = Scratch::default();
-        self.classify_in(text, spans, &mut s.words);
+        self.classify_in(text, spans, 0.0, &mut s.words);
         s.tokens.read(text);
         let p = model.predict_in(&s.tokens, &mut s.model).private;
         [s.words.best, s.words.raw, s.words.anchor, p, s.words.meta as u8 as f32]
@@ -716,7 +723,7 @@ impl Topics {
         Topics { mode, ..Topics::default() }
     }
 
-    fn classify_with(&self, text: &str, spans: &[Span], s: &mut Scratch) -> Assessment {
+    fn classify_with(&self, text: &str, spans: &[Span], floor: f32, s: &mut Scratch) -> Assessment {
         let model = |s: &mut Scratch| {
             let m = TopicModel::shipped();
             s.tokens.read(text);
@@ -725,7 +732,7 @@ impl Topics {
         };
         match self.mode {
             Mode::Lexicon => {
-                let topics = self.classify_in(text, spans, &mut s.words);
+                let topics = self.classify_in(text, spans, floor, &mut s.words);
                 Assessment { topics, lexicon: s.words.best, model: None }
             }
             Mode::Model => {
@@ -735,7 +742,7 @@ impl Topics {
             // The lexicon first (its categories are the more precise, its evidence the exact
             // words); the model only where the lexicon found nothing, from its higher threshold.
             Mode::Combined => {
-                let found = self.classify_in(text, spans, &mut s.words);
+                let found = self.classify_in(text, spans, floor, &mut s.words);
                 let lexicon = s.words.best;
                 if found.is_empty() && !s.words.meta {
                     let (p, mut topics) = model(s);
@@ -754,7 +761,7 @@ impl Topics {
         }
     }
 
-    fn classify_in(&self, text: &str, spans: &[Span], w: &mut Words) -> Vec<Topic> {
+    fn classify_in(&self, text: &str, spans: &[Span], floor: f32, w: &mut Words) -> Vec<Topic> {
         let names = crate::detect::names();
         words(text, |label| names.kind(label) & crate::detect::FIRST != 0 || SELF_LABELS.contains(&label), w);
         // What each word is.
@@ -812,7 +819,7 @@ impl Topics {
             i += len;
         }
         // Names bind like third persons; other identifiers make the whole text someone's.
-        let mut whole: f32 = 0.0;
+        let mut whole: f32 = floor;
         for s in spans {
             if s.kind == EntityType::Person {
                 let first = w.list.partition_point(|x| (x.chars.1 as usize) <= s.start);

@@ -165,3 +165,37 @@ fn lexicon_errors_name_the_line() {
     assert!(Topics::parse("[HEALTH 2]\nflu\n").unwrap_err().contains("from 0 to 1"));
     assert!(Topics::parse("[HEALTH 1]\nblood_te*\n").unwrap_err().contains("one word"));
 }
+
+#[test]
+fn facts_about_a_person_in_the_third_person() {
+    // Role nouns bind as "my" does, in the four languages (issue #42).
+    assert_eq!(found("The user has stage 3 breast cancer and is in chemotherapy."), ["HEALTH"]);
+    assert!(
+        found("Memory: the user is going through a divorce and filed for Chapter 13 bankruptcy.").contains(&"FINANCE")
+    );
+    assert!(found("Contexto sobre el usuario: tiene cáncer de mama y está en quimioterapia.").contains(&"HEALTH"));
+    assert!(found("Kontext zum Nutzer: Er hat Parkinson und bekommt eine tiefe Hirnstimulation.").contains(&"HEALTH"));
+    assert!(found("Contexte sur l'utilisateur : il est séropositif et suit une trithérapie.").contains(&"HEALTH"));
+    // Without a person, general knowledge stays nothing.
+    assert!(found("How does chemotherapy work against breast cancer?").is_empty());
+    assert!(found("Users of the app can export a table of customers.").is_empty());
+}
+
+#[test]
+fn a_text_about_someone_binds_its_words_at_the_floor() {
+    let t = Topics::default();
+    let tool = "asylum application denied; removal proceedings scheduled";
+    assert!(t.assess_bound(tool, &[], 0.0).topics.is_empty(), "no subject, no floor: nothing");
+    let bound = t.assess_bound(tool, &[], 0.6).topics;
+    assert_eq!(bound.iter().map(|c| c.kind.name()).collect::<Vec<_>>(), ["LEGAL"], "{bound:?}");
+    assert!(t.assess_bound("sunny, 21 degrees, light wind", &[], 0.6).topics.is_empty());
+}
+
+#[test]
+fn a_pet_between_the_owner_and_the_symptom_unbinds_them() {
+    for text in ["My cat vomits a hairball about once a week.", "Meine Katze erbricht einmal pro Woche Haarballen."] {
+        assert!(Topics::with_mode(Mode::Lexicon).classify(text, &[]).is_empty(), "{text}");
+    }
+    assert_eq!(found("I vomit every morning and feel dizzy."), ["HEALTH"]);
+    assert!(found("¿Cómo puedo sumar una columna en Excel?").is_empty(), "sumar: to add");
+}

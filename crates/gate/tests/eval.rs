@@ -153,3 +153,16 @@ fn everyday_requests_of_the_dev_set() {
     assert!(t.everyday_flagged.hit <= 8, "{}", r.table());
     assert!(t.general_flagged.hit == 0 && t.kept_local.hit >= 19, "{}", r.table());
 }
+
+/// Issue #42's everyday set (scripts/gate/everyday_42.py, written before the gate changed; 160
+/// realistic requests, four languages): measured 17 kept local (10.6 %) before the change, 13
+/// (8.1 %) after it (10 of them the learned model's, with no lexicon word). Short of the 3 %
+/// target; this bound keeps a change from flagging more.
+#[test]
+fn everyday_requests_of_issue_42() {
+    let docs = corpus("topics_everyday_42.jsonl");
+    let r = evaluate(&Detector::new(), &docs);
+    let t = &r.topics;
+    assert_eq!(t.everyday_flagged.of, 160);
+    assert!(t.everyday_flagged.hit <= 13, "{}", r.table());
+}

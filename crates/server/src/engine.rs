@@ -259,8 +259,16 @@ fn schedule<B: Backend>(cx: &Context<B>, cache: &mut PrefixCache<B::State>, queu
                     running.push((serial, seq));
                 }
                 Ok(Start::Abandoned) => {}
+                Ok(Start::NoRoom(job, _)) if running.is_empty() && !cache.is_empty() => {
+                    // the prefix cache's snapshots hold device memory: give it back, try again
+                    cache.clear();
+                    metrics.queue_depth.fetch_add(1, Relaxed);
+                    waiting.push_front(*job);
+                }
                 Ok(Start::NoRoom(job, e)) if running.is_empty() => {
-                    let _ = job.events.send(Event::Error(ApiError::internal(&e)));
+                    // nothing else holds memory: this request cannot fit (--gpu-memory, --max-seq)
+                    let message = format!("Not enough GPU memory for this request: {e:#}");
+                    let _ = job.events.send(Event::Error(ApiError::overloaded(message, 5)));
                 }
                 Ok(Start::NoRoom(job, _)) => {
                     metrics.queue_depth.fetch_add(1, Relaxed);

@@ -2,11 +2,13 @@
 //! may leave the machine.
 //!
 //! ```text
-//! request ─▶ gate (every text of every message: its values, the conversation's known values,
-//!               and what it is about: HEALTH, FINANCE, … categories)
+//! request ─▶ allow-list (outbound.rs: unknown fields dropped) ─▶ gate (every string left: its
+//!               values, the conversation's known values, values split over the user's turns,
+//!               and what each text, and each window of three messages, is about: HEALTH, …)
 //!   refuse       ─▶ 403, the entity types (never the values)
-//!   ask_consent  ─▶ 428 + consent token; repeated with `X-Solo-Consent: TOKEN`, sent as it is
-//!   keep_local   ─▶ the local engine
+//!   ask_consent  ─▶ 428 + consent token for the values shown; repeated with `X-Solo-Consent:
+//!                   TOKEN`, those values sent as they are (a value not shown asks again)
+//!   keep_local   ─▶ the local engine, `X-Solo-Reason` saying why (category and its words, types)
 //!   mask         ─▶ the cloud, values replaced by [TYPE_n]; the answer restored (streamed too)
 //!   nothing      ─▶ the cloud (or the local engine when there is no cloud)
 //! ```
@@ -15,8 +17,9 @@
 //! cannot be scanned; its audit line says so (`"images"`, `"reason"`).
 //!
 //! `X-Solo-Route: local` (or `"solo_route": "local"` in the body) forces the local engine. The
-//! cloud unreachable: the local engine answers, or a 502, as the policy says; the request is
-//! never sent again in another form. Every gated request gets one JSON line in the audit log:
+//! cloud unreachable (cloud.rs; no first byte within `--cloud-timeout`): the local engine answers
+//! marked `X-Solo-Route: local-fallback`, or a 502, as the policy says; a cloud 5xx is a 502 naming
+//! it. The request is never sent again in another form. Every gated request gets one JSON line in the audit log:
 //! time, destination, route, outcome, entity types and counts, categories — no values, no text.
 //! A category whose outcome is `mask` masks every value found (the subject goes out, not whose
 //! it is). Responses carry `X-Solo-Categories` when categories were found.
@@ -28,20 +31,20 @@
 //! line's `judge` say whether it ran and what it said.
 
 use crate::chat;
+use crate::cloud::{self, CloudFailure};
 use crate::error::ApiError;
-use crate::handlers::{self, sse_data, sse_done, App};
+use crate::handlers::{self, App};
 use crate::judge::{self, JudgeConfig, Verdict};
+use crate::outbound::{self, Role, Source};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use solo_gate::policy::OnCloudError;
-use solo_gate::{
-    Category, Conversation, Decision, Destination, Detector, EntityType, Outcome, Policy, Restorer, Span, Topics,
-};
+use solo_gate::split::split_values;
+use solo_gate::{Category, Conversation, Decision, Destination, Detector, EntityType, Outcome, Policy, Span, Topics};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -62,13 +65,45 @@ pub struct HybridConfig {
     pub audit_log: Option<PathBuf>,
     /// The second stage (`--gate-judge local`): the local engine classifies unsure requests.
     pub judge: Option<JudgeConfig>,
+    /// `--cloud-timeout`: the longest wait for the cloud's first byte, and between its bytes.
+    pub cloud_timeout: Duration,
 }
 
-/// What a consent token lets through: entity types and categories.
+/// `--cloud-timeout`'s default.
+pub const DEFAULT_CLOUD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a consent token lets through: the values shown when it was issued (by type, their
+/// letters and digits) and categories.
 #[derive(Clone, Default)]
 struct Consented {
-    types: BTreeSet<EntityType>,
+    values: BTreeMap<EntityType, BTreeSet<String>>,
     categories: BTreeSet<Category>,
+}
+
+impl Consented {
+    /// Was this value shown? A part of a consented name ("Morales" of "Jennifer Morales") is.
+    fn covers(&self, kind: EntityType, value: &str) -> bool {
+        let key = skeleton(value);
+        let Some(shown) = self.values.get(&kind) else { return false };
+        shown.contains(&key)
+            || kind == EntityType::Person
+                && shown.iter().any(|name| name.len() > key.len() && words_of(name).iter().any(|w| *w == key))
+    }
+}
+
+/// The skeletons of a consented name's words are kept joined by spaces (`jennifer morales`).
+fn words_of(name: &str) -> Vec<&str> {
+    name.split(' ').collect()
+}
+
+/// A value's letters and digits, lower case; a name's words kept apart by spaces.
+fn skeleton(value: &str) -> String {
+    value
+        .split([' ', '-', '_', '.'])
+        .map(solo_gate::conversation::skeleton)
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A consent token's conversation, what it consents to and its time of issue.
@@ -80,10 +115,12 @@ const CONSENT_TTL: Duration = Duration::from_secs(600);
 const MAX_CONVERSATIONS: usize = 4096;
 
 pub struct Hybrid {
-    config: HybridConfig,
+    pub(crate) config: HybridConfig,
     detector: Detector,
     topics: Topics,
-    client: reqwest::Client,
+    /// The windows' topics: the lexicon alone (the learned model has read each text already).
+    window_topics: Topics,
+    pub(crate) client: reqwest::Client,
     /// conversation key → what it has shown so far.
     conversations: Mutex<(HashMap<u64, Conversation>, VecDeque<u64>)>,
     /// token → (conversation key, consented types, issued).
@@ -118,6 +155,7 @@ impl Hybrid {
         Ok(Hybrid {
             detector: Detector::new(),
             topics: Topics::default(),
+            window_topics: Topics::with_mode(solo_gate::Mode::Lexicon),
             client: builder.build()?,
             conversations: Mutex::new((HashMap::new(), VecDeque::new())),
             consents: Mutex::new(HashMap::new()),
@@ -178,43 +216,33 @@ impl Hybrid {
 struct Gated {
     key: u64,
     conv: Conversation,
-    /// Spans of each text field, in visiting order.
+    /// Spans of each string of the allow-listed request, in `outbound::visit`'s order.
     spans: Vec<Vec<Span>>,
     counts: BTreeMap<EntityType, usize>,
+    /// The values found, by type, as written: what consent is asked for and covers.
+    values: BTreeMap<EntityType, BTreeSet<String>>,
     /// The categories of all the texts, each with its highest score.
     categories: BTreeMap<Category, f32>,
+    /// The words that led to each category (lower case, a few): the reason a request stays.
+    evidence: BTreeMap<Category, BTreeSet<String>>,
     /// The texts in the unsure band (`Assessment::unsure`), for the judge; kept only with one.
     unsure: Vec<String>,
 }
 
-/// Every text of the messages that the model reads, in order: content (string or text parts),
-/// reasoning, tool-call arguments, names.
-fn visit_texts(messages: &mut Value, f: &mut dyn FnMut(&mut String)) {
-    let Some(list) = messages.as_array_mut() else { return };
-    for m in list {
-        let Some(m) = m.as_object_mut() else { continue };
-        for key in ["content", "reasoning_content", "reasoning", "name"] {
-            match m.get_mut(key) {
-                Some(Value::String(s)) => f(s),
-                Some(Value::Array(parts)) => {
-                    for p in parts {
-                        if let Some(Value::String(s)) = p.get_mut("text") {
-                            f(s);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        if let Some(Value::Array(calls)) = m.get_mut("tool_calls") {
-            for c in calls {
-                if let Some(Value::String(s)) = c.pointer_mut("/function/arguments") {
-                    f(s);
-                }
-            }
-        }
+/// How far a text's words are bound to a person whatever its wording (`Topics::assess_bound`):
+/// a tool's result and the request's `metadata` and `user` are about someone.
+fn floor(source: Source) -> f32 {
+    match source {
+        Source::Message(_, Role::Tool) | Source::About => 0.6,
+        _ => 0.0,
     }
 }
+
+/// Messages read together, so that a subject told over several turns scores as one.
+const WINDOW: usize = 3;
+
+/// How far the words of a window of the user's own turns are bound to the user.
+const USER_WINDOW_FLOOR: f32 = 0.5;
 
 /// The conversation's identity: the client's `X-Solo-Conversation`, else the first message.
 fn conversation_key(headers: &HeaderMap, body: &Value) -> u64 {
@@ -227,49 +255,116 @@ fn conversation_key(headers: &HeaderMap, body: &Value) -> u64 {
     h.finish()
 }
 
-fn gate(hybrid: &Hybrid, key: u64, body: &mut Value) -> Gated {
+fn gate(hybrid: &Hybrid, key: u64, outbound: &mut Value) -> Gated {
     let mut conv = hybrid.conversation(key);
-    let mut spans = Vec::new();
+    let mut texts: Vec<(Source, String)> = Vec::new();
+    outbound::visit(outbound, &mut |source, s| texts.push((source, s.clone())));
+    // An identifier-like text (a message's `name`: `Jennifer_Morales`) is read with spaces for
+    // its underscores (one character for one: the spans fit the text as it is).
+    let identifier = |t: &str| t.len() <= 64 && t.contains('_') && !t.contains(char::is_whitespace);
+    let mut spans: Vec<Vec<Span>> = texts
+        .iter()
+        .map(|(_, t)| match identifier(t) {
+            true => conv.scan(&hybrid.detector, &t.replace('_', " ")),
+            false => conv.scan(&hybrid.detector, t),
+        })
+        .collect();
+    // Values split over the user's turns (a card number in two messages).
+    let turns: Vec<usize> =
+        (0..texts.len()).filter(|&i| matches!(texts[i].0, Source::Message(_, Role::User))).collect();
+    let refs: Vec<&str> = turns.iter().map(|&i| texts[i].1.as_str()).collect();
+    for piece in split_values(&hybrid.detector, &refs) {
+        let i = turns[piece.text];
+        if spans[i].iter().any(|s| s.start < piece.end && s.end > piece.start) {
+            continue;
+        }
+        let text: String = texts[i].1.chars().skip(piece.start).take(piece.end - piece.start).collect();
+        conv.remember(piece.kind, &text);
+        spans[i].push(Span { start: piece.start, end: piece.end, kind: piece.kind, text });
+        spans[i].sort_by_key(|s| s.start);
+    }
     let mut counts = BTreeMap::new();
+    let mut values: BTreeMap<EntityType, BTreeSet<String>> = BTreeMap::new();
+    for sp in spans.iter().flatten() {
+        *counts.entry(sp.kind).or_insert(0) += 1;
+        values.entry(sp.kind).or_default().insert(sp.text.clone());
+    }
     let mut categories: BTreeMap<Category, f32> = BTreeMap::new();
+    let mut evidence: BTreeMap<Category, BTreeSet<String>> = BTreeMap::new();
     let mut unsure = Vec::new();
     let judging = hybrid.config.judge.is_some();
-    if let Some(messages) = body.get_mut("messages") {
-        visit_texts(messages, &mut |s: &mut String| {
-            let found = conv.scan(&hybrid.detector, s);
-            for sp in &found {
-                *counts.entry(sp.kind).or_insert(0) += 1;
+    let mut note = |text: &str, assessed: solo_gate::Assessment, unsure: &mut Vec<String>| {
+        if judging && assessed.unsure() {
+            unsure.push(text.to_string());
+        }
+        for topic in assessed.topics {
+            let score = categories.entry(topic.kind).or_insert(0.0);
+            *score = score.max(topic.score);
+            let words = evidence.entry(topic.kind).or_default();
+            for e in &topic.evidence {
+                if words.len() >= 6 {
+                    break;
+                }
+                let w: String = text.chars().skip(e.start).take(e.end - e.start).collect();
+                words.insert(w.to_lowercase());
             }
-            let assessed = hybrid.topics.assess(s, &found);
-            if judging && assessed.unsure() {
-                unsure.push(s.clone());
-            }
-            for topic in assessed.topics {
-                let score = categories.entry(topic.kind).or_insert(0.0);
-                *score = score.max(topic.score);
-            }
-            spans.push(found);
-        });
+        }
+    };
+    for ((source, text), found) in texts.iter().zip(&spans) {
+        let assessed = hybrid.topics.assess_bound(text, found, floor(*source));
+        note(text, assessed, &mut unsure);
     }
-    Gated { key, conv, spans, counts, categories, unsure }
+    // Each window of consecutive messages, read as one text.
+    let mut messages: Vec<String> = Vec::new();
+    for (source, text) in &texts {
+        if let Source::Message(i, _) = *source {
+            if messages.len() <= i {
+                messages.resize(i + 1, String::new());
+            }
+            if !messages[i].is_empty() {
+                messages[i].push(' ');
+            }
+            messages[i].push_str(text);
+        }
+    }
+    let users: Vec<String> = texts
+        .iter()
+        .filter(|(source, _)| matches!(source, Source::Message(_, Role::User)))
+        .map(|(_, t)| t.clone())
+        .filter(|t| !t.trim().is_empty())
+        .collect();
+    messages.retain(|m| !m.trim().is_empty());
+    let windows = |list: &[String], floor: f32, note: &mut dyn FnMut(&str, solo_gate::Assessment)| {
+        if list.len() >= 2 {
+            for w in list.windows(WINDOW.min(list.len())) {
+                let joined = w.iter().map(|m| m.trim()).collect::<Vec<_>>().join(" . ");
+                note(&joined, hybrid.window_topics.assess_bound(&joined, &[], floor));
+            }
+        }
+    };
+    let mut note_window = |text: &str, assessed| note(text, assessed, &mut Vec::new());
+    windows(&messages, 0.0, &mut note_window);
+    // The user's own turns tell of the user, "I" said or not ("got a call from the clinic" /
+    // "the biopsy was malignant"): their words are half bound, so two of a subject keep it.
+    windows(&users, USER_WINDOW_FLOOR, &mut note_window);
+    Gated { key, conv, spans, counts, values, categories, evidence, unsure }
 }
 
-/// The masked copy of the body: spans of the types in `masked` become placeholders.
-fn mask_body(body: &Value, gated: &mut Gated, masked: &BTreeSet<EntityType>) -> Value {
-    let mut out = body.clone();
+/// The masked copy of the (allow-listed) request: spans of the types in `masked` become
+/// placeholders, wherever in it they stand.
+fn mask_body(outbound: &Value, gated: &mut Gated, masked: &BTreeSet<EntityType>) -> Value {
+    let mut out = outbound.clone();
     let mut i = 0;
     let spans = &gated.spans;
     let conv = &mut gated.conv;
-    if let Some(messages) = out.get_mut("messages") {
-        visit_texts(messages, &mut |s: &mut String| {
-            if let Some(sp) = spans.get(i) {
-                if sp.iter().any(|x| masked.contains(&x.kind)) {
-                    *s = conv.mask(s, sp, |k| masked.contains(&k));
-                }
+    outbound::visit(&mut out, &mut |_, s: &mut String| {
+        if let Some(sp) = spans.get(i) {
+            if sp.iter().any(|x| masked.contains(&x.kind)) {
+                *s = conv.mask(s, sp, |k| masked.contains(&k));
             }
-            i += 1;
-        });
-    }
+        }
+        i += 1;
+    });
     out
 }
 
@@ -336,8 +431,11 @@ async fn route(
     let endpoint = hybrid.endpoint().filter(|_| !force_local);
     let destination = if endpoint.is_some() { Destination::Cloud } else { Destination::Local };
     let key = conversation_key(&headers, &body);
+    // What could leave: the allow-listed fields; the gate reads every string of them.
+    let allowed = outbound::allow_listed(&body);
+    let dropped = outbound::dropped(&body);
     let hy = hybrid.clone();
-    let mut scanned = body.clone();
+    let mut scanned = allowed.clone();
     let mut gated = tokio::task::spawn_blocking(move || gate(&hy, key, &mut scanned))
         .await
         .map_err(|e| ApiError::internal(&e).into_response())?;
@@ -362,6 +460,7 @@ async fn route(
             match verdict {
                 Verdict::Category(c) => {
                     gated.categories.insert(c, solo_gate::topics::THRESHOLD);
+                    gated.evidence.entry(c).or_default().insert("the local judge".into());
                     decision = decide(policy, &gated, destination, &consented);
                 }
                 Verdict::None => {}
@@ -377,7 +476,41 @@ async fn route(
     let judge_header = hybrid.config.judge.as_ref().map(|_| judged.map_or("skipped", |(v, _)| v.name()));
     let entities: Map<String, Value> = gated.counts.iter().map(|(t, n)| (t.name().to_string(), json!(n))).collect();
     let found_categories = categories_list(gated.categories.keys().copied());
-    let audit = |route: &str, status: u16| {
+    // Why a request stays: each category with the words that led to it, each type.
+    let reason = {
+        let mut parts: Vec<String> = decision
+            .categories_with(decision.outcome)
+            .into_iter()
+            .map(|c| {
+                let words: Vec<&str> =
+                    gated.evidence.get(&c).map(|w| w.iter().map(String::as_str).collect()).unwrap_or_default();
+                if words.is_empty() {
+                    c.name().to_string()
+                } else {
+                    format!("{} ({})", c.name(), words.join(", "))
+                }
+            })
+            .collect();
+        parts.extend(decision.types_with(decision.outcome).into_iter().map(|t| t.name().to_string()));
+        if parts.is_empty() && judged.is_some() {
+            parts.push(format!("the local judge: {}", judge_header.unwrap_or("error")));
+        }
+        parts.join("; ")
+    };
+    // The values let through by consent, as their placeholders (never the values).
+    let consented_record: Map<String, Value> = gated
+        .values
+        .iter()
+        .filter_map(|(t, vals)| {
+            let shown: Vec<Value> = vals
+                .iter()
+                .filter(|v| consented.covers(*t, v))
+                .map(|v| Value::from(gated.conv.placeholder(v).unwrap_or("?").to_string()))
+                .collect();
+            (!shown.is_empty()).then(|| (t.name().to_string(), Value::Array(shown)))
+        })
+        .collect();
+    let audit = |route: &str, status: u16, reason: &str| {
         let mut record = json!({
             "time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()),
             "conversation": format!("{:016x}", key),
@@ -388,6 +521,15 @@ async fn route(
             "categories": found_categories,
             "status": status,
         });
+        if !reason.is_empty() {
+            record["reason"] = Value::from(reason);
+        }
+        if !consented_record.is_empty() {
+            record["consented"] = Value::Object(consented_record.clone());
+        }
+        if !dropped.is_empty() {
+            record["dropped_fields"] = json!(dropped);
+        }
         if let Some(j) = &judge_record {
             record["judge"] = j.clone();
         }
@@ -402,50 +544,69 @@ async fn route(
     let conv_store = |gated: &Gated| hybrid.keep_conversation(gated.key, gated.conv.clone());
     let found = types_list(gated.counts.keys().copied()).join(",");
     let masked = types_list(decision.types_with(Outcome::Mask)).join(",");
+    let with_reason = |mut r: Response, reason: &str| {
+        if let Ok(v) = HeaderValue::from_str(&outbound::header_text(reason)) {
+            if !reason.is_empty() {
+                r.headers_mut().insert("x-solo-reason", v);
+            }
+        }
+        r
+    };
 
     let result = match decision.outcome {
         Outcome::Refuse => {
             conv_store(&gated);
             let types = decision.types_with(Outcome::Refuse);
             let categories = decision.categories_with(Outcome::Refuse);
-            hybrid.audit(audit("refused", 403));
-            Err(privacy_error(
-                StatusCode::FORBIDDEN,
-                "privacy_refused",
-                format!("The privacy policy does not allow this request: it contains {}.", what(&types, &categories)),
-                (&types, &categories),
-                None,
+            hybrid.audit(audit("refused", 403, &reason));
+            Err(with_reason(
+                privacy_error(
+                    StatusCode::FORBIDDEN,
+                    "privacy_refused",
+                    format!(
+                        "The privacy policy does not allow this request: it contains {}.",
+                        what(&types, &categories)
+                    ),
+                    (&types, &categories),
+                    None,
+                ),
+                &reason,
             ))
         }
         Outcome::AskConsent => {
             conv_store(&gated);
             let types = decision.types_with(Outcome::AskConsent);
             let categories = decision.categories_with(Outcome::AskConsent);
-            let grant = Consented {
-                types: types.iter().chain(&consented.types).copied().collect(),
-                categories: categories.iter().chain(&consented.categories).copied().collect(),
-            };
+            // The token covers exactly the values shown now (and those consented before).
+            let mut grant = consented.clone();
+            for t in &types {
+                for v in gated.values.get(t).into_iter().flatten() {
+                    grant.values.entry(*t).or_default().insert(skeleton(v));
+                }
+            }
+            grant.categories.extend(categories.iter().copied());
             let token = hybrid.issue_consent(&app, key, grant);
-            hybrid.audit(audit("consent_required", 428));
-            Err(privacy_error(
+            hybrid.audit(audit("consent_required", 428, &reason));
+            let response = privacy_error(
                 StatusCode::PRECONDITION_REQUIRED,
                 "consent_required",
                 format!(
-                    "This request contains {} and would be sent to the cloud model. To send it, repeat the request with the header `X-Solo-Consent: {token}`; to keep it on this machine, send `X-Solo-Route: local`.",
+                    "This request contains {} and would be sent to the cloud model. To send it, repeat the request with the header `X-Solo-Consent: {token}` (it covers the values of this request; any other asks again); to keep it on this machine, send `X-Solo-Route: local`.",
                     what(&types, &categories)
                 ),
                 (&types, &categories),
                 Some(&token),
-            ))
+            );
+            Err(response)
         }
         Outcome::KeepLocal => {
             conv_store(&gated);
-            hybrid.audit(audit("local", 200));
-            Ok(with_route(local(&app, body).await, "local", &found_categories))
+            hybrid.audit(audit("local", 200, &reason));
+            Ok(with_reason(with_route(local(&app, body).await, "local", &found_categories), &reason))
         }
         Outcome::Mask | Outcome::Allow if destination == Destination::Local => {
             conv_store(&gated);
-            hybrid.audit(audit("local", 200));
+            hybrid.audit(audit("local", 200, ""));
             Ok(with_route(local(&app, body).await, "local", &found_categories))
         }
         Outcome::Mask | Outcome::Allow => {
@@ -457,40 +618,50 @@ async fn route(
                 .filter(|(_, &o)| o == Outcome::Mask || mask_all && o == Outcome::Allow)
                 .map(|(&t, _)| t)
                 .collect();
-            let mut outbound = mask_body(&body, &mut gated, &masked_types);
+            let mut outbound = mask_body(&allowed, &mut gated, &masked_types);
             conv_store(&gated);
             if let Some(model) = &hybrid.config.cloud_model {
                 outbound["model"] = Value::from(model.clone());
             }
             let restorations = gated.conv.restorations();
             let endpoint = endpoint.unwrap_or_default();
-            match send(&app, &hybrid, &endpoint, &outbound, restorations).await {
+            match cloud::send(&app, &hybrid, &endpoint, &outbound, restorations).await {
                 Ok(response) => {
                     hybrid.audit(audit(
                         if masked_types.is_empty() { "cloud" } else { "cloud_masked" },
                         response.status().as_u16(),
+                        "",
                     ));
                     Ok(with_route(response, "cloud", &found_categories))
                 }
-                Err(cause) => match policy.on_cloud_error {
-                    OnCloudError::Local => {
-                        eprintln!("solo serve: the cloud is unreachable ({cause}); answering locally");
-                        hybrid.audit(audit("local_fallback", 200));
-                        Ok(with_route(local(&app, body).await, "local", &found_categories))
+                Err(CloudFailure::Error(response)) => {
+                    let why = format!("the cloud model at {} failed", cloud::host(&endpoint));
+                    hybrid.audit(audit("cloud_error", 502, &why));
+                    Err(with_reason(with_route(response, "cloud", &found_categories), &why))
+                }
+                Err(CloudFailure::Unreachable(cause)) => {
+                    let why = format!("the cloud model at {} is unreachable: {cause}", cloud::host(&endpoint));
+                    match policy.on_cloud_error {
+                        OnCloudError::Local => {
+                            eprintln!("solo serve: {why}; answering locally");
+                            hybrid.audit(audit("local_fallback", 200, &why));
+                            let answer = with_route(local(&app, body).await, "local", &found_categories);
+                            Ok(cloud::mark_fallback(answer, &why).await)
+                        }
+                        OnCloudError::Fail => {
+                            hybrid.audit(audit("cloud_unreachable", 502, &why));
+                            let e = ApiError {
+                                status: StatusCode::BAD_GATEWAY,
+                                message: format!("The cloud model at {} could not be reached ({cause}); the policy says not to answer locally. Nothing was sent.", cloud::host(&endpoint)),
+                                kind: "server_error",
+                                code: Some("cloud_unreachable"),
+                                param: None,
+                                retry_after: None,
+                            };
+                            Err(with_reason(e.into_response(), &why))
+                        }
                     }
-                    OnCloudError::Fail => {
-                        hybrid.audit(audit("cloud_unreachable", 502));
-                        let e = ApiError {
-                            status: StatusCode::BAD_GATEWAY,
-                            message: format!("The cloud model could not be reached ({cause}); the policy says not to answer locally. Nothing was sent."),
-                            kind: "server_error",
-                            code: Some("cloud_unreachable"),
-                            param: None,
-                            retry_after: None,
-                        };
-                        Err(e.into_response())
-                    }
-                },
+                }
             }
         }
     };
@@ -503,12 +674,13 @@ async fn route(
     result.map(|r| with_judge(with_findings(r, &found, &masked))).map_err(with_judge)
 }
 
-/// The policy's decision on what the gate found, consent turning the consented types and
-/// categories into `allow`.
+/// The policy's decision on what the gate found, consent turning into `allow` the types whose
+/// every value was shown when consent was given, and the consented categories.
 fn decide(policy: &Policy, gated: &Gated, destination: Destination, consented: &Consented) -> Decision {
     let mut decision = policy.decide_all(gated.counts.keys().copied(), gated.categories.keys().copied(), destination);
     for (t, o) in decision.per_type.iter_mut() {
-        if *o == Outcome::AskConsent && consented.types.contains(t) {
+        let all_shown = gated.values.get(t).is_some_and(|vals| vals.iter().all(|v| consented.covers(*t, v)));
+        if *o == Outcome::AskConsent && all_shown {
             *o = Outcome::Allow;
         }
     }
@@ -567,272 +739,61 @@ async fn local(app: &Arc<App>, mut body: Value) -> Response {
     chat::chat_completions(State(app.clone()), Ok(bytes)).await
 }
 
-/// Sends the (masked) request to the cloud. `Err` only when the cloud could not be reached (no
-/// connection, a timeout, a 502/503/504 before any answer): then nothing came back and the
-/// caller decides. Other statuses are passed through, restored.
-async fn send(
-    app: &App,
-    hybrid: &Hybrid,
-    endpoint: &str,
-    body: &Value,
-    restorations: HashMap<String, String>,
-) -> Result<Response, String> {
-    let mut request = hybrid.client.post(endpoint).timeout(app.request_timeout).json(body);
-    if let Some(key) = &hybrid.config.cloud_key {
-        request = request.bearer_auth(key);
-    }
-    let response = request.send().await.map_err(|e| {
-        if e.is_timeout() {
-            "timed out".to_string()
-        } else {
-            "connection failed".to_string()
-        }
-    })?;
-    let status = response.status();
-    if matches!(status.as_u16(), 502..=504) {
-        return Err(format!("it answered {status}"));
-    }
-    let restorer = Restorer::new(restorations);
-    let streaming = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    if status.is_success() && streaming {
-        return Ok(stream_restored(response, restorer));
-    }
-    let bytes = response.bytes().await.map_err(|_| "the answer was cut off".to_string())?;
-    let mut value: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(_) => {
-            let text = restorer.restore(&String::from_utf8_lossy(&bytes));
-            return Ok((status_of(status), text).into_response());
-        }
-    };
-    restore_message(&mut value, &restorer);
-    Ok((status_of(status), axum::Json(value)).into_response())
-}
-
-fn status_of(s: reqwest::StatusCode) -> StatusCode {
-    StatusCode::from_u16(s.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY)
-}
-
-/// Restores every string of a complete answer (message content, reasoning, tool arguments,
-/// error messages).
-fn restore_message(value: &mut Value, restorer: &Restorer) {
-    match value {
-        Value::String(s) if s.contains('[') => *s = restorer.restore(s),
-        Value::Array(items) => items.iter_mut().for_each(|v| restore_message(v, restorer)),
-        Value::Object(map) => map.values_mut().for_each(|v| restore_message(v, restorer)),
-        _ => {}
-    }
-}
-
-/// The cloud's SSE stream, restored on the way: each streamed field of each choice has its own
-/// restorer, which holds back a placeholder cut across chunks; what is held is sent before the
-/// chunk that finishes the choice.
-struct StreamRestore {
-    template: Restorer,
-    /// (choice, field, tool index) → restorer.
-    fields: HashMap<(u64, &'static str, u64), Restorer>,
-    buffer: String,
-}
-
-impl StreamRestore {
-    fn restorer(&mut self, key: (u64, &'static str, u64)) -> &mut Restorer {
-        let template = &self.template;
-        self.fields.entry(key).or_insert_with(|| template.clone())
-    }
-
-    /// One `data:` payload → the payloads to send.
-    fn event(&mut self, data: &str) -> Vec<Bytes> {
-        let Ok(mut chunk) = serde_json::from_str::<Value>(data) else {
-            return vec![Bytes::from(format!("data: {data}\n\n"))];
-        };
-        let mut out = Vec::new();
-        if let Some(choices) = chunk.get_mut("choices").and_then(Value::as_array_mut) {
-            let mut flushes = Vec::new();
-            for choice in choices.iter_mut() {
-                let index = choice.get("index").and_then(Value::as_u64).unwrap_or(0);
-                if let Some(delta) = choice.get_mut("delta").and_then(Value::as_object_mut) {
-                    for field in ["content", "reasoning_content", "reasoning"] {
-                        if let Some(Value::String(s)) = delta.get_mut(field) {
-                            *s = self.restorer((index, field, 0)).push(s);
-                        }
-                    }
-                    if let Some(Value::Array(calls)) = delta.get_mut("tool_calls") {
-                        for call in calls {
-                            let t = call.get("index").and_then(Value::as_u64).unwrap_or(0);
-                            if let Some(Value::String(s)) = call.pointer_mut("/function/arguments") {
-                                *s = self.restorer((index, "arguments", t)).push(s);
-                            }
-                        }
-                    }
-                }
-                if choice.get("finish_reason").is_some_and(|f| !f.is_null()) {
-                    flushes.push(index);
-                }
-            }
-            for index in flushes {
-                if let Some(extra) = self.flush_choice(&chunk, index) {
-                    out.push(sse_data(&extra));
-                }
-            }
-        }
-        out.push(sse_data(&chunk));
-        out
-    }
-
-    /// A chunk with whatever the choice's restorers still hold (before its finish chunk).
-    fn flush_choice(&mut self, like: &Value, index: u64) -> Option<Value> {
-        let mut delta = Map::new();
-        let mut calls = Vec::new();
-        let mut keys: Vec<_> = self.fields.keys().filter(|k| k.0 == index).copied().collect();
-        keys.sort();
-        for key in keys {
-            let held = self.fields.get_mut(&key).map(Restorer::finish).unwrap_or_default();
-            if held.is_empty() {
-                continue;
-            }
-            match key.1 {
-                "arguments" => calls.push(json!({"index": key.2, "function": {"arguments": held}})),
-                field => {
-                    delta.insert(field.to_string(), Value::from(held));
-                }
-            }
-        }
-        if !calls.is_empty() {
-            delta.insert("tool_calls".into(), Value::Array(calls));
-        }
-        if delta.is_empty() {
-            return None;
-        }
-        let mut chunk = like.clone();
-        chunk["choices"] = json!([{"index": index, "delta": delta, "finish_reason": null}]);
-        if chunk.get("usage").is_some() {
-            chunk["usage"] = Value::Null;
-        }
-        Some(chunk)
-    }
-
-    /// Complete SSE events out of the buffer.
-    fn feed(&mut self, bytes: &[u8]) -> Vec<Bytes> {
-        self.buffer.push_str(&String::from_utf8_lossy(bytes));
-        let mut out = Vec::new();
-        loop {
-            let normalized = self.buffer.replace("\r\n", "\n");
-            if normalized.len() != self.buffer.len() {
-                self.buffer = normalized;
-            }
-            let Some(end) = self.buffer.find("\n\n") else { break };
-            let event: String = self.buffer.drain(..end + 2).collect();
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
-                .collect();
-            if data.is_empty() {
-                continue;
-            }
-            let data = data.join("\n");
-            if data.trim() == "[DONE]" {
-                out.extend(self.flush_all());
-                out.push(sse_done());
-            } else {
-                out.extend(self.event(&data));
-            }
-        }
-        out
-    }
-
-    /// Anything still held at the end of the stream.
-    fn flush_all(&mut self) -> Vec<Bytes> {
-        let mut choices: Vec<u64> = self.fields.keys().map(|k| k.0).collect();
-        choices.sort();
-        choices.dedup();
-        let like = json!({"object": "chat.completion.chunk"});
-        choices.into_iter().filter_map(|i| self.flush_choice(&like, i)).map(|c| sse_data(&c)).collect()
-    }
-}
-
-fn stream_restored(response: reqwest::Response, restorer: Restorer) -> Response {
-    let state = (
-        response.bytes_stream(),
-        StreamRestore { template: restorer, fields: HashMap::new(), buffer: String::new() },
-        VecDeque::<Bytes>::new(),
-        false,
-    );
-    let events = futures_util::stream::unfold(state, |(mut upstream, mut sr, mut queue, mut done)| async move {
-        loop {
-            if let Some(b) = queue.pop_front() {
-                return Some((Ok::<Bytes, std::convert::Infallible>(b), (upstream, sr, queue, done)));
-            }
-            if done {
-                return None;
-            }
-            match upstream.next().await {
-                Some(Ok(bytes)) => queue.extend(sr.feed(&bytes)),
-                Some(Err(_)) => {
-                    let e = ApiError {
-                        status: StatusCode::BAD_GATEWAY,
-                        message: "The cloud model's stream broke off.".into(),
-                        kind: "server_error",
-                        code: Some("cloud_stream_error"),
-                        param: None,
-                        retry_after: None,
-                    };
-                    queue.extend(sr.flush_all());
-                    queue.push_back(sse_data(&e.body()));
-                    queue.push_back(sse_done());
-                    done = true;
-                }
-                None => {
-                    if !sr.buffer.trim().is_empty() {
-                        sr.buffer.push_str("\n\n");
-                        queue.extend(sr.feed(b""));
-                    }
-                    queue.extend(sr.flush_all());
-                    done = true;
-                }
-            }
-        }
-    });
-    handlers::sse_response(events)
-}
-
 #[cfg(test)]
-mod tests {
+mod latency {
     use super::*;
 
+    /// The whole request's gate (allow-list, every string's detectors and topics, the windows,
+    /// split values) over the held-out leak set and over one long conversation: µs per KB of
+    /// request JSON, p50. Printed (`--nocapture`); the bound is loose for loaded test machines.
     #[test]
-    fn stream_restore_across_split_events_and_placeholders() {
-        let mut map = HashMap::new();
-        map.insert("[EMAIL_1]".to_string(), "jane@example.com".to_string());
-        let mut sr = StreamRestore { template: Restorer::new(map), fields: HashMap::new(), buffer: String::new() };
-        let chunk = |t: &str| {
-            format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": t}, "finish_reason": null}]}))
+    fn whole_request_gate_latency() {
+        let config = HybridConfig {
+            cloud_url: Some("http://127.0.0.1:9/v1".into()),
+            cloud_model: None,
+            cloud_key: None,
+            policy: Policy::default(),
+            audit_log: None,
+            judge: None,
+            cloud_timeout: DEFAULT_CLOUD_TIMEOUT,
         };
-        let raw = format!(
-            "{}{}{}data: {}\n\ndata: [DONE]\n\n",
-            chunk("Mail [EM"),
-            chunk("AIL_1] now [EMA"),
-            chunk("IL_1"),
-            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        let hybrid = Hybrid::new(config).unwrap();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../gate/tests/corpus/leaks_heldout.jsonl");
+        let mut requests: Vec<Value> = std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["request"].clone())
+            .collect();
+        // A long agent conversation: every held-out request's messages in one (~20 KB).
+        let all: Vec<Value> = requests.iter().flat_map(|r| r["messages"].as_array().unwrap().clone()).collect();
+        let long = json!({"messages": all});
+        let mut per_kb = Vec::new();
+        for r in &requests {
+            per_kb.push(time(&hybrid, r));
+        }
+        per_kb.sort_by(f64::total_cmp);
+        let p50 = per_kb[per_kb.len() / 2];
+        let long_kb = time(&hybrid, &long);
+        eprintln!(
+            "gate latency: held-out requests p50 {p50:.1} µs/KB (of {}), a {:.1} KB conversation {long_kb:.1} µs/KB",
+            per_kb.len(),
+            long.to_string().len() as f64 / 1024.0
         );
-        let mut out = Vec::new();
-        for piece in raw.as_bytes().chunks(7) {
-            out.extend(sr.feed(piece));
+        requests.clear();
+        assert!(p50 < 1500.0 && long_kb < 1500.0, "{p50} {long_kb}");
+    }
+
+    /// Best of 5 runs of the gate on one request, µs per KB of its JSON.
+    fn time(hybrid: &Hybrid, request: &Value) -> f64 {
+        let kb = request.to_string().len() as f64 / 1024.0;
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let t = Instant::now();
+            let mut allowed = outbound::allow_listed(request);
+            let g = gate(hybrid, 1, &mut allowed);
+            std::hint::black_box(&g.counts);
+            best = best.min(t.elapsed().as_secs_f64() * 1e6 / kb);
         }
-        let mut content = String::new();
-        for b in &out {
-            let s = std::str::from_utf8(b).unwrap();
-            let data = s.strip_prefix("data: ").unwrap().trim();
-            if data == "[DONE]" {
-                continue;
-            }
-            let v: Value = serde_json::from_str(data).unwrap();
-            content += v["choices"][0]["delta"]["content"].as_str().unwrap_or("");
-        }
-        assert_eq!(content, "Mail jane@example.com now [EMAIL_1");
-        assert!(std::str::from_utf8(out.last().unwrap()).unwrap().contains("[DONE]"));
+        best
     }
 }

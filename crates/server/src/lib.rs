@@ -9,7 +9,8 @@
 //!   parser.rs + tool_args.rs  <think> and <tool_call> out of the streamed text
 //!   routes.rs   router, auth, metrics.rs, error.rs
 //!   conn.rs     accept loop: header and body timeouts, the connection cap, graceful shutdown
-//!   hybrid.rs   the privacy gate and the hybrid (local / cloud) route of chat requests
+//!   hybrid.rs   the privacy gate and the hybrid (local / cloud) route of chat requests;
+//!               outbound.rs what may leave (allow-list, every string), cloud.rs the cloud side
 //!   web.rs      `GET /`: the chat page (assets/, compiled in)
 //!   lora.rs     LoRA adapters: which ones are served, picking one per request, loading at run time
 //! ```
@@ -18,6 +19,7 @@
 //! backend on the engine thread, so a backend need not be `Send`.
 
 pub mod chat;
+pub mod cloud;
 pub mod completions;
 pub mod conn;
 pub mod engine;
@@ -29,6 +31,7 @@ pub mod images;
 pub mod judge;
 pub mod lora;
 pub mod metrics;
+pub mod outbound;
 pub mod parser;
 pub mod prefix_cache;
 pub mod prompt;

@@ -268,6 +268,7 @@ fn hybrid_pair(b: &Browser) {
         policy,
         audit_log: Some(audit.clone()),
         judge: None,
+        cloud_timeout: solo_server::hybrid::DEFAULT_CLOUD_TIMEOUT,
     });
     let server = start_cpu(c);
     b.goto(&url(&server, "/"));

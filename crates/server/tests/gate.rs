@@ -118,6 +118,7 @@ fn hybrid(cloud_url: Option<String>, policy: Policy, audit: &std::path::Path) ->
         policy,
         audit_log: Some(audit.to_path_buf()),
         judge: None,
+        cloud_timeout: solo_server::hybrid::DEFAULT_CLOUD_TIMEOUT,
     });
     start_scripted(c, vec![Script::text("user", "LOCAL ANSWER")])
 }
@@ -134,6 +135,7 @@ fn judged(cloud: &Cloud, audit: &std::path::Path, judge: &str, delay: Duration, 
         policy: Policy::default(),
         audit_log: Some(audit.to_path_buf()),
         judge: Some(JudgeConfig { timeout }),
+        cloud_timeout: solo_server::hybrid::DEFAULT_CLOUD_TIMEOUT,
     });
     start_scripted(c, vec![Script::text("user", "LOCAL ANSWER"), Script::text("One word:", judge).slow(delay)])
 }
@@ -340,7 +342,7 @@ fn cloud_down_answers_locally_or_fails_by_policy() {
     let audit = audit_path("down");
     let server = hybrid(Some(dead.clone()), Policy::default(), &audit);
     let (status, route, body) = send(&server, &chat(&format!("mail {EMAIL}")), &[]);
-    assert_eq!((status, route.as_str()), (200, "local"), "{body}");
+    assert_eq!((status, route.as_str()), (200, "local-fallback"), "{body}");
     assert_eq!(content(&body), "LOCAL ANSWER");
     let mut req = chat("no private data here");
     req["stream"] = json!(true);
@@ -375,6 +377,7 @@ fn a_second_solo_serve_plays_the_cloud() {
         policy: Policy::default(),
         audit_log: Some(audit.clone()),
         judge: None,
+        cloud_timeout: solo_server::hybrid::DEFAULT_CLOUD_TIMEOUT,
     });
     let server = start_scripted(c, vec![Script::text("user", "LOCAL ANSWER")]);
     let (status, route, body) = send(&server, &chat(&format!("Email me at {EMAIL}")), &[]);
@@ -424,7 +427,19 @@ fn categories_stay_local_or_follow_the_policy() {
     assert_eq!(records.len(), 2, "{lines}");
     assert_eq!((records[0]["route"].as_str(), &records[0]["categories"]), (Some("local"), &json!(["HEALTH"])));
     assert_eq!(records[1]["categories"], json!([]));
-    assert!(!lines.contains("bloodwork") && !lines.contains("insulin"), "the audit log holds no text: {lines}");
+    // The keep-local's reason names the category and its evidence words (issue #42); nothing
+    // else of the text is there.
+    assert_eq!(records[0]["reason"], "HEALTH (bloodwork, results)", "{lines}");
+    let rest: Vec<Value> = records
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.as_object_mut().unwrap().remove("reason");
+            r
+        })
+        .collect();
+    let rest = serde_json::to_string(&rest).unwrap();
+    assert!(!rest.contains("bloodwork") && !rest.contains("insulin"), "the audit log holds no text: {lines}");
     let _ = std::fs::remove_file(&audit);
 
     // Any outcome for any category: HEALTH masked (the subject goes, the values do not), FINANCE
@@ -506,6 +521,7 @@ fn the_judge_failing_keeps_the_request_local() {
         policy: Policy::default(),
         audit_log: Some(audit.clone()),
         judge: Some(JudgeConfig { timeout: Duration::from_secs(10) }),
+        cloud_timeout: solo_server::hybrid::DEFAULT_CLOUD_TIMEOUT,
     });
     let small = start_scripted(c, vec![Script::text("user", "LOCAL ANSWER"), Script::text("One word:", "NONE")]);
     let (status, route, judge, _) = send_judged(&small, VAGUE);
@@ -563,6 +579,7 @@ fn the_cpu_engine_on_the_tiny_fixture_is_a_judge_too() {
         policy: Policy::default(),
         audit_log: Some(audit.clone()),
         judge: Some(JudgeConfig { timeout: Duration::from_secs(60) }),
+        cloud_timeout: solo_server::hybrid::DEFAULT_CLOUD_TIMEOUT,
     });
     let server = start_cpu(c);
     let (status, route, judge, _) = send_judged(&server, VAGUE);

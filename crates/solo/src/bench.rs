@@ -221,6 +221,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "solo bench — {} — {precision} weights ({weight_gib:.1} GiB), f32 state — commit {commit}",
         model.gpu.name
     );
+    println!("kernels: {}, launches sized for {} SMs", model.gpu.target.describe(), model.gpu.sms);
     let pdl = model.gpu.pdl_launched();
     println!(
         "kernels launched with programmatic dependent launch: {}",
@@ -294,6 +295,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     );
     let report = serde_json::json!({
         "gpu": model.gpu.name, "commit": commit, "precision": precision, "weights_bytes": model.weights.bytes(),
+        "kernels": model.gpu.target.describe(), "sms": model.gpu.sms,
         "state": "f32 recurrent state, bf16 KV cache",
         "model": source, "decode_steps": args.decode_steps, "rounds": args.rounds,
         "gpu_memory_used_bytes": used, "gpu_memory_total_bytes": total, "results": rows,

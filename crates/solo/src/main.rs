@@ -16,6 +16,17 @@ use std::path::PathBuf;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// CUDA: run the kernels' portable forms (sm_80 instructions, at most 99 KB of shared memory a
+    /// block: what an RTX 3090/4090 runs) on whatever GPU this is.
+    #[arg(long, global = true)]
+    portable_kernels: bool,
+    /// CUDA: size every launch for this many SMs (with --portable-kernels: an RTX 3090 has 82).
+    #[arg(long, global = true, value_name = "N")]
+    sm_limit: Option<u32>,
+    /// CUDA: the GPU memory solo may hold, everything included (e.g. 24GiB): the context and the
+    /// lm_head screen are chosen to fit, a request that cannot fit is refused.
+    #[arg(long, global = true, value_name = "SIZE", value_parser = solo_cuda::runtime::parse_bytes)]
+    gpu_memory: Option<usize>,
 }
 
 /// Which backend runs the model.
@@ -165,6 +176,17 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    let gpu = solo_cuda::runtime::GpuOptions {
+        portable: cli.portable_kernels,
+        sm_limit: cli.sm_limit,
+        gpu_memory: cli.gpu_memory,
+    };
+    if gpu != Default::default() {
+        if let Err(e) = solo_cuda::runtime::configure(gpu) {
+            eprintln!("error: {e:#}");
+            std::process::exit(2);
+        }
+    }
     let result = match cli.command {
         Command::Run { model, prompt, max_tokens, temperature, seed, no_think, backend, speculate, lora, image } => {
             commands::run(commands::RunArgs {

@@ -85,6 +85,11 @@ pub struct ServeArgs {
     /// Name of the environment variable that holds the cloud's API key.
     #[arg(long)]
     cloud_key_env: Option<String>,
+    /// Seconds to wait for the cloud's first byte, and between its bytes; past them the cloud
+    /// counts as unreachable (the policy's `on_cloud_error`: a local answer marked
+    /// `X-Solo-Route: local-fallback`, or a 502).
+    #[arg(long, default_value_t = solo_server::hybrid::DEFAULT_CLOUD_TIMEOUT.as_secs_f64())]
+    cloud_timeout: f64,
     /// Privacy policy (TOML). Default: the shipped one. Also gates local-only serving.
     #[arg(long)]
     policy: Option<PathBuf>,
@@ -175,7 +180,15 @@ fn hybrid(
             j.timeout.as_secs_f64()
         );
     }
-    Ok(Some(solo_server::hybrid::HybridConfig { cloud_url, cloud_model, cloud_key, policy, audit_log, judge }))
+    Ok(Some(solo_server::hybrid::HybridConfig {
+        cloud_url,
+        cloud_model,
+        cloud_key,
+        policy,
+        audit_log,
+        judge,
+        cloud_timeout: solo_server::hybrid::DEFAULT_CLOUD_TIMEOUT,
+    }))
 }
 
 /// `NAME=DIR` of `--lora`.
@@ -214,6 +227,14 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     }
     let judge = judge(args.gate_judge, args.gate_judge_timeout, args.cloud_url.as_deref())?;
     config.hybrid = hybrid(args.cloud_url, args.cloud_model, args.cloud_key_env, args.policy, args.audit_log, judge)?;
+    anyhow::ensure!(
+        args.cloud_timeout > 0.0 && args.cloud_timeout <= 3600.0,
+        "--cloud-timeout must be a number of seconds above 0 and at most 3600, got {}",
+        args.cloud_timeout
+    );
+    if let Some(h) = &mut config.hybrid {
+        h.cloud_timeout = Duration::from_secs_f64(args.cloud_timeout);
+    }
     let name = config.model_name.clone();
     // (a config.json that does not parse fails the load below, naming the file)
     let model_config = solo_model::ModelConfig::from_dir(&dir).ok();

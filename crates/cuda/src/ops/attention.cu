@@ -250,6 +250,16 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     attend<8, 64>(q, kc, vc, pos, T, splits, part_o, part_ml, blockIdx.x);
 }
 
+// Prefill's form for 99 KB of shared memory (the consumer cards): 4 warps = 8 tokens per block,
+// key tiles of 32. Grid (ceil(T/8), 2, splits), 128 threads, 101,376 bytes of shared memory.
+extern "C" __global__ void __launch_bounds__(128, 1)
+    attn_prefill_small(const bf16* __restrict__ q, const bf16* __restrict__ kc, const bf16* __restrict__ vc,
+                       const int* __restrict__ pos, int T, int splits, float* __restrict__ part_o,
+                       float* __restrict__ part_ml) {
+    pdl_wait();
+    attend<4, 32>(q, kc, vc, pos, T, splits, part_o, part_ml, blockIdx.x);
+}
+
 // Decode (and short chunks): 1 warp = 2 tokens per block, key tiles of 32. Grid (ceil(T/2), 2, splits),
 // 32 threads, 76,032 bytes of shared memory (up to 3 blocks per SM).
 extern "C" __global__ void __launch_bounds__(32)

@@ -26,6 +26,7 @@ kernel_file! {
     /// `attention.cu`'s kernels.
     pub mod attention_cu = "attention.cu" {
         fn attn_prefill(q: DevPtr, kc: DevPtr, vc: DevPtr, pos: DevPtr, t: i32, splits: i32, part_o: DevPtr, part_ml: DevPtr);
+        fn attn_prefill_small(q: DevPtr, kc: DevPtr, vc: DevPtr, pos: DevPtr, t: i32, splits: i32, part_o: DevPtr, part_ml: DevPtr);
         fn attn_decode(q: DevPtr, kc: DevPtr, vc: DevPtr, pos: DevPtr, t: i32, splits: i32, part_o: DevPtr, part_ml: DevPtr);
         fn attn_decode_batch(q: DevPtr, k_caches: DevPtr, v_caches: DevPtr, pos: DevPtr, splits: i32, part_o: DevPtr, part_ml: DevPtr);
         fn attn_combine(part_o: DevPtr, part_ml: DevPtr, qg: DevPtr, pos_ptr: DevPtr, t: i32, splits: i32, align: i32, out: DevPtr);
@@ -64,6 +65,18 @@ type AttendLauncher = fn(&Gpu, Launch, DevPtr, DevPtr, DevPtr, DevPtr, i32, i32,
 
 const PREFILL: AttendKernel =
     AttendKernel { launch: attention_cu::attn_prefill, warps: 8, key_tile: 64, blocks_per_sm: 1, early: false };
+/// The prefill form for 99 KB of shared memory (the consumer cards, the portable forms).
+const PREFILL_SMALL: AttendKernel =
+    AttendKernel { launch: attention_cu::attn_prefill_small, warps: 4, key_tile: 32, blocks_per_sm: 1, early: false };
+
+/// The prefill kernel the target's shared memory holds.
+fn prefill_kernel(gpu: &Gpu) -> &'static AttendKernel {
+    if gpu.target.big_shared() {
+        &PREFILL
+    } else {
+        &PREFILL_SMALL
+    }
+}
 const DECODE: AttendKernel =
     AttendKernel { launch: attention_cu::attn_decode, warps: 1, key_tile: 32, blocks_per_sm: 3, early: true };
 
@@ -342,7 +355,7 @@ pub(crate) fn attend(
     scratch: &Scratch,
     gated: DevPtr,
 ) -> Result<()> {
-    let kernel = if t <= DECODE_KERNEL_MAX_T { &DECODE } else { &PREFILL };
+    let kernel = if t <= DECODE_KERNEL_MAX_T { &DECODE } else { prefill_kernel(gpu) };
     let splits = split_count(kernel, t, scratch.max_tokens, gpu.sms as usize);
     let row_tiles = t.div_ceil(kernel.tokens_per_block());
     let (part_o, part_ml) = (scratch.ptr(3), scratch.ptr(4));
@@ -581,5 +594,7 @@ mod tests {
             assert!(s >= 1 && s * t * HEADS * HEAD_DIM <= 8192 * SCRATCH_WIDTH);
         }
         assert!(PREFILL.shared_bytes() <= 227 * 1024 && DECODE.shared_bytes() <= 227 * 1024);
+        let small = crate::runtime::CONSUMER_SHARED as usize;
+        assert!(PREFILL_SMALL.shared_bytes() <= small && DECODE.shared_bytes() <= small);
     }
 }

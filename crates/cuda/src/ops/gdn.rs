@@ -430,10 +430,17 @@ fn delta_steps(
     steps: DeltaSteps,
     y: DevPtr,
 ) -> Result<()> {
-    // 32 value heads × 4 column groups, clusters of 4 (compile-time `__cluster_dims__`).
+    // 32 value heads × 4 column groups: clusters of 4 blocks of 128 (compile-time
+    // `__cluster_dims__`), or in the portable form one block of 512 a head.
+    let sequences = steps.sequences.map_or(1, |(n, _)| n as u32);
+    let launch = if gpu.target.hopper {
+        Launch::new(((V_HEADS * 4) as u32, sequences, 1), 128, 0).pdl(true)
+    } else {
+        Launch::new((V_HEADS as u32, sequences, 1), 512, 0)
+    };
     gdn_delta_cu::gdn_decode_step(
         gpu,
-        Launch::new(((V_HEADS * 4) as u32, steps.sequences.map_or(1, |(n, _)| n as u32), 1), 128, 0).pdl(true),
+        launch,
         mixed,
         z,
         b,

@@ -34,22 +34,35 @@ __device__ __forceinline__ void gdn_gates(float a, float b, float a_log, float d
 
 // Thread-block clusters by PTX (cooperative_groups needs CCCL headers NVRTC does not get here).
 // Every thread of every block of the cluster takes part in each barrier phase: arrive, then wait.
+// Clusters are sm_90: the portable form of gdn_decode_step runs a head's 4 column groups as one
+// 512-thread block instead, the same arithmetic, its exchange in plain shared memory
+// (GDN_CLUSTER 0; gdn.rs launches it so).
+#if __CUDA_ARCH__ >= 900
+#define GDN_CLUSTER 1
 __device__ __forceinline__ void cluster_arrive_relaxed() {
     asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
-// A full barrier: shared-memory writes before it (remote ones too) are visible after it.
+// All 16 partials have landed in every block of the head.
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
+#else
+#define GDN_CLUSTER 0
+__device__ __forceinline__ void cluster_arrive_relaxed() {}
+__device__ __forceinline__ void cluster_wait() {}
+__device__ __forceinline__ void cluster_sync() { __syncthreads(); }
+#endif
 
-// Stores v at `p` (a __shared__ address) in block `rank` of the cluster; visible there after
-// the next cluster_sync.
 __device__ __forceinline__ void st_shared_cluster(float* p, unsigned rank, float v) {
+#if GDN_CLUSTER
     const unsigned local = (unsigned)__cvta_generic_to_shared(p);
     unsigned remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
     asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(v) : "memory");
+#else
+    if (rank == 0) *p = v;  // one block: its own shared memory
+#endif
 }
 
 // 4 floats → 4 bf16 in one 8-byte store.
@@ -87,15 +100,25 @@ __device__ __forceinline__ void store_bf16x4(bf16* dst, float a, float b, float 
 // next token's barrier, so after its reads). S is stored last.
 // H200 (ncu, one token): 5.2 µs with 2.6 µs of SM-active time, state in L2; a trivial kernel
 // measures ~3 µs. (One 512-thread block per head, 32 blocks, measured 10.4 µs.)
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128)
+#if GDN_CLUSTER
+#define GDN_STEP_SHAPE __cluster_dims__(4, 1, 1) __launch_bounds__(128)
+#else
+#define GDN_STEP_SHAPE __launch_bounds__(512)  // the portable form: one block a head
+#endif
+extern "C" __global__ void GDN_STEP_SHAPE
 gdn_decode_step(const float* __restrict__ mixed, const float* __restrict__ z, const float* __restrict__ b,
                 const float* __restrict__ a, const float* __restrict__ a_log, const float* __restrict__ dt_bias,
                 const float* __restrict__ norm_w, const float* S_in, float* S_out, bf16* __restrict__ out, float eps,
                 int tokens, int zba_stride, long long s_stride, const unsigned long long* __restrict__ states) {
     __shared__ float sumsq[2][16];  // Σo² of the head's 16 warps (4 blocks × 4), slot 4·rank + warp
     const unsigned FULL = 0xffffffffu;
-    const int h = blockIdx.x >> 2, group = blockIdx.x & 3, kh = h >> 1;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#if GDN_CLUSTER
+    const int h = blockIdx.x >> 2, group = blockIdx.x & 3;
+#else
+    const int h = blockIdx.x, group = threadIdx.x >> 7;
+#endif
+    const int kh = h >> 1;
+    const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
     const int cq = lane & 1, rq = lane >> 1;
     const int col = group * 32 + warp * 8 + cq * 4;  // this lane's first column within the head
     int first = 0;  // the first of this block's tokens

@@ -33,17 +33,27 @@ struct Fp8Smem {
     float part[FP8_WARPS][16];
 };
 
+// FP8 tensor-core products and conversions are sm_89 instructions: below that (where solo refuses
+// FP8 weights, weights.rs) these compile to a trap.
 __device__ __forceinline__ void mma_fp8(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if __CUDA_ARCH__ < 890
+    __trap();
+#else
     asm volatile(
         "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
 }
 
 // Two f32 → two e4m3 (round to nearest even, saturating), `lo` in the low byte.
 __device__ __forceinline__ unsigned short f32x2_to_fp8x2(float lo, float hi) {
-    unsigned short two;
+    unsigned short two = 0;
+#if __CUDA_ARCH__ < 890
+    __trap();
+#else
     asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(two) : "f"(hi), "f"(lo));
+#endif
     return two;
 }
 

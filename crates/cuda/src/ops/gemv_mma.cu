@@ -22,15 +22,22 @@
 // XOR-swizzled by row, so that ldmatrix reads them without bank conflicts), and keeps its B
 // fragments (its column range of every token's x: 16 k-steps × 2 registers) for the whole
 // kernel. The 8 warps' partial sums meet in shared memory and are added in warp order.
-// Dynamic shared memory: the rings (128 KB), then x bf16 [tokens][2048].
+// Dynamic shared memory: the rings (128 KB), then x bf16 [tokens][2048]. The forms for 99 KB of
+// shared memory (SOLO_BIG_SHARED 0) give each warp a 1-tile ring (64 KB): a warp requests its
+// next tile once it has read this one, and a launch takes at most 6 tokens (linear.rs splits).
 
 #define MMA_WARPS 8
 #define MMA_TOKENS 8
 #define MMA_TILE_BYTES (16 * 512)
-#define MMA_RING_BYTES (MMA_WARPS * 2 * MMA_TILE_BYTES)
+#if SOLO_BIG_SHARED
+#define MMA_DEPTH 2
+#else
+#define MMA_DEPTH 1
+#endif
+#define MMA_RING_BYTES (MMA_WARPS * MMA_DEPTH * MMA_TILE_BYTES)
 
 __device__ __forceinline__ unsigned char* mma_slot(unsigned char* smem, int warp, int slot) {
-    return smem + (warp * 2 + slot) * MMA_TILE_BYTES;
+    return smem + (warp * MMA_DEPTH + slot % MMA_DEPTH) * MMA_TILE_BYTES;
 }
 
 // Warp `warp`'s slice of tile `tile` (rows tile·16 .., columns 256·warp ..) into `slot`: copy c
@@ -47,11 +54,11 @@ __device__ __forceinline__ void mma_request_tile(unsigned char* slot, const bf16
     cp_async_commit();
 }
 
-// The block's first two tiles into each warp's ring (before pdl_wait: weights only).
+// The block's first MMA_DEPTH tiles into each warp's ring (before pdl_wait: weights only).
 __device__ __forceinline__ void mma_prologue(unsigned char* smem, const bf16* __restrict__ W, int rows) {
     const int warp = threadIdx.x >> 5;
-    mma_request_tile(mma_slot(smem, warp, 0), W, blockIdx.x, rows);
-    mma_request_tile(mma_slot(smem, warp, 1), W, blockIdx.x + gridDim.x, rows);
+#pragma unroll
+    for (int d = 0; d < MMA_DEPTH; d++) mma_request_tile(mma_slot(smem, warp, d), W, blockIdx.x + d * gridDim.x, rows);
 }
 
 // For every 16-row tile of this block: store(row, token, W[row] · x[token]) for its rows < rows
@@ -82,8 +89,8 @@ __device__ __forceinline__ void mma_tiles(unsigned char* smem, const bf16* __res
     ahead(blockIdx.x);
     int it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, it++) {
-        unsigned char* slot = mma_slot(smem, warp, it & 1);
-        cp_async_wait<1>();  // this tile's group has landed (the next may be in flight)
+        unsigned char* slot = mma_slot(smem, warp, it);
+        cp_async_wait<MMA_DEPTH - 1>();  // this tile's group has landed (the next may be in flight)
         __syncwarp();
         // (row g, token 2j), (g, 2j+1), (g+8, 2j), (g+8, 2j+1); the even and odd k-steps in two
         // chains of MMAs, so that each waits on half as many
@@ -97,7 +104,7 @@ __device__ __forceinline__ void mma_tiles(unsigned char* smem, const bf16* __res
             mma_bf16(d[st & 1], a[0], a[1], a[2], a[3], b[st][0], b[st][1]);
         }
         __syncwarp();  // every lane's ldmatrix reads of the slot are done
-        mma_request_tile(slot, W, tile + 2 * gridDim.x, rows);
+        mma_request_tile(slot, W, tile + MMA_DEPTH * gridDim.x, rows);
         float(*p)[16][MMA_TOKENS] = part[it & 1];
         p[warp][g][2 * j] = d[0][0] + d[1][0];
         p[warp][g][2 * j + 1] = d[0][1] + d[1][1];

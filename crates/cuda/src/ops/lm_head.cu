@@ -55,7 +55,8 @@
 
 // The copy engine (cp.async.bulk, completing on an mbarrier): the screen's rows arrive through
 // it, one request per 4 KB (a step 0.4 % faster than with 16-byte cp.async from every lane,
-// bench/RESULTS.md).
+// bench/RESULTS.md). Both are sm_90: the portable form copies 16 bytes from every lane.
+#if SOLO_HOPPER
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 __device__ __forceinline__ void mbar_init(unsigned long long* bar) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
@@ -78,6 +79,7 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned pari
                      : "memory");
     } while (!done);
 }
+#endif
 
 // Floats as u32 keys that order like the floats (for atomicMax); 0 is below every key.
 __device__ __forceinline__ unsigned ordered_key(float f) {
@@ -150,19 +152,41 @@ extern "C" __global__ void __launch_bounds__(256)
     const int first = blockIdx.x * SCREEN_WARPS + warp, stride = gridDim.x * SCREEN_WARPS;
 
     // Unit u (rows u·ROWS ..) into ring slot d by the copy engine, the rows' (s, c) into
-    // cring[d] (coef is padded to whole units), both completing on bar[d].
+    // cring[d] (coef is padded to whole units), both completing on bar[d]. The portable form:
+    // every lane copies its 16-byte pieces, one commit group a request (empty past the end, so
+    // that the group of slot d is always the older of the two in flight).
+#if SOLO_HOPPER
     __shared__ unsigned long long bars[SCREEN_WARPS][SCREEN_DEPTH];
     unsigned long long* bar = bars[warp];
     if (lead)
         for (int d = 0; d < SCREEN_DEPTH; d++) mbar_init(bar + d);
     __syncwarp();
+#endif
     auto request = [&](int u, int d) {
+#if SOLO_HOPPER
         if (lead && u < units) {
             const unsigned bytes = (unsigned)min(SCREEN_ROWS, rows - u * SCREEN_ROWS) * HIDDEN;
             mbar_expect(bar + d, bytes + 16);
             bulk_copy(ring + d * UNIT, q + (size_t)u * UNIT, bytes, bar + d);
             bulk_copy(cring + d * SCREEN_ROWS, coef + u * SCREEN_ROWS, 16, bar + d);
         }
+#else
+        if (u < units) {
+            const int pieces = min(SCREEN_ROWS, rows - u * SCREEN_ROWS) * HIDDEN / 16;
+            for (int p = lane; p < pieces; p += 32) cp_async16(ring + d * UNIT + p * 16, q + (size_t)u * UNIT + p * 16, true);
+            if (lead) cp_async16(cring + d * SCREEN_ROWS, coef + u * SCREEN_ROWS, true);
+        }
+        cp_async_commit();
+#endif
+    };
+    // Slot d's (fill)-th request has landed, for the whole warp.
+    auto wait_slot = [&](int d, int fill) {
+#if SOLO_HOPPER
+        mbar_wait(bar + d, fill & 1);
+#else
+        cp_async_wait<SCREEN_DEPTH - 1>();
+        __syncwarp();
+#endif
     };
 #pragma unroll
     for (int d = 0; d < SCREEN_DEPTH; d++) request(first + d * stride, d);
@@ -220,7 +244,7 @@ extern "C" __global__ void __launch_bounds__(256)
         for (int d = 0; d < SCREEN_DEPTH; d++) {
             const int u = first + (n0 + d) * stride;
             if (u >= units) break;
-            mbar_wait(bar + d, (n0 / SCREEN_DEPTH) & 1);  // the slot's (n0 / DEPTH)-th fill has landed
+            wait_slot(d, n0 / SCREEN_DEPTH);
             // Per row, two chains per digit (integer sums: any order gives the same S).
             int hs[SCREEN_ROWS], ls[SCREEN_ROWS];
 #pragma unroll

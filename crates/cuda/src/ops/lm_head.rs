@@ -46,6 +46,11 @@ fn blocks(gpu: &Gpu) -> u32 {
 
 impl LmHeadScreen {
     /// Makes the int8 copy of `w` (bf16 [rows, 2048]) on the device.
+    /// Device bytes of the screen of `w` (its int8 copy, bounds and scales).
+    pub fn bytes(w: &Matrix) -> usize {
+        w.rows * 2048 + w.rows.div_ceil(2) * 16 + w.rows * 4 + 32 + 512 * 4
+    }
+
     pub fn new(gpu: &Gpu, w: &Matrix) -> Result<Self> {
         ensure!(w.cols == 2048, "lm_head screen: width {} (the kernels take 2048)", w.cols);
         let rows = w.rows;

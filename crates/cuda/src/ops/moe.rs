@@ -42,6 +42,8 @@ kernel_file! {
     pub mod moe_decode_cu = "moe_decode.cu" {
         fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
         fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_gate_up_gemv_int4(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
+        fn moe_down_gemv_int4(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
         fn moe_decode_block_fp8(w_o: DevPtr, w_o_scales: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, gate_up_scales: DevPtr, down: DevPtr, down_scales: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
     }
 }
@@ -86,11 +88,25 @@ const GATE_UP_TILE_COLS: usize = 64;
 const DOWN_TILE_COLS: usize = 128;
 /// Threads of a grouped-GEMM block (8 warps, each 32 rows x 64 B rows).
 const GEMM_THREADS: u32 = 256;
-/// Shared memory of the grouped GEMMs: 3 stages × (A 128 rows + B 128 rows) × 72 bf16; the FP8
-/// forms: 3 stages of A, 3 of B's bytes (128 × 64 e4m3) and one bf16 B tile (128 × 72). (≤ 113
-/// KB: two blocks an SM.)
-const GEMM_SHARED: usize = 3 * (128 + 128) * 72 * 2;
-const GEMM_SHARED_FP8: usize = 3 * 128 * 72 * 2 + 3 * 128 * 64 + 128 * 72 * 2;
+/// Shared memory of the grouped GEMMs: `stages` × (A 128 rows + B 128 rows) × 72 bf16; the FP8
+/// forms: the stages of A, of B's bytes (128 × 64 e4m3) and one bf16 B tile (128 × 72). Three
+/// stages with 227 KB of shared memory (≤ 113 KB: two blocks an SM), two in the forms for 99 KB
+/// (`GEMM_STAGES` in moe_experts.cu).
+const fn gemm_shared(stages: usize, fp8: bool) -> usize {
+    if fp8 {
+        stages * 128 * 72 * 2 + stages * 128 * 64 + 128 * 72 * 2
+    } else {
+        stages * (128 + 128) * 72 * 2
+    }
+}
+
+fn gemm_stages(gpu: &Gpu) -> usize {
+    if gpu.target.big_shared() {
+        3
+    } else {
+        2
+    }
+}
 
 /// Where the MoE block keeps its intermediates. Scratch buffer 0 (4-byte units): router logits
 /// f32 `[t, 257]`, weights f32 `[t, 9]`, ids i32 `[t, 9]`, the decode step's normalised input
@@ -168,7 +184,7 @@ pub(crate) fn moe_block_path(
     out: DevPtr,
     grouped: bool,
 ) -> Result<()> {
-    ensure!(grouped || w.is_bf16(), "moe_block: the expert GEMVs read bf16 experts, these are not");
+    ensure!(grouped || w.fp8_scales.is_none(), "moe_block: the expert GEMVs read bf16 or int4 experts, not FP8");
     let l = Layout::new(scratch, t)?;
     route(gpu, w, x, t, &l, grouped)?;
     gpu.zero(out, t * HIDDEN * 4)?; // both expert paths add into `out`
@@ -205,12 +221,13 @@ pub fn moe_decode(
     if let Some(scales) = w.fp8_scales {
         return moe_decode_fp8(gpu, mixer, w, scales, h, norm, eps, scratch);
     }
+    // the fused kernels want a block per router row, all resident (2 per SM): ≥ 129 SMs and
+    // 2 × 98 KB of shared memory an SM (H100 SXM, H200)
+    if !fused_decode_fits(gpu) {
+        return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch);
+    }
     if let Some(shared) = w.int4_shared {
         return moe_decode_int4(gpu, mixer, w, shared, h, norm, eps, scratch);
-    }
-    // the fused kernel wants a block per router row (2 per SM): ≥ 129 SMs (H100 SXM, H200)
-    if 2 * gpu.sms < ROUTER_ROWS as u32 {
-        return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch);
     }
     check_decode_shapes(&mixer, w, norm)?;
     let l = Layout::new(scratch, 1)?;
@@ -232,6 +249,12 @@ pub fn moe_decode(
     )
 }
 
+/// Whether the fused decode kernels' grid (2 blocks of ~98 KB on every SM, ≥ 257 blocks) can be
+/// resident at once on this GPU.
+fn fused_decode_fits(gpu: &Gpu) -> bool {
+    2 * gpu.sms >= ROUTER_ROWS as u32 && gpu.target.big_shared()
+}
+
 /// `moe_decode` for FP8 weights (the mixer's output projection and the experts e4m3 with block
 /// scales): `moe_decode_block_fp8`, the fused kernel's FP8 form (it has no four-kernel form).
 #[allow(clippy::too_many_arguments)]
@@ -246,7 +269,12 @@ fn moe_decode_fp8(
     scratch: &Scratch,
 ) -> Result<()> {
     check_decode_shapes(&mixer, w, norm)?;
-    ensure!(2 * gpu.sms >= ROUTER_ROWS as u32, "FP8 decode needs a GPU with at least 129 SMs (it has {})", gpu.sms);
+    ensure!(
+        fused_decode_fits(gpu),
+        "FP8 decode needs a GPU with at least 129 SMs and 227 KB of shared memory an SM (this one: {} SMs, {})",
+        gpu.sms,
+        gpu.target.describe()
+    );
     let Some(w_o_scales) = mixer.w.fp8_scales else {
         anyhow::bail!("moe_decode: FP8 experts with a bf16 output projection")
     };
@@ -285,7 +313,6 @@ fn moe_decode_int4(
     scratch: &Scratch,
 ) -> Result<()> {
     check_decode_shapes(&mixer, w, norm)?;
-    ensure!(2 * gpu.sms >= ROUTER_ROWS as u32, "int4 decode needs a GPU with at least 129 SMs (it has {})", gpu.sms);
     ensure!(mixer.w.fp8_scales.is_none(), "moe_decode: int4 experts with an FP8 output projection");
     let l = Layout::new(scratch, 1)?;
     moe_decode_cu::moe_decode_block_int4(
@@ -326,7 +353,7 @@ pub fn moe_decode_kernels(
     t: usize,
     scratch: &Scratch,
 ) -> Result<()> {
-    ensure!(w.is_bf16(), "moe_decode_kernels: FP8 or int4 experts (this form is bf16)");
+    ensure!(w.fp8_scales.is_none(), "moe_decode_kernels: FP8 experts (this form is bf16 or int4)");
     check_decode_shapes(&mixer, w, norm)?;
     gemv_tokens_accumulate(gpu, mixer.y, mixer.w, t, h)?;
     let l = Layout::new(scratch, t)?;
@@ -408,8 +435,34 @@ fn group(gpu: &Gpu, t: usize, l: &Layout) -> Result<()> {
     )
 }
 
-/// out (f32 `[t, 2048]`) += the experts of ids/weights for x (bf16 `[t, 2048]`).
+/// out (f32 `[t, 2048]`) += the experts of ids/weights for x (bf16 `[t, 2048]`); bf16 or int4
+/// routed experts.
 fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: DevPtr) -> Result<()> {
+    if let Some(shared) = w.int4_shared {
+        moe_decode_cu::moe_gate_up_gemv_int4(
+            gpu,
+            Launch::new(
+                ((EXPERT_DIM / GATE_UP_WARPS) as u32, SLOTS as u32, t as u32),
+                (32 * GATE_UP_WARPS) as u32,
+                GATE_UP_GEMV_SHARED as u32,
+            ),
+            x,
+            w.gate_up,
+            shared.gate_up,
+            l.ids,
+            l.act,
+        )?;
+        return moe_decode_cu::moe_down_gemv_int4(
+            gpu,
+            Launch::new(((HIDDEN / 8) as u32, 1, t as u32), 256, 0),
+            l.act,
+            w.down,
+            shared.down,
+            l.ids,
+            l.weights,
+            out,
+        );
+    }
     moe_experts_cu::moe_gate_up_gemv(
         gpu,
         Launch::new(
@@ -437,17 +490,19 @@ fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) ->
     let gate_up_grid = (l.max_tiles as u32, (EXPERT_DIM / GATE_UP_TILE_COLS) as u32, 1);
     let down_grid = (l.max_tiles as u32, (HIDDEN / DOWN_TILE_COLS) as u32, 1);
     let (tiles, total) = (l.tiles, l.total_tiles);
+    let stages = gemm_stages(gpu);
+    let (gemm_shared_bf16, gemm_shared_fp8) = (gemm_shared(stages, false) as u32, gemm_shared(stages, true) as u32);
     if let Some(s) = w.fp8_scales {
-        let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, GEMM_SHARED_FP8 as u32);
+        let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, gemm_shared_fp8);
         moe_experts_cu::moe_gate_up_grouped_fp8(gpu, gate_up, x, w.gate_up, s.gate_up, l.perm, tiles, total, l.act)?;
-        let down = Launch::new(down_grid, GEMM_THREADS, GEMM_SHARED_FP8 as u32);
+        let down = Launch::new(down_grid, GEMM_THREADS, gemm_shared_fp8);
         return moe_experts_cu::moe_down_grouped_fp8(
             gpu, down, l.act, w.down, s.down, l.perm, l.weights, tiles, total, out,
         );
     }
     if let Some(shared) = w.int4_shared {
         // B stages in bf16 too: the shared expert's tiles
-        let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, GEMM_SHARED as u32);
+        let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, gemm_shared_bf16);
         moe_experts_cu::moe_gate_up_grouped_int4(
             gpu,
             gate_up,
@@ -459,7 +514,7 @@ fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) ->
             total,
             l.act,
         )?;
-        let down = Launch::new(down_grid, GEMM_THREADS, GEMM_SHARED as u32);
+        let down = Launch::new(down_grid, GEMM_THREADS, gemm_shared_bf16);
         return moe_experts_cu::moe_down_grouped_int4(
             gpu,
             down,
@@ -473,9 +528,9 @@ fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) ->
             out,
         );
     }
-    let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, GEMM_SHARED as u32);
+    let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, gemm_shared_bf16);
     moe_experts_cu::moe_gate_up_grouped(gpu, gate_up, x, w.gate_up, l.perm, tiles, total, l.act)?;
-    let down = Launch::new(down_grid, GEMM_THREADS, GEMM_SHARED as u32);
+    let down = Launch::new(down_grid, GEMM_THREADS, gemm_shared_bf16);
     moe_experts_cu::moe_down_grouped(gpu, down, l.act, w.down, l.perm, l.weights, tiles, total, out)
 }
 
@@ -731,6 +786,9 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn moe_block_fp8_prefill_matches_dequantized_and_cpu() {
+        if !fp8_runs_here() {
+            return;
+        }
         let gpu = gpu();
         let f = fixture_fp8();
         // The experts as two FP8 matrices (their scales' layout is that of one matrix each).
@@ -879,6 +937,9 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn moe_decode_fp8_matches_cpu() {
+        if !fp8_runs_here() {
+            return;
+        }
         let gpu = gpu();
         let f = fixture_fp8();
         let w_o =
@@ -1019,5 +1080,6 @@ mod tests {
     }
 
     // The grouped GEMMs' shared memory fits an H200 block (227 KiB with the opt-in).
-    const _: () = assert!(GEMM_SHARED <= 113 * 1024 && GEMM_SHARED_FP8 <= 113 * 1024);
+    const _: () = assert!(gemm_shared(3, false) <= 113 * 1024 && gemm_shared(3, true) <= 113 * 1024);
+    const _: () = assert!(gemm_shared(2, false) <= 99 * 1024 && gemm_shared(2, true) <= 99 * 1024);
 }

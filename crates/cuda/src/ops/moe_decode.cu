@@ -515,6 +515,107 @@ extern "C" __global__ void __maxnreg__(96)
 }
 
 // ---------------------------------------------------------------------------------------------
+// The int4 experts' decode GEMVs, the four-kernel form of moe_decode_block_int4 (moe.rs
+// `moe_decode_kernels`) for GPUs where its grid cannot be resident (fewer than 129 SMs, or 99 KB
+// of shared memory: one block an SM): the same row formats and dots as its phases 2 and 3.
+//
+// moe_gate_up_gemv_int4: act[t, slot, i] = silu(gate_e[i]·x_t) * (up_e[i]·x_t), e = ids[t, slot]
+// (slot 8: the shared expert, bf16 shared_gate_up [1024, 2048]). Grid (512/8, 9, T), 256
+// threads, a warp per intermediate row i: its two rows through its own ring. x bf16 [T, 2048].
+// Dynamic shared memory: 8 warps × 8 KB + x f32 [2048] = 73,728 bytes.
+extern "C" __global__ void __launch_bounds__(256)
+    moe_gate_up_gemv_int4(const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up,
+                          const bf16* __restrict__ shared_gate_up, const int* __restrict__ ids,
+                          float* __restrict__ act) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    unsigned char* ring = smem + warp * 2 * HIDDEN * sizeof(bf16);
+    float* xs = reinterpret_cast<float*>(smem + MOE_WARPS * 2 * HIDDEN * sizeof(bf16));
+    const int i = blockIdx.x * MOE_WARPS + warp, slot = blockIdx.y, t = blockIdx.z;
+    pdl_wait();
+    pdl_trigger();
+    float g, u;
+    if (slot < TOP_K) {
+        const int e = __ldcg(ids + t * SLOTS + slot);
+        request_row_int4(ring, gate_row_int4(gate_up, e, i));
+        request_row_int4(ring + GU_ROW4, gate_row_int4(gate_up, e, EXPERT_DIM + i));
+        stage_bf16<HIDDEN>(x + (size_t)t * HIDDEN, xs);
+        LaneX4 xv;
+        xv.load(xs);
+        cp_async_wait<0>();
+        __syncwarp();  // (the group words came from lanes 0..3)
+        g = expert_row_dot_int4(ring, xv);
+        u = expert_row_dot_int4(ring + GU_ROW4, xv);
+    } else {
+        bf16* rows = reinterpret_cast<bf16*>(ring);
+        request_row(rows, shared_gate_up + (size_t)i * HIDDEN);
+        request_row(rows + HIDDEN, shared_gate_up + (size_t)(EXPERT_DIM + i) * HIDDEN);
+        stage_bf16<HIDDEN>(x + (size_t)t * HIDDEN, xs);
+        LaneX xv;
+        xv.load(xs);
+        cp_async_wait<0>();  // each lane reads back only what it copied
+        g = expert_row_dot(rows, xv);
+        u = expert_row_dot(rows + HIDDEN, xv);
+    }
+    if (lane == 0) act[((size_t)t * SLOTS + slot) * EXPERT_DIM + i] = silu(g) * u;
+}
+
+// moe_down_gemv_int4: out[t, c] += Σ_slot weights[t, slot] · (down_e[c] · act[t, slot]), the 8
+// routed rows int4 (272 bytes), the shared expert's bf16 (shared_down [2048, 512]); phase 3's
+// sums in its order. Grid (2048/8, 1, T), 256 threads, a warp per output column c.
+extern "C" __global__ void __launch_bounds__(256)
+    moe_down_gemv_int4(const float* __restrict__ act, const unsigned char* __restrict__ down,
+                       const bf16* __restrict__ shared_down, const int* __restrict__ ids,
+                       const float* __restrict__ weights, float* __restrict__ out) {
+    __shared__ __align__(16) unsigned char rows[MOE_WARPS][TOP_K * DOWN_ROW4];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int c = blockIdx.x * MOE_WARPS + warp, t = blockIdx.z;
+    pdl_wait();
+    pdl_trigger();
+#pragma unroll
+    for (int m = 0; m < 5; m++) {
+        const int q = lane + 32 * m, slot = q / 17, piece = q % 17;
+        if (q < TOP_K * 17)
+            cp_async16(rows[warp] + slot * DOWN_ROW4 + piece * 16,
+                       down + ((size_t)__ldcg(ids + t * SLOTS + slot) * HIDDEN + c) * DOWN_ROW4 + piece * 16, true);
+    }
+    cp_async_commit();
+    const bf16* sd = shared_down + (size_t)c * EXPERT_DIM + lane * 16;
+    const uint4 sw0 = *reinterpret_cast<const uint4*>(sd), sw1 = *reinterpret_cast<const uint4*>(sd + 8);
+    cp_async_wait<0>();
+    __syncwarp();
+    float acc = 0.f;
+#pragma unroll
+    for (int slot = 0; slot < SLOTS; slot++) {
+        const float4* ap = reinterpret_cast<const float4*>(act + ((size_t)t * SLOTS + slot) * EXPERT_DIM + lane * 16);
+        float a[16];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 v = __ldcg(ap + k);
+            a[4 * k] = v.x, a[4 * k + 1] = v.y, a[4 * k + 2] = v.z, a[4 * k + 3] = v.w;
+        }
+        float part;
+        if (slot < TOP_K) {
+            const unsigned char* row = rows[warp] + slot * DOWN_ROW4;
+            const uint2 w = *reinterpret_cast<const uint2*>(row + lane * 8);
+            const unsigned int words[2] = {w.x, w.y};
+            __half2 ah[8];
+            to_x16(a, ah);
+            float asum = 0.f;
+#pragma unroll
+            for (int k = 0; k < 16; k++) asum += a[k];
+            const float2 gr = int4_group(reinterpret_cast<const unsigned int*>(row + EXPERT_DIM / 2)[lane / 8]);
+            part = dot_int4<2>(words, ah) * gr.x + asum * gr.y;
+        } else {
+            part = dot8(sw0, a) + dot8(sw1, a + 8);
+        }
+        acc += __ldcg(weights + t * SLOTS + slot) * part;
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) out[(size_t)t * HIDDEN + c] += acc;
+}
+
+// ---------------------------------------------------------------------------------------------
 // moe_decode_block_fp8: the same kernel for FP8 weights (e4m3 with f32 scales per 128×128 block,
 // w = q · s): W_o e4m3 [2048, 4096] with scales [16, 32]; gate_up e4m3 [257, 1024, 2048] with
 // scales [257, 8, 16] (per expert 4 block rows of gate, then 4 of up); down e4m3 [257, 2048, 512]

@@ -14,7 +14,11 @@
 #define GEMM_BM 128     // rows per tile: equals GEMM_BM in moe_router.cu and TILE_ROWS in moe.rs
 #define GEMM_BN 128     // B rows (weight rows) per tile
 #define GEMM_BK 64      // k per pipeline stage
+#if SOLO_BIG_SHARED
 #define GEMM_STAGES 3
+#else
+#define GEMM_STAGES 2  // 99 KB of shared memory: two stages (73,728 bytes; FP8 71,680)
+#endif
 #define AS_STRIDE (GEMM_BK + 8)  // shared row stride in bf16 (144 bytes): conflict-free fragments
 
 // ---------------------------------------------------------------------------------------------
@@ -237,9 +241,14 @@ struct Int4Rows {
     __device__ __forceinline__ const bf16* tile(int) const { return tile_s; }
 };
 
-// p[0..4] += a, b, c, d as one reduction (p 16-byte aligned, global memory).
+// p[0..4] += a, b, c, d as one reduction (p 16-byte aligned, global memory); four f32 atomics
+// below sm_90 (the same sums: each element gets one addition either way).
 __device__ __forceinline__ void red_add_f32x4(float* p, float a, float b, float c, float d) {
+#if SOLO_HOPPER
     asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+#else
+    atomicAdd(p, a), atomicAdd(p + 1, b), atomicAdd(p + 2, c), atomicAdd(p + 3, d);
+#endif
 }
 
 // Where an FP8 weight piece comes from: its bytes and its row's block scales.

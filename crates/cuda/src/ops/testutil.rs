@@ -11,6 +11,20 @@ pub fn gpu() -> &'static Gpu {
     GPU.get_or_init(|| Gpu::new().unwrap_or_else(|e| panic!("GPU tests need a GPU: {e:#}")))
 }
 
+/// Whether this target runs the FP8 kernels (sm_89 and later, not the portable forms). Where it
+/// does not, an FP8 test asserts the one-line refusal instead and stops: its kernels would trap.
+pub fn fp8_runs_here() -> bool {
+    let gpu = gpu();
+    match gpu.target.check_fp8(&gpu.name) {
+        Ok(()) => true,
+        Err(e) => {
+            assert!(e.to_string().contains("FP8 weights need an sm_89"), "{e}");
+            eprintln!("FP8 is refused on this target ({}), as it must be", gpu.target.describe());
+            false
+        }
+    }
+}
+
 /// Seeded values uniform in [-scale, scale).
 pub fn random(seed: u64, n: usize, scale: f32) -> Vec<f32> {
     let mut rng = solo_model::sampler::SplitMix(seed);

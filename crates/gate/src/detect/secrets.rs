@@ -127,7 +127,9 @@ impl Detector {
                 push(s, e, EntityType::Secret);
             }
         }
-        let _ = lower;
+        if lower.contains('(') && (lower.contains('\'') || lower.contains('"')) {
+            positional(text, lower, push);
+        }
     }
 
     #[inline(never)]
@@ -144,6 +146,92 @@ impl Detector {
             push(start, m.end(), EntityType::Email);
         }
     }
+}
+
+/// Calls that take a credential by position: `login('user', 'pw')`, `connect('db', 'pw')`,
+/// `new PDO('dsn', 'user', 'pw')`, `smtp.auth(user, 'pw')`.
+const CREDENTIAL_CALLS: &[&str] = &[
+    "login(",
+    "log_in(",
+    "logon(",
+    "signin(",
+    "sign_in(",
+    "auth(",
+    "authenticate(",
+    "authorize(",
+    "connect(",
+    "connection(",
+    "pdo(",
+    "bind(",
+    "credentials(",
+    "credential(",
+    "setcredentials(",
+    "basicauth(",
+    "httpbasicauth(",
+];
+
+/// The last quoted argument (not the first) of a credential call, when it looks like a
+/// password: a secret by its position, with no `password=` before it.
+fn positional(text: &str, lower: &str, push: &mut impl FnMut(usize, usize, EntityType)) {
+    for name in CREDENTIAL_CALLS {
+        let mut from = 0;
+        while let Some(i) = find(&lower[from..], name) {
+            let open = from + i + name.len();
+            from = open;
+            // The arguments up to the closing parenthesis (or the line's end): quoted strings and
+            // bare words, split at commas outside quotes.
+            let b = text.as_bytes();
+            let mut j = open;
+            let mut args: Vec<Option<(usize, usize)>> = vec![None];
+            while j < b.len() && b[j] != b')' && b[j] != b'\n' {
+                match b[j] {
+                    q @ (b'\'' | b'"' | b'`') => {
+                        let start = j + 1;
+                        let Some(k) = b[start..].iter().position(|&c| c == q || c == b'\n') else { break };
+                        if b[start + k] != q {
+                            break;
+                        }
+                        if let Some(last) = args.last_mut() {
+                            *last = Some((start, start + k));
+                        }
+                        j = start + k + 1;
+                    }
+                    b',' => {
+                        args.push(None);
+                        j += 1;
+                    }
+                    _ => j += 1,
+                }
+            }
+            if args.len() < 2 {
+                continue;
+            }
+            if let Some((s, e)) = args[1..].iter().rev().flatten().next().copied() {
+                if password_like(&text[s..e]) {
+                    push(s, e, EntityType::Secret);
+                }
+            }
+        }
+    }
+}
+
+/// A password rather than a user name, a host or a path: 6 to 64 characters, no spaces, at least
+/// three of lower case, upper case, digits and symbols, not an e-mail, a URL or a DSN.
+fn password_like(v: &str) -> bool {
+    let classes = [
+        v.bytes().any(|c| c.is_ascii_lowercase()),
+        v.bytes().any(|c| c.is_ascii_uppercase()),
+        v.bytes().any(|c| c.is_ascii_digit()),
+        v.bytes().any(|c| !c.is_ascii_alphanumeric()),
+    ];
+    (6..=64).contains(&v.len())
+        && !v.contains(char::is_whitespace)
+        && !v.contains("://")
+        && !v.contains('@')
+        && !v.contains(":host=")
+        && !v.starts_with('/')
+        && classes.iter().filter(|&&c| c).count() >= 3
+        && !placeholder(v)
 }
 
 /// The assignment after a key, as the pattern `^["']?[ \t]*(?::=|=>|==?|:)[ \t]*` would match
@@ -315,5 +403,27 @@ mod tests {
             let text = String::from_utf8(case).unwrap();
             assert_eq!(assignment(text.as_bytes()), pattern.find(&text).map(|m| m.end()), "{text:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod positional_tests {
+    use crate::{Detector, EntityType};
+
+    fn secrets(text: &str) -> Vec<String> {
+        Detector::new().detect(text).into_iter().filter(|s| s.kind == EntityType::Secret).map(|s| s.text).collect()
+    }
+
+    #[test]
+    fn credentials_passed_by_position() {
+        assert_eq!(secrets("server.login('ops@northwind.local', 'Winter2024!Northwind')"), ["Winter2024!Northwind"]);
+        assert_eq!(secrets("engine = connect('lager', \"Zr8$vB1nQp\")"), ["Zr8$vB1nQp"]);
+        assert_eq!(secrets("$pdo = new PDO('mysql:host=bd;dbname=ventas', 'admin', 'Pw4%hJk8Ls');"), ["Pw4%hJk8Ls"]);
+        assert_eq!(secrets("ftp.login('compta', 'Automne2024!Brest')"), ["Automne2024!Brest"]);
+        // Not a password: hosts, user names, a DSN, a placeholder, one argument.
+        assert!(secrets("db.connect('db1.internal', 'billing')").is_empty());
+        assert!(secrets("client.login(user, '<password>')").is_empty());
+        assert!(secrets("socket.connect('127.0.0.1', 8080)").is_empty());
+        assert!(secrets("api.login('Winter2024!Northwind')").is_empty());
     }
 }
