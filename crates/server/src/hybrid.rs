@@ -495,6 +495,9 @@ async fn route(
         if parts.is_empty() && judged.is_some() {
             parts.push(format!("the local judge: {}", judge_header.unwrap_or("error")));
         }
+        if kept_for_images {
+            parts.push("an image (the gate cannot scan images for personal data)".into());
+        }
         parts.join("; ")
     };
     // The values let through by consent, as their placeholders (never the values).
@@ -535,9 +538,6 @@ async fn route(
         }
         if images > 0 {
             record["images"] = json!(images);
-        }
-        if kept_for_images {
-            record["reason"] = json!("the request has an image, which the gate cannot scan for personal data");
         }
         record
     };

@@ -180,18 +180,21 @@ fn the_gate_keeps_image_requests_local() {
         policy: solo_gate::Policy::default(),
         audit_log: Some(audit.clone()),
         judge: None,
+        cloud_timeout: solo_server::hybrid::DEFAULT_CLOUD_TIMEOUT,
     });
     let s = start_cpu(c);
     let url = data_url("image/png", &image_file("wide.png"));
     let response = client().post(url_of(&s)).json(&chat_body(with_image("What is this?", &url))).send().unwrap();
     assert_eq!(response.status().as_u16(), 200);
     assert_eq!(response.headers()["x-solo-route"], "local");
+    let response_reason = response.headers()["x-solo-reason"].to_str().unwrap().to_string();
     assert!(cloud.accept().is_err(), "nothing may reach the cloud");
     let lines = std::fs::read_to_string(&audit).unwrap();
     let record: Value = serde_json::from_str(lines.lines().last().unwrap()).unwrap();
     assert_eq!(record["route"], "local");
     assert_eq!(record["images"], 1);
-    assert!(record["reason"].as_str().unwrap().contains("image"), "{record}");
+    assert!(record["reason"].as_str().unwrap().contains("an image (the gate cannot scan"), "{record}");
+    assert!(response_reason.contains("an image"), "{response_reason}");
     assert!(!lines.contains("base64"), "the audit log holds no image");
     let _ = std::fs::remove_file(&audit);
 }
