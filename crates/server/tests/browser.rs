@@ -273,7 +273,15 @@ fn hybrid_pair(b: &Browser) {
     let server = start_cpu(c);
     b.goto(&url(&server, "/"));
     b.wait("the model info", "document.getElementById('model-info').textContent.startsWith('tiny-a')", 20);
-    assert!(b.console_errors().is_empty());
+    // A late request of the previous page (its icon) to the server the last part stopped is not
+    // this page's error.
+    let here = url(&server, "/");
+    let errors: Vec<String> = b
+        .console_errors()
+        .into_iter()
+        .filter(|e| !(e.contains("ERR_CONNECTION_REFUSED") && !e.starts_with(&here)))
+        .collect();
+    assert!(errors.is_empty(), "console errors on load: {errors:?}");
     // Room for the cloud's scripted answers; the local engine's noise stops there too.
     set_field(b, "#max-tokens", "400");
 
