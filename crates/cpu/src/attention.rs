@@ -36,14 +36,30 @@ impl KvCache {
     }
 }
 
-/// x: [T, hidden] (already normalised) at positions `start..start+T` → [T, hidden]; `lora`: the
-/// layer's adapters, if any (`crate::lora`).
+/// x: [T, hidden] (already normalised) of text tokens at positions `start..start+T` → [T, hidden];
+/// `lora`: the layer's adapters, if any (`crate::lora`).
 pub fn attention_forward(
     cfg: &ModelConfig,
     w: &AttentionWeights,
     lora: Option<&LayerLora>,
     x: &[f32],
     start: usize,
+    cache: &mut KvCache,
+) -> Vec<f32> {
+    let t_len = x.len() / cfg.hidden_size;
+    let positions: Vec<[usize; 3]> = (start..start + t_len).map(|p| [p; 3]).collect();
+    attention_forward_at(cfg, w, lora, x, &positions, cache)
+}
+
+/// `attention_forward` with each token's rotary position (temporal, height, width): a text
+/// token's three are equal, an image token's are its place in the image (`crate::model`).
+/// Causality is by order in the cache, not by position.
+pub fn attention_forward_at(
+    cfg: &ModelConfig,
+    w: &AttentionWeights,
+    lora: Option<&LayerLora>,
+    x: &[f32],
+    positions: &[[usize; 3]],
     cache: &mut KvCache,
 ) -> Vec<f32> {
     let (hq, hkv, d) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim);
@@ -62,15 +78,18 @@ pub fn attention_forward(
     let mut k = rms_norm_one_plus(&linear(x, &w.k_proj, of(lora, Target::KProj)), &w.k_norm.to_f32(), eps); // [T, Hkv, d]
     let v = linear(x, &w.v_proj, of(lora, Target::VProj)); // [T, Hkv, d]
 
+    assert_eq!(positions.len(), t_len, "one position per token");
     let rope = Rope::new(cfg);
     for t in 0..t_len {
         for head in q[t * hq * d..(t + 1) * hq * d].chunks_mut(d) {
-            rope.apply(head, start + t);
+            rope.apply(head, positions[t]);
         }
         for head in k[t * hkv * d..(t + 1) * hkv * d].chunks_mut(d) {
-            rope.apply(head, start + t);
+            rope.apply(head, positions[t]);
         }
     }
+    // Tokens already in the cache come first.
+    let start = cache.keys.len() / (hkv * d);
     cache.keys.extend_from_slice(&k);
     cache.values.extend_from_slice(&v);
 
@@ -101,27 +120,31 @@ pub fn attention_forward(
 /// Rotates one head (`head_dim` values) for `position`, exactly as `attention_forward` does to
 /// q and k after their norms. Exposed for the GPU kernels' tests.
 pub fn apply_rope(cfg: &ModelConfig, head: &mut [f32], position: usize) {
-    Rope::new(cfg).apply(head, position);
+    Rope::new(cfg).apply(head, [position; 3]);
 }
 
-/// NeoX-style rotary embedding on the first R dims of a head: pairs (i, i + R/2).
-/// Text-only input makes the interleaved mRoPE of the config equal to this 1-D RoPE.
+/// NeoX-style rotary embedding on the first R dims of a head: pairs (i, i + R/2), the multimodal
+/// form: frequency i turns by the position on its axis (`ModelConfig::mrope_axis`, interleaved
+/// T/H/W). A text token's three positions are equal, where this is plain 1-D RoPE.
 struct Rope {
     /// [R/2] inverse frequencies θ^(−2i/R), computed in f32 like HF.
     inv_freq: Vec<f32>,
+    /// [R/2] the axis each frequency reads.
+    axis: Vec<usize>,
 }
 
 impl Rope {
     fn new(cfg: &ModelConfig) -> Self {
         let r = cfg.rotary_dim();
         let inv_freq = (0..r / 2).map(|i| (1.0 / cfg.rope_theta.powf((2 * i) as f64 / r as f64)) as f32).collect();
-        Rope { inv_freq }
+        let axis = (0..r / 2).map(|i| cfg.mrope_axis(i)).collect();
+        Rope { inv_freq, axis }
     }
 
-    fn apply(&self, head: &mut [f32], position: usize) {
+    fn apply(&self, head: &mut [f32], position: [usize; 3]) {
         let half = self.inv_freq.len();
         for (i, f) in self.inv_freq.iter().enumerate() {
-            let angle = position as f32 * f;
+            let angle = position[self.axis[i]] as f32 * f;
             let (sin, cos) = angle.sin_cos();
             let (a, b) = (head[i], head[i + half]);
             head[i] = a * cos - b * sin;

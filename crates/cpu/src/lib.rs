@@ -8,6 +8,7 @@ pub mod model;
 pub mod moe;
 pub mod mtp;
 pub mod ops;
+pub mod vision;
 
 pub use model::{CpuModel, CpuState};
 

@@ -2,26 +2,33 @@
 //! zero-centred RMSNorm every norm here uses; only the GDN's gated norm multiplies by w itself):
 //!
 //! ```text
-//! h = embed[ids]
+//! h = embed[ids]                                     an image's placeholders: its merged tokens (`crate::vision`)
 //! for each layer:
 //!     h = h + Mixer(RMSN(h; input_layernorm))        Mixer = Gated DeltaNet or gated attention
 //!     h = h + MoE(RMSN(h; post_attention_layernorm))
 //! logits = lm_head(RMSN(h; norm))
 //! ```
 //!
+//! Rotary positions are multimodal (temporal, height, width; `crate::attention`): a text token's
+//! three are its index plus the sequence's `rope_delta`; an image's tokens at base + (t, row, col)
+//! with base = its first index + delta, and the text after it goes on from base + max(rows, cols),
+//! as transformers' `get_rope_index` (so the delta changes by max(rows, cols) − tokens).
+//!
 //! The MTP head (`crate::mtp`) drafts tokens from the final-normed h; `verify` and
 //! `keep_verified` check drafts as decode steps that can be taken back.
 
-use crate::attention::{attention_forward, KvCache};
+use crate::attention::{attention_forward_at, KvCache};
 use crate::gdn::{gdn_forward, DeltaRule, GdnState};
 use crate::moe::moe_forward;
 use crate::mtp::MtpState;
 use crate::ops::{add_in_place, matmul, rms_norm_one_plus};
-use anyhow::{bail, ensure, Result};
+use anyhow::{bail, ensure, Context, Result};
+use solo_model::image::ImagePatches;
 use solo_model::lora::{LayerLora, LoraAdapter};
 use solo_model::sampler::Sampler;
+use solo_model::vision::{VisionConfig, VisionWeights};
 use solo_model::weights::{LayerWeights, Mixer};
-use solo_model::{Backend, Draft, LayerKind, Logits, ModelConfig, ModelWeights};
+use solo_model::{Backend, Draft, LayerKind, Logits, ModelConfig, ModelWeights, PromptImage};
 use std::sync::Arc;
 
 /// The f32 reference backend. Weights stay in their stored dtype (memory-mapped) and are
@@ -34,8 +41,11 @@ pub struct CpuModel {
 /// One sequence's memory. Cloning it is a snapshot.
 #[derive(Clone, Debug)]
 pub struct CpuState {
-    /// Tokens seen so far; the next token's position.
+    /// Tokens seen so far; the next token's index.
     pub position: usize,
+    /// A text token's rotary position minus its index: 0 until an image, then what the images
+    /// took less than their token count (negative).
+    pub rope_delta: i64,
     pub layers: Vec<LayerState>,
     /// The MTP head's memory, when the model has one.
     pub mtp: Option<MtpState>,
@@ -59,6 +69,18 @@ impl CpuModel {
     /// Runs `tokens` through every layer, advancing `state`; returns the final hidden states [T, hidden]
     /// after the final norm. GDN layers use `rule` for the delta rule.
     pub fn forward_hidden(&self, state: &mut CpuState, tokens: &[u32], rule: DeltaRule) -> Result<Vec<f32>> {
+        self.forward_with_images(state, tokens, &[], rule)
+    }
+
+    /// `forward_hidden` where the prompt holds images: `images` (all of the prompt's, placed by
+    /// their first token's index) replace the placeholders of theirs that fall in `tokens`.
+    pub fn forward_with_images(
+        &self,
+        state: &mut CpuState,
+        tokens: &[u32],
+        images: &[PromptImage],
+        rule: DeltaRule,
+    ) -> Result<Vec<f32>> {
         let cfg = &self.config;
         let hidden = cfg.hidden_size;
         for &id in tokens {
@@ -71,10 +93,11 @@ impl CpuModel {
         for (row, &id) in h.chunks_mut(hidden).zip(tokens) {
             self.weights.embed_tokens.read_row_f32(id as usize, row);
         }
+        let positions = place_images(cfg, state, tokens, images, &mut h)?;
         let adapter = state.adapter.clone();
         for (i, (layer, layer_state)) in self.weights.layers.iter().zip(&mut state.layers).enumerate() {
             let lora = adapter.as_ref().map(|a| &a.layers[i]);
-            decoder_layer(cfg, layer, lora, layer_state, &mut h, state.position, rule);
+            decoder_layer(cfg, layer, lora, layer_state, &mut h, &positions, rule);
         }
         state.position += tokens.len();
         let normed = rms_norm_one_plus(&h, &self.weights.final_norm.to_f32(), cfg.rms_norm_eps);
@@ -82,6 +105,17 @@ impl CpuModel {
             mtp.push(&normed, tokens);
         }
         Ok(normed)
+    }
+
+    /// The vision tower's config and weights, or why it cannot run.
+    fn vision(&self) -> Result<(&VisionConfig, &VisionWeights)> {
+        let cfg = self.config.vision.as_ref().context("the checkpoint has no vision tower (no vision_config)")?;
+        let w =
+            self.weights.visual.as_ref().context("the checkpoint has a vision_config but no model.visual.* tensors")?;
+        if let Some(why) = cfg.unsupported() {
+            bail!("{why}");
+        }
+        Ok((cfg, w))
     }
 
     /// Logits [rows, vocab] for normalised hidden states [rows, hidden].
@@ -108,7 +142,7 @@ impl Backend for CpuModel {
             })
             .collect();
         let mtp = self.weights.mtp.as_ref().map(|_| MtpState::default());
-        Ok(CpuState { position: 0, layers, mtp, verified: Vec::new(), adapter: None })
+        Ok(CpuState { position: 0, rope_delta: 0, layers, mtp, verified: Vec::new(), adapter: None })
     }
 
     fn set_adapter(&self, state: &mut CpuState, adapter: Option<Arc<LoraAdapter>>) -> Result<()> {
@@ -132,6 +166,39 @@ impl Backend for CpuModel {
             bail!("prefill of zero tokens");
         }
         let normed = self.forward_hidden(state, tokens, DeltaRule::Chunked)?;
+        let rows = match logits {
+            Logits::All => &normed[..],
+            Logits::Last => &normed[normed.len() - self.config.hidden_size..],
+            Logits::None => return Ok(Vec::new()),
+        };
+        Ok(self.lm_head(rows))
+    }
+
+    fn image_support(&self) -> Result<()> {
+        self.vision().map(|_| ())
+    }
+
+    fn encode_image(&self, image: &ImagePatches) -> Result<Vec<f32>> {
+        let (cfg, w) = self.vision()?;
+        ensure!(
+            image.values.len() == image.grid.iter().product::<usize>() * cfg.patch_len(),
+            "the image's patches do not match its grid {:?}",
+            image.grid
+        );
+        Ok(crate::vision::encode_image(cfg, w, image))
+    }
+
+    fn prefill_with_images(
+        &self,
+        state: &mut CpuState,
+        tokens: &[u32],
+        images: &[PromptImage],
+        logits: Logits,
+    ) -> Result<Vec<f32>> {
+        if tokens.is_empty() {
+            bail!("prefill of zero tokens");
+        }
+        let normed = self.forward_with_images(state, tokens, images, DeltaRule::Chunked)?;
         let rows = match logits {
             Logits::All => &normed[..],
             Logits::Last => &normed[normed.len() - self.config.hidden_size..],
@@ -207,7 +274,50 @@ impl Backend for CpuModel {
     }
 }
 
-/// One decoder layer on h [T, hidden] at positions `position..`, in place:
+/// Writes the image tokens among `tokens` (the sequence's next, from `state.position`) into h and
+/// returns every token's rotary position (temporal, height, width), advancing `state.rope_delta`
+/// past each image that ends here. With `images`, every `<|image_pad|>` must belong to one.
+fn place_images(
+    cfg: &ModelConfig,
+    state: &mut CpuState,
+    tokens: &[u32],
+    images: &[PromptImage],
+    h: &mut [f32],
+) -> Result<Vec<[usize; 3]>> {
+    let hidden = cfg.hidden_size;
+    let image_token = cfg.vision.as_ref().map(|v| v.image_token_id);
+    let mut delta = state.rope_delta;
+    let mut positions = Vec::with_capacity(tokens.len());
+    for (i, &id) in tokens.iter().enumerate() {
+        let p = state.position + i;
+        let Some(img) = images.iter().find(|im| im.start <= p && p < im.start + im.tokens()) else {
+            if !images.is_empty() && Some(id) == image_token {
+                bail!("prompt token {p} is an image placeholder that no image fills");
+            }
+            let pos = (p as i64 + delta) as usize;
+            positions.push([pos; 3]);
+            continue;
+        };
+        ensure!(Some(id) == image_token, "prompt token {p} is inside an image but is not its placeholder");
+        ensure!(
+            img.embeds.len() == img.tokens() * hidden,
+            "an image's embeddings are not [{}, {hidden}]",
+            img.tokens()
+        );
+        let j = p - img.start;
+        h[i * hidden..(i + 1) * hidden].copy_from_slice(&img.embeds[j * hidden..(j + 1) * hidden]);
+        let [_, rows, cols] = img.grid;
+        let base = (img.start as i64 + delta) as usize;
+        positions.push([base + j / (rows * cols), base + j / cols % rows, base + j % cols]);
+        if j + 1 == img.tokens() {
+            delta += rows.max(cols) as i64 - img.tokens() as i64;
+        }
+    }
+    state.rope_delta = delta;
+    Ok(positions)
+}
+
+/// One decoder layer on h [T, hidden] at rotary positions `positions` (one per token), in place:
 /// h += Mixer(RMSN(h; input_layernorm)), then h += MoE(RMSN(h; post_attention_layernorm)),
 /// with the layer's LoRA adapters `lora` when there are any.
 pub fn decoder_layer(
@@ -216,13 +326,15 @@ pub fn decoder_layer(
     lora: Option<&LayerLora>,
     state: &mut LayerState,
     h: &mut [f32],
-    position: usize,
+    positions: &[[usize; 3]],
     rule: DeltaRule,
 ) {
     let x = rms_norm_one_plus(h, &layer.input_norm.to_f32(), cfg.rms_norm_eps);
     let mixed = match (&layer.mixer, state) {
         (Mixer::GatedDeltaNet(w), LayerState::GatedDeltaNet(s)) => gdn_forward(cfg, w, lora, &x, s, rule),
-        (Mixer::FullAttention(w), LayerState::FullAttention(kv)) => attention_forward(cfg, w, lora, &x, position, kv),
+        (Mixer::FullAttention(w), LayerState::FullAttention(kv)) => {
+            attention_forward_at(cfg, w, lora, &x, positions, kv)
+        }
         _ => unreachable!("state layers are built from the same layer_types as the weights"),
     };
     add_in_place(h, &mixed);

@@ -119,6 +119,7 @@ fn head(
     // [n, 2·hidden]: embedding first, then the hidden state.
     let both: Vec<f32> = e.chunks(h).zip(hn.chunks(h)).flat_map(|(a, b)| a.iter().chain(b).copied()).collect();
     let mut x = matmul(&both, &w.fc);
-    decoder_layer(cfg, &w.layer, None, layer, &mut x, start, DeltaRule::Recurrent);
+    let positions: Vec<[usize; 3]> = (start..start + tokens.len()).map(|p| [p; 3]).collect();
+    decoder_layer(cfg, &w.layer, None, layer, &mut x, &positions, DeltaRule::Recurrent);
     rms_norm_one_plus(&x, &w.norm.to_f32(), cfg.rms_norm_eps)
 }

@@ -4,6 +4,7 @@
 //! layers, conv windows and fp32 recurrent state for the GDN layers) and its length so far.
 
 use crate::config::ModelConfig;
+use crate::image::ImagePatches;
 use crate::lora::LoraAdapter;
 use crate::sampler::Sampler;
 use anyhow::{bail, ensure, Result};
@@ -28,6 +29,25 @@ pub struct Draft {
     /// [tokens, vocab]: the head's logits each draft was drawn from. Empty when the draw was
     /// greedy (the acceptance test then needs only the tokens).
     pub logits: Vec<f32>,
+}
+
+/// One image of a prompt after the vision tower: where its placeholder tokens start and what
+/// replaces them (`Backend::prefill_with_images`).
+#[derive(Clone, Debug)]
+pub struct PromptImage {
+    /// Index in the prompt of its first `<|image_pad|>`.
+    pub start: usize,
+    /// Merged tokens along time, height and width (the patch grid over spatial_merge_size).
+    pub grid: [usize; 3],
+    /// [tokens, hidden]: the tower's merged tokens, in grid order.
+    pub embeds: Arc<Vec<f32>>,
+}
+
+impl PromptImage {
+    /// Placeholder tokens the image fills.
+    pub fn tokens(&self) -> usize {
+        self.grid.iter().product()
+    }
 }
 
 pub trait Backend {
@@ -62,6 +82,36 @@ pub trait Backend {
 
     /// Appends `tokens` to the sequence; returns logits as [rows, vocab] row-major.
     fn prefill(&self, state: &mut Self::State, tokens: &[u32], logits: Logits) -> Result<Vec<f32>>;
+
+    /// Whether this backend takes images with this checkpoint (`encode_image`,
+    /// `prefill_with_images`); the error says why not. The default: it does not.
+    fn image_support(&self) -> Result<()> {
+        bail!("this backend does not take images yet; the CPU backend does (--backend cpu)")
+    }
+
+    /// The vision tower: merged image tokens [tokens, hidden] for one preprocessed image. The
+    /// default refuses: a backend that runs the tower overrides it.
+    fn encode_image(&self, image: &ImagePatches) -> Result<Vec<f32>> {
+        let _ = image;
+        bail!("this backend does not take images yet; the CPU backend does (--backend cpu)")
+    }
+
+    /// `prefill` of a prompt piece whose prompt holds `images` (all of the prompt's, each placed
+    /// by its first token's index): their merged tokens replace the placeholders that fall in
+    /// `tokens`, and rotary positions are multimodal from the first image on. The default runs
+    /// `prefill` when there are none and refuses otherwise.
+    fn prefill_with_images(
+        &self,
+        state: &mut Self::State,
+        tokens: &[u32],
+        images: &[PromptImage],
+        logits: Logits,
+    ) -> Result<Vec<f32>> {
+        if images.is_empty() {
+            return self.prefill(state, tokens, logits);
+        }
+        bail!("this backend does not take images yet; the CPU backend does (--backend cpu)")
+    }
 
     /// Appends one token; returns its logits [vocab].
     fn decode(&self, state: &mut Self::State, token: u32) -> Result<Vec<f32>>;

@@ -6,6 +6,7 @@
 //! itself omits get defaults, and those follow Hugging Face's rules.
 
 use crate::int4_formats::{self, Int4Scheme};
+use crate::vision::VisionConfig;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::path::Path;
@@ -133,9 +134,30 @@ pub struct ModelConfig {
     pub precision: Precision,
     /// How a 4-bit checkpoint packs its matrices (`Precision::Int4`), from `quantization_config`.
     pub int4: Option<Int4Scheme>,
+
+    /// Rotary frequencies per axis (temporal, height, width) of the multimodal RoPE
+    /// (`rope_parameters.mrope_section`, [11, 11, 10] in the release): frequency i of the R/2
+    /// takes the height position when i % 3 == 1 and i < 3·section[1], the width position when
+    /// i % 3 == 2 and i < 3·section[2], else the temporal one (transformers' interleaved layout).
+    /// Text tokens have the same position on all three axes, where this is plain RoPE.
+    pub mrope_section: [usize; 3],
+    /// The vision tower, when config.json has a `vision_config`.
+    pub vision: Option<VisionConfig>,
 }
 
 impl ModelConfig {
+    /// Which axis (0 temporal, 1 height, 2 width) rotary frequency `i` reads (`mrope_section`).
+    pub fn mrope_axis(&self, i: usize) -> usize {
+        let s = self.mrope_section;
+        if i % 3 == 1 && i < 3 * s[1] {
+            1
+        } else if i % 3 == 2 && i < 3 * s[2] {
+            2
+        } else {
+            0
+        }
+    }
+
     /// Rotated dims per attention head (64 in the real model: 256 × 0.25).
     pub fn rotary_dim(&self) -> usize {
         (self.head_dim as f64 * self.partial_rotary_factor).round() as usize
@@ -177,7 +199,19 @@ impl ModelConfig {
         for v in [top.get("eos_token_id"), raw.eos_token_id.as_ref()].into_iter().flatten() {
             push_ids(v, &mut eos);
         }
-        raw.into_config(eos, precision, int4)
+        let vision = VisionConfig::from_top(&top)?;
+        let mut cfg = raw.into_config(eos, precision, int4)?;
+        if let Some(v) = &vision {
+            if v.out_hidden_size != cfg.hidden_size {
+                bail!(
+                    "vision_config.out_hidden_size {} is not the text model's hidden_size {}",
+                    v.out_hidden_size,
+                    cfg.hidden_size
+                );
+            }
+        }
+        cfg.vision = vision;
+        Ok(cfg)
     }
 }
 
@@ -251,6 +285,8 @@ struct RopeParameters {
     rope_theta: Option<f64>,
     #[serde(default)]
     partial_rotary_factor: Option<f64>,
+    #[serde(default)]
+    mrope_section: Option<[usize; 3]>,
 }
 
 fn default_eps() -> f32 {
@@ -332,6 +368,8 @@ impl RawTextConfig {
             eos_token_ids,
             precision,
             int4,
+            mrope_section: rope.and_then(|r| r.mrope_section).unwrap_or([11, 11, 10]),
+            vision: None,
         };
         cfg.check()?;
         Ok(cfg)

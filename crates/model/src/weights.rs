@@ -4,7 +4,8 @@
 //! a text-only save), `lm_head.weight` without prefix. Experts may be fused
 //! (`experts.gate_up_proj [E, 2I, H]`, `experts.down_proj [E, H, I]`) or stored per expert; both
 //! become per-expert views here. The multi-token-prediction head (`mtp.*`, no model prefix) is
-//! loaded when present; vision-tower tensors are skipped; any other tensor the model does not use
+//! loaded when present, and so is the vision tower (`model.visual.*`, `crate::vision`) when
+//! config.json has a `vision_config` (else its tensors are skipped); any other tensor the model does not use
 //! is an error, so name drift fails loudly.
 //!
 //! In an FP8 checkpoint a matrix `X.weight` may be F8_E4M3; its sibling `X.weight_scale_inv`
@@ -17,6 +18,7 @@ use crate::checkpoint::{Checkpoint, StoredTensor};
 use crate::config::{LayerKind, ModelConfig, Precision};
 use crate::int4_formats::{self, Int4Scheme};
 use crate::tensor::{DType, Tensor, FP8_BLOCK};
+use crate::vision::VisionWeights;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 
@@ -30,6 +32,8 @@ pub struct ModelWeights {
     pub layers: Vec<LayerWeights>,
     /// The multi-token-prediction head, when the checkpoint has `mtp.*`.
     pub mtp: Option<MtpWeights>,
+    /// The vision tower, when config.json has a `vision_config` and the checkpoint its tensors.
+    pub visual: Option<VisionWeights>,
     /// `Fp8Block128` when any matrix is stored F8_E4M3, `Int4` when any is 4-bit, else `Bf16`.
     pub precision: Precision,
 }
@@ -148,6 +152,13 @@ impl ModelWeights {
             .map(|i| load_layer(&mut t, cfg, &format!("{prefix}layers.{i}."), cfg.layer_types[i]))
             .collect::<Result<Vec<_>>>()?;
         let mtp = if t.left.contains_key("mtp.fc.weight") { Some(load_mtp(&mut t, cfg)?) } else { None };
+        let visual_prefix = ["model.visual.", "visual."].into_iter().find(|p| t.left.keys().any(|k| k.starts_with(p)));
+        let visual = match (&cfg.vision, visual_prefix) {
+            (Some(v), Some(prefix)) => {
+                Some(VisionWeights::load(v, prefix, &mut |name: &str, shape: &[usize]| t.take_global(name, shape))?)
+            }
+            _ => None,
+        };
         let precision = match (t.fp8_matrices, t.int4_matrices) {
             (0, 0) if cfg.int4.is_some() => {
                 bail!("config.json declares a 4-bit quantization_config but no module of the checkpoint is stored 4-bit ({})", t.files)
@@ -157,7 +168,7 @@ impl ModelWeights {
             _ => cfg.precision,
         };
         t.finish()?;
-        Ok(ModelWeights { embed_tokens, final_norm, lm_head, layers, mtp, precision })
+        Ok(ModelWeights { embed_tokens, final_norm, lm_head, layers, mtp, visual, precision })
     }
 }
 
@@ -434,7 +445,7 @@ const INT4_MODULES: [&str; 12] = [
     "linear_attn.out_proj", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
 ];
 
-/// Tensors of the release that solo does not use: the vision tower.
+/// Tensors of the release that solo does not use: the vision tower of a config without `vision_config`.
 fn is_skipped(name: &str) -> bool {
     ["model.visual.", "visual."].iter().any(|p| name.starts_with(p))
 }

@@ -101,6 +101,11 @@ function renderMessages() {
 function messageElement(m) {
   if (m.role === "user") {
     const e = el("div", "msg user");
+    if ((m.images || []).length) {
+      const thumbs = el("div", "thumbs");
+      for (const url of m.images) thumbs.append(thumbnail(url));
+      e.append(thumbs);
+    }
     e.append(el("div", "content", m.content));
     return e;
   }
@@ -257,7 +262,11 @@ function apiMessages(conv) {
   const out = [];
   if (conv.system && conv.system.trim()) out.push({ role: "system", content: conv.system });
   for (const m of conv.messages) {
-    if (m.role === "user") out.push({ role: "user", content: m.content });
+    if (m.role === "user" && (m.images || []).length) {
+      const parts = m.images.map((url) => ({ type: "image_url", image_url: { url } }));
+      if (m.content) parts.push({ type: "text", text: m.content });
+      out.push({ role: "user", content: parts });
+    } else if (m.role === "user") out.push({ role: "user", content: m.content });
     else if (m.role === "assistant" && (m.content || (m.tool_calls || []).length)) {
       const a = { role: "assistant", content: m.content || "" };
       if ((m.tool_calls || []).length) {
@@ -327,11 +336,14 @@ function retry() {
 }
 
 async function send(text) {
-  if (state.running || !text.trim()) return;
+  if (state.running || (!text.trim() && !pending.length)) return;
   const conv = current() || newConversation();
   conv.system = $("system").value;
-  if (conv.messages.filter((m) => m.role === "user").length === 0) conv.title = text.trim().slice(0, 60);
-  conv.messages.push({ role: "user", content: text });
+  if (conv.messages.filter((m) => m.role === "user").length === 0) conv.title = text.trim().slice(0, 60) || "Image";
+  const m = { role: "user", content: text };
+  if (pending.length) m.images = pending.splice(0);
+  renderAttachments();
+  conv.messages.push(m);
   save();
   renderConversations();
   renderMessages();
@@ -563,6 +575,51 @@ async function copyText(text) {
   }
 }
 
+// ------------------------------------------------------------------ images
+
+// Images attached to the next message, as data: URLs (the server fetches nothing).
+const pending = [];
+
+function thumbnail(url) {
+  const img = el("img", "thumb");
+  img.src = url;
+  img.alt = "attached image";
+  return img;
+}
+
+function renderAttachments() {
+  const box = $("attachments");
+  box.replaceChildren();
+  pending.forEach((url, i) => {
+    const a = el("div", "attachment");
+    a.append(thumbnail(url));
+    const remove = el("button", "remove", "×");
+    remove.type = "button";
+    remove.title = "Remove this image";
+    remove.addEventListener("click", () => {
+      pending.splice(i, 1);
+      renderAttachments();
+    });
+    a.append(remove);
+    box.append(a);
+  });
+}
+
+function attachFiles(files) {
+  for (const f of files) {
+    if (!/^image\/(png|jpeg|webp|gif)$/.test(f.type)) {
+      setServerState(`${f.name || "The pasted file"} is not a PNG, JPEG, WebP or GIF image.`, true);
+      continue;
+    }
+    const reader = new FileReader();
+    reader.onload = () => {
+      pending.push(reader.result);
+      renderAttachments();
+    };
+    reader.readAsDataURL(f);
+  }
+}
+
 // ------------------------------------------------------------------ start
 
 function init() {
@@ -575,7 +632,7 @@ function init() {
     ev.preventDefault();
     const input = $("input");
     const text = input.value;
-    if (!text.trim() || state.running) return;
+    if ((!text.trim() && !pending.length) || state.running) return;
     input.value = "";
     send(text);
   });
@@ -592,6 +649,18 @@ function init() {
     }
   });
   $("stop").addEventListener("click", stop);
+  $("attach").addEventListener("click", () => $("attach-file").click());
+  $("attach-file").addEventListener("change", (ev) => {
+    attachFiles(ev.target.files);
+    ev.target.value = "";
+  });
+  $("input").addEventListener("paste", (ev) => {
+    const files = [...(ev.clipboardData ? ev.clipboardData.files : [])];
+    if (files.length) {
+      ev.preventDefault();
+      attachFiles(files);
+    }
+  });
   $("new-chat").addEventListener("click", () => {
     if (state.running) stop();
     newConversation();

@@ -38,8 +38,17 @@ async fn handle(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Result<Re
     let text = app.text.clone();
     let messages = f.get("messages").cloned();
     let tools_value = use_tools.then(|| Value::Array(tools.clone()));
+    let vision = app.vision.clone();
     let prompt = handlers::prompt_work(body_bytes, move || {
-        prompt::chat(&text, messages.as_ref(), tools_value.as_ref(), enable_thinking, preserve_thinking)
+        let vision = vision.as_deref().map_err(String::as_str);
+        prompt::chat_with_images(
+            &text,
+            messages.as_ref(),
+            tools_value.as_ref(),
+            enable_thinking,
+            preserve_thinking,
+            vision,
+        )
     })
     .await??;
     let max_tokens = handlers::max_tokens(&app, prompt.tokens.len(), common.max_tokens)?;
@@ -47,7 +56,7 @@ async fn handle(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Result<Re
     let (tx, rx) = mpsc::unbounded_channel();
     let job = Job {
         forced: forced_call(&app, &choice, prompt.starts_in_reasoning),
-        prompt: prompt.tokens,
+        prompt: crate::images::cache_keys(&prompt.tokens, &prompt.images),
         snapshot_points: prompt.snapshot_points,
         max_tokens,
         sampling: common.sampling,
@@ -57,6 +66,8 @@ async fn handle(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Result<Re
         deadline: arrived + app.request_timeout,
         events: tx,
         adapter,
+        images: prompt.images,
+        image_token: app.vision.as_ref().map_or(0, |v| v.image_token),
     };
     let started = handlers::start(&app, job, rx).await?;
     let start = if prompt.starts_in_reasoning { Channel::Reasoning } else { Channel::Content };

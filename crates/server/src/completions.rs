@@ -49,6 +49,8 @@ async fn handle(app: Arc<App>, body: Result<Bytes, BytesRejection>) -> Result<Re
         deadline: arrived + app.request_timeout,
         events: tx,
         adapter,
+        images: Vec::new(),
+        image_token: 0,
     };
     let started = handlers::start(&app, job, rx).await?;
     let reply =

@@ -11,6 +11,7 @@
 
 use crate::error::ApiError;
 use crate::generate::{Progress, Sequence, Start};
+use crate::images::PromptImagePatches;
 use crate::metrics::Metrics;
 use crate::prefix_cache::PrefixCache;
 use anyhow::Result;
@@ -82,6 +83,11 @@ pub struct Job {
     pub events: mpsc::UnboundedSender<Event>,
     /// The LoRA adapter the request's `model` picked; `None`: the base model.
     pub adapter: Option<Arc<LoraAdapter>>,
+    /// The prompt's images (their placeholders in `prompt` carry their content keys,
+    /// `crate::images::cache_keys`), for the vision tower; empty for a text prompt.
+    pub images: Vec<PromptImagePatches>,
+    /// `<|image_pad|>`, what the backend sees at each image key.
+    pub image_token: u32,
 }
 
 impl Job {
@@ -182,22 +188,33 @@ pub struct Context<'a, B: Backend> {
     pub metrics: &'a Metrics,
 }
 
+/// A started engine.
+pub struct Spawned {
+    pub engine: EngineHandle,
+    /// The model's config.
+    pub model: ModelConfig,
+    /// Whether the backend takes images (`Backend::image_support`; the reason if not).
+    pub image_support: Result<(), String>,
+    /// The engine thread: it ends, dropping the backend, once every `EngineHandle` is gone and
+    /// the running jobs are done.
+    pub thread: std::thread::JoinHandle<()>,
+}
+
 /// Starts the engine thread: `load` builds the backend there (so it need not be `Send`), and
-/// this returns once it has, with the model's config and the thread (it ends, dropping the
-/// backend, once every `EngineHandle` is gone and the running jobs are done).
+/// this returns once it has.
 pub fn spawn<B, F>(
     load: F,
     tokenizer: Arc<Tokenizer>,
     config: EngineConfig,
     metrics: Arc<Metrics>,
     max_queue: usize,
-) -> Result<(EngineHandle, ModelConfig, std::thread::JoinHandle<()>)>
+) -> Result<Spawned>
 where
     B: Backend + 'static,
     F: FnOnce() -> Result<B> + Send + 'static,
 {
     let (jobs, mut queue) = mpsc::channel::<Job>(max_queue.max(1));
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<ModelConfig>>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(ModelConfig, Result<(), String>)>>();
     let engine_metrics = metrics.clone();
     let thread = std::thread::Builder::new().name("solo-engine".into()).spawn(move || {
         let backend = match load() {
@@ -207,14 +224,16 @@ where
                 return;
             }
         };
-        let _ = ready_tx.send(Ok(backend.config().clone()));
+        let images = backend.image_support().map_err(|e| format!("{e:#}"));
+        let _ = ready_tx.send(Ok((backend.config().clone(), images)));
         let metrics = engine_metrics;
         let mut cache = PrefixCache::new(config.cache_entries, config.cache_bytes);
         let cx = Context { backend: &backend, tokenizer: &tokenizer, config: &config, metrics: &metrics };
         schedule(&cx, &mut cache, &mut queue);
     })?;
-    let model = ready_rx.recv().map_err(|_| anyhow::anyhow!("the engine thread died while loading the model"))??;
-    Ok((EngineHandle { jobs, metrics }, model, thread))
+    let (model, image_support) =
+        ready_rx.recv().map_err(|_| anyhow::anyhow!("the engine thread died while loading the model"))??;
+    Ok(Spawned { engine: EngineHandle { jobs, metrics }, model, image_support, thread })
 }
 
 /// The engine's loop: admit, step every running sequence once, repeat; returns when the job

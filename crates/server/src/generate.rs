@@ -13,7 +13,7 @@ use anyhow::Result;
 use solo_model::sampler::{self, Sampler, SamplerConfig};
 use solo_model::sampling::{self, Extras};
 use solo_model::speculative;
-use solo_model::{Backend, Logits};
+use solo_model::{Backend, Logits, PromptImage};
 use solo_text::StreamDecoder;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering::Relaxed;
@@ -45,6 +45,9 @@ pub struct Sequence<'t, B: Backend> {
     state: B::State,
     /// Where the prompt's remaining prefill calls end; `pos` is how far it is prefilled.
     cuts: VecDeque<usize>,
+    /// The prompt's images through the vision tower (those the cached prefix does not hold
+    /// whole), once its first piece is prefilled.
+    encoded: Option<Vec<PromptImage>>,
     pos: usize,
     cached: usize,
     started: bool,
@@ -136,6 +139,7 @@ impl<'t, B: Backend> Sequence<'t, B> {
             job,
             state,
             cuts,
+            encoded: None,
             pos: cached,
             cached,
             started: false,
@@ -170,11 +174,20 @@ impl<'t, B: Backend> Sequence<'t, B> {
             if abandoned_before_generation(cx, &self.job) {
                 return Ok(Progress::Done);
             }
+            if !self.job.images.is_empty() && self.encoded.is_none() {
+                self.encoded = Some(encode_images(cx, &self.job, self.cached)?);
+            }
             let prompt = &self.job.prompt;
             let prefill_start = Instant::now();
             // only the prompt's last piece needs logits: the others go to the device without a wait
             let rows = if end == prompt.len() { Logits::Last } else { Logits::None };
-            self.logits = cx.backend.prefill(&mut self.state, &prompt[self.pos..end], rows)?;
+            self.logits = match &self.encoded {
+                None => cx.backend.prefill(&mut self.state, &prompt[self.pos..end], rows)?,
+                Some(images) => {
+                    let tokens = crate::images::backend_tokens(&prompt[self.pos..end], self.job.image_token);
+                    cx.backend.prefill_with_images(&mut self.state, &tokens, images, rows)?
+                }
+            };
             cx.metrics.prefill_time.observe(prefill_start.elapsed().as_secs_f64());
             self.pos = end;
             let interval = snapshot_interval(cx);
@@ -380,6 +393,19 @@ impl<'t, B: Backend> Sequence<'t, B> {
     pub fn job(&self) -> &Job {
         &self.job
     }
+}
+
+/// The vision tower over the job's images that are not wholly in the first `cached` tokens.
+fn encode_images<B: Backend>(cx: &Context<B>, job: &Job, cached: usize) -> Result<Vec<PromptImage>> {
+    let start = Instant::now();
+    let mut out = Vec::new();
+    for img in job.images.iter().filter(|im| im.start + im.tokens() > cached) {
+        let embeds = cx.backend.encode_image(&img.patches)?;
+        out.push(PromptImage { start: img.start, grid: img.grid, embeds: std::sync::Arc::new(embeds) });
+    }
+    cx.metrics.image_time.observe(start.elapsed().as_secs_f64());
+    cx.metrics.images.fetch_add(out.len() as u64, Relaxed);
+    Ok(out)
 }
 
 /// The longest prefill call: the configured one, else the backend's own chunk.

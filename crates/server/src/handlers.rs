@@ -42,6 +42,8 @@ pub struct App {
     pub hybrid: Option<Arc<crate::hybrid::Hybrid>>,
     /// The LoRA adapters served beside the base model.
     pub lora: crate::lora::Adapters,
+    /// How images in chat requests become prompt tokens, or why this server takes none.
+    pub vision: Result<Arc<crate::images::Vision>, String>,
 }
 
 impl App {

@@ -13,6 +13,9 @@
 //!   nothing      ─▶ the cloud (or the local engine when there is no cloud)
 //! ```
 //!
+//! A request with an image (`image_url` parts) stays local whatever its text holds: an image
+//! cannot be scanned; its audit line says so (`"images"`, `"reason"`).
+//!
 //! `X-Solo-Route: local` (or `"solo_route": "local"` in the body) forces the local engine. The
 //! cloud unreachable (cloud.rs; no first byte within `--cloud-timeout`): the local engine answers
 //! marked `X-Solo-Route: local-fallback`, or a 502, as the policy says; a cloud 5xx is a 502 naming
@@ -439,6 +442,14 @@ async fn route(
     let policy = &hybrid.config.policy;
     let consented = consent.map(|t| hybrid.consented(&t, key)).unwrap_or_default();
     let mut decision = decide(policy, &gated, destination, &consented);
+    // An image cannot be scanned for personal data: a request with one never leaves the machine
+    // (so no masked request carries an image either).
+    let images = crate::images::count_images(body.get("messages"));
+    let kept_for_images =
+        images > 0 && destination == Destination::Cloud && matches!(decision.outcome, Outcome::Mask | Outcome::Allow);
+    if kept_for_images {
+        decision.outcome = Outcome::KeepLocal;
+    }
     // The second stage: only where the request would leave, no category was found and some
     // text is in the unsure band.
     let mut judged: Option<(Verdict, Duration)> = None;
@@ -484,6 +495,9 @@ async fn route(
         if parts.is_empty() && judged.is_some() {
             parts.push(format!("the local judge: {}", judge_header.unwrap_or("error")));
         }
+        if kept_for_images {
+            parts.push("an image (the gate cannot scan images for personal data)".into());
+        }
         parts.join("; ")
     };
     // The values let through by consent, as their placeholders (never the values).
@@ -521,6 +535,9 @@ async fn route(
         }
         if let Some(j) = &judge_record {
             record["judge"] = j.clone();
+        }
+        if images > 0 {
+            record["images"] = json!(images);
         }
         record
     };

@@ -27,6 +27,7 @@ pub mod error;
 pub mod generate;
 pub mod handlers;
 pub mod hybrid;
+pub mod images;
 pub mod judge;
 pub mod lora;
 pub mod metrics;
@@ -100,6 +101,8 @@ pub struct ServerConfig {
     pub hybrid: Option<hybrid::HybridConfig>,
     /// LoRA adapters served from the start: (model id, PEFT adapter directory).
     pub lora: Vec<(String, PathBuf)>,
+    /// Limits on images in chat requests (`images`).
+    pub image_limits: images::ImageLimits,
 }
 
 impl ServerConfig {
@@ -127,8 +130,28 @@ impl ServerConfig {
             batch_decode: true,
             hybrid: None,
             lora: Vec::new(),
+            image_limits: images::ImageLimits::default(),
         }
     }
+}
+
+/// How the server takes images, or why it takes none (the model has no tower, the backend does
+/// not run it, `preprocessor_config.json` is missing or wrong).
+fn vision_for(
+    config: &ServerConfig,
+    model: &solo_model::ModelConfig,
+    support: Result<(), String>,
+) -> Result<Arc<images::Vision>, String> {
+    support?;
+    let v = model.vision.as_ref().ok_or("the model has no vision tower")?;
+    let preprocessor =
+        solo_model::vision::PreprocessorConfig::from_dir(&config.model_dir, v).map_err(|e| format!("{e:#}"))?;
+    Ok(Arc::new(images::Vision {
+        preprocessor,
+        merge: v.spatial_merge_size,
+        image_token: v.image_token_id,
+        limits: config.image_limits,
+    }))
 }
 
 /// `Qwen/Qwen3.6-35B-A3B` for a Hugging Face cache snapshot
@@ -201,8 +224,9 @@ where
         cache_entries: config.cache_entries,
         cache_bytes: config.cache_bytes,
     };
-    let (engine, model, engine_thread) =
+    let engine::Spawned { engine, model, image_support, thread: engine_thread } =
         engine::spawn(load, text.tokenizer.clone(), engine_config, metrics.clone(), config.max_queue)?;
+    let vision = vision_for(&config, &model, image_support);
     let max_seq = config.max_seq.map_or(model.max_position_embeddings, |n| n.min(model.max_position_embeddings));
     let lora = lora::Adapters::new(model.clone());
     for (name, dir) in &config.lora {
@@ -235,6 +259,7 @@ where
             None => None,
         },
         lora,
+        vision,
     });
     Ok(Local { app, engine_thread })
 }

@@ -41,6 +41,9 @@ pub struct Metrics {
     pub prefill_time: Histogram,
     /// Wall time of one prefix-cache snapshot (the backend's copy of a state) on a prompt's path.
     pub snapshot_time: Histogram,
+    /// Images through the vision tower, and the tower's wall time per request.
+    pub images: AtomicU64,
+    pub image_time: Histogram,
     /// Connections being served; those turned away at the cap; those closed for slow headers.
     pub connections_open: AtomicI64,
     pub connections_refused: AtomicU64,
@@ -58,6 +61,7 @@ impl Metrics {
             step_time: Histogram::new(&[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0]),
             queue_wait: Histogram::new(&[0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0]),
             prefill_time: Histogram::new(&[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0]),
+            image_time: Histogram::new(&[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0]),
             snapshot_time: Histogram::new(&[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1]),
             ..Default::default()
         }
@@ -95,6 +99,7 @@ impl Metrics {
             ("solo_requests_timed_out_total", "Requests that ran past the per-request timeout.", &self.timeouts),
             ("solo_draft_tokens_total", "Tokens the MTP head drafted (speculative decoding).", &self.draft_tokens),
             ("solo_accepted_draft_tokens_total", "Drafted tokens the model accepted.", &self.accepted_tokens),
+            ("solo_images_total", "Images run through the vision tower.", &self.images),
         ];
         for (name, help, v) in counters {
             counter(&mut out, name, help, v.load(Relaxed));
@@ -154,6 +159,11 @@ impl Metrics {
             &mut out,
             "solo_snapshot_seconds",
             "Wall time of one prefix-cache snapshot (a copy of the sequence's state).",
+        );
+        self.image_time.render(
+            &mut out,
+            "solo_vision_tower_seconds",
+            "Wall time of the vision tower over one request's images (those the prefix cache did not hold).",
         );
         self.accepted_length.render(
             &mut out,

@@ -3,6 +3,7 @@
 //! so that the prefix cache hits.
 
 use crate::error::ApiError;
+use crate::images::{expand_placeholders, take_images, PromptImagePatches, Vision};
 use crate::request::Defaults;
 use anyhow::{Context as _, Result};
 use serde_json::Value;
@@ -52,6 +53,8 @@ pub struct ChatPrompt {
     pub snapshot_points: Vec<usize>,
     /// The prompt ends inside `<think>`: the output starts as reasoning.
     pub starts_in_reasoning: bool,
+    /// Its images, their placeholders expanded in `tokens` (`crate::images`).
+    pub images: Vec<PromptImagePatches>,
 }
 
 /// Renders and tokenises a chat. `enable_thinking` / `preserve_thinking` are the template's
@@ -63,7 +66,21 @@ pub fn chat(
     enable_thinking: Option<bool>,
     preserve_thinking: Option<bool>,
 ) -> Result<ChatPrompt, ApiError> {
+    chat_with_images(assets, messages, tools, enable_thinking, preserve_thinking, Err("no image support"))
+}
+
+/// `chat` where messages may hold images (`vision`: how this server takes them, or why it does
+/// not): each is decoded and preprocessed, and its placeholder expanded.
+pub fn chat_with_images(
+    assets: &TextAssets,
+    messages: Option<&Value>,
+    tools: Option<&Value>,
+    enable_thinking: Option<bool>,
+    preserve_thinking: Option<bool>,
+    vision: Result<&Vision, &str>,
+) -> Result<ChatPrompt, ApiError> {
     let mut messages = check_messages(messages)?;
+    let images = take_images(&mut messages, vision)?;
     let mut preserve_thinking = preserve_thinking;
     if enable_thinking == Some(false) && preserve_thinking.is_none() {
         // A thinking-off reply was generated after `<think>\n\n</think>\n\n`, but once a later
@@ -101,7 +118,12 @@ pub fn chat(
     let tail = text.rsplit("<|im_start|>").next().unwrap_or(&text);
     let starts_in_reasoning =
         tail.rfind("<think>").is_some_and(|open| tail.rfind("</think>").is_none_or(|close| close < open));
-    Ok(ChatPrompt { tokens, snapshot_points, starts_in_reasoning })
+    let (mut tokens, images) = (tokens, images);
+    let images = match vision {
+        Ok(v) if !images.is_empty() => expand_placeholders(&mut tokens, &mut snapshot_points, images, v)?,
+        _ => Vec::new(),
+    };
+    Ok(ChatPrompt { tokens, snapshot_points, starts_in_reasoning, images })
 }
 
 /// How many of `tokens` (of `text`) the tokens of `prefix`, a render of fewer messages, share
@@ -123,7 +145,7 @@ fn shared_tokens(assets: &TextAssets, text: &str, tokens: &[u32], prefix: &str) 
 }
 
 /// The checks the template leaves to chance: a non-empty list of objects with known roles and
-/// text-only content. `developer` (OpenAI's newer name) becomes `system`.
+/// content of text parts and image parts (`crate::images` reads those). `developer` (OpenAI's newer name) becomes `system`.
 fn check_messages(messages: Option<&Value>) -> Result<Vec<Value>, ApiError> {
     let list = match messages {
         Some(Value::Array(list)) if !list.is_empty() => list,
@@ -145,11 +167,14 @@ fn check_messages(messages: Option<&Value>) -> Result<Vec<Value>, ApiError> {
             Some(Value::Array(parts)) => {
                 for part in parts {
                     let kind = part.get("type").and_then(Value::as_str);
+                    if kind == Some("image_url") {
+                        continue;
+                    }
                     if kind != Some("text") || !part.get("text").is_some_and(Value::is_string) {
                         return Err(ApiError::unsupported(
                             "messages",
                             &format!(
-                                "Content parts of type {} (only text parts are; this is a text-only server)",
+                                "Content parts of type {} (text and image_url parts are)",
                                 kind.unwrap_or("(missing)")
                             ),
                         ));

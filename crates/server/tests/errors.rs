@@ -62,9 +62,13 @@ fn bad_requests_are_400_and_say_why() {
         (chat(json!({"tools": [{"type": "code_interpreter"}]})), "not supported"),
         (
             json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}),
-            "text-only",
+            "messages[0].content[0]: this server does not take images",
         ),
         (chat(json!({"chat_template_kwargs": {"enable_thinking": "yes"}})), "boolean"),
+        (
+            json!({"messages": [{"role": "user", "content": [{"type": "audio", "audio": "x"}]}]}),
+            "Content parts of type audio",
+        ),
     ];
     for (body, needle) in cases {
         let (status, json) = post(&s, "/v1/chat/completions", &body);

@@ -8,7 +8,7 @@ use solo_cuda::CudaModel;
 use solo_model::lora::LoraAdapter;
 use solo_model::sampler::{Sampler, SamplerConfig};
 use solo_model::speculative::{self, Acceptance};
-use solo_model::{Backend, Logits};
+use solo_model::{Backend, Logits, PromptImage};
 use solo_text::{ChatTemplate, TemplateOptions, Tokenizer};
 use std::collections::VecDeque;
 use std::io::Write;
@@ -77,6 +77,8 @@ pub struct RunArgs {
     pub speculate: usize,
     /// A PEFT LoRA adapter's directory.
     pub lora: Option<PathBuf>,
+    /// Image files, before the prompt's text.
+    pub images: Vec<PathBuf>,
 }
 
 /// `--speculate` against the backend: K > 0 needs an MTP head. Off unless asked for: the CUDA
@@ -104,13 +106,20 @@ pub fn run(args: RunArgs) -> Result<()> {
     let template = ChatTemplate::from_dir(&dir)?;
     let stops = solo_text::stop_token_ids(&dir)?;
 
-    let messages = serde_json::json!([{ "role": "user", "content": args.prompt }]);
+    let messages = if args.images.is_empty() {
+        serde_json::json!([{ "role": "user", "content": args.prompt }])
+    } else {
+        let mut parts: Vec<serde_json::Value> =
+            args.images.iter().map(|_| serde_json::json!({"type": "image"})).collect();
+        parts.push(serde_json::json!({"type": "text", "text": args.prompt}));
+        serde_json::json!([{ "role": "user", "content": parts }])
+    };
     let opts = TemplateOptions {
         add_generation_prompt: true,
         enable_thinking: args.no_think.then_some(false),
         preserve_thinking: None,
     };
-    let prompt = tokenizer.encode(&template.render(&messages, None, &opts)?)?;
+    let mut prompt = tokenizer.encode(&template.render(&messages, None, &opts)?)?;
     let sampler = Sampler::new(sampler_config(&dir, args.temperature, args.seed)?);
     let cuda = matches!(engine, Engine::Cuda(_));
     let backend = if cuda { "cuda" } else { "cpu" };
@@ -127,16 +136,62 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
         None => None,
     };
-    with_engine!(&engine, model => generate(model, &tokenizer, &stops, &prompt, sampler, &args, lora))
+    let images = with_engine!(&engine, model => prompt_images(model, &dir, &args.images, &mut prompt))?;
+    with_engine!(&engine, model => generate(model, &tokenizer, &stops, (&prompt, &images), sampler, &args, lora))
 }
 
-/// Prefill `prompt`, then sample and stream text to stdout until a stop token or `max_tokens`;
-/// with `speculate` > 0, `speculate` MTP drafts per verify step; with `lora`, that adapter.
+/// `--image FILE`s: each decoded and preprocessed as the checkpoint's `preprocessor_config.json`
+/// says and put through the vision tower; its one placeholder in `prompt` expanded.
+fn prompt_images<B: Backend>(
+    model: &B,
+    dir: &Path,
+    files: &[PathBuf],
+    prompt: &mut Vec<u32>,
+) -> Result<Vec<PromptImage>> {
+    if files.is_empty() {
+        return Ok(Vec::new());
+    }
+    model.image_support().context("--image")?;
+    let v = model.config().vision.as_ref().context("--image: the model has no vision tower")?;
+    let vision = solo_server::images::Vision {
+        preprocessor: solo_model::vision::PreprocessorConfig::from_dir(dir, v)?,
+        merge: v.spatial_merge_size,
+        image_token: v.image_token_id,
+        limits: solo_server::images::ImageLimits::default(),
+    };
+    let mut patches = Vec::new();
+    for f in files {
+        let bytes = std::fs::read(f).with_context(|| format!("cannot read {}", f.display()))?;
+        let limits = solo_model::image::DecodeLimits { max_pixels: vision.limits.max_pixels };
+        let rgb = solo_model::image::decode(&bytes, limits).with_context(|| f.display().to_string())?;
+        patches
+            .push(solo_model::image::preprocess(&rgb, &vision.preprocessor).with_context(|| f.display().to_string())?);
+    }
+    let placed = solo_server::images::expand_placeholders(prompt, &mut [], patches, &vision)
+        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let started = Instant::now();
+    let mut out = Vec::new();
+    for img in placed {
+        let embeds = model.encode_image(&img.patches)?;
+        out.push(PromptImage { start: img.start, grid: img.grid, embeds: Arc::new(embeds) });
+    }
+    eprintln!(
+        "solo: {} image(s), {} tokens, vision tower {:.0} ms",
+        out.len(),
+        out.iter().map(|i| i.tokens()).sum::<usize>(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(out)
+}
+
+/// Prefill `prompt` (its tokens, and its images through the tower), then sample and stream text
+/// to stdout until a stop token or `max_tokens`; with `speculate` > 0, `speculate` MTP drafts per
+/// verify step; with `lora`, that adapter.
 fn generate<B: Backend>(
     model: &B,
     tokenizer: &Tokenizer,
     stops: &[u32],
-    prompt: &[u32],
+    (prompt, images): (&[u32], &[PromptImage]),
     mut sampler: Sampler,
     args: &RunArgs,
     lora: Option<Arc<LoraAdapter>>,
@@ -145,7 +200,7 @@ fn generate<B: Backend>(
     let mut state = model.new_state()?;
     model.set_adapter(&mut state, lora)?;
     let started = Instant::now();
-    let mut logits = prefill_chunked(model, &mut state, prompt)?;
+    let mut logits = prefill_chunked(model, &mut state, prompt, images)?;
     let prefill_secs = started.elapsed().as_secs_f64();
 
     let mut out = std::io::stdout().lock();
@@ -203,12 +258,17 @@ fn generate<B: Backend>(
 }
 
 /// Prefills `tokens` in the backend's own chunks; returns the last token's logits.
-fn prefill_chunked<B: Backend>(model: &B, state: &mut B::State, tokens: &[u32]) -> Result<Vec<f32>> {
+fn prefill_chunked<B: Backend>(
+    model: &B,
+    state: &mut B::State,
+    tokens: &[u32],
+    images: &[PromptImage],
+) -> Result<Vec<f32>> {
     let mut last = Vec::new();
     let chunks: Vec<&[u32]> = tokens.chunks(model.prefill_chunk()).collect();
     for (i, chunk) in chunks.iter().enumerate() {
         let rows = if i + 1 == chunks.len() { Logits::Last } else { Logits::None };
-        last = model.prefill(state, chunk, rows)?;
+        last = model.prefill_with_images(state, chunk, images, rows)?;
     }
     Ok(last)
 }

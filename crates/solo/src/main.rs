@@ -72,6 +72,10 @@ enum Command {
         /// `adapter_model.safetensors`). CPU backend for now.
         #[arg(long, value_name = "DIR")]
         lora: Option<PathBuf>,
+        /// An image (PNG, JPEG, WebP, GIF) put before the prompt's text, through the checkpoint's
+        /// vision tower; repeatable. CPU backend for now.
+        #[arg(long, value_name = "FILE")]
+        image: Vec<PathBuf>,
     },
     /// Print the logits of every position as JSON `{"logits": [[...], ...]}` (row i predicts token i+1).
     Logits {
@@ -184,7 +188,7 @@ fn main() {
         }
     }
     let result = match cli.command {
-        Command::Run { model, prompt, max_tokens, temperature, seed, no_think, backend, speculate, lora } => {
+        Command::Run { model, prompt, max_tokens, temperature, seed, no_think, backend, speculate, lora, image } => {
             commands::run(commands::RunArgs {
                 model,
                 prompt,
@@ -195,6 +199,7 @@ fn main() {
                 backend,
                 speculate,
                 lora,
+                images: image,
             })
         }
         Command::Logits { model, tokens, prefill, backend, out } => {

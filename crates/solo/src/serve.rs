@@ -63,6 +63,15 @@ pub struct ServeArgs {
     /// `POST /v1/load_lora_adapter`. CPU backend for now.
     #[arg(long = "lora", value_name = "NAME=DIR", value_parser = lora_arg)]
     lora: Vec<(String, PathBuf)>,
+    /// Images in chat requests: most images in one request.
+    #[arg(long, default_value_t = 8)]
+    max_images: usize,
+    /// Images: most bytes of one image file, in MiB.
+    #[arg(long, default_value_t = 20)]
+    max_image_mb: usize,
+    /// Images: most pixels of one stored image (width × height, before resizing), in millions.
+    #[arg(long, default_value_t = 50)]
+    max_image_megapixels: u64,
     /// Memory for the prefix cache's state snapshots, in MiB (0 turns it off).
     #[arg(long, default_value_t = 8192)]
     cache_mb: usize,
@@ -252,6 +261,11 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         anyhow::bail!("--lora: LoRA adapters run on the CPU backend so far (--backend cpu); the CUDA kernels do not take them yet");
     }
     config.lora = args.lora;
+    config.image_limits = solo_server::images::ImageLimits {
+        max_bytes: args.max_image_mb << 20,
+        max_pixels: args.max_image_megapixels * 1_000_000,
+        max_images: args.max_images,
+    };
     let server = if cuda {
         // The CUDA backend allocates its KV cache for the context length up front.
         let max_seq = args.max_seq.or(model_config.as_ref().map(|c| c.max_position_embeddings));
