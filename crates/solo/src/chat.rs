@@ -34,6 +34,8 @@ pub struct ChatArgs {
     pub show_reasoning: bool,
     pub system: Option<String>,
     pub backend: BackendChoice,
+    /// Generate past the end-of-turn token, up to `max_tokens`.
+    pub ignore_eos: bool,
 }
 
 const HELP: &str = "commands: /reset (forget the conversation), /think on|off, /system TEXT, /save FILE, \
@@ -246,7 +248,7 @@ impl<'a, B: Backend> Session<'a, B> {
                 break;
             }
             let token = self.sampler.sample(&logits);
-            if self.assets.stop_ids.contains(&token) {
+            if !self.args.ignore_eos && self.assets.stop_ids.contains(&token) {
                 break;
             }
             if let Some(piece) = text.push(token)? {

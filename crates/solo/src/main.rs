@@ -94,6 +94,10 @@ enum Command {
         system: Option<String>,
         #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
         backend: BackendChoice,
+        /// Keep generating past the end-of-turn token, up to --max-tokens (as llama.cpp's
+        /// --ignore-eos: for timing long replies, and the test that Ctrl-C stops one).
+        #[arg(long)]
+        ignore_eos: bool,
     },
     /// Download a model repository from the Hugging Face Hub into the Hugging Face cache (where
     /// `solo run`, transformers and vLLM all find it). Honours HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE /
@@ -276,18 +280,27 @@ fn main() {
             from,
         }),
         Command::Serve(args) => serve::serve(args),
-        Command::Chat { model, max_tokens, temperature, seed, no_think, show_reasoning, system, backend } => {
-            chat::chat(chat::ChatArgs {
-                model,
-                max_tokens,
-                temperature,
-                seed,
-                no_think,
-                show_reasoning,
-                system,
-                backend,
-            })
-        }
+        Command::Chat {
+            model,
+            max_tokens,
+            temperature,
+            seed,
+            no_think,
+            show_reasoning,
+            system,
+            backend,
+            ignore_eos,
+        } => chat::chat(chat::ChatArgs {
+            model,
+            max_tokens,
+            temperature,
+            seed,
+            no_think,
+            show_reasoning,
+            system,
+            backend,
+            ignore_eos,
+        }),
         Command::Pull { repo, revision, include, jobs } => pull::pull(pull::PullArgs { repo, revision, include, jobs }),
         Command::Gate(args) => gate::gate(args),
         Command::Perplexity { model, text_file, backend } => commands::perplexity(&model, &text_file, backend),

@@ -37,6 +37,8 @@ pub struct Printer<'a> {
     /// An open tool call: its closing parenthesis is still due.
     in_call: bool,
     content: String,
+    /// The answer's stream is at the start of a line (after a tool call's line).
+    line_start: bool,
 }
 
 impl<'a> Printer<'a> {
@@ -61,6 +63,7 @@ impl<'a> Printer<'a> {
             thinking: false,
             in_call: false,
             content: String::new(),
+            line_start: true,
         }
     }
 
@@ -90,7 +93,7 @@ impl<'a> Printer<'a> {
         self.emit(deltas)?;
         self.close_call()?;
         self.end_thought()?;
-        if !self.content.is_empty() {
+        if !self.content.is_empty() && !self.line_start {
             self.answer.write_all(b"\n")?;
         }
         self.answer.flush()?;
@@ -106,6 +109,7 @@ impl<'a> Printer<'a> {
                     self.end_thought()?;
                     self.content.push_str(&text);
                     self.answer.write_all(text.as_bytes())?;
+                    self.line_start = text.is_empty() && self.line_start;
                 }
                 Delta::ToolCallStart { name, .. } => {
                     self.close_call()?;
@@ -113,6 +117,7 @@ impl<'a> Printer<'a> {
                     let sep = if self.content.is_empty() || self.content.ends_with('\n') { "" } else { "\n" };
                     write!(self.answer, "{sep}[tool call] {name}(")?;
                     self.in_call = true;
+                    self.line_start = false;
                 }
                 Delta::ToolCallArgs { fragment, .. } => self.answer.write_all(fragment.as_bytes())?,
             }
@@ -124,6 +129,7 @@ impl<'a> Printer<'a> {
     fn close_call(&mut self) -> std::io::Result<()> {
         if std::mem::take(&mut self.in_call) {
             self.answer.write_all(b")\n")?;
+            self.line_start = true;
         }
         Ok(())
     }
@@ -140,7 +146,7 @@ impl<'a> Printer<'a> {
             Reasoning::Hidden => return Ok(()),
             Reasoning::Shown => write!(out, "{dim}{text}{reset}")?,
             Reasoning::Folded if first && self.dim => write!(out, "{dim}thinking…{reset}")?,
-            Reasoning::Folded => return Ok(()),
+            Reasoning::Folded => {} // the line comes when the reasoning ends
         }
         out.flush()?;
         self.thinking = true;

@@ -64,12 +64,15 @@ fn a_conversation_in_the_terminal() {
     );
 }
 
-/// tiny-a (random weights, greedy) never stops by itself within --max-tokens: Ctrl-C must stop
-/// the reply, and the program must go on to the next message.
+/// A reply that does not stop by itself (tiny-a with --ignore-eos and a huge --max-tokens): Ctrl-C
+/// must stop it, and the program must go on to the next message.
 #[test]
 fn ctrl_c_stops_the_reply_not_the_program() {
     let cache = TempDir::new().unwrap();
-    let mut p = pty(&["--model", "fixtures/tiny-a", "--temperature", "0", "--max-tokens", "1000000"], cache.path());
+    let mut p = pty(
+        &["--model", "fixtures/tiny-a", "--temperature", "0", "--max-tokens", "100000000", "--ignore-eos"],
+        cache.path(),
+    );
     p.exp_string("> ").unwrap();
     p.send_line("Tell me a long story.").unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -86,6 +89,7 @@ fn ctrl_c_stops_the_reply_not_the_program() {
     p.exp_string("> ").unwrap();
     // Ctrl-C at the prompt clears the line; the program goes on
     p.send_control('c').unwrap();
+    p.exp_string("> ").unwrap();
     p.send_line("/exit").unwrap();
     p.exp_eof().unwrap();
 }

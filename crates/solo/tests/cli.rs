@@ -232,7 +232,19 @@ fn summary(stderr: &str) -> (usize, usize) {
 
 #[test]
 fn run_greedy() {
-    let args = ["run", "--model", "fixtures/tiny-a", "--prompt", "hi", "--max-tokens", "8", "--temperature", "0"];
+    // thinking off: the tokens are the answer (with thinking on, 8 tokens are all reasoning, on stderr)
+    let args = [
+        "run",
+        "--model",
+        "fixtures/tiny-a",
+        "--prompt",
+        "hi",
+        "--max-tokens",
+        "8",
+        "--temperature",
+        "0",
+        "--no-think",
+    ];
     let first = solo(&args).ok();
     assert!(!first.stdout.is_empty());
     let (prompt, generated) = summary(&first.stderr);
