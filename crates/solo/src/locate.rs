@@ -5,7 +5,8 @@ use crate::demo;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
-const HF_REPO_DIR: &str = "models--Qwen--Qwen3.6-35B-A3B";
+/// The repositories `solo pull` fetches, in order of preference: bf16, then the official FP8.
+const HF_REPO_DIRS: [&str; 2] = ["models--Qwen--Qwen3.6-35B-A3B", "models--Qwen--Qwen3.6-35B-A3B-FP8"];
 
 pub struct ModelDir {
     pub path: PathBuf,
@@ -19,6 +20,8 @@ pub fn resolve(explicit: Option<&Path>) -> Result<ModelDir> {
         return Ok(ModelDir { path: path.to_path_buf(), is_demo: false });
     }
     if let Some(path) = hf_cache_snapshot() {
+        // an `--include` pull, or shards deleted by hand: say what is missing
+        check_model_path(&path)?;
         return Ok(ModelDir { path, is_demo: false });
     }
     Ok(ModelDir { path: demo::ensure(&solo_cache_dir())?, is_demo: true })
@@ -113,9 +116,14 @@ pub fn hf_hub_dir() -> Option<PathBuf> {
     Some(Path::new(&home).join(".cache/huggingface/hub"))
 }
 
-/// The snapshot `refs/main` points at, else any complete snapshot.
+/// The first repository of `HF_REPO_DIRS` with a complete snapshot.
 fn hf_cache_snapshot() -> Option<PathBuf> {
-    let repo = hf_hub_dir()?.join(HF_REPO_DIR);
+    let hub = hf_hub_dir()?;
+    HF_REPO_DIRS.iter().find_map(|name| repo_snapshot(&hub.join(name)))
+}
+
+/// The snapshot `refs/main` points at, else any complete snapshot.
+fn repo_snapshot(repo: &Path) -> Option<PathBuf> {
     let snapshots = repo.join("snapshots");
     let complete = |p: &Path| {
         p.join("config.json").exists()

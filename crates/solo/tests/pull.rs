@@ -376,4 +376,7 @@ fn include_takes_only_matching_files() {
     want.sort();
     assert_eq!(got, want);
     failed(&solo(&["pull", "--include", "*.gguf"], &env), &["no file matches"]);
+    // run finds the partial snapshot and says what is missing
+    let run = solo(&["run", "--prompt", "hi", "--max-tokens", "2"], &env);
+    failed(&run, &["model-00001-of-00002.safetensors", "solo pull"]);
 }
