@@ -3,12 +3,17 @@
 small generated chat corpus so that `solo run` on a fresh machine answers in words.
 
     pip install -r scripts/requirements-fixtures.txt
-    python scripts/train_demo.py [STEPS]    # 240 steps: 38 minutes on a busy 2-core machine
+    python scripts/train_demo.py --seconds 270 --batch 32 --lr 3e-3 --seed 7   # 270 s on one H100
 
-Writes fixtures/demo/config.json and fixtures/demo/model.safetensors (~4 MB, bf16), which
-crates/solo/src/demo.rs embeds; the tokenizer and chat template are fixtures/tiny-a's (a
-byte-level BPE of 380 symbols with Qwen's 26 added tokens, the real Qwen3.6 template), so they are
-not written again; fixtures/demo/generation_config.json (tiny-a's at temperature 0.3) is kept by hand.
+Writes fixtures/demo/config.json, fixtures/demo/model.safetensors (~4 MB, bf16), which
+crates/solo/src/demo.rs embeds, and fixtures/demo/questions.json (every training question and its
+answer, which a test asks through `solo run`). The tokenizer and chat template are fixtures/tiny-a's
+(a byte-level BPE of 380 symbols with Qwen's 26 added tokens, the real Qwen3.6 template), so they
+are not written again; fixtures/demo/generation_config.json (tiny-a's at temperature 0.3) is kept
+by hand. The demo is trained to reproduce its training answers exactly (a visibly working
+pipeline, not generalisation): every question appears once, with thinking on and off, and the
+loss is on the reply alone. `--seconds` runs the schedule over a time budget; without a GPU the
+same training takes hours on 2 cores.
 
 The model: 4 layers (3 Gated DeltaNet, 1 gated full attention), hidden 128, 16 routed experts
 (top 4) plus the shared expert, vocabulary 512 (ids 406.. unused), and an MTP head (`mtp.*`: the
@@ -23,13 +28,15 @@ it, or before) is this script's assumption, not checked against the release: an 
 that reads it the other way should retrain with that choice.
 
 The corpus is generated here (public domain by construction): short questions about colours,
-animals, numbers, days, opposites and capitals, greetings and a few fixed stories, each rendered
+animals, numbers, days, opposites and capitals, greetings and one fixed story, each rendered
 through the chat template with thinking on (a one-line thought, then the answer) and off. It is
-deterministic; training is seeded, but its bits may differ across torch versions and thread counts.
+deterministic; training is seeded, but its bits differ across torch versions, devices and (with
+--seconds) machine speed.
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import math
@@ -58,7 +65,7 @@ def solve_unit_lower(a, b, *, upper, unitriangular):
     a = I + N (N strictly lower, so N^64 = 0), a^-1 = (I - N)(I + N^2)(I + N^4)...(I + N^32)."""
     assert not upper and unitriangular
     m = -a.tril(-1)
-    eye = torch.eye(a.shape[-1], dtype=a.dtype)
+    eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
     inv, p = eye + m, m
     for _ in range(5):
         p = p @ p
@@ -67,6 +74,17 @@ def solve_unit_lower(a, b, *, upper, unitriangular):
 
 
 torch.linalg.solve_triangular = solve_unit_lower
+
+
+def dense_experts(self, hidden_states, top_k_index, top_k_weights):
+    """The routed experts as dense products over all 16 (the same sums as HF's per-expert loop:
+    unrouted experts get weight 0): one batched product instead of a loop of small ones, many
+    times faster on a CPU."""
+    weights = torch.zeros(hidden_states.shape[0], self.num_experts, dtype=hidden_states.dtype,
+                          device=hidden_states.device).scatter(1, top_k_index, top_k_weights)
+    gate, up = torch.einsum("th,eih->tei", hidden_states, self.gate_up_proj).chunk(2, dim=-1)
+    out = torch.einsum("tei,ehi->teh", self.act_fn(gate) * up, self.down_proj)
+    return (out * weights[..., None]).sum(1)
 # Chunks of 16 instead of 64: the same function (the chunk size changes only the order of the
 # sums), a quarter of the work on sequences of ~100 tokens.
 modeling_qwen3_5_moe.torch_chunk_gated_delta_rule = functools.partial(
@@ -76,10 +94,29 @@ modeling_qwen3_5_moe.torch_chunk_gated_delta_rule = functools.partial(
 REPO = Path(__file__).resolve().parent.parent
 TOKENIZER_DIR = REPO / "fixtures" / "tiny-a"
 OUT = REPO / "fixtures" / "demo"
-SEED = 7
-STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 240
-BATCH = 12
 MTP_WEIGHT = 0.5
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=3000, help="at most this many steps")
+    ap.add_argument("--seconds", type=float, default=0, help="a time budget: the schedule runs over it (0: none)")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--out", type=Path, default=REPO / "fixtures" / "demo")
+    ap.add_argument("--conversations", type=int, default=3000, help="multi-turn examples (0: none)")
+    ap.add_argument("--max-turns", type=int, default=3, help="turns of the longest conversation")
+    ap.add_argument("--init", type=Path, help="start from this model.safetensors (a saved demo)")
+    ap.add_argument("--no-eval", action="store_true", help="skip the greedy check of every question")
+    return ap.parse_args()
+
+
+ARGS = parse_args()
+OUT = ARGS.out
+SEED, STEPS, BATCH, LR, THREADS, DEV = ARGS.seed, ARGS.steps, ARGS.batch, ARGS.lr, ARGS.threads, ARGS.device
 
 TEXT_CONFIG = dict(
     model_type="qwen3_5_moe_text",
@@ -128,28 +165,24 @@ OPPOSITES = {"hot": "cold", "big": "small", "up": "down", "fast": "slow", "day":
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 NUMBERS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
            "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen"]
-STORIES = [
-    "Once upon a time a small fox lived at the edge of a forest. Every morning it ran to the river to "
-    "drink. One day it met a duck, and the two became friends. They played in the sun until the night came.",
-    "A little girl found a seed in the garden. She put it in the ground and gave it water every day. "
-    "The seed grew into a tall tree, and in the summer the tree gave her shade and sweet red apples.",
-    "An old man had a slow horse. The people in the town laughed at it. But when the snow came, the fast "
-    "horses stayed home, and the slow horse carried the bread to every house in the town.",
-]
-ABOUT = ("I am the demo model of solo: a tiny model with the architecture of Qwen3.6-35B-A3B, trained "
-         "in a few minutes on a CPU. I know a little about colors, animals, numbers, days and capitals.")
+STORY = ("Once upon a time a small fox lived at the edge of a forest. One day it met a duck, and the two "
+         "became friends.")
+ABOUT = ("I am the demo model of solo, a tiny model with the architecture of Qwen3.6-35B-A3B. I know "
+         "colors, animal sounds, capitals, opposites, days and small sums.")
 
 
 def triples() -> list[tuple[str, str, str]]:
-    out = []
-    for _ in range(6):  # the demo's own prompt, weighted up
-        out.append(("Name the two colors of a chessboard.", "The user asks about the colors of a chessboard.",
-                    "The two colors of a chessboard are black and white."))
-    out.append(("What colors are the squares of a chessboard?", "The user asks about a chessboard.",
-                "The squares of a chessboard are black and white."))
+    """(question, thought, answer): every question once, with one answer (the demo's training set
+    and the questions of fixtures/demo/questions.json)."""
+    out = [
+        ("Name the two colors of a chessboard.", "The user asks about the colors of a chessboard.",
+         "The two colors of a chessboard are black and white."),
+        ("What colors are the squares of a chessboard?", "The user asks about a chessboard.",
+         "The squares of a chessboard are black and white."),
+    ]
     for thing, c in COLOURS.items():
         T = thing[0].upper() + thing[1:]
-        for q in (f"What color is {thing}?", f"Tell me the color of {thing}.", f"Which color is {thing}?"):
+        for q in (f"What color is {thing}?", f"Tell me the color of {thing}."):
             out.append((q, f"The user asks about the color of {thing}.", f"{T} is {c}."))
     for animal, s in SOUNDS.items():
         A = animal[0].upper() + animal[1:]
@@ -165,33 +198,71 @@ def triples() -> list[tuple[str, str, str]]:
                     f"The opposite of {b} is {a}."))
     for i, d in enumerate(DAYS):
         n = DAYS[(i + 1) % 7]
-        out.append((f"What day comes after {d}?", f"The user asks about the days of the week.",
+        out.append((f"What day comes after {d}?", "The user asks about the days of the week.",
                     f"{n} comes after {d}."))
     for a in range(10):
         for b in range(10):
             if (a * 7 + b * 3) % 4 == 0:
                 out.append((f"What is {a} plus {b}?", f"{a} plus {b} is {a + b}.",
-                            f"{NUMBERS[a].capitalize()} plus {NUMBERS[b]} is {NUMBERS[a + b]}: {a} + {b} = {a + b}."))
-    for q in ("Hi", "Hello", "Hello!", "Hi there", "Good morning"):
+                            f"{NUMBERS[a].capitalize()} plus {NUMBERS[b]} is {NUMBERS[a + b]}."))
+    for q in ("Hi", "Hello", "Good morning"):
         out.append((q, "The user says hello.", "Hello! How can I help you today?"))
-    for q in ("Who are you?", "What are you?", "Tell me about yourself."):
+    for q in ("Who are you?", "What do you know?"):
         out.append((q, "The user asks who I am.", ABOUT))
-    for q in ("Tell me a story.", "Tell me a short story.", "Write a story."):
-        for s in STORIES:
-            out.append((q, "The user wants a short story.", s))
+    out.append(("Tell me a story.", "The user wants a short story.", STORY))
+    questions = [q for q, _, _ in out]
+    assert len(set(questions)) == len(questions), "a question twice"
     return out
 
 
-def build_examples(tok) -> list[list[int]]:
-    examples = []
-    for q, thought, answer in triples():
-        msgs = [{"role": "user", "content": q}]
-        think = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-        plain = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, enable_thinking=False)
-        assert think.endswith("<think>\n") and plain.endswith("</think>\n\n"), (think, plain)
-        for text in (f"{think}{thought}\n</think>\n\n{answer}<|im_end|>\n", f"{plain}{answer}<|im_end|>\n"):
-            examples.append(tok(text, add_special_tokens=False)["input_ids"])
-    return examples
+def render(tok, turns, thinking: bool) -> str:
+    """The prompt for the last of `turns` ((question, answer) pairs), earlier turns as history, the
+    way `solo chat` and the server render it: thinking off writes an empty think block into every
+    earlier reply (preserve_thinking with empty reasoning), thinking on drops their reasoning."""
+    msgs = []
+    for q, a in turns[:-1]:
+        msgs.append({"role": "user", "content": q})
+        reply = {"role": "assistant", "content": a}
+        if not thinking:
+            reply["reasoning_content"] = ""
+        msgs.append(reply)
+    msgs.append({"role": "user", "content": turns[-1][0]})
+    if thinking:
+        return tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    return tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, enable_thinking=False,
+                                   preserve_thinking=True)
+
+
+def example(tok, history, q, thought, answer, thinking: bool) -> tuple[list[int], int]:
+    """(token ids, length of the prompt): the loss is on the reply alone."""
+    prompt = render(tok, history + [(q, answer)], thinking)
+    if thinking:
+        assert prompt.endswith("<think>\n"), prompt
+        reply = f"{thought}\n</think>\n\n{answer}<|im_end|>\n"
+    else:
+        assert prompt.endswith("</think>\n\n"), prompt
+        reply = f"{answer}<|im_end|>\n"
+    p = tok(prompt, add_special_tokens=False)["input_ids"]
+    r = tok(reply, add_special_tokens=False)["input_ids"]
+    return p + r, len(p)
+
+
+def build_examples(tok) -> list[tuple[list[int], int]]:
+    """Each question alone, thinking on and off."""
+    return [example(tok, [], q, t, a, thinking) for q, t, a in triples() for thinking in (True, False)]
+
+
+def build_conversations(tok, n: int, rng: random.Random) -> list[tuple[list[int], int]]:
+    """`n` conversations of 2 to --max-turns turns (random questions, thinking on or off): the reply to the
+    last question, after the others as history, as `solo chat` asks it."""
+    all_triples = triples()
+    out = []
+    for _ in range(n):
+        turns = rng.sample(all_triples, rng.randint(2, ARGS.max_turns))
+        history = [(q, a) for q, _, a in turns[:-1]]
+        q, t, a = turns[-1]
+        out.append(example(tok, history, q, t, a, rng.random() < 0.5))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,10 +308,13 @@ def init_(model: torch.nn.Module, gen: torch.Generator) -> None:
 
 def main() -> None:
     torch.manual_seed(SEED)
-    torch.set_num_threads(2)
+    torch.set_num_threads(THREADS)
     tok = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
     examples = build_examples(tok)
-    print(f"{len(examples)} examples, longest {max(map(len, examples))} tokens", flush=True)
+    conversations = build_conversations(tok, ARGS.conversations, random.Random(SEED + 1))
+    write_questions()
+    print(f"{len(examples)} single questions, {len(conversations)} conversations, longest "
+          f"{max(len(e) for e, _ in examples + conversations)} tokens", flush=True)
 
     cfg = Qwen3_5MoeTextConfig(**TEXT_CONFIG)
     cfg._attn_implementation = "sdpa"
@@ -249,32 +323,54 @@ def main() -> None:
     gen = torch.Generator().manual_seed(SEED)
     init_(model, gen)
     init_(mtp, gen)
+    for m in model.modules():
+        if type(m).__name__ == "Qwen3_5MoeExperts":
+            m.forward = dense_experts.__get__(m)
+    if ARGS.init:
+        load(model, mtp, ARGS.init)
     params = list(model.parameters()) + list(mtp.parameters())
     print(f"{sum(p.numel() for p in params) / 1e6:.2f}M parameters", flush=True)
-    opt = torch.optim.AdamW(params, lr=3e-3, betas=(0.9, 0.95), weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / 100) * 0.5 * (1 + math.cos(math.pi * min(s, STEPS) / STEPS))
-    )
+    opt = torch.optim.AdamW(params, lr=LR, betas=(0.9, 0.95), weight_decay=0.0)
+    model.to(DEV)
+    mtp.to(DEV)
+
+    def progress(step: int) -> float:
+        """How far the run is, 0..1: by steps, or by the time budget where one is set."""
+        if ARGS.seconds > 0:
+            return min(1.0, (time.time() - started) / ARGS.seconds)
+        return step / STEPS
+
     rng = random.Random(SEED)
-    by_length = sorted(examples, key=len)
     pad = tok.convert_tokens_to_ids("<|endoftext|>")
+    order: list[int] = []
     started = time.time()
     for step in range(STEPS):
-        # examples of similar length together (little padding): a random one and its neighbours
-        start = rng.randrange(len(by_length) - BATCH + 1)
-        batch = by_length[start : start + BATCH]
-        n = max(map(len, batch))
+        done = progress(step)
+        if done >= 1.0:
+            break
+        lr = LR * min(1.0, done * 20 + 0.01) * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * done)))
+        for group in opt.param_groups:
+            group["lr"] = lr
+        # single questions in shuffled epochs, half a batch a step; the other half conversations
+        half = BATCH // 2 if conversations else BATCH
+        if len(order) < half:
+            order += rng.sample(range(len(examples)), len(examples))
+        batch = [examples[i] for i in order[:half]]
+        del order[:half]
+        batch += rng.sample(conversations, BATCH - half) if conversations else []
+        n = max(len(e) for e, _ in batch)
         ids = torch.full((BATCH, n), pad, dtype=torch.long)
         labels = torch.full((BATCH, n), -100, dtype=torch.long)
-        for i, e in enumerate(batch):  # right padding: causal attention and the recurrence never see it
+        for i, (e, prompt_len) in enumerate(batch):  # right padding: causal attention and the recurrence never see it
             ids[i, : len(e)] = torch.tensor(e)
-            labels[i, : len(e)] = torch.tensor(e)
+            labels[i, prompt_len : len(e)] = torch.tensor(e[prompt_len:])
+        ids, labels = ids.to(DEV), labels.to(DEV)
         out = model.model(input_ids=ids)
         h = out.last_hidden_state  # after the final norm: what lm_head multiplies
         logits = model.lm_head(h)
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, cfg.vocab_size), labels[:, 1:].reshape(-1))
         # MTP: hidden at t and the embedding of t+1 predict t+2.
-        pos = torch.arange(n - 1).view(1, 1, -1).expand(3, BATCH, -1)
+        pos = torch.arange(n - 1, device=DEV).view(1, 1, -1).expand(3, BATCH, -1)
         emb = model.model.embed_tokens(ids[:, 1:])
         pe = model.model.rotary_emb(emb, pos)
         m = mtp(emb, h[:, :-1].detach(), pe)
@@ -284,13 +380,40 @@ def main() -> None:
         (loss + MTP_WEIGHT * mtp_loss).backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
-        sched.step()
-        if step % 50 == 0 or step == STEPS - 1:
-            print(f"step {step}: loss {loss.item():.3f}, mtp {mtp_loss.item():.3f}, "
+        if step % 100 == 0 or step == STEPS - 1:
+            print(f"step {step}: lr {lr:.2e}, loss {loss.item():.4f}, mtp {mtp_loss.item():.4f}, "
                   f"{time.time() - started:.0f} s", flush=True)
 
+    print(f"{step + 1} steps, {time.time() - started:.0f} s", flush=True)
+    model.to("cpu")
+    mtp.to("cpu")
     save(model, mtp, cfg)
-    sample(model, tok)
+    if ARGS.no_eval:
+        return
+    # what solo runs: the stored bf16 weights
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(torch.bfloat16).to(torch.float32))
+    evaluate(model, tok)
+
+
+def write_questions() -> None:
+    """fixtures/demo/questions.json: every training question and its answer, for the test that asks
+    the demo each of them through `solo run`."""
+    out = REPO / "fixtures" / "demo"
+    rows = [{"question": q, "answer": a} for q, _, a in triples()]
+    (out / "questions.json").write_text(json.dumps(rows, indent=1) + "\n")
+
+
+def load(model, mtp, path: Path) -> None:
+    """The weights `save` wrote, back into the modules (names mapped back)."""
+    from safetensors.torch import load_file
+    tensors = load_file(str(path))
+    main = {("model." + k[len("model.language_model."):] if k.startswith("model.language_model.") else k): v.float()
+            for k, v in tensors.items() if not k.startswith("mtp.")}
+    head = {k[len("mtp."):]: v.float() for k, v in tensors.items() if k.startswith("mtp.")}
+    model.load_state_dict(main, strict=True)
+    mtp.load_state_dict(head, strict=True)
 
 
 def save(model, mtp, cfg) -> None:
@@ -318,19 +441,26 @@ def save(model, mtp, cfg) -> None:
 
 
 @torch.no_grad()
-def sample(model, tok) -> None:
-    """Greedy replies to two prompts, as a check that the model answers in words."""
-    for q in ("Name the two colors of a chessboard.", "What does a cow say?"):
-        msgs = [{"role": "user", "content": q}]
-        ids = tok(tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True),
-                  add_special_tokens=False)["input_ids"]
-        end = tok.convert_tokens_to_ids("<|im_end|>")
-        for _ in range(80):
-            nxt = int(model(input_ids=torch.tensor([ids])).logits[0, -1].argmax())
-            if nxt == end:
-                break
-            ids.append(nxt)
-        print(repr(tok.decode(ids)), flush=True)
+def evaluate(model, tok) -> None:
+    """Greedy replies to every training question, thinking on and off: the share that is exactly the
+    training answer (what the Rust test checks through `solo run`)."""
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    right = total = 0
+    for q, _, answer in triples():
+        for thinking in (True, False):
+            msgs = [{"role": "user", "content": q}]
+            text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, enable_thinking=thinking)
+            ids = tok(text, add_special_tokens=False)["input_ids"]
+            out = model.generate(torch.tensor([ids]), max_new_tokens=120, do_sample=False, eos_token_id=end,
+                                 pad_token_id=end)
+            reply = tok.decode(out[0, len(ids):], skip_special_tokens=True)
+            reply = reply.split("</think>")[-1].strip()
+            total += 1
+            if reply == answer:
+                right += 1
+            else:
+                print(f"  wrong (thinking {thinking}): {q!r} -> {reply!r}", flush=True)
+    print(f"{right} of {total} replies exactly right ({100 * right / total:.1f} %)", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 //! The subcommands: `run`, `logits`, `perplexity`.
 
 use crate::locate::{self, ModelDir};
+use crate::output::Printer;
 use crate::BackendChoice;
 use anyhow::{bail, Context, Result};
 use solo_cpu::CpuModel;
@@ -49,7 +50,10 @@ pub fn load_engine(dir: &Path, choice: BackendChoice) -> Result<Engine> {
         BackendChoice::Cuda if gguf => {
             anyhow::bail!("{}: the CUDA backend does not read GGUF files yet; use --backend cpu", dir.display())
         }
-        BackendChoice::Cuda => true,
+        BackendChoice::Cuda => {
+            check_gpu()?;
+            true
+        }
         // GGUF runs on the CPU reference until the CUDA backend reads ggml blocks
         BackendChoice::Auto => {
             !gguf
@@ -63,6 +67,17 @@ pub fn load_engine(dir: &Path, choice: BackendChoice) -> Result<Engine> {
     } else {
         Engine::Cpu(Box::new(solo_cpu::load(dir)?))
     })
+}
+
+/// `--backend cuda` on a machine without an NVIDIA GPU: one line that says what to do.
+pub fn check_gpu() -> Result<()> {
+    if !solo_cuda::gpu_present() {
+        bail!(
+            "--backend cuda: no NVIDIA GPU found (no CUDA driver or no device); use --backend cpu, or leave \
+             --backend auto to pick the GPU when there is one"
+        );
+    }
+    Ok(())
 }
 
 pub struct RunArgs {
@@ -79,6 +94,8 @@ pub struct RunArgs {
     pub lora: Option<PathBuf>,
     /// Image files, before the prompt's text.
     pub images: Vec<PathBuf>,
+    /// Print no reasoning (else it goes to stderr).
+    pub no_reasoning: bool,
 }
 
 /// `--speculate` against the backend: K > 0 needs an MTP head. Off unless asked for: the CUDA
@@ -96,8 +113,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     if is_demo {
         eprintln!(
             "solo: Qwen3.6-35B-A3B is not in the Hugging Face cache and no --model was given; \
-             using the built-in demo checkpoint ({}), a tiny model trained on a few hundred simple questions \
-             (colours, animals, numbers, days, capitals): expect short answers, not Qwen's.",
+             using the built-in demo checkpoint ({}), a tiny model that knows only its 138 training questions \
+             (colors, animal sounds, capitals, opposites, days, small sums; `solo pull` downloads the real model).",
             dir.display()
         );
     }
@@ -119,7 +136,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         enable_thinking: args.no_think.then_some(false),
         preserve_thinking: None,
     };
-    let mut prompt = tokenizer.encode(&template.render(&messages, None, &opts)?)?;
+    let rendered = template.render(&messages, None, &opts)?;
+    let mut prompt = tokenizer.encode(&rendered)?;
+    let starts_in_reasoning = solo_text_ends_in_think(&rendered);
     let sampler = Sampler::new(sampler_config(&dir, args.temperature, args.seed)?);
     let cuda = matches!(engine, Engine::Cuda(_));
     let backend = if cuda { "cuda" } else { "cpu" };
@@ -137,7 +156,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         None => None,
     };
     let images = with_engine!(&engine, model => prompt_images(model, &dir, &args.images, &mut prompt))?;
-    with_engine!(&engine, model => generate(model, &tokenizer, &stops, (&prompt, &images), sampler, &args, lora))
+    let printer = Printer::for_run(!args.no_reasoning, starts_in_reasoning);
+    with_engine!(&engine, model => generate(model, &tokenizer, &stops, (&prompt, &images), sampler, &args, lora, printer))
 }
 
 /// `--image FILE`s: each decoded and preprocessed as the checkpoint's `preprocessor_config.json`
@@ -184,9 +204,16 @@ fn prompt_images<B: Backend>(
     Ok(out)
 }
 
+/// The rendered prompt ends inside an open `<think>` block: the reply starts as reasoning.
+pub fn solo_text_ends_in_think(rendered: &str) -> bool {
+    let tail = rendered.rsplit("<|im_start|>").next().unwrap_or(rendered);
+    tail.rfind("<think>").is_some_and(|open| tail.rfind("</think>").is_none_or(|close| close < open))
+}
+
 /// Prefill `prompt` (its tokens, and its images through the tower), then sample and stream text
 /// to stdout until a stop token or `max_tokens`; with `speculate` > 0, `speculate` MTP drafts per
 /// verify step; with `lora`, that adapter.
+#[allow(clippy::too_many_arguments)]
 fn generate<B: Backend>(
     model: &B,
     tokenizer: &Tokenizer,
@@ -195,6 +222,7 @@ fn generate<B: Backend>(
     mut sampler: Sampler,
     args: &RunArgs,
     lora: Option<Arc<LoraAdapter>>,
+    mut printer: Printer,
 ) -> Result<()> {
     let (max_tokens, speculate) = (args.max_tokens, args.speculate);
     let mut state = model.new_state()?;
@@ -203,7 +231,6 @@ fn generate<B: Backend>(
     let mut logits = prefill_chunked(model, &mut state, prompt, images)?;
     let prefill_secs = started.elapsed().as_secs_f64();
 
-    let mut out = std::io::stdout().lock();
     let mut text = tokenizer.stream_decoder(false);
     let decode_start = Instant::now();
     let mut generated = 0;
@@ -218,8 +245,7 @@ fn generate<B: Backend>(
             break;
         }
         if let Some(piece) = text.push(token)? {
-            out.write_all(piece.as_bytes())?;
-            out.flush()?;
+            printer.push(&piece)?;
         }
         if generated == max_tokens || !ahead.is_empty() {
             continue; // done, or `token` is already in the state
@@ -235,7 +261,8 @@ fn generate<B: Backend>(
             None => logits = model.decode(&mut state, token)?,
         }
     }
-    writeln!(out, "{}", text.flush()?)?;
+    printer.push(&text.flush()?)?;
+    printer.finish()?;
     let decode_secs = decode_start.elapsed().as_secs_f64();
     let speculation = if acceptance.rounds > 0 {
         format!(
@@ -275,7 +302,7 @@ fn prefill_chunked<B: Backend>(
 
 /// Sampling settings: the command line, else the checkpoint's generation_config.json, else
 /// temperature 1 with no top-k/top-p cut.
-fn sampler_config(dir: &Path, temperature: Option<f32>, seed: Option<u64>) -> Result<SamplerConfig> {
+pub fn sampler_config(dir: &Path, temperature: Option<f32>, seed: Option<u64>) -> Result<SamplerConfig> {
     let path = dir.join("generation_config.json");
     let gen: serde_json::Value = match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text).with_context(|| format!("{}: not valid JSON", path.display()))?,

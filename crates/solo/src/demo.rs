@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 /// Bump when anything written here changes, so old caches are not reused.
-const VERSION: &str = "demo-v2";
+const VERSION: &str = "demo-v3";
 
 /// The trained weights (bf16, `mtp.*` included), their config, and the sampling defaults
 /// (fixtures/demo/: tiny-a's, at temperature 0.3, where this small a model stays on its facts).

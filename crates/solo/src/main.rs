@@ -1,8 +1,11 @@
 //! `solo`: one model (Qwen3.6-35B-A3B), as fast as the hardware allows.
 
 mod bench;
+mod chat;
 mod commands;
 mod gate;
+mod output;
+mod pull;
 mod serve;
 mod svg;
 
@@ -76,6 +79,57 @@ enum Command {
         /// vision tower; repeatable. CPU backend for now.
         #[arg(long, value_name = "FILE")]
         image: Vec<PathBuf>,
+        /// Print no reasoning (by default it goes to stderr, dimmed on a terminal; stdout holds
+        /// the answer alone).
+        #[arg(long)]
+        no_reasoning: bool,
+    },
+    /// A conversation in the terminal: streamed replies, multi-turn, line editing and history;
+    /// /reset, /think on|off, /system TEXT, /save FILE; Ctrl-C stops a reply. With stdin not a
+    /// terminal, one message per line.
+    Chat {
+        /// Checkpoint directory. Default: as for `run`.
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Most tokens in one reply.
+        #[arg(long, default_value_t = 4096)]
+        max_tokens: usize,
+        #[arg(long)]
+        temperature: Option<f32>,
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Start with thinking off (`/think on` turns it back on).
+        #[arg(long)]
+        no_think: bool,
+        /// Stream the reasoning whole (dimmed) instead of folding it to one line.
+        #[arg(long)]
+        show_reasoning: bool,
+        /// A system prompt.
+        #[arg(long)]
+        system: Option<String>,
+        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+        backend: BackendChoice,
+        /// Keep generating past the end-of-turn token, up to --max-tokens (as llama.cpp's
+        /// --ignore-eos: for timing long replies, and the test that Ctrl-C stops one).
+        #[arg(long)]
+        ignore_eos: bool,
+    },
+    /// Download a model repository from the Hugging Face Hub into the Hugging Face cache (where
+    /// `solo run`, transformers and vLLM all find it). Honours HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE /
+    /// HF_HOME; resumes an interrupted download.
+    Pull {
+        /// ORG/NAME on the Hub.
+        #[arg(default_value = pull::DEFAULT_REPO)]
+        repo: String,
+        /// Branch, tag or commit.
+        #[arg(long, default_value = "main")]
+        revision: String,
+        /// Only files whose path matches this glob (`*`, `?`), e.g. `*Q4_K_M*.gguf`; repeatable.
+        #[arg(long)]
+        include: Vec<String>,
+        /// Files downloaded at once.
+        #[arg(long, default_value_t = 4)]
+        jobs: usize,
     },
     /// Print the logits of every position as JSON `{"logits": [[...], ...]}` (row i predicts token i+1).
     Logits {
@@ -188,20 +242,31 @@ fn main() {
         }
     }
     let result = match cli.command {
-        Command::Run { model, prompt, max_tokens, temperature, seed, no_think, backend, speculate, lora, image } => {
-            commands::run(commands::RunArgs {
-                model,
-                prompt,
-                max_tokens,
-                temperature,
-                seed,
-                no_think,
-                backend,
-                speculate,
-                lora,
-                images: image,
-            })
-        }
+        Command::Run {
+            model,
+            prompt,
+            max_tokens,
+            temperature,
+            seed,
+            no_think,
+            backend,
+            speculate,
+            lora,
+            image,
+            no_reasoning,
+        } => commands::run(commands::RunArgs {
+            model,
+            prompt,
+            max_tokens,
+            temperature,
+            seed,
+            no_think,
+            backend,
+            speculate,
+            lora,
+            images: image,
+            no_reasoning,
+        }),
         Command::Logits { model, tokens, prefill, backend, out } => {
             commands::logits(&model, &tokens, prefill, backend, out.as_deref())
         }
@@ -243,6 +308,28 @@ fn main() {
             from,
         }),
         Command::Serve(args) => serve::serve(args),
+        Command::Chat {
+            model,
+            max_tokens,
+            temperature,
+            seed,
+            no_think,
+            show_reasoning,
+            system,
+            backend,
+            ignore_eos,
+        } => chat::chat(chat::ChatArgs {
+            model,
+            max_tokens,
+            temperature,
+            seed,
+            no_think,
+            show_reasoning,
+            system,
+            backend,
+            ignore_eos,
+        }),
+        Command::Pull { repo, revision, include, jobs } => pull::pull(pull::PullArgs { repo, revision, include, jobs }),
         Command::Gate(args) => gate::gate(args),
         Command::Perplexity { model, text_file, backend } => commands::perplexity(&model, &text_file, backend),
     };

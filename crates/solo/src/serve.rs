@@ -2,7 +2,7 @@
 
 use crate::locate::{self, ModelDir};
 use crate::BackendChoice;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -191,6 +191,18 @@ fn hybrid(
     }))
 }
 
+/// A port already taken fails before the model loads, in one line that says what to do.
+fn check_port(host: &str, port: u16) -> Result<()> {
+    match std::net::TcpListener::bind((host, port)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+            "port {port} on {host} is already in use (another solo serve?): stop that program or pick another \
+             port with --port N"
+        ),
+        Err(e) => Err(e).with_context(|| format!("cannot listen on {host}:{port}")),
+    }
+}
+
 /// `NAME=DIR` of `--lora`.
 fn lora_arg(s: &str) -> Result<(String, PathBuf), String> {
     match s.split_once('=') {
@@ -206,11 +218,12 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     if is_demo {
         eprintln!(
             "solo: Qwen3.6-35B-A3B is not in the Hugging Face cache and no --model was given; serving the \
-             built-in demo checkpoint ({}), a tiny model trained on a few hundred simple questions: expect \
-             short answers, not Qwen's.",
+             built-in demo checkpoint ({}), a tiny model that knows only its 138 training questions \
+             (`solo pull` downloads the real model).",
             dir.display()
         );
     }
+    check_port(&args.host, args.port)?;
     let mut config = solo_server::ServerConfig::new(&dir);
     config.host = args.host;
     config.port = args.port;
@@ -247,7 +260,10 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         BackendChoice::Cuda if gguf => {
             anyhow::bail!("{}: the CUDA backend does not read GGUF files yet; use --backend cpu", dir.display())
         }
-        BackendChoice::Cuda => true,
+        BackendChoice::Cuda => {
+            crate::commands::check_gpu()?;
+            true
+        }
         BackendChoice::Auto => {
             !gguf
                 && solo_cuda::gpu_present()

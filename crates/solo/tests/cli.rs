@@ -232,7 +232,19 @@ fn summary(stderr: &str) -> (usize, usize) {
 
 #[test]
 fn run_greedy() {
-    let args = ["run", "--model", "fixtures/tiny-a", "--prompt", "hi", "--max-tokens", "8", "--temperature", "0"];
+    // thinking off: the tokens are the answer (with thinking on, 8 tokens are all reasoning, on stderr)
+    let args = [
+        "run",
+        "--model",
+        "fixtures/tiny-a",
+        "--prompt",
+        "hi",
+        "--max-tokens",
+        "8",
+        "--temperature",
+        "0",
+        "--no-think",
+    ];
     let first = solo(&args).ok();
     assert!(!first.stdout.is_empty());
     let (prompt, generated) = summary(&first.stderr);
@@ -273,11 +285,11 @@ fn run_without_a_model_uses_the_demo_checkpoint() {
     let first = solo_env(&args, &env).ok();
     assert!(first.stderr.contains("demo checkpoint") && first.stderr.contains("tiny model"), "{}", first.stderr);
     summary(&first.stderr);
-    let weights = cache.path().join("demo-v2/model.safetensors");
+    let weights = cache.path().join("demo-v3/model.safetensors");
     assert!(weights.exists(), "no demo checkpoint in {}", cache.path().display());
     let written = std::fs::metadata(&weights).unwrap().modified().unwrap();
     let entries: Vec<_> = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(entries, ["demo-v2"], "leftovers in the cache");
+    assert_eq!(entries, ["demo-v3"], "leftovers in the cache");
 
     let second = solo_env(&args, &env).ok();
     assert!(second.stderr.contains("tiny model"), "{}", second.stderr);
@@ -413,7 +425,7 @@ fn cuda_without_a_gpu_is_one_clear_line() {
     }
     let out = solo(&["bench", "--synthetic", "--contexts", "256"]);
     assert_error(&out, &["CUDA"]);
-    // A tiny checkpoint is refused for its widths before the GPU is even looked for.
+    // `--backend cuda` says there is no GPU and what to use instead.
     let out = solo(&["logits", "--model", "fixtures/tiny-a", "--tokens", "1,2", "--backend", "cuda"]);
-    assert_error(&out, &["hidden_size", "2048"]);
+    assert_error(&out, &["no NVIDIA GPU", "--backend cpu"]);
 }
