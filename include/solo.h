@@ -131,8 +131,8 @@ const char *solo_version(void);
  * - `options_json`: NULL, "" or a JSON object: `backend` ("auto", "cpu", "cuda"), `max_seq`,
  *   `max_batch`, `max_queue`, `cache_mb`, `request_timeout_s`, `speculate`, `model_name`,
  *   `lora` ({"id": "adapter dir"}), `threads`, and the hybrid router's `cloud_url`,
- *   `cloud_model`, `cloud_key_env`, `policy` (a TOML file), `audit_log`. An unknown name is
- *   SOLO_INVALID_ARGUMENT naming it.
+ *   `cloud_model`, `cloud_key_env`, `cloud_timeout_s`, `policy` (a TOML file), `audit_log`. An
+ *   unknown name is SOLO_INVALID_ARGUMENT naming it.
  * - `on_progress` (may be NULL) is called during the load with `user_data`.
  * - On success `*engine_out` is the engine, the caller's to close with solo_engine_close().
  *

@@ -226,7 +226,7 @@ where
     };
     let engine::Spawned { engine, model, image_support, thread: engine_thread } =
         engine::spawn(load, text.tokenizer.clone(), engine_config, metrics.clone(), config.max_queue)?;
-    let vision = vision_for(&config, &model, image_support);
+    let vision = vision_for(config, &model, image_support);
     let max_seq = config.max_seq.map_or(model.max_position_embeddings, |n| n.min(model.max_position_embeddings));
     let lora = lora::Adapters::new(model.clone());
     for (name, dir) in &config.lora {

@@ -148,6 +148,8 @@ pub struct Options {
     pub cloud_model: Option<String>,
     /// Name of the environment variable that holds the cloud's API key.
     pub cloud_key_env: Option<String>,
+    /// Seconds the cloud has to answer before the request is answered locally (default 30).
+    pub cloud_timeout_s: f64,
     /// Privacy policy (TOML); default: the shipped one. Also gates local-only requests.
     pub policy: Option<PathBuf>,
     /// Audit log of gated requests (JSON lines, no values); default: none.
@@ -172,6 +174,7 @@ impl Default for Options {
             cloud_url: None,
             cloud_model: None,
             cloud_key_env: None,
+            cloud_timeout_s: solo_server::hybrid::DEFAULT_CLOUD_TIMEOUT.as_secs_f64(),
             policy: None,
             audit_log: None,
             lora: Default::default(),
@@ -205,6 +208,9 @@ impl Options {
                 solo_model::speculative::MAX_DRAFTS,
                 self.speculate
             ));
+        }
+        if !(self.cloud_timeout_s.is_finite() && self.cloud_timeout_s > 0.0 && self.cloud_timeout_s <= 3600.0) {
+            return bad(format!("cloud_timeout_s must be seconds in (0, 3600], got {}", self.cloud_timeout_s));
         }
         if let Some(url) = &self.cloud_url {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -250,6 +256,7 @@ impl Options {
             policy: load_policy(self.policy.as_deref())?,
             audit_log: self.audit_log.clone(),
             judge: None,
+            cloud_timeout: Duration::from_secs_f64(self.cloud_timeout_s),
         }))
     }
 }
