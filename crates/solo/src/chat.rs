@@ -25,16 +25,33 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// `solo chat`.
+#[derive(clap::Args)]
 pub struct ChatArgs {
+    /// Checkpoint directory. Default: as for `run`.
+    #[arg(long)]
     pub model: Option<PathBuf>,
+    /// Most tokens in one reply.
+    #[arg(long, default_value_t = 4096)]
     pub max_tokens: usize,
+    #[arg(long)]
     pub temperature: Option<f32>,
+    #[arg(long)]
     pub seed: Option<u64>,
+    /// Start with thinking off (`/think on` turns it back on).
+    #[arg(long)]
     pub no_think: bool,
+    /// Stream the reasoning whole (dimmed) instead of folding it to one line.
+    #[arg(long)]
     pub show_reasoning: bool,
+    /// A system prompt.
+    #[arg(long)]
     pub system: Option<String>,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
-    /// Generate past the end-of-turn token, up to `max_tokens`.
+    /// Keep generating past the end-of-turn token, up to --max-tokens (as llama.cpp's
+    /// --ignore-eos: for timing long replies, and the test that Ctrl-C stops one).
+    #[arg(long)]
     pub ignore_eos: bool,
 }
 

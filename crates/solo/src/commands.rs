@@ -80,21 +80,44 @@ pub fn check_gpu() -> Result<()> {
     Ok(())
 }
 
+/// `solo run`.
+#[derive(clap::Args)]
 pub struct RunArgs {
+    /// Checkpoint directory. Default: Qwen3.6-35B-A3B from the Hugging Face cache, else the
+    /// built-in demo checkpoint (a tiny trained model: short answers to simple questions).
+    #[arg(long)]
     pub model: Option<PathBuf>,
+    #[arg(long)]
     pub prompt: String,
+    #[arg(long, default_value_t = 256)]
     pub max_tokens: usize,
+    /// Sampling temperature; 0 is greedy. Default: the checkpoint's generation_config (else 1.0).
+    #[arg(long)]
     pub temperature: Option<f32>,
+    /// Seed for sampling. Default: from the clock.
+    #[arg(long)]
     pub seed: Option<u64>,
+    /// Turn thinking off (`enable_thinking=false` in the chat template).
+    #[arg(long)]
     pub no_think: bool,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
-    /// MTP drafts per verify step (0: plain decoding).
+    /// Draft tokens per step from the checkpoint's MTP head (speculative decoding: several
+    /// tokens per verify step, distributed as without; greedy, the same tokens on the CPU).
+    /// 0, the default, turns it off; at most 15.
+    #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=solo_model::speculative::MAX_DRAFTS as u64))]
     pub speculate: usize,
-    /// A PEFT LoRA adapter's directory.
+    /// Run with the PEFT LoRA adapter in this directory (`adapter_config.json` +
+    /// `adapter_model.safetensors`). CPU backend for now.
+    #[arg(long, value_name = "DIR")]
     pub lora: Option<PathBuf>,
-    /// Image files, before the prompt's text.
+    /// An image (PNG, JPEG, WebP, GIF) put before the prompt's text, through the checkpoint's
+    /// vision tower; repeatable. CPU backend for now.
+    #[arg(long = "image", value_name = "FILE")]
     pub images: Vec<PathBuf>,
-    /// Print no reasoning (else it goes to stderr).
+    /// Print no reasoning (by default it goes to stderr, dimmed on a terminal; stdout holds
+    /// the answer alone).
+    #[arg(long)]
     pub no_reasoning: bool,
 }
 

@@ -46,74 +46,11 @@ pub enum BackendChoice {
 #[derive(Subcommand)]
 enum Command {
     /// Chat with the model: renders the chat template, streams the reply to stdout.
-    Run {
-        /// Checkpoint directory. Default: Qwen3.6-35B-A3B from the Hugging Face cache, else the
-        /// built-in demo checkpoint (a tiny trained model: short answers to simple questions).
-        #[arg(long)]
-        model: Option<PathBuf>,
-        #[arg(long)]
-        prompt: String,
-        #[arg(long, default_value_t = 256)]
-        max_tokens: usize,
-        /// Sampling temperature; 0 is greedy. Default: the checkpoint's generation_config (else 1.0).
-        #[arg(long)]
-        temperature: Option<f32>,
-        /// Seed for sampling. Default: from the clock.
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Turn thinking off (`enable_thinking=false` in the chat template).
-        #[arg(long)]
-        no_think: bool,
-        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-        backend: BackendChoice,
-        /// Draft tokens per step from the checkpoint's MTP head (speculative decoding: several
-        /// tokens per verify step, distributed as without; greedy, the same tokens on the CPU).
-        /// 0, the default, turns it off; at most 15.
-        #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=solo_model::speculative::MAX_DRAFTS as u64))]
-        speculate: usize,
-        /// Run with the PEFT LoRA adapter in this directory (`adapter_config.json` +
-        /// `adapter_model.safetensors`). CPU backend for now.
-        #[arg(long, value_name = "DIR")]
-        lora: Option<PathBuf>,
-        /// An image (PNG, JPEG, WebP, GIF) put before the prompt's text, through the checkpoint's
-        /// vision tower; repeatable. CPU backend for now.
-        #[arg(long, value_name = "FILE")]
-        image: Vec<PathBuf>,
-        /// Print no reasoning (by default it goes to stderr, dimmed on a terminal; stdout holds
-        /// the answer alone).
-        #[arg(long)]
-        no_reasoning: bool,
-    },
+    Run(commands::RunArgs),
     /// A conversation in the terminal: streamed replies, multi-turn, line editing and history;
     /// /reset, /think on|off, /system TEXT, /save FILE; Ctrl-C stops a reply. With stdin not a
     /// terminal, one message per line.
-    Chat {
-        /// Checkpoint directory. Default: as for `run`.
-        #[arg(long)]
-        model: Option<PathBuf>,
-        /// Most tokens in one reply.
-        #[arg(long, default_value_t = 4096)]
-        max_tokens: usize,
-        #[arg(long)]
-        temperature: Option<f32>,
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Start with thinking off (`/think on` turns it back on).
-        #[arg(long)]
-        no_think: bool,
-        /// Stream the reasoning whole (dimmed) instead of folding it to one line.
-        #[arg(long)]
-        show_reasoning: bool,
-        /// A system prompt.
-        #[arg(long)]
-        system: Option<String>,
-        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-        backend: BackendChoice,
-        /// Keep generating past the end-of-turn token, up to --max-tokens (as llama.cpp's
-        /// --ignore-eos: for timing long replies, and the test that Ctrl-C stops one).
-        #[arg(long)]
-        ignore_eos: bool,
-    },
+    Chat(chat::ChatArgs),
     /// Download a model repository from the Hugging Face Hub into the Hugging Face cache (where
     /// `solo run`, transformers and vLLM all find it). Honours HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE /
     /// HF_HOME; resumes an interrupted download.
@@ -242,31 +179,7 @@ fn main() {
         }
     }
     let result = match cli.command {
-        Command::Run {
-            model,
-            prompt,
-            max_tokens,
-            temperature,
-            seed,
-            no_think,
-            backend,
-            speculate,
-            lora,
-            image,
-            no_reasoning,
-        } => commands::run(commands::RunArgs {
-            model,
-            prompt,
-            max_tokens,
-            temperature,
-            seed,
-            no_think,
-            backend,
-            speculate,
-            lora,
-            images: image,
-            no_reasoning,
-        }),
+        Command::Run(args) => commands::run(args),
         Command::Logits { model, tokens, prefill, backend, out } => {
             commands::logits(&model, &tokens, prefill, backend, out.as_deref())
         }
@@ -308,27 +221,7 @@ fn main() {
             from,
         }),
         Command::Serve(args) => serve::serve(args),
-        Command::Chat {
-            model,
-            max_tokens,
-            temperature,
-            seed,
-            no_think,
-            show_reasoning,
-            system,
-            backend,
-            ignore_eos,
-        } => chat::chat(chat::ChatArgs {
-            model,
-            max_tokens,
-            temperature,
-            seed,
-            no_think,
-            show_reasoning,
-            system,
-            backend,
-            ignore_eos,
-        }),
+        Command::Chat(args) => chat::chat(args),
         Command::Pull { repo, revision, include, jobs } => pull::pull(pull::PullArgs { repo, revision, include, jobs }),
         Command::Gate(args) => gate::gate(args),
         Command::Perplexity { model, text_file, backend } => commands::perplexity(&model, &text_file, backend),

@@ -1,0 +1,543 @@
+//! GPU tests of the MoE block against the CPU reference (`#[ignore]`: run on the GPU machine).
+
+use super::*;
+use crate::ops::testutil::*;
+use crate::weights::Uploader;
+use solo_cpu::moe::{moe_forward, route as cpu_route};
+use solo_cpu::ops::{matmul, sigmoid, softmax};
+use solo_model::weights::{ExpertWeights, MoeWeights};
+use solo_model::{ModelConfig, Tensor};
+use std::sync::OnceLock;
+
+struct Fixture {
+    cfg: ModelConfig,
+    cpu: MoeWeights,
+    gpu: MoeGpu,
+}
+
+fn random_matrix(seed: u64, rows: usize, cols: usize) -> Tensor {
+    Tensor::from_f32_as_bf16(vec![rows, cols], &random(seed, rows * cols, (3.0 / cols as f32).sqrt()))
+}
+
+fn random_expert(seed: u64) -> ExpertWeights {
+    ExpertWeights {
+        gate: random_matrix(seed, EXPERT_DIM, HIDDEN),
+        up: random_matrix(seed + 1, EXPERT_DIM, HIDDEN),
+        down: random_matrix(seed + 2, HIDDEN, EXPERT_DIM),
+    }
+}
+
+/// One MoE layer of the real shapes with random weights (1.6 GB of bf16), built once.
+fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let threads = 16;
+        let mut experts: Vec<Option<ExpertWeights>> = (0..EXPERTS).map(|_| None).collect();
+        std::thread::scope(|s| {
+            for (i, part) in experts.chunks_mut(EXPERTS.div_ceil(threads)).enumerate() {
+                s.spawn(move || {
+                    for (j, slot) in part.iter_mut().enumerate() {
+                        let e = i * EXPERTS.div_ceil(threads) + j;
+                        *slot = Some(random_expert(1000 + 3 * e as u64));
+                    }
+                });
+            }
+        });
+        let cpu = MoeWeights {
+            router: random_matrix(1, EXPERTS, HIDDEN),
+            experts: experts.into_iter().map(|e| e.unwrap()).collect(),
+            shared_expert: random_expert(2),
+            shared_expert_gate: random_matrix(5, 1, HIDDEN),
+        };
+        let mut up = Uploader::new(gpu()).unwrap();
+        let gpu_w = MoeGpu::upload(&mut up, &cpu).unwrap();
+        // The test weights live as long as the process.
+        std::mem::forget(up.finish().unwrap());
+        Fixture { cfg: crate::synthetic::real_config(4), cpu, gpu: gpu_w }
+    })
+}
+
+/// `fixture()`'s layer with its experts quantised to FP8 (the official block recipe).
+fn fixture_fp8() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let bf = fixture();
+        let q = |t: &Tensor| Tensor::quantize_fp8(t.shape[0], t.shape[1], &t.to_f32());
+        let qe = |e: &ExpertWeights| ExpertWeights { gate: q(&e.gate), up: q(&e.up), down: q(&e.down) };
+        let mut experts: Vec<Option<ExpertWeights>> = (0..EXPERTS).map(|_| None).collect();
+        std::thread::scope(|s| {
+            for (part, src) in experts.chunks_mut(16).zip(bf.cpu.experts.chunks(16)) {
+                s.spawn(move || part.iter_mut().zip(src).for_each(|(slot, e)| *slot = Some(qe(e))));
+            }
+        });
+        let cpu = MoeWeights {
+            router: bf.cpu.router.clone(),
+            experts: experts.into_iter().map(|e| e.unwrap()).collect(),
+            shared_expert: qe(&bf.cpu.shared_expert),
+            shared_expert_gate: bf.cpu.shared_expert_gate.clone(),
+        };
+        let mut up = Uploader::new(gpu()).unwrap();
+        let gpu_w = MoeGpu::upload(&mut up, &cpu).unwrap();
+        assert!(gpu_w.fp8_scales.is_some() && gpu_w.router.fp8_scales.is_none());
+        std::mem::forget(up.finish().unwrap());
+        Fixture { cfg: crate::synthetic::real_config(4), cpu, gpu: gpu_w }
+    })
+}
+
+fn input(seed: u64, t: usize) -> Vec<f32> {
+    round_bf16(&random(seed, t * HIDDEN, 1.7))
+}
+
+/// Fills a whole scratch with 0xFF bytes (NaN as f32 and bf16; -1 as i32).
+fn poison_scratch(s: &Scratch) {
+    let gpu = gpu();
+    for b in &s.bufs {
+        let nan = gpu.upload(&vec![0xFFu8; b.bytes]).unwrap();
+        gpu.copy(b.ptr(), nan.ptr(), b.bytes).unwrap();
+    }
+    gpu.sync().unwrap();
+}
+
+/// Tokens whose 8th and 9th router probabilities (from the CPU's f32 logits) are so close that
+/// the GPU's differently-summed logits may legitimately pick the other expert.
+fn near_ties(cfg: &ModelConfig, w: &MoeWeights, x: &[f32]) -> Vec<bool> {
+    matmul(x, &w.router)
+        .chunks(cfg.num_experts)
+        .map(|row| {
+            let mut p = row.to_vec();
+            softmax(&mut p);
+            p.sort_by(|a, b| b.total_cmp(a));
+            p[TOP_K - 1] - p[TOP_K] < 1e-5 * p[TOP_K - 1]
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn route_and_grouping_match_cpu() {
+    let gpu = gpu();
+    let f = fixture();
+    let t = 300;
+    let x = input(7, t);
+    let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
+    let scratch = Scratch::new(gpu, t).unwrap();
+    poison_scratch(&scratch);
+    let l = Layout::new(&scratch, t).unwrap();
+    route(gpu, &f.gpu, xb.ptr(), t, &l, true).unwrap();
+    group(gpu, t, &l).unwrap();
+
+    // Routing from the GPU's own logits (256 experts' of each token's 257): exact ids, weights
+    // to f32 rounding.
+    let logits: Vec<f32> = gpu
+        .download_f32(l.logits, t * ROUTER_ROWS)
+        .unwrap()
+        .chunks(ROUTER_ROWS)
+        .flat_map(|r| r[..EXPERTS].to_vec())
+        .collect();
+    let ids = gpu.download_i32(l.ids, t * SLOTS).unwrap();
+    let weights = gpu.download_f32(l.weights, t * SLOTS).unwrap();
+    let want = cpu_route(&f.cfg, &logits);
+    let gate = matmul(&x, &f.cpu.shared_expert_gate);
+    for tok in 0..t {
+        for k in 0..TOP_K {
+            let (e, wt) = want[tok][k];
+            assert_eq!(ids[tok * SLOTS + k], e as i32, "token {tok} slot {k}");
+            let got = weights[tok * SLOTS + k];
+            assert!((got - wt).abs() <= 1e-5, "token {tok} slot {k}: weight {got} vs {wt}");
+        }
+        assert_eq!(ids[tok * SLOTS + TOP_K], EXPERTS as i32);
+        let (got, want_g) = (weights[tok * SLOTS + TOP_K], sigmoid(gate[tok]));
+        assert!((got - want_g).abs() <= 1e-5, "token {tok}: shared gate {got} vs {want_g}");
+    }
+
+    // Grouping: counts, contiguous expert ranges, tiles, and a permutation of all pairs.
+    let counts = gpu.download_i32(l.counts, EXPERTS).unwrap();
+    let offsets = gpu.download_i32(l.offsets, EXPERTS + 1).unwrap();
+    let perm = gpu.download_i32(l.perm, t * SLOTS).unwrap();
+    let mut hist = vec![0i32; EXPERTS + 1];
+    for (a, &e) in ids.iter().enumerate() {
+        if a % SLOTS < TOP_K {
+            hist[e as usize] += 1;
+        }
+    }
+    assert_eq!(counts, hist[..EXPERTS]);
+    hist[EXPERTS] = t as i32;
+    let mut seen = vec![false; t * SLOTS];
+    for e in 0..=EXPERTS {
+        let end = if e == EXPERTS { (t * SLOTS) as i32 } else { offsets[e + 1] };
+        assert_eq!(end - offsets[e], hist[e], "expert {e} range");
+        for row in offsets[e]..end {
+            let a = perm[row as usize] as usize;
+            assert!(!seen[a], "pair {a} twice");
+            seen[a] = true;
+            assert_eq!(ids[a], e as i32, "row {row} is in expert {e}'s range");
+        }
+    }
+    let total = gpu.download_i32(l.total_tiles, 1).unwrap()[0] as usize;
+    let want_tiles: usize = hist.iter().map(|&c| (c as usize).div_ceil(TILE_ROWS)).sum();
+    assert_eq!(total, want_tiles);
+    assert!(total <= l.max_tiles);
+    let tiles = gpu.download_i32(l.tiles, 4 * total).unwrap();
+    let covered: i32 = tiles.chunks(4).map(|tl| tl[2] - tl[1]).sum();
+    assert_eq!(covered, (t * SLOTS) as i32);
+    for tl in tiles.chunks(4) {
+        let e = tl[0] as usize;
+        assert!(tl[1] >= offsets[e] && tl[2] <= offsets[e] + hist[e] && tl[2] - tl[1] <= TILE_ROWS as i32);
+    }
+}
+
+/// moe_block's output through one path on weights `w` (a fixture's, or a form of them).
+fn run_block(w: &MoeGpu, t: usize, grouped: bool, x: &[f32]) -> Vec<f32> {
+    let gpu = gpu();
+    let xb = gpu.upload(&bf16_bytes(x)).unwrap();
+    let out = gpu.upload_f32(&vec![f32::NAN; t * HIDDEN]).unwrap();
+    let scratch = Scratch::new(gpu, t).unwrap();
+    poison_scratch(&scratch);
+    moe_block_path(gpu, w, xb.ptr(), t, &scratch, out.ptr(), grouped).unwrap();
+    gpu.download_f32(out.ptr(), t * HIDDEN).unwrap()
+}
+
+/// `got` against the CPU reference `want` (tokens with a near-tie in the router are skipped:
+/// there either expert is a right answer).
+fn check_against_cpu(f: &Fixture, what: &str, got: &[f32], want: &[f32], x: &[f32], tol: f32) {
+    let t = x.len() / HIDDEN;
+    let ties = near_ties(&f.cfg, &f.cpu, x);
+    let keep = |v: &[f32]| -> Vec<f32> {
+        v.chunks(HIDDEN).zip(&ties).filter(|(_, tie)| !**tie).flat_map(|(r, _)| r.to_vec()).collect()
+    };
+    let skipped = ties.iter().filter(|&&b| b).count();
+    assert!(skipped * 20 <= t.max(20), "{skipped} of {t} tokens have router near-ties");
+    assert_close(&format!("{what} ({skipped} near-tie tokens skipped)"), &keep(got), &keep(want), tol);
+}
+
+/// moe_block through one path against the CPU reference.
+fn check_block(t: usize, grouped: bool, want: &[f32], x: &[f32], tol: f32) {
+    let f = fixture();
+    let got = run_block(&f.gpu, t, grouped, x);
+    let path = if grouped { "grouped" } else { "gemv" };
+    check_against_cpu(f, &format!("moe_block t={t} ({path})"), &got, want, x, tol);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_block_decode_matches_cpu() {
+    let f = fixture();
+    for (t, seed) in [(1usize, 11u64), (4, 12)] {
+        let x = input(seed, t);
+        let want = moe_forward(&f.cfg, &f.cpu, None, &x);
+        // f32 activations: only summation order differs.
+        check_block(t, false, &want, &x, 1e-4);
+        // The grouped path at a tiny size (mostly empty tiles): bf16 activations.
+        check_block(t, true, &want, &x, 1e-2);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_block_prefill_matches_cpu() {
+    let f = fixture();
+    let t = 300;
+    let x = input(13, t);
+    let want = moe_forward(&f.cfg, &f.cpu, None, &x);
+    check_block(t, true, &want, &x, 1e-2);
+    check_block(t, false, &want, &x, 1e-4);
+}
+
+/// The FP8 grouped GEMMs (the experts read as e4m3 + block scales) against the bf16 grouped
+/// GEMMs on the dequantised experts — the same bf16 products, so only the order of the down
+/// GEMM's f32 atomic adds differs — and against the CPU on the FP8 weights. moe_block takes
+/// the grouped path for FP8 experts at every token count; the GEMV path refuses them.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_block_fp8_prefill_matches_dequantized_and_cpu() {
+    if !fp8_runs_here() {
+        return;
+    }
+    let gpu = gpu();
+    let f = fixture_fp8();
+    // The experts as two FP8 matrices (their scales' layout is that of one matrix each).
+    let s = f.gpu.fp8_scales.unwrap();
+    let gate_up =
+        Matrix { ptr: f.gpu.gate_up, rows: (EXPERTS + 1) * 2 * EXPERT_DIM, cols: HIDDEN, fp8_scales: Some(s.gate_up) };
+    let down = Matrix { ptr: f.gpu.down, rows: (EXPERTS + 1) * HIDDEN, cols: EXPERT_DIM, fp8_scales: Some(s.down) };
+    let gu = gpu.alloc(gate_up.rows * gate_up.cols * 2).unwrap();
+    let dn = gpu.alloc(down.rows * down.cols * 2).unwrap();
+    crate::ops::linear::dequantize(gpu, &gate_up, gu.ptr()).unwrap();
+    crate::ops::linear::dequantize(gpu, &down, dn.ptr()).unwrap();
+    let bf16 = MoeGpu { gate_up: gu.ptr(), down: dn.ptr(), fp8_scales: None, int4_shared: None, ..f.gpu.clone() };
+    for (t, seed) in [(1usize, 31u64), (4, 32), (300, 33)] {
+        let x = input(seed, t);
+        let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
+        let out = gpu.alloc(t * HIDDEN * 4).unwrap();
+        moe_block(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), out.ptr()).unwrap();
+        let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
+        let dequantized = run_block(&bf16, t, true, &x);
+        assert_close(&format!("FP8 grouped vs dequantised bf16 grouped, t={t}"), &got, &dequantized, 1e-6);
+        let want = moe_forward(&f.cfg, &f.cpu, None, &x);
+        check_against_cpu(f, &format!("moe_block FP8 t={t} (grouped)"), &got, &want, &x, 1e-2);
+    }
+    let scratch = Scratch::new(gpu, 2).unwrap();
+    let err = moe_block_path(gpu, &f.gpu, 0, 2, &scratch, 0, false).unwrap_err();
+    assert!(err.to_string().contains("FP8"), "{err}");
+}
+
+/// The mixer's output projection the decode tests fold in: w bf16 [2048, 4096], y bf16
+/// [4096], on the GPU, and h + w·y on the CPU for a given h.
+struct MixerFixture {
+    _w: crate::runtime::DevBuf, // the memory behind w_o
+    w_o: Matrix,
+    y: crate::runtime::DevBuf,
+    w_f32: Vec<f32>,
+    y_f32: Vec<f32>,
+}
+
+impl MixerFixture {
+    fn new() -> Self {
+        let gpu = gpu();
+        let w_f32 = round_bf16(&random(23, HIDDEN * MIXER_OUT, (3.0 / MIXER_OUT as f32).sqrt()));
+        let y_f32 = round_bf16(&random(24, MIXER_OUT, 1.0));
+        let (w, y) = (gpu.upload(&bf16_bytes(&w_f32)).unwrap(), gpu.upload(&bf16_bytes(&y_f32)).unwrap());
+        let w_o = Matrix::bf16(w.ptr(), HIDDEN, MIXER_OUT);
+        MixerFixture { _w: w, w_o, y, w_f32, y_f32 }
+    }
+
+    fn out(&self) -> MixerOut<'_> {
+        MixerOut { w: &self.w_o, y: self.y.ptr() }
+    }
+
+    fn added_to(&self, h: &[f32]) -> Vec<f32> {
+        h.iter()
+            .zip(self.w_f32.chunks(MIXER_OUT))
+            .map(|(hv, row)| hv + row.iter().zip(&self.y_f32).map(|(a, b)| a * b).sum::<f32>())
+            .collect()
+    }
+}
+
+/// The end of a decode step's layer — out_proj added to h, then the MoE — fused (one
+/// persistent kernel) and as four kernels (the output projection's GEMV accumulating into h;
+/// input norm, router product and routing in one; the residual add in the down GEMV), against
+/// the CPU: h1 = h + W_o·y, h1 + MoE(RMSNorm(h1)), and against each other bit for bit. Three
+/// rounds: every launch must leave the ticket at zero and the barrier's count a multiple of
+/// the grid.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_decode_matches_cpu() {
+    let gpu = gpu();
+    let f = fixture();
+    let mixer = MixerFixture::new();
+    let h = random(21, HIDDEN, 2.0);
+    let h1 = mixer.added_to(&h);
+    let norm_w = random(22, HIDDEN, 0.3);
+    let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
+    assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
+    let mut want = h1.clone();
+    solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, None, &x));
+    let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+    let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
+    let scratch = Scratch::new(gpu, 1).unwrap();
+    poison_scratch(&scratch);
+    for round in 0..3 {
+        let hb = gpu.upload_f32(&h).unwrap();
+        moe_decode(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+        let fused = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
+        assert_close(&format!("moe_decode, launch {round}"), &fused, &want, 1e-4);
+        let hb = gpu.upload_f32(&h).unwrap();
+        moe_decode_kernels(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, 1, &scratch).unwrap();
+        let kernels = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
+        assert_close(&format!("moe_decode_kernels, launch {round}"), &kernels, &want, 1e-4);
+        let same = fused.iter().zip(&kernels).filter(|(a, b)| a.to_bits() == b.to_bits()).count();
+        assert_eq!(
+            same,
+            HIDDEN,
+            "launch {round}: the fused kernel and the four kernels differ in {} of {HIDDEN} bits",
+            HIDDEN - same
+        );
+    }
+}
+
+/// The four-kernel form for t tokens (their own h and y rows) gives
+/// each token the bits `moe_decode` gives it alone; twice, so the ticket is left at zero.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_decode_kernels_for_tokens_equal_one_token_launches() {
+    let gpu = gpu();
+    let f = fixture();
+    let mixer = MixerFixture::new();
+    let norm_w = random(22, HIDDEN, 0.3);
+    let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+    let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
+    let scratch = Scratch::new(gpu, 8).unwrap();
+    for t in [1usize, 3, 8] {
+        let h = random(30 + t as u64, t * HIDDEN, 2.0);
+        let y = round_bf16(&random(40 + t as u64, t * MIXER_OUT, 1.0));
+        let yb = gpu.upload(&bf16_bytes(&y)).unwrap();
+        let mut alone = Vec::new();
+        for i in 0..t {
+            let hb = gpu.upload_f32(&h[i * HIDDEN..][..HIDDEN]).unwrap();
+            let out = MixerOut { w: &mixer.w_o, y: yb.ptr() + (i * MIXER_OUT * 2) as u64 };
+            moe_decode(gpu, out, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+            alone.extend(gpu.download_f32(hb.ptr(), HIDDEN).unwrap());
+        }
+        for round in 0..2 {
+            let hb = gpu.upload_f32(&h).unwrap();
+            let out = MixerOut { w: &mixer.w_o, y: yb.ptr() };
+            moe_decode_kernels(gpu, out, &f.gpu, hb.ptr(), &norm, 1e-6, t, &scratch).unwrap();
+            let got = gpu.download_f32(hb.ptr(), t * HIDDEN).unwrap();
+            for i in 0..t {
+                let (g, a) = (&got[i * HIDDEN..][..HIDDEN], &alone[i * HIDDEN..][..HIDDEN]);
+                let differ = g.iter().zip(a).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+                assert_eq!(differ, 0, "{t} tokens, round {round}, token {i}: {differ} of {HIDDEN} values differ");
+            }
+        }
+    }
+}
+
+/// The FP8 form of the decode step's MoE kernel (W_o and the experts e4m3 with block scales,
+/// the router bf16) against the CPU over the dequantised weights, over three launches.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_decode_fp8_matches_cpu() {
+    if !fp8_runs_here() {
+        return;
+    }
+    let gpu = gpu();
+    let f = fixture_fp8();
+    let w_o = Tensor::quantize_fp8(HIDDEN, MIXER_OUT, &random(23, HIDDEN * MIXER_OUT, (3.0 / MIXER_OUT as f32).sqrt()));
+    let y = round_bf16(&random(24, MIXER_OUT, 1.0));
+    let mut up = Uploader::new(gpu).unwrap();
+    let w_o_gpu = up.matrix(&w_o).unwrap();
+    let _bufs = up.finish().unwrap();
+    let yb = gpu.upload(&bf16_bytes(&y)).unwrap();
+    let mixer = MixerOut { w: &w_o_gpu, y: yb.ptr() };
+    let h = random(21, HIDDEN, 2.0);
+    let mut h1 = h.clone();
+    solo_cpu::ops::add_in_place(&mut h1, &solo_cpu::ops::matmul(&y, &w_o));
+    let norm_w = random(22, HIDDEN, 0.3);
+    let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
+    assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
+    let mut want = h1.clone();
+    solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, None, &x));
+    let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+    let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
+    let scratch = Scratch::new(gpu, 1).unwrap();
+    poison_scratch(&scratch);
+    for round in 0..3 {
+        let hb = gpu.upload_f32(&h).unwrap();
+        moe_decode(gpu, MixerOut { ..mixer }, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+        let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
+        assert_close(&format!("moe_decode FP8, launch {round}"), &got, &want, FP8_TOL);
+    }
+}
+
+/// `fixture()`'s layer with its routed experts rounded to int4 (groups of 128, f16 scales; the
+/// GPTQ-Int4 release's shape), the router and the shared expert bf16 as they were. Every
+/// third expert gets zero points 6..=10 and 16 (asymmetric formats, GPTQ v1's +1), so both
+/// forms of the group word are exercised. Uploaded through `MoeGpu::upload`, as a checkpoint's.
+fn fixture_int4() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        use crate::int4::{quantize_symmetric, GROUP};
+        use solo_model::int4::GroupQuant;
+        let bf = fixture();
+        let q = |t: &Tensor, e: usize| {
+            let (rows, cols) = (t.shape[0], t.shape[1]);
+            let (packed, scales, _) = quantize_symmetric(&t.to_f32(), rows, cols);
+            let zeros = e
+                .is_multiple_of(3)
+                .then(|| (0..scales.len()).map(|i| if i % 7 == 0 { 16 } else { 6 + (i % 5) as u8 }).collect());
+            Tensor::from_int4(rows, cols, &packed, GroupQuant { group: GROUP, scales, zeros, perm: None })
+        };
+        let qe = |(i, e): (usize, &ExpertWeights)| ExpertWeights {
+            gate: q(&e.gate, i),
+            up: q(&e.up, i),
+            down: q(&e.down, i),
+        };
+        let mut experts: Vec<Option<ExpertWeights>> = (0..EXPERTS).map(|_| None).collect();
+        std::thread::scope(|s| {
+            for (c, (part, src)) in experts.chunks_mut(16).zip(bf.cpu.experts.chunks(16)).enumerate() {
+                s.spawn(move || {
+                    part.iter_mut()
+                        .zip(src.iter().enumerate())
+                        .for_each(|(slot, (j, e))| *slot = Some(qe((16 * c + j, e))))
+                });
+            }
+        });
+        let cpu = MoeWeights {
+            router: bf.cpu.router.clone(),
+            experts: experts.into_iter().map(|e| e.unwrap()).collect(),
+            shared_expert: ExpertWeights {
+                gate: bf.cpu.shared_expert.gate.clone(),
+                up: bf.cpu.shared_expert.up.clone(),
+                down: bf.cpu.shared_expert.down.clone(),
+            },
+            shared_expert_gate: bf.cpu.shared_expert_gate.clone(),
+        };
+        let mut up = Uploader::new(gpu()).unwrap();
+        let gpu_w = MoeGpu::upload(&mut up, &cpu).unwrap();
+        assert!(gpu_w.int4_shared.is_some() && gpu_w.fp8_scales.is_none());
+        std::mem::forget(up.finish().unwrap());
+        Fixture { cfg: bf.cfg.clone(), cpu, gpu: gpu_w }
+    })
+}
+
+/// The int4 grouped GEMMs (prefill, and every token count: int4 experts have no GEMV path)
+/// against the CPU on the dequantised experts.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_block_int4_matches_cpu() {
+    let gpu = gpu();
+    let f = fixture_int4();
+    for (t, seed) in [(1usize, 41u64), (4, 42), (300, 43)] {
+        let x = input(seed, t);
+        let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
+        let out = gpu.alloc(t * HIDDEN * 4).unwrap();
+        moe_block(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), out.ptr()).unwrap();
+        let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
+        let want = moe_forward(&f.cfg, &f.cpu, None, &x);
+        check_against_cpu(f, &format!("moe_block int4 t={t} (grouped)"), &got, &want, &x, 1e-2);
+    }
+    let err = moe_block_path(gpu, &f.gpu, 0, 2, &Scratch::new(gpu, 2).unwrap(), 0, false).unwrap_err();
+    assert!(err.to_string().contains("bf16 experts"), "{err}");
+}
+
+/// The int4 form of the decode step's MoE kernel (W_o, router and shared expert bf16) against
+/// the CPU over the dequantised experts, over three launches.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_decode_int4_matches_cpu() {
+    let gpu = gpu();
+    let f = fixture_int4();
+    let mixer = MixerFixture::new();
+    let h = random(21, HIDDEN, 2.0);
+    let h1 = mixer.added_to(&h);
+    let norm_w = random(22, HIDDEN, 0.3);
+    let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
+    assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
+    let mut want = h1.clone();
+    solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, None, &x));
+    let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+    let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
+    let scratch = Scratch::new(gpu, 1).unwrap();
+    poison_scratch(&scratch);
+    for round in 0..3 {
+        let hb = gpu.upload_f32(&h).unwrap();
+        moe_decode(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+        let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
+        assert_close(&format!("moe_decode int4, launch {round}"), &got, &want, FP8_TOL);
+    }
+}
+
+#[test]
+fn layout_fits_scratch_words() {
+    for t in [1usize, 2, 5, 64, 300, 4096] {
+        let max_tiles = (t * TOP_K).div_ceil(TILE_ROWS) + EXPERTS + t.div_ceil(TILE_ROWS);
+        let words = t * (EXPERTS + 3 * SLOTS) + 3 * 260 + 4 + 4 * max_tiles + 12;
+        assert!(words <= t * SCRATCH_WIDTH, "t={t}");
+        // Prefill activations: bf16 [t·9, 512] in 4-byte words.
+        assert!(t * SLOTS * EXPERT_DIM / 2 <= t * SCRATCH_WIDTH);
+    }
+}
+
+// The grouped GEMMs' shared memory fits an H200 block (227 KiB with the opt-in).
+const _: () = assert!(gemm_shared(3, false) <= 113 * 1024 && gemm_shared(3, true) <= 113 * 1024);
+const _: () = assert!(gemm_shared(2, false) <= 99 * 1024 && gemm_shared(2, true) <= 99 * 1024);
