@@ -150,6 +150,13 @@ enum Role {
     /// Makes a subject someone's own; `true`: a possessive ("my"), which also binds a document.
     Anchor(f32, bool),
     Know,
+    /// A pet ("cat", "perro"): a general-knowledge cue, and with a possessive before it ("my
+    /// cat") the text is about the animal.
+    Pet,
+    /// An everyday object or task ("recipe", "Kartoffeln", "fregadero", "road trip").
+    Everyday,
+    /// A word of loss ("died", "mort"): an everyday word does not silence the model.
+    Loss,
     Meta,
     Paste,
     /// A word that is itself, not another listed word inflected ("essayer" is not "essay" + "er").
@@ -267,6 +274,9 @@ struct Words {
     lines: usize,
     /// Whether the last `classify_in` saw a writing, fiction or professional cue.
     meta: bool,
+    /// Whether the last `classify_in` found the text about an everyday object or a pet and no
+    /// category word bound to a person (`Topics::everyday`): the model alone does not flag it.
+    everyday: bool,
     /// The last `classify_in`'s strongest category score (before the threshold).
     best: f32,
     /// The last `classify_in`'s heaviest category word, bound or not, and its strongest anchor.
@@ -746,6 +756,12 @@ impl Topics {
                 let lexicon = s.words.best;
                 if found.is_empty() && !s.words.meta {
                     let (p, mut topics) = model(s);
+                    // An everyday object or a pet, and no category word of the lexicon's: the
+                    // model's guess rests on the phrasing alone (the text stays in the judge's
+                    // band by the model's score).
+                    if s.words.everyday {
+                        topics.clear();
+                    }
                     // The second opinion, trained on more everyday requests: both must agree.
                     if !topics.is_empty() {
                         let veto = TopicModel::veto();
@@ -770,6 +786,7 @@ impl Topics {
         found.clear();
         let Found { terms, anchors, possessives, know, pastes, docs } = &mut found;
         let mut meta = false;
+        let (mut everyday, mut loss, mut pet) = (false, false, false);
         let mut i = 0;
         while i < w.list.len() {
             let Some((len, roles)) = self.at(w, i) else {
@@ -793,6 +810,17 @@ impl Topics {
                     }
                     Role::Anchor(..) => {}
                     Role::Know => know.push(i),
+                    Role::Pet => {
+                        know.push(i);
+                        // "my cat", "mi gato", "meine alte Katze", "mon petit chien".
+                        let owned = |p: usize| {
+                            matches!(self.word(w.text(p)), Some(r) if r.iter().any(|r| matches!(r, Role::Anchor(_, true))))
+                        };
+                        let same = |p: usize| w.list[p].sentence == w.list[i].sentence;
+                        pet |= (1..=2).any(|d| i >= d && same(i - d) && owned(i - d));
+                    }
+                    Role::Everyday => everyday = true,
+                    Role::Loss => loss = true,
                     Role::Meta => meta = true,
                     Role::Paste => pastes.push(i + len - 1),
                     Role::Plain => {}
@@ -929,6 +957,9 @@ impl Topics {
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.kind.cmp(&b.kind)));
         w.found = found;
         w.meta = meta;
+        // An everyday object with no category word at all, or "my cat" with none bound to the
+        // person: what the text is about is known, and it is not a person's private matter.
+        w.everyday = !loss && (everyday && w.raw == 0.0 || pet && w.best < THRESHOLD);
         out
     }
 }
@@ -969,6 +1000,9 @@ fn section(head: &str) -> Result<Vec<Role>, String> {
         "ANCHOR" => vec![Role::Anchor(number(arg)?, false)],
         "POSSESSIVE" => vec![Role::Anchor(number(arg)?, true)],
         "KNOW" => vec![Role::Know],
+        "PET" => vec![Role::Pet],
+        "EVERYDAY" => vec![Role::Everyday],
+        "LOSS" => vec![Role::Loss],
         "META" => vec![Role::Meta],
         "PASTE" => vec![Role::Paste],
         "PLAIN" => vec![Role::Plain],
