@@ -157,6 +157,8 @@ enum Role {
     Everyday,
     /// A word of loss ("died", "mort"): an everyday word does not silence the model.
     Loss,
+    /// "In general", "allgemein": a general-knowledge cue for its whole sentence.
+    General,
     Meta,
     Paste,
     /// A word that is itself, not another listed word inflected ("essayer" is not "essay" + "er").
@@ -240,6 +242,8 @@ struct Found {
     anchors: Vec<(usize, usize, f32)>,
     possessives: Vec<usize>,
     know: Vec<usize>,
+    /// The sentences with a `Role::General` cue.
+    general: Vec<u32>,
     pastes: Vec<usize>,
     docs: Vec<(usize, usize)>,
 }
@@ -250,6 +254,7 @@ impl Found {
         self.anchors.clear();
         self.possessives.clear();
         self.know.clear();
+        self.general.clear();
         self.pastes.clear();
         self.docs.clear();
     }
@@ -784,7 +789,7 @@ impl Topics {
         // (The lists are the scratch's, kept from text to text: no allocation for them.)
         let mut found = std::mem::take(&mut w.found);
         found.clear();
-        let Found { terms, anchors, possessives, know, pastes, docs } = &mut found;
+        let Found { terms, anchors, possessives, know, general, pastes, docs } = &mut found;
         let mut meta = false;
         let (mut everyday, mut loss, mut pet) = (false, false, false);
         let mut i = 0;
@@ -821,6 +826,10 @@ impl Topics {
                     }
                     Role::Everyday => everyday = true,
                     Role::Loss => loss = true,
+                    Role::General => {
+                        know.push(i);
+                        general.push(w.list[i].sentence);
+                    }
                     Role::Meta => meta = true,
                     Role::Paste => pastes.push(i + len - 1),
                     Role::Plain => {}
@@ -901,7 +910,7 @@ impl Topics {
                 } else {
                     0.65
                 };
-                if same && know.iter().any(|&k| k > from && k < to) {
+                if same && (know.iter().any(|&k| k > from && k < to) || general.contains(&sentence)) {
                     b *= 0.3;
                 }
                 if meta && d > 3 {
@@ -1003,6 +1012,7 @@ fn section(head: &str) -> Result<Vec<Role>, String> {
         "PET" => vec![Role::Pet],
         "EVERYDAY" => vec![Role::Everyday],
         "LOSS" => vec![Role::Loss],
+        "GENERAL" => vec![Role::General],
         "META" => vec![Role::Meta],
         "PASTE" => vec![Role::Paste],
         "PLAIN" => vec![Role::Plain],
