@@ -818,9 +818,7 @@ impl Topics {
                     Role::Pet => {
                         know.push(i);
                         // "my cat", "mi gato", "meine alte Katze", "mon petit chien".
-                        let owned = |p: usize| {
-                            matches!(self.word(w.text(p)), Some(r) if r.iter().any(|r| matches!(r, Role::Anchor(_, true))))
-                        };
+                        let owned = |p: usize| matches!(self.word(w.text(p)), Some(r) if r.iter().any(|r| matches!(r, Role::Anchor(_, true))));
                         let same = |p: usize| w.list[p].sentence == w.list[i].sentence;
                         pet |= (1..=2).any(|d| i >= d && same(i - d) && owned(i - d));
                     }

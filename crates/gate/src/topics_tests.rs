@@ -199,3 +199,39 @@ fn a_pet_between_the_owner_and_the_symptom_unbinds_them() {
     assert_eq!(found("I vomit every morning and feel dizzy."), ["HEALTH"]);
     assert!(found("¿Cómo puedo sumar una columna en Excel?").is_empty(), "sumar: to add");
 }
+
+#[test]
+fn an_everyday_object_or_a_pet_is_not_flagged_by_the_model_alone() {
+    // The learned model alone flags each of these on its first-person phrasing (issue #42, fifth
+    // round); the lexicon knows what they are about: an everyday object, a pet.
+    let model = Topics::with_mode(Mode::Model);
+    for text in [
+        "my kitten keeps sneezing, is that normal?",
+        "Tengo patatas, cebolla y huevos, ¿qué cocino esta noche?",
+        "Ich habe Kartoffeln, Zwiebeln und Eier, was koche ich heute?",
+        "J'ai des pommes de terre, des oignons et des oeufs, je cuisine quoi ce soir ?",
+        "my brother and I want to build a treehouse this summer",
+    ] {
+        assert!(!model.classify(text, &[]).is_empty(), "the model alone: {text}");
+        assert!(found(text).is_empty(), "{text}");
+        // Still in the judge's band by the model's score.
+        assert!(Topics::shipped().assess(text, &[]).unsure(), "{text}");
+    }
+    // A word of loss keeps the model's say; a category word keeps the lexicon's.
+    assert_eq!(found("since my dog died I stopped eating and I cry all day"), ["HEALTH"]);
+    assert!(found("I have chicken and rice but my Crohn's flares up after dinner").contains(&"HEALTH"));
+}
+
+#[test]
+fn words_that_are_other_words_first() {
+    assert!(found("How do I kill a child process in Node when the parent exits?").is_empty());
+    assert!(found("Our technical debt is piling up; my team wants a refactoring sprint.").is_empty());
+    // (The lexicon's: the learned model reads "ich glaube" as faith too.)
+    assert!(Topics::with_mode(Mode::Lexicon).classify("Ich glaube, dass mein Zug um 10 fährt.", &[]).is_empty());
+    assert_eq!(found("ich glaube an Gott und gehe jeden Sonntag in die Kirche"), ["RELIGION"]);
+    assert!(found("Plan a birthday dinner for my wife, budget around 120 dollars").is_empty());
+    assert!(found("I owe $4,000 on my credit card and can't pay it").contains(&"FINANCE"));
+    assert!(found("Wie lese ich eine Gehaltsabrechnung allgemein?").is_empty());
+    assert!(found("Meine Gehaltsabrechnung ist falsch, was tun?").contains(&"FINANCE"));
+    assert_eq!(found("nos van a desahuciar el lunes"), ["LEGAL"]);
+}
