@@ -235,3 +235,11 @@ fn words_that_are_other_words_first() {
     assert!(found("Meine Gehaltsabrechnung ist falsch, was tun?").contains(&"FINANCE"));
     assert_eq!(found("nos van a desahuciar el lunes"), ["LEGAL"]);
 }
+
+#[test]
+fn a_lost_appetite_keeps_the_models_say_beside_an_everyday_word() {
+    // "cuisine" is an everyday word, but "ne mange plus" is a symptom's (weak) word.
+    let text = "depuis que mon mari est parti je ne cuisine plus et je ne mange plus";
+    assert!(!found(text).is_empty(), "{text}");
+    assert_eq!(found("I have chicken pox and I itch everywhere"), ["HEALTH"]);
+}
