@@ -106,6 +106,10 @@ pub struct Topic {
 /// A category is reported from this score up.
 pub const THRESHOLD: f32 = 0.55;
 
+/// The longest text (in words) that an everyday object or a pet keeps from the learned model's
+/// flag alone (`[EVERYDAY]`, `[PET]` in data/topics.txt).
+const EVERYDAY_WORDS: usize = 64;
+
 /// Two or more categories, each short of `THRESHOLD`, whose scores together reach this report the
 /// strongest of them.
 pub const COMBINED: f32 = 0.6;
@@ -965,8 +969,10 @@ impl Topics {
         w.found = found;
         w.meta = meta;
         // An everyday object with no category word at all, or "my cat" with none bound to the
-        // person: what the text is about is known, and it is not a person's private matter.
-        w.everyday = !loss && (everyday && w.raw == 0.0 || pet && w.best < THRESHOLD);
+        // person: what the text is about is known, and it is not a person's private matter. Only
+        // in a request's length: in a long text (an agent's system prompt, a tool's result) an
+        // everyday word says little of the rest.
+        w.everyday = !loss && w.list.len() <= EVERYDAY_WORDS && (everyday && w.raw == 0.0 || pet && w.best < THRESHOLD);
         out
     }
 }

@@ -243,3 +243,18 @@ fn a_lost_appetite_keeps_the_models_say_beside_an_everyday_word() {
     assert!(!found(text).is_empty(), "{text}");
     assert_eq!(found("I have chicken pox and I itch everywhere"), ["HEALTH"]);
 }
+
+#[test]
+fn an_everyday_word_in_a_long_text_does_not_silence_the_model() {
+    // Past `EVERYDAY_WORDS` words (an agent's system prompt, a tool's result), the rule is off.
+    let short = "my brother and I want to build a treehouse this summer";
+    assert!(found(short).is_empty());
+    let filler = " Reply in a friendly tone and keep answers short.".repeat(8);
+    let long = format!("{short}.{filler}");
+    let t = Topics::shipped();
+    let mut s = Scratch::default();
+    t.classify_in(&long, &[], 0.0, &mut s.words);
+    assert!(s.words.list.len() > EVERYDAY_WORDS && !s.words.everyday);
+    t.classify_in(short, &[], 0.0, &mut s.words);
+    assert!(s.words.everyday);
+}
