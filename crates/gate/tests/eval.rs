@@ -172,7 +172,7 @@ fn everyday_requests_of_issue_42() {
 /// The fifth round's held-out sets (scripts/gate/heldout_r5.py), written and committed before any
 /// change of that round. Everyday (160, four languages, many with health, money, law or politics
 /// words in another sense): 11 kept local (6.9 %) before the round, 8 (5.0 %) after its changes
-/// made without looking at this set's misses, 4 (2.5 %) after the causes of those misses were
+/// made without looking at this set's misses, 3 (1.9 %) after the causes of those misses were
 /// fixed too (so no longer blind). Private (96, four languages, first and third person): 79 kept
 /// local (0.823) before and after (short of the issue's 0.95; not tuned on).
 #[test]
@@ -180,7 +180,7 @@ fn the_fifth_rounds_held_out_sets() {
     let r = evaluate(&Detector::new(), &corpus("topics_everyday_r5.jsonl"));
     let t = &r.topics;
     assert_eq!(t.everyday_flagged.of, 160);
-    assert!(t.everyday_flagged.hit <= 4, "{}", r.table());
+    assert!(t.everyday_flagged.hit <= 3, "{}", r.table());
     let r = evaluate(&Detector::new(), &corpus("topics_private_r5.jsonl"));
     let t = &r.topics;
     assert_eq!(t.kept_local.of, 96);
