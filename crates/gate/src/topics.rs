@@ -106,6 +106,10 @@ pub struct Topic {
 /// A category is reported from this score up.
 pub const THRESHOLD: f32 = 0.55;
 
+/// The longest text (in words) that an everyday object or a pet keeps from the learned model's
+/// flag alone (`[EVERYDAY]`, `[PET]` in data/topics.txt).
+const EVERYDAY_WORDS: usize = 64;
+
 /// Two or more categories, each short of `THRESHOLD`, whose scores together reach this report the
 /// strongest of them.
 pub const COMBINED: f32 = 0.6;
@@ -150,6 +154,15 @@ enum Role {
     /// Makes a subject someone's own; `true`: a possessive ("my"), which also binds a document.
     Anchor(f32, bool),
     Know,
+    /// A pet ("cat", "perro"): a general-knowledge cue, and with a possessive before it ("my
+    /// cat") the text is about the animal.
+    Pet,
+    /// An everyday object or task ("recipe", "Kartoffeln", "fregadero", "road trip").
+    Everyday,
+    /// A word of loss ("died", "mort"): an everyday word does not silence the model.
+    Loss,
+    /// "In general", "allgemein": a general-knowledge cue for its whole sentence.
+    General,
     Meta,
     Paste,
     /// A word that is itself, not another listed word inflected ("essayer" is not "essay" + "er").
@@ -233,6 +246,8 @@ struct Found {
     anchors: Vec<(usize, usize, f32)>,
     possessives: Vec<usize>,
     know: Vec<usize>,
+    /// The sentences with a `Role::General` cue.
+    general: Vec<u32>,
     pastes: Vec<usize>,
     docs: Vec<(usize, usize)>,
 }
@@ -243,6 +258,7 @@ impl Found {
         self.anchors.clear();
         self.possessives.clear();
         self.know.clear();
+        self.general.clear();
         self.pastes.clear();
         self.docs.clear();
     }
@@ -267,6 +283,9 @@ struct Words {
     lines: usize,
     /// Whether the last `classify_in` saw a writing, fiction or professional cue.
     meta: bool,
+    /// Whether the last `classify_in` found the text about an everyday object or a pet and no
+    /// category word bound to a person (`Topics::everyday`): the model alone does not flag it.
+    everyday: bool,
     /// The last `classify_in`'s strongest category score (before the threshold).
     best: f32,
     /// The last `classify_in`'s heaviest category word, bound or not, and its strongest anchor.
@@ -746,6 +765,12 @@ impl Topics {
                 let lexicon = s.words.best;
                 if found.is_empty() && !s.words.meta {
                     let (p, mut topics) = model(s);
+                    // An everyday object or a pet, and no category word of the lexicon's: the
+                    // model's guess rests on the phrasing alone (the text stays in the judge's
+                    // band by the model's score).
+                    if s.words.everyday {
+                        topics.clear();
+                    }
                     // The second opinion, trained on more everyday requests: both must agree.
                     if !topics.is_empty() {
                         let veto = TopicModel::veto();
@@ -768,8 +793,9 @@ impl Topics {
         // (The lists are the scratch's, kept from text to text: no allocation for them.)
         let mut found = std::mem::take(&mut w.found);
         found.clear();
-        let Found { terms, anchors, possessives, know, pastes, docs } = &mut found;
+        let Found { terms, anchors, possessives, know, general, pastes, docs } = &mut found;
         let mut meta = false;
+        let (mut everyday, mut loss, mut pet) = (false, false, false);
         let mut i = 0;
         while i < w.list.len() {
             let Some((len, roles)) = self.at(w, i) else {
@@ -793,6 +819,19 @@ impl Topics {
                     }
                     Role::Anchor(..) => {}
                     Role::Know => know.push(i),
+                    Role::Pet => {
+                        know.push(i);
+                        // "my cat", "mi gato", "meine alte Katze", "mon petit chien".
+                        let owned = |p: usize| matches!(self.word(w.text(p)), Some(r) if r.iter().any(|r| matches!(r, Role::Anchor(_, true))));
+                        let same = |p: usize| w.list[p].sentence == w.list[i].sentence;
+                        pet |= (1..=2).any(|d| i >= d && same(i - d) && owned(i - d));
+                    }
+                    Role::Everyday => everyday = true,
+                    Role::Loss => loss = true,
+                    Role::General => {
+                        know.push(i);
+                        general.push(w.list[i].sentence);
+                    }
                     Role::Meta => meta = true,
                     Role::Paste => pastes.push(i + len - 1),
                     Role::Plain => {}
@@ -873,7 +912,7 @@ impl Topics {
                 } else {
                     0.65
                 };
-                if same && know.iter().any(|&k| k > from && k < to) {
+                if same && (know.iter().any(|&k| k > from && k < to) || general.contains(&sentence)) {
                     b *= 0.3;
                 }
                 if meta && d > 3 {
@@ -929,6 +968,11 @@ impl Topics {
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.kind.cmp(&b.kind)));
         w.found = found;
         w.meta = meta;
+        // An everyday object with no category word at all, or "my cat" with none bound to the
+        // person: what the text is about is known, and it is not a person's private matter. Only
+        // in a request's length: in a long text (an agent's system prompt, a tool's result) an
+        // everyday word says little of the rest.
+        w.everyday = !loss && w.list.len() <= EVERYDAY_WORDS && (everyday && w.raw == 0.0 || pet && w.best < THRESHOLD);
         out
     }
 }
@@ -969,6 +1013,10 @@ fn section(head: &str) -> Result<Vec<Role>, String> {
         "ANCHOR" => vec![Role::Anchor(number(arg)?, false)],
         "POSSESSIVE" => vec![Role::Anchor(number(arg)?, true)],
         "KNOW" => vec![Role::Know],
+        "PET" => vec![Role::Pet],
+        "EVERYDAY" => vec![Role::Everyday],
+        "LOSS" => vec![Role::Loss],
+        "GENERAL" => vec![Role::General],
         "META" => vec![Role::Meta],
         "PASTE" => vec![Role::Paste],
         "PLAIN" => vec![Role::Plain],

@@ -199,3 +199,62 @@ fn a_pet_between_the_owner_and_the_symptom_unbinds_them() {
     assert_eq!(found("I vomit every morning and feel dizzy."), ["HEALTH"]);
     assert!(found("¿Cómo puedo sumar una columna en Excel?").is_empty(), "sumar: to add");
 }
+
+#[test]
+fn an_everyday_object_or_a_pet_is_not_flagged_by_the_model_alone() {
+    // The learned model alone flags each of these on its first-person phrasing (issue #42, fifth
+    // round); the lexicon knows what they are about: an everyday object, a pet.
+    let model = Topics::with_mode(Mode::Model);
+    for text in [
+        "my kitten keeps sneezing, is that normal?",
+        "Tengo patatas, cebolla y huevos, ¿qué cocino esta noche?",
+        "Ich habe Kartoffeln, Zwiebeln und Eier, was koche ich heute?",
+        "J'ai des pommes de terre, des oignons et des oeufs, je cuisine quoi ce soir ?",
+        "my brother and I want to build a treehouse this summer",
+    ] {
+        assert!(!model.classify(text, &[]).is_empty(), "the model alone: {text}");
+        assert!(found(text).is_empty(), "{text}");
+        // Still in the judge's band by the model's score.
+        assert!(Topics::shipped().assess(text, &[]).unsure(), "{text}");
+    }
+    // A word of loss keeps the model's say; a category word keeps the lexicon's.
+    assert_eq!(found("since my dog died I stopped eating and I cry all day"), ["HEALTH"]);
+    assert!(found("I have chicken and rice but my Crohn's flares up after dinner").contains(&"HEALTH"));
+}
+
+#[test]
+fn words_that_are_other_words_first() {
+    assert!(found("How do I kill a child process in Node when the parent exits?").is_empty());
+    assert!(found("Our technical debt is piling up; my team wants a refactoring sprint.").is_empty());
+    // (The lexicon's: the learned model reads "ich glaube" as faith too.)
+    assert!(Topics::with_mode(Mode::Lexicon).classify("Ich glaube, dass mein Zug um 10 fährt.", &[]).is_empty());
+    assert_eq!(found("ich glaube an Gott und gehe jeden Sonntag in die Kirche"), ["RELIGION"]);
+    assert!(found("Plan a birthday dinner for my wife, budget around 120 dollars").is_empty());
+    assert!(found("I owe $4,000 on my credit card and can't pay it").contains(&"FINANCE"));
+    assert!(found("Wie lese ich eine Gehaltsabrechnung allgemein?").is_empty());
+    assert!(found("Meine Gehaltsabrechnung ist falsch, was tun?").contains(&"FINANCE"));
+    assert_eq!(found("nos van a desahuciar el lunes"), ["LEGAL"]);
+}
+
+#[test]
+fn a_lost_appetite_keeps_the_models_say_beside_an_everyday_word() {
+    // "cuisine" is an everyday word, but "ne mange plus" is a symptom's (weak) word.
+    let text = "depuis que mon mari est parti je ne cuisine plus et je ne mange plus";
+    assert!(!found(text).is_empty(), "{text}");
+    assert_eq!(found("I have chicken pox and I itch everywhere"), ["HEALTH"]);
+}
+
+#[test]
+fn an_everyday_word_in_a_long_text_does_not_silence_the_model() {
+    // Past `EVERYDAY_WORDS` words (an agent's system prompt, a tool's result), the rule is off.
+    let short = "my brother and I want to build a treehouse this summer";
+    assert!(found(short).is_empty());
+    let filler = " Reply in a friendly tone and keep answers short.".repeat(8);
+    let long = format!("{short}.{filler}");
+    let t = Topics::shipped();
+    let mut s = Scratch::default();
+    t.classify_in(&long, &[], 0.0, &mut s.words);
+    assert!(s.words.list.len() > EVERYDAY_WORDS && !s.words.everyday);
+    t.classify_in(short, &[], 0.0, &mut s.words);
+    assert!(s.words.everyday);
+}

@@ -118,7 +118,8 @@ fn shares(r: &Results) -> (f64, f64, f64) {
 fn the_blind_set() {
     // Measured at the end of the second round: lexicon 0.650 / 0 % / 0 %, model 0.762 / 1.7 % /
     // 10 %, combined 0.844 / 0 % / 2.5 % (the first round's: lexicon 0.600, combined 0.819); at
-    // the end of the fourth: lexicon 0.662, combined 0.850 / 0 % / 2.5 %.
+    // the end of the fourth: lexicon 0.662, combined 0.850 / 0 % / 2.5 %; after issue #42's fifth
+    // round combined 0.850 / 0 % / 0 %.
     let docs = corpus("topics_blind_test.jsonl");
     let count = |k: &str| docs.iter().filter(|d| d.kind.as_deref() == Some(k)).count();
     assert!(count("sensitive") >= 160 && count("general") >= 60 && count("everyday") >= 40);
@@ -128,7 +129,7 @@ fn the_blind_set() {
     assert!(k >= 0.74 && g <= 0.05 && e <= 0.125, "model: {k} {g} {e}");
     let r = run("topics_blind_test.jsonl", Mode::Combined);
     let (k, g, e) = shares(&r);
-    assert!(k >= 0.84 && g <= 0.02 && e <= 0.025, "combined: {k} {g} {e}\n{}", r.table());
+    assert!(k >= 0.84 && g <= 0.02 && e <= 0.0, "combined: {k} {g} {e}\n{}", r.table());
     for lang in ["en", "es", "de", "fr"] {
         let (k, _, _) = &r.topics.per_lang[lang];
         assert!(k.of == 40 && k.rate() >= 0.75, "{lang}: {}", k.rate());
@@ -214,6 +215,8 @@ fn the_r4_set() {
     // measured once more at the round's end, never tuned on. Measured then: lexicon 0.744 /
     // 1.6 % / 5.0 %, model 0.844 / 3.1 % / 17.5 %, combined 0.888 / 1.6 % / 13.8 % (before the
     // round: combined 0.881 / 1.6 % / 13.8 %, lexicon 0.738). Short of the issue's 0.95 and 1 %.
+    // After issue #42's fifth round: combined 0.894 / 1.6 % / 3.8 % (an everyday object or a pet
+    // and no category word is not the model's alone; amounts and budgets at 0.3).
     let docs = corpus("topics_r4_test.jsonl");
     let count = |k: &str| docs.iter().filter(|d| d.kind.as_deref() == Some(k)).count();
     assert!(count("sensitive") >= 160 && count("general") >= 64 && count("everyday") >= 80);
@@ -223,7 +226,7 @@ fn the_r4_set() {
     assert!(k >= 0.83 && g <= 0.05 && e <= 0.19, "model: {k} {g} {e}");
     let r = run("topics_r4_test.jsonl", Mode::Combined);
     let (k, g, e) = shares(&r);
-    assert!(k >= 0.875 && g <= 0.035 && e <= 0.15, "combined: {k} {g} {e}\n{}", r.table());
+    assert!(k >= 0.875 && g <= 0.035 && e <= 0.0375, "combined: {k} {g} {e}\n{}", r.table());
     for (lang, floor) in [("en", 0.85), ("es", 0.9), ("de", 0.825), ("fr", 0.875)] {
         let (k, _, _) = &r.topics.per_lang[lang];
         assert!(k.of == 40 && k.rate() >= floor, "{lang}: {}", k.rate());
