@@ -63,8 +63,8 @@ int main(int argc, char **argv) {
     solo_string_free(info);
 
     const char *request =
-        "{\"messages\": [{\"role\": \"user\", \"content\": \"What colour is the sky?\"}],"
-        " \"stream\": true, \"max_tokens\": 16, \"temperature\": 0}";
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"What color is the sky?\"}],"
+        " \"stream\": true, \"max_tokens\": 64, \"temperature\": 0}";
     struct tally tally = {0, 0};
     solo_request *req = NULL;
     if (check(solo_chat(engine, request, on_event, &tally, &req, &err), &err, "chat")) return 1;

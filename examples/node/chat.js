@@ -7,10 +7,10 @@ async function main() {
   const engine = await Engine.open(null, { backend: 'cpu' }); // null: the built-in demo checkpoint
   console.log(engine.info());
 
-  const reply = await engine.chat([{ role: 'user', content: 'What colour is the sky?' }], { max_tokens: 32 });
+  const reply = await engine.chat([{ role: 'user', content: 'What color is the sky?' }], { max_tokens: 64 });
   console.log(reply.choices[0].message.content, reply.usage);
 
-  const stream = await engine.chat([{ role: 'user', content: 'Name an animal.' }], { stream: true, max_tokens: 32 });
+  const stream = await engine.chat([{ role: 'user', content: 'Name an animal.' }], { stream: true, max_tokens: 64 });
   for await (const chunk of stream) process.stdout.write(chunk.choices[0].delta.content ?? '');
   process.stdout.write('\n');
 

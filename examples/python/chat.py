@@ -13,11 +13,11 @@ engine = solo.Engine(backend="cpu")  # no path: the built-in demo checkpoint
 print(engine.info)
 
 # %% A whole answer, OpenAI-shaped.
-reply = engine.chat([{"role": "user", "content": "What colour is the sky?"}], max_tokens=32)
+reply = engine.chat([{"role": "user", "content": "What color is the sky?"}], max_tokens=64)
 print(reply.choices[0].message.content, "|", reply.usage)
 
 # %% Streaming: chunks as they come.
-for chunk in engine.chat([{"role": "user", "content": "Name an animal."}], stream=True, max_tokens=32):
+for chunk in engine.chat([{"role": "user", "content": "Name an animal."}], stream=True, max_tokens=64):
     print(chunk.choices[0].delta.content or "", end="", flush=True)
 print()
 

@@ -4,7 +4,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 const { Engine, SoloError, gateCheck } = require('..');
 
-const ASK = [{ role: 'user', content: 'What colour is the sky?' }];
+const ASK = [{ role: 'user', content: 'What color is the sky?' }];
 
 test('the binding', async (t) => {
   const engine = await Engine.open(null, { backend: 'cpu' });

@@ -7,7 +7,7 @@ import pytest
 
 import solo
 
-ASK = [{"role": "user", "content": "What colour is the sky?"}]
+ASK = [{"role": "user", "content": "What color is the sky?"}]
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,6 @@
 import Solo
 
 let engine = try Engine(options: #"{"backend": "cpu"}"#)
-let request = #"{"messages": [{"role": "user", "content": "What colour is the sky?"}], "stream": true, "max_tokens": 16}"#
+let request = #"{"messages": [{"role": "user", "content": "What color is the sky?"}], "stream": true, "max_tokens": 64}"#
 try engine.chat(request) { chunk in print(chunk) }
 print(try engine.gateCheck("mail jane.doe@example.com"))

@@ -132,7 +132,7 @@ fn streaming_delay(dir: &Path, config: &ModelConfig, requests: usize) -> Result<
 
 fn main() -> Result<()> {
     let rounds: usize = std::env::args().nth(1).map_or(Ok(300), |s| s.parse())?;
-    let messages = json!([{"role": "user", "content": "What colour is the sky?"}]);
+    let messages = json!([{"role": "user", "content": "What color is the sky?"}]);
     let request = json!({"messages": messages, "max_tokens": 1, "temperature": 0}).to_string();
     let options = || Options { backend: solo::Backend::Cpu, cache_mb: 0, ..Options::default() };
     let engine = Engine::open(None, options())?;

@@ -6,9 +6,6 @@
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
-/// Bump when anything written here changes, so old caches are not reused.
-const VERSION: &str = "demo-v3";
-
 /// The trained weights (bf16, `mtp.*` included), their config, and the sampling defaults
 /// (fixtures/demo/: tiny-a's, at temperature 0.3, where this small a model stays on its facts).
 const MODEL_SAFETENSORS: &[u8] = include_bytes!("../../../fixtures/demo/model.safetensors");
@@ -21,14 +18,28 @@ const TOKENIZER_JSON: &str = include_str!("../../../fixtures/tiny-a/tokenizer.js
 const TOKENIZER_CONFIG_JSON: &str = include_str!("../../../fixtures/tiny-a/tokenizer_config.json");
 const CHAT_TEMPLATE: &str = include_str!("../../../fixtures/tiny-a/chat_template.jinja");
 
+/// The cache directory's name: `demo-` and a hash of every file written, so a changed demo is
+/// never read from an old cache.
+pub fn dir_name() -> String {
+    // FNV-1a, 64-bit: a name, not a security check.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, bytes) in files() {
+        for &b in name.as_bytes().iter().chain(bytes) {
+            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("demo-{h:016x}")
+}
+
 /// The demo checkpoint's directory, written first if needed (under `cache_root`).
 pub fn ensure(cache_root: &Path) -> Result<PathBuf> {
-    let dir = cache_root.join(VERSION);
+    let name = dir_name();
+    let dir = cache_root.join(&name);
     if dir.join("model.safetensors").exists() {
         return Ok(dir);
     }
     // Write into a fresh sibling and rename, so an interrupted first run never leaves half a checkpoint.
-    let tmp = cache_root.join(format!("{VERSION}.tmp-{}", std::process::id()));
+    let tmp = cache_root.join(format!("{name}.tmp-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     write(&tmp)?;
     match std::fs::rename(&tmp, &dir) {
@@ -44,16 +55,20 @@ pub fn ensure(cache_root: &Path) -> Result<PathBuf> {
 
 /// Writes the whole demo checkpoint into `dir`.
 pub fn write(dir: &Path) -> Result<()> {
-    let files: [(&str, &[u8]); 6] = [
+    for (name, bytes) in files() {
+        std::fs::write(dir.join(name), bytes).with_context(|| format!("cannot write {}", dir.join(name).display()))?;
+    }
+    Ok(())
+}
+
+/// The checkpoint's files: name and bytes.
+fn files() -> [(&'static str, &'static [u8]); 6] {
+    [
         ("config.json", CONFIG_JSON.as_bytes()),
         ("generation_config.json", GENERATION_CONFIG_JSON.as_bytes()),
         ("tokenizer.json", TOKENIZER_JSON.as_bytes()),
         ("tokenizer_config.json", TOKENIZER_CONFIG_JSON.as_bytes()),
         ("chat_template.jinja", CHAT_TEMPLATE.as_bytes()),
         ("model.safetensors", MODEL_SAFETENSORS),
-    ];
-    for (name, bytes) in files {
-        std::fs::write(dir.join(name), bytes).with_context(|| format!("cannot write {}", dir.join(name).display()))?;
-    }
-    Ok(())
+    ]
 }

@@ -11,8 +11,8 @@
 //!
 //! // None: the built-in demo checkpoint (a tiny model, written to the cache on first use).
 //! let engine = Engine::open(None, Options::default())?;
-//! let request = r#"{"messages": [{"role": "user", "content": "What colour is the sky?"}],
-//!                   "stream": true, "max_tokens": 8, "temperature": 0}"#;
+//! let request = r#"{"messages": [{"role": "user", "content": "What color is the sky?"}],
+//!                   "stream": true, "max_tokens": 64, "temperature": 0}"#;
 //! let mut text = String::new();
 //! for chunk in engine.chat(request)? {
 //!     let chunk: serde_json::Value = serde_json::from_str(&chunk?)?;

@@ -285,11 +285,13 @@ fn run_without_a_model_uses_the_demo_checkpoint() {
     let first = solo_env(&args, &env).ok();
     assert!(first.stderr.contains("demo checkpoint") && first.stderr.contains("tiny model"), "{}", first.stderr);
     summary(&first.stderr);
-    let weights = cache.path().join("demo-v3/model.safetensors");
+    let entries: Vec<_> =
+        std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert_eq!(entries, [solo::demo::dir_name()], "leftovers in the cache");
+    assert!(entries[0].starts_with("demo-"));
+    let weights = cache.path().join(&entries[0]).join("model.safetensors");
     assert!(weights.exists(), "no demo checkpoint in {}", cache.path().display());
     let written = std::fs::metadata(&weights).unwrap().modified().unwrap();
-    let entries: Vec<_> = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(entries, ["demo-v3"], "leftovers in the cache");
 
     let second = solo_env(&args, &env).ok();
     assert!(second.stderr.contains("tiny model"), "{}", second.stderr);

@@ -11,7 +11,7 @@ fn demo() -> Engine {
 }
 
 const ASK: &str =
-    r#"{"messages": [{"role": "user", "content": "What colour is the sky?"}], "max_tokens": 8, "temperature": 0}"#;
+    r#"{"messages": [{"role": "user", "content": "What color is the sky?"}], "max_tokens": 64, "temperature": 0}"#;
 
 fn content(answer: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(answer).unwrap();

@@ -19,8 +19,18 @@ fn prompt_tokens(stderr: &str) -> usize {
     line["solo: prompt ".len()..].split_whitespace().next().unwrap().parse().unwrap()
 }
 
-const RUN: [&str; 9] =
-    ["run", "--model", "fixtures/tiny-a", "--prompt", "What is it?", "--max-tokens", "6", "--temperature", "0"];
+const RUN: [&str; 10] = [
+    "run",
+    "--model",
+    "fixtures/tiny-a",
+    "--prompt",
+    "What is it?",
+    "--max-tokens",
+    "6",
+    "--temperature",
+    "0",
+    "--no-think",
+];
 
 #[test]
 fn run_with_an_image() {
