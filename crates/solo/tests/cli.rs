@@ -3,64 +3,21 @@
 //! the demo checkpoint), and bad input: one `solo: error:` line on stderr, a non-zero exit, no panic.
 
 use safetensors::{Dtype, SafeTensors};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use tempfile::TempDir;
 
 const MAX_REL_ERR: f32 = 1e-4;
 
-fn root() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).canonicalize().unwrap()
-}
+mod common;
+use common::{assert_one_line_error as assert_error, root, solo_with, Output};
 
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Output {
-    fn ok(self) -> Self {
-        assert_eq!(self.code, Some(0), "solo failed; stderr:\n{}", self.stderr);
-        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
-        self
-    }
-}
-
-/// Runs `solo ARGS` in the workspace root with `env` set and the cache variables otherwise unset.
+/// `solo ARGS` with `env` set and the cache variables otherwise unset.
 fn solo_env(args: &[&str], env: &[(&str, &Path)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_solo"));
-    cmd.args(args).current_dir(root());
-    for var in ["SOLO_CACHE", "HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"] {
-        cmd.env_remove(var);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("cannot run the solo binary");
-    Output {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    solo_with(args, &["SOLO_CACHE", "HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"], env)
 }
 
 fn solo(args: &[&str]) -> Output {
     solo_env(args, &[])
-}
-
-/// A failure as the issue asks for it: non-zero exit, nothing on stdout, exactly one stderr line
-/// `solo: error: …` that names each of `names`, and no panic.
-fn assert_error(out: &Output, names: &[&str]) {
-    assert!(!out.stderr.contains("panicked"), "panicked:\n{}", out.stderr);
-    assert!(matches!(out.code, Some(c) if c != 0), "exit code {:?}; stderr:\n{}", out.code, out.stderr);
-    assert_eq!(out.stdout, "", "stdout on error");
-    let lines: Vec<&str> = out.stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "stderr is not one line:\n{}", out.stderr);
-    assert!(lines[0].starts_with("solo: error: "), "{}", lines[0]);
-    for name in names {
-        assert!(lines[0].contains(name), "error does not name `{name}`: {}", lines[0]);
-    }
 }
 
 /// HF's reference for a fixture: the tokens and the fp32 logits, one row per token.

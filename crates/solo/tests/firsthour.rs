@@ -2,54 +2,19 @@
 //! demo answers its own training questions, and the mistakes a newcomer makes with `--model`,
 //! `--backend cuda` and `--port` each fail in one line that says what to do.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use tempfile::TempDir;
 
-fn root() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).canonicalize().unwrap()
-}
-
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
+mod common;
+use common::{assert_one_line_error, root, solo_with, Output};
 
 /// `solo ARGS` in the workspace root, the demo written under `cache` and an empty Hugging Face cache.
 fn solo_in(args: &[&str], cache: &Path) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_solo"))
-        .args(args)
-        .current_dir(root())
-        .env_remove("HF_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env("SOLO_CACHE", cache.join("solo"))
-        .env("HF_HUB_CACHE", cache.join("hub"))
-        .output()
-        .expect("cannot run the solo binary");
-    Output {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn ok(out: Output) -> Output {
-    assert_eq!(out.code, Some(0), "solo failed; stderr:\n{}", out.stderr);
-    out
-}
-
-/// Non-zero exit, nothing on stdout, one `solo: error:` line naming each of `names`.
-fn assert_one_line_error(out: &Output, names: &[&str]) {
-    assert!(!out.stderr.contains("panicked"), "panicked:\n{}", out.stderr);
-    assert!(matches!(out.code, Some(c) if c != 0), "exit code {:?}; stderr:\n{}", out.code, out.stderr);
-    assert_eq!(out.stdout, "", "stdout on error");
-    let lines: Vec<&str> = out.stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "stderr is not one line:\n{}", out.stderr);
-    assert!(lines[0].starts_with("solo: error: "), "{}", lines[0]);
-    for name in names {
-        assert!(lines[0].contains(name), "error does not name `{name}`: {}", lines[0]);
-    }
+    solo_with(
+        args,
+        &["HF_HOME", "XDG_CACHE_HOME"],
+        &[("SOLO_CACHE", cache.join("solo")), ("HF_HUB_CACHE", cache.join("hub"))],
+    )
 }
 
 // ---- solo run: the answer alone on stdout -------------------------------------------------------
@@ -59,17 +24,17 @@ fn run_prints_the_answer_alone_and_the_reasoning_on_stderr() {
     let cache = TempDir::new().unwrap();
     let prompt = "Name the two colors of a chessboard.";
     let args = ["run", "--prompt", prompt, "--temperature", "0", "--max-tokens", "120"];
-    let out = ok(solo_in(&args, cache.path()));
+    let out = solo_in(&args, cache.path()).ok();
     assert_eq!(out.stdout, "The two colors of a chessboard are black and white.\n");
     // the reasoning goes to stderr, without its markers (not a terminal: not dimmed)
     assert!(out.stderr.contains("The user asks about the colors of a chessboard."), "{}", out.stderr);
     assert!(!out.stderr.contains("think>") && !out.stderr.contains("\x1b["), "{}", out.stderr);
 
-    let quiet = ok(solo_in(&[&args[..], &["--no-reasoning"]].concat(), cache.path()));
+    let quiet = solo_in(&[&args[..], &["--no-reasoning"]].concat(), cache.path()).ok();
     assert_eq!(quiet.stdout, out.stdout);
     assert!(!quiet.stderr.contains("The user asks"), "{}", quiet.stderr);
 
-    let off = ok(solo_in(&[&args[..], &["--no-think"]].concat(), cache.path()));
+    let off = solo_in(&[&args[..], &["--no-think"]].concat(), cache.path()).ok();
     assert_eq!(off.stdout, out.stdout);
     assert!(!off.stderr.contains("The user asks"), "{}", off.stderr);
 }
@@ -94,7 +59,7 @@ fn the_demo_answers_its_training_questions() {
     }
     assert!(readme.contains("Name the two colors of a chessboard."));
     // the demo checkpoint written once, then asked from two threads
-    ok(solo_in(&["run", "--prompt", "Hi", "--max-tokens", "1"], cache.path()));
+    solo_in(&["run", "--prompt", "Hi", "--max-tokens", "1"], cache.path()).ok();
     let cases: Vec<(&(String, String), bool)> = qa.iter().flat_map(|c| [(c, true), (c, false)]).collect();
     let wrong: Vec<String> = std::thread::scope(|s| {
         let handles: Vec<_> = cases
@@ -108,7 +73,7 @@ fn the_demo_answers_its_training_questions() {
                         if !think {
                             args.push("--no-think");
                         }
-                        let out = ok(solo_in(&args, cache));
+                        let out = solo_in(&args, cache).ok();
                         if out.stdout.trim_end() != a {
                             wrong.push(format!("think {think}: {q:?} -> {:?} (want {a:?})", out.stdout));
                         }

@@ -4,12 +4,13 @@
 //! meet (a broken connection, a partial or corrupted file, 404, 401, a full disk) ends in one
 //! clear line or is repaired.
 
+mod common;
+use common::{root, solo_with, Output};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use tempfile::TempDir;
 
@@ -25,10 +26,6 @@ const FILES: &[&str] = &[
     "model-00001-of-00002.safetensors",
     "model-00002-of-00002.safetensors",
 ];
-
-fn root() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).canonicalize().unwrap()
-}
 
 fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
@@ -174,33 +171,9 @@ fn serve(
     }
 }
 
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 fn solo(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_solo"));
-    cmd.args(args).current_dir(root());
-    for var in ["HF_HOME", "HF_HUB_CACHE", "HF_TOKEN", "HF_ENDPOINT", "SOLO_CACHE", "SOLO_PULL_FREE_BYTES"] {
-        cmd.env_remove(var);
-    }
-    cmd.env("HOME", "/nonexistent-home");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    Output {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn ok(out: Output) -> Output {
-    assert_eq!(out.code, Some(0), "solo failed:\n{}", out.stderr);
-    out
+    let unset = ["HF_HOME", "HF_HUB_CACHE", "HF_TOKEN", "HF_ENDPOINT", "SOLO_CACHE", "SOLO_PULL_FREE_BYTES"];
+    solo_with(args, &unset, &[&[("HOME", "/nonexistent-home")], env].concat())
 }
 
 /// A failure: non-zero exit and a last stderr line `solo: error: …` naming each of `names`.
@@ -247,7 +220,7 @@ fn pull_fills_the_hugging_face_cache_and_run_finds_it() {
     let home = TempDir::new().unwrap();
     let hf_home = home.path().to_str().unwrap();
     let env = [("HF_ENDPOINT", hub.url.as_str()), ("HF_HOME", hf_home)];
-    let out = ok(solo(&["pull", "--jobs", "3"], &env));
+    let out = solo(&["pull", "--jobs", "3"], &env).ok();
     assert_eq!(out.stdout, "", "pull writes its lines to stderr");
     // not a terminal: plain lines, one a file
     assert_eq!(out.stderr.matches("] ").count(), FILES.len(), "{}", out.stderr);
@@ -258,11 +231,11 @@ fn pull_fills_the_hugging_face_cache_and_run_finds_it() {
 
     // again: nothing to download
     let before = hub.requests().len();
-    ok(solo(&["pull"], &env));
+    solo(&["pull"], &env).ok();
     assert_eq!(hub.requests().len(), before, "a second pull downloaded again");
 
     // solo run finds the pulled model (not the demo)
-    let run = ok(solo(&["run", "--prompt", "hi", "--max-tokens", "3", "--temperature", "0"], &env));
+    let run = solo(&["run", "--prompt", "hi", "--max-tokens", "3", "--temperature", "0"], &env).ok();
     assert!(!run.stderr.contains("demo"), "{}", run.stderr);
     assert!(run.stderr.contains("solo: prompt "), "{}", run.stderr);
 }
@@ -273,7 +246,7 @@ fn a_broken_connection_resumes() {
     let hub = Hub::start(Behaviour { break_once: HashSet::from([shard.to_string()]), ..Default::default() });
     let cache = TempDir::new().unwrap();
     let env = [("HF_ENDPOINT", hub.url.as_str()), ("HF_HUB_CACHE", cache.path().to_str().unwrap())];
-    let out = ok(solo(&["pull"], &env));
+    let out = solo(&["pull"], &env).ok();
     assert!(out.stderr.contains("resuming"), "{}", out.stderr);
     assert_snapshot_complete(cache.path());
     let half = std::fs::metadata(root().join("fixtures/tiny-b").join(shard)).unwrap().len() / 2;
@@ -292,7 +265,7 @@ fn a_partial_file_from_an_earlier_run_is_resumed() {
     let third = bytes.len() / 3;
     std::fs::write(blobs.join(format!("{}.incomplete", blob_name(shard))), &bytes[..third]).unwrap();
     let env = [("HF_ENDPOINT", hub.url.as_str()), ("HF_HUB_CACHE", cache.path().to_str().unwrap())];
-    ok(solo(&["pull"], &env));
+    solo(&["pull"], &env).ok();
     assert_snapshot_complete(cache.path());
     let asked: Vec<_> = hub.requests().into_iter().filter(|(f, _)| f == shard).collect();
     assert_eq!(asked, [(shard.to_string(), Some(format!("bytes={third}-")))]);
@@ -307,7 +280,7 @@ fn a_corrupted_partial_file_is_fetched_again() {
     std::fs::create_dir_all(&blobs).unwrap();
     std::fs::write(blobs.join(format!("{}.incomplete", blob_name(shard))), vec![0x5a; 1000]).unwrap();
     let env = [("HF_ENDPOINT", hub.url.as_str()), ("HF_HUB_CACHE", cache.path().to_str().unwrap())];
-    let out = ok(solo(&["pull"], &env));
+    let out = solo(&["pull"], &env).ok();
     assert!(out.stderr.contains("sha256 mismatch"), "{}", out.stderr);
     assert_snapshot_complete(cache.path());
     let asked: Vec<_> = hub.requests().into_iter().filter(|(f, _)| f == shard).map(|(_, r)| r).collect();
@@ -345,7 +318,7 @@ fn a_gated_repository_needs_hf_token() {
     let env = [("HF_ENDPOINT", hub.url.as_str()), ("HF_HUB_CACHE", dir)];
     failed(&solo(&["pull"], &env), &["401", "HF_TOKEN"]);
     failed(&solo(&["pull"], &[env[0], env[1], ("HF_TOKEN", "wrong")]), &["401"]);
-    ok(solo(&["pull"], &[env[0], env[1], ("HF_TOKEN", TOKEN)]));
+    solo(&["pull"], &[env[0], env[1], ("HF_TOKEN", TOKEN)]).ok();
     assert_snapshot_complete(cache.path());
 }
 
@@ -367,7 +340,7 @@ fn include_takes_only_matching_files() {
     let hub = Hub::start(Behaviour::default());
     let cache = TempDir::new().unwrap();
     let env = [("HF_ENDPOINT", hub.url.as_str()), ("HF_HUB_CACHE", cache.path().to_str().unwrap())];
-    ok(solo(&["pull", "--include", "*.json"], &env));
+    solo(&["pull", "--include", "*.json"], &env).ok();
     let snap = repo_dir(cache.path()).join("snapshots").join(COMMIT);
     let mut got: Vec<String> =
         std::fs::read_dir(&snap).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
