@@ -235,6 +235,9 @@ struct Word {
     sentence: u32,
     /// Written in capitals only ("US", "MY"): not an anchor.
     caps: bool,
+    /// Its bytes in the text, and whether it starts with a capital (a name's shape).
+    bytes: (u32, u32),
+    capital: bool,
 }
 
 /// What `classify_in` finds at the words: category words (first word, words, category, weight),
@@ -380,6 +383,12 @@ fn letter_words_at_most(line: &str, max: usize) -> bool {
 }
 
 /// How a chat log names its writer's own lines.
+/// Prepositions and articles before a place's name (see `classify_in`'s first names).
+const PLACE_BEFORE: &[&[u8]] = &[
+    b"in", b"to", b"from", b"of", b"at", b"the", b"en", b"de", b"del", b"la", b"el", b"los", b"las", b"le", b"les",
+    b"des", b"du", b"au", b"aux", b"nach", b"aus", b"von", b"im", b"der", b"die", b"das", b"dem", b"den",
+];
+
 const SELF_LABELS: &[&str] = &["Me", "I", "Yo", "Ich", "Moi", "Je"];
 
 /// Inflectional endings of English, Spanish, German and French, tried off a word that the lexicon
@@ -469,10 +478,24 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
             if ascii {
                 out.folded.extend(w.bytes().map(|b| b.to_ascii_lowercase()));
             } else {
-                fold_chars(w, |c| push_char(&mut out.folded, c));
+                // The ligatures as French and Danish write them out ("cœur" = "coeur", "œil" =
+                // "oeil"), so one entry of the lexicon is both.
+                fold_chars(w, |c| match c {
+                    'œ' => out.folded.extend_from_slice(b"oe"),
+                    'æ' => out.folded.extend_from_slice(b"ae"),
+                    c => push_char(&mut out.folded, c),
+                });
             }
             let caps = chars - cstart >= 2 && upper;
-            out.list.push(Word { fold: (a as u32, out.folded.len() as u32), chars: (cstart, chars), sentence, caps });
+            let capital = w.starts_with(|c: char| c.is_uppercase());
+            out.list.push(Word {
+                fold: (a as u32, out.folded.len() as u32),
+                chars: (cstart, chars),
+                sentence,
+                caps,
+                bytes: (start as u32, i as u32),
+                capital,
+            });
             line_words += 1;
             continue;
         }
@@ -487,6 +510,8 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
                 chars: (chars, chars + 1),
                 sentence,
                 caps: false,
+                bytes: (i as u32, (i + len) as u32),
+                capital: false,
             });
         }
         chars += 1;
@@ -856,6 +881,20 @@ impl Topics {
                 }
             }
             i += len;
+        }
+        // A first name alone ("Julien trompe sa femme", "Ahmed reza cinco veces al día"), which
+        // the name detector leaves (it wants a surname or a cue), binds as a named person does:
+        // a capitalised word of the first-name list that is no common word and no word of the
+        // lexicon, and not after a preposition or an article, where it is a place more often
+        // ("en France", "in India", "nach Florenz", "la Victoria").
+        for (i, x) in w.list.iter().enumerate() {
+            let place = i > 0 && PLACE_BEFORE.contains(&w.text(i - 1));
+            if x.capital && !x.caps && !place && self.at(w, i).is_none() {
+                let k = names.kind(&text[x.bytes.0 as usize..x.bytes.1 as usize]);
+                if k & crate::detect::FIRST != 0 && k & crate::detect::COMMON == 0 {
+                    anchors.push((i, i, if meta { 0.2 } else { 0.9 }));
+                }
+            }
         }
         // Names bind like third persons; other identifiers make the whole text someone's.
         let mut whole: f32 = floor;
