@@ -936,7 +936,9 @@ impl Topics {
             for &(a0, a1, strength) in anchors.iter() {
                 let (sa, sb) = (w.list[a0].sentence, w.list[a1].sentence);
                 let same = sa == sentence || sb == sentence;
-                let previous = sb + 1 == sentence;
+                // The sentence before, or the one after ("colonoscopy found two polyps. how
+                // worried should i be?"): half.
+                let previous = sb + 1 == sentence || sa == sentence + 1;
                 if !same && !previous {
                     continue;
                 }
