@@ -167,6 +167,9 @@ enum Role {
     Paste,
     /// A word that is itself, not another listed word inflected ("essayer" is not "essay" + "er").
     Plain,
+    /// A verb whose subject is left out ("got pulled over", "been feeling low", "wurde erwischt"):
+    /// an anchor of that strength where it starts a sentence.
+    Start(f32),
 }
 
 /// A word's or a phrase's roles, and the length in words of the longest phrase that it starts
@@ -843,6 +846,10 @@ impl Topics {
                         }
                     }
                     Role::Anchor(..) => {}
+                    Role::Start(s) if i == 0 || w.list[i - 1].sentence != w.list[i].sentence => {
+                        anchors.push((i, i + len - 1, s));
+                    }
+                    Role::Start(_) => {}
                     Role::Know => know.push(i),
                     Role::Pet => {
                         know.push(i);
@@ -1061,6 +1068,7 @@ fn section(head: &str) -> Result<Vec<Role>, String> {
         "META" => vec![Role::Meta],
         "PASTE" => vec![Role::Paste],
         "PLAIN" => vec![Role::Plain],
+        "START" => vec![Role::Start(number(arg)?)],
         "DOC" => vec![Role::Doc(arg.map(category).transpose()?)],
         c => vec![Role::Word(category(c)?, number(arg)?)],
     })
