@@ -898,7 +898,9 @@ impl Topics {
             let place = i > 0 && PLACE_BEFORE.contains(&w.text(i - 1));
             if x.capital && !x.caps && !place && self.at(w, i).is_none() {
                 let k = names.kind(&text[x.bytes.0 as usize..x.bytes.1 as usize]);
-                if k & crate::detect::FIRST != 0 && k & crate::detect::COMMON == 0 {
+                // (The common words are listed in lower case: "Do", "Will", "May" are words.)
+                let common = std::str::from_utf8(w.text(i)).is_ok_and(|l| names.kind(l) & crate::detect::COMMON != 0);
+                if k & crate::detect::FIRST != 0 && !common {
                     anchors.push((i, i, if meta { 0.2 } else { 0.9 }));
                 }
             }
