@@ -878,12 +878,18 @@ impl Topics {
                 anchors.push((i, i, 1.0));
             }
             if len > 1 && subject && !w.list[i].caps {
+                let starts = i == 0 || w.list[i - 1].sentence != w.list[i].sentence;
                 for r in self.word(w.text(i)).unwrap_or_default() {
-                    if let Role::Anchor(s, possessive) = *r {
-                        anchors.push((i, i, s));
-                        if possessive {
-                            possessives.push(i);
+                    match *r {
+                        Role::Anchor(s, possessive) => {
+                            anchors.push((i, i, s));
+                            if possessive {
+                                possessives.push(i);
+                            }
                         }
+                        // "got pulled over …": the verb of a message without its subject.
+                        Role::Start(s) if starts => anchors.push((i, i, s)),
+                        _ => {}
                     }
                 }
             }
