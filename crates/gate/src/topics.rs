@@ -256,6 +256,8 @@ struct Found {
     general: Vec<u32>,
     pastes: Vec<usize>,
     docs: Vec<(usize, usize)>,
+    /// Capitalised first names that the name detector did not report.
+    lone_names: Vec<usize>,
 }
 
 impl Found {
@@ -267,6 +269,7 @@ impl Found {
         self.general.clear();
         self.pastes.clear();
         self.docs.clear();
+        self.lone_names.clear();
     }
 }
 
@@ -821,12 +824,27 @@ impl Topics {
         // (The lists are the scratch's, kept from text to text: no allocation for them.)
         let mut found = std::mem::take(&mut w.found);
         found.clear();
-        let Found { terms, anchors, possessives, know, general, pastes, docs } = &mut found;
+        let Found { terms, anchors, possessives, know, general, pastes, docs, lone_names } = &mut found;
         let mut meta = false;
         let (mut everyday, mut loss, mut pet) = (false, false, false);
         let mut i = 0;
         while i < w.list.len() {
             let Some((len, roles)) = self.at(w, i) else {
+                // A first name alone ("Julien trompe sa femme", "Ahmed reza cinco veces al
+                // día"), which the name detector leaves (it wants a surname or a cue), binds as a
+                // named person does: a capitalised word of the first-name list that is no word of
+                // the lexicon, no common word (listed in lower case: "Do", "Will", "May" are
+                // words), and not after a preposition or an article, where it is a place more
+                // often ("en France", "in India", "la Victoria").
+                let x = &w.list[i];
+                if x.capital && !x.caps && !(i > 0 && PLACE_BEFORE.contains(&w.text(i - 1))) {
+                    let k = names.kind(&text[x.bytes.0 as usize..x.bytes.1 as usize]);
+                    if k & crate::detect::FIRST != 0
+                        && !std::str::from_utf8(w.text(i)).is_ok_and(|l| names.kind(l) & crate::detect::COMMON != 0)
+                    {
+                        lone_names.push(i);
+                    }
+                }
                 i += 1;
                 continue;
             };
@@ -895,22 +913,8 @@ impl Topics {
             }
             i += len;
         }
-        // A first name alone ("Julien trompe sa femme", "Ahmed reza cinco veces al día"), which
-        // the name detector leaves (it wants a surname or a cue), binds as a named person does:
-        // a capitalised word of the first-name list that is no common word and no word of the
-        // lexicon, and not after a preposition or an article, where it is a place more often
-        // ("en France", "in India", "nach Florenz", "la Victoria").
-        for (i, x) in w.list.iter().enumerate() {
-            let place = i > 0 && PLACE_BEFORE.contains(&w.text(i - 1));
-            if x.capital && !x.caps && !place && self.at(w, i).is_none() {
-                let k = names.kind(&text[x.bytes.0 as usize..x.bytes.1 as usize]);
-                // (The common words are listed in lower case: "Do", "Will", "May" are words.)
-                let common = std::str::from_utf8(w.text(i)).is_ok_and(|l| names.kind(l) & crate::detect::COMMON != 0);
-                if k & crate::detect::FIRST != 0 && !common {
-                    anchors.push((i, i, if meta { 0.2 } else { 0.9 }));
-                }
-            }
-        }
+        // (A writing cue weakens a name's binding, as below.)
+        anchors.extend(lone_names.iter().map(|&i| (i, i, if meta { 0.2 } else { 0.9 })));
         // Names bind like third persons; other identifiers make the whole text someone's.
         let mut whole: f32 = floor;
         for s in spans {
