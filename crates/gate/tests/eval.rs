@@ -202,7 +202,7 @@ fn the_fifth_rounds_held_out_sets() {
 /// appointment, a relative's conviction, a coworker's pregnancy, debts, a residence status): 82
 /// kept local (0.854) before the round, 86 (0.896) after it (en 0.917, es 0.958, de 0.750, fr
 /// 0.958): short of the 0.95. Everyday (96, tricky words): 1 kept local (1.0 %) before
-/// and after (the learned model's: fake patients for a clinic app's demo).
+/// and after (the lexicon's: fake patients and appointment slots for "our clinic" app's demo).
 #[test]
 fn the_sixth_rounds_held_out_sets() {
     let r = evaluate(&Detector::new(), &corpus("topics_everyday_r6.jsonl"));
