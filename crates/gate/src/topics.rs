@@ -167,6 +167,9 @@ enum Role {
     Paste,
     /// A word that is itself, not another listed word inflected ("essayer" is not "essay" + "er").
     Plain,
+    /// A verb whose subject is left out ("got pulled over", "been feeling low", "wurde erwischt"):
+    /// an anchor of that strength where it starts a sentence.
+    Start(f32),
 }
 
 /// A word's or a phrase's roles, and the length in words of the longest phrase that it starts
@@ -235,6 +238,9 @@ struct Word {
     sentence: u32,
     /// Written in capitals only ("US", "MY"): not an anchor.
     caps: bool,
+    /// Its bytes in the text, and whether it starts with a capital (a name's shape).
+    bytes: (u32, u32),
+    capital: bool,
 }
 
 /// What `classify_in` finds at the words: category words (first word, words, category, weight),
@@ -250,6 +256,8 @@ struct Found {
     general: Vec<u32>,
     pastes: Vec<usize>,
     docs: Vec<(usize, usize)>,
+    /// Capitalised first names that the name detector did not report.
+    lone_names: Vec<usize>,
 }
 
 impl Found {
@@ -261,6 +269,7 @@ impl Found {
         self.general.clear();
         self.pastes.clear();
         self.docs.clear();
+        self.lone_names.clear();
     }
 }
 
@@ -380,6 +389,12 @@ fn letter_words_at_most(line: &str, max: usize) -> bool {
 }
 
 /// How a chat log names its writer's own lines.
+/// Prepositions and articles before a place's name (see `classify_in`'s first names).
+const PLACE_BEFORE: &[&[u8]] = &[
+    b"in", b"to", b"from", b"of", b"at", b"the", b"en", b"de", b"del", b"la", b"el", b"los", b"las", b"le", b"les",
+    b"des", b"du", b"au", b"aux", b"nach", b"aus", b"von", b"im", b"der", b"die", b"das", b"dem", b"den",
+];
+
 const SELF_LABELS: &[&str] = &["Me", "I", "Yo", "Ich", "Moi", "Je"];
 
 /// Inflectional endings of English, Spanish, German and French, tried off a word that the lexicon
@@ -469,10 +484,24 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
             if ascii {
                 out.folded.extend(w.bytes().map(|b| b.to_ascii_lowercase()));
             } else {
-                fold_chars(w, |c| push_char(&mut out.folded, c));
+                // The ligatures as French and Danish write them out ("cœur" = "coeur", "œil" =
+                // "oeil"), so one entry of the lexicon is both.
+                fold_chars(w, |c| match c {
+                    'œ' => out.folded.extend_from_slice(b"oe"),
+                    'æ' => out.folded.extend_from_slice(b"ae"),
+                    c => push_char(&mut out.folded, c),
+                });
             }
             let caps = chars - cstart >= 2 && upper;
-            out.list.push(Word { fold: (a as u32, out.folded.len() as u32), chars: (cstart, chars), sentence, caps });
+            let capital = w.starts_with(|c: char| c.is_uppercase());
+            out.list.push(Word {
+                fold: (a as u32, out.folded.len() as u32),
+                chars: (cstart, chars),
+                sentence,
+                caps,
+                bytes: (start as u32, i as u32),
+                capital,
+            });
             line_words += 1;
             continue;
         }
@@ -487,6 +516,8 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
                 chars: (chars, chars + 1),
                 sentence,
                 caps: false,
+                bytes: (i as u32, (i + len) as u32),
+                capital: false,
             });
         }
         chars += 1;
@@ -793,12 +824,27 @@ impl Topics {
         // (The lists are the scratch's, kept from text to text: no allocation for them.)
         let mut found = std::mem::take(&mut w.found);
         found.clear();
-        let Found { terms, anchors, possessives, know, general, pastes, docs } = &mut found;
+        let Found { terms, anchors, possessives, know, general, pastes, docs, lone_names } = &mut found;
         let mut meta = false;
         let (mut everyday, mut loss, mut pet) = (false, false, false);
         let mut i = 0;
         while i < w.list.len() {
             let Some((len, roles)) = self.at(w, i) else {
+                // A first name alone ("Julien trompe sa femme", "Ahmed reza cinco veces al
+                // día"), which the name detector leaves (it wants a surname or a cue), binds as a
+                // named person does: a capitalised word of the first-name list that is no word of
+                // the lexicon, no common word (listed in lower case: "Do", "Will", "May" are
+                // words), and not after a preposition or an article, where it is a place more
+                // often ("en France", "in India", "la Victoria").
+                let x = &w.list[i];
+                if x.capital && !x.caps && !(i > 0 && PLACE_BEFORE.contains(&w.text(i - 1))) {
+                    let k = names.kind(&text[x.bytes.0 as usize..x.bytes.1 as usize]);
+                    if k & crate::detect::FIRST != 0
+                        && !std::str::from_utf8(w.text(i)).is_ok_and(|l| names.kind(l) & crate::detect::COMMON != 0)
+                    {
+                        lone_names.push(i);
+                    }
+                }
                 i += 1;
                 continue;
             };
@@ -818,6 +864,10 @@ impl Topics {
                         }
                     }
                     Role::Anchor(..) => {}
+                    Role::Start(s) if i == 0 || w.list[i - 1].sentence != w.list[i].sentence => {
+                        anchors.push((i, i + len - 1, s));
+                    }
+                    Role::Start(_) => {}
                     Role::Know => know.push(i),
                     Role::Pet => {
                         know.push(i);
@@ -846,17 +896,25 @@ impl Topics {
                 anchors.push((i, i, 1.0));
             }
             if len > 1 && subject && !w.list[i].caps {
+                let starts = i == 0 || w.list[i - 1].sentence != w.list[i].sentence;
                 for r in self.word(w.text(i)).unwrap_or_default() {
-                    if let Role::Anchor(s, possessive) = *r {
-                        anchors.push((i, i, s));
-                        if possessive {
-                            possessives.push(i);
+                    match *r {
+                        Role::Anchor(s, possessive) => {
+                            anchors.push((i, i, s));
+                            if possessive {
+                                possessives.push(i);
+                            }
                         }
+                        // "got pulled over …": the verb of a message without its subject.
+                        Role::Start(s) if starts => anchors.push((i, i, s)),
+                        _ => {}
                     }
                 }
             }
             i += len;
         }
+        // (A writing cue weakens a name's binding, as below.)
+        anchors.extend(lone_names.iter().map(|&i| (i, i, if meta { 0.2 } else { 0.9 })));
         // Names bind like third persons; other identifiers make the whole text someone's.
         let mut whole: f32 = floor;
         for s in spans {
@@ -897,7 +955,9 @@ impl Topics {
             for &(a0, a1, strength) in anchors.iter() {
                 let (sa, sb) = (w.list[a0].sentence, w.list[a1].sentence);
                 let same = sa == sentence || sb == sentence;
-                let previous = sb + 1 == sentence;
+                // The sentence before, or the one after ("colonoscopy found two polyps. how
+                // worried should i be?"): half.
+                let previous = sb + 1 == sentence || sa == sentence + 1;
                 if !same && !previous {
                     continue;
                 }
@@ -1020,6 +1080,7 @@ fn section(head: &str) -> Result<Vec<Role>, String> {
         "META" => vec![Role::Meta],
         "PASTE" => vec![Role::Paste],
         "PLAIN" => vec![Role::Plain],
+        "START" => vec![Role::Start(number(arg)?)],
         "DOC" => vec![Role::Doc(arg.map(category).transpose()?)],
         c => vec![Role::Word(category(c)?, number(arg)?)],
     })

@@ -258,3 +258,62 @@ fn an_everyday_word_in_a_long_text_does_not_silence_the_model() {
     t.classify_in(short, &[], 0.0, &mut s.words);
     assert!(s.words.everyday);
 }
+
+fn lexicon(text: &str) -> Vec<&'static str> {
+    let spans = crate::Detector::new().detect(text);
+    Topics::with_mode(Mode::Lexicon).classify(text, &spans).into_iter().map(|t| t.kind.name()).collect()
+}
+
+#[test]
+fn a_first_name_alone_binds_as_a_named_person() {
+    // A first name the name detector leaves (no surname, no cue) is a person's.
+    assert_eq!(lexicon("Olivier a fait une tentative de suicide le mois dernier"), ["HEALTH"]);
+    assert_eq!(lexicon("Beatriz tiene diabetes tipo 2 desde el verano"), ["HEALTH"]);
+    // Not a place after a preposition or an article, not a word a first name also is.
+    assert!(lexicon("Comment fonctionne le surendettement en France ?").is_empty());
+    assert!(lexicon("Will the new tax rules change how a mortgage is taxed?").is_empty());
+}
+
+#[test]
+fn a_message_without_its_subject_is_the_writers() {
+    assert_eq!(lexicon("got arrested last night, the court date is in March"), ["LEGAL"]);
+    assert_eq!(lexicon("been feeling really low since the move"), ["HEALTH"]);
+    // Only where the verb starts the sentence, and no question or order starts so.
+    assert!(lexicon("The kids got the flu vaccine info sheet; what does it say in general?").is_empty());
+    assert!(lexicon("Did Beethoven have syphilis?").is_empty());
+}
+
+#[test]
+fn an_anchor_in_the_next_sentence_binds_at_half() {
+    // Two category words and the writer in the sentence after.
+    assert_eq!(lexicon("Biopsy and MRI next week. Should I be worried?"), ["HEALTH"]);
+    // One word alone is not enough.
+    assert!(lexicon("The hospital is near the station. Can I park there?").is_empty());
+}
+
+#[test]
+fn ligatures_read_as_their_letters() {
+    let mut w = Words::default();
+    words("cœur Œil sæt", |_| false, &mut w);
+    let folded: Vec<&str> = (0..w.list.len()).map(|i| std::str::from_utf8(w.text(i)).unwrap()).collect();
+    assert_eq!(folded, ["coeur", "oeil", "saet"]);
+}
+
+#[test]
+fn sixth_round_words_said_otherwise_are_not_flagged() {
+    for text in [
+        "Si je ne me trompe pas, la réunion est à 10 h, tu peux confirmer ?",
+        "Je vous prie d'agréer mes salutations distinguées, finis la lettre ainsi.",
+        "Mon casier au vestiaire est bloqué, comment l'ouvrir ?",
+        "I pulled over to check the map and the engine stalled.",
+        "Mon PC ne reconnaît plus ma clé USB, que faire ?",
+        "No puedo mover el archivo a otra carpeta.",
+        "Tenemos relaciones comerciales con una empresa china, redacta un correo.",
+        "I volunteer for a food bank on Saturdays, write an invitation.",
+        "Mi bebé llora cuando le cambio el pañal, ¿es normal?",
+        "Use sed to replace every tab with a comma, the legal team needs the file.",
+        "Mi apellido está mal escrito en el formulario del colegio, ¿cómo pido que lo cambien?",
+    ] {
+        assert!(lexicon(text).is_empty(), "{text}: {:?}", lexicon(text));
+    }
+}

@@ -58,15 +58,17 @@ fn every_type_is_in_the_corpus() {
 }
 
 /// Where the shipped detector (the lexicon, and the learned model where the lexicon finds
-/// nothing) stands on the held-out topic corpus (see the module comment; measured 0.993).
-const KEPT_LOCAL: f64 = 0.98;
+/// nothing) stands on the held-out topic corpus (see the module comment; measured 0.993; 1.000
+/// after issue #42's sixth round).
+const KEPT_LOCAL: f64 = 0.99;
 const CATEGORY_RECALL: f64 = 0.70;
 /// Names of the held-out half of the corpus's name lists, many in no list of the gate's, many
 /// accented (measured 1.000).
 const TOPIC_PERSON_RECALL: f64 = 0.97;
 /// Where it stands on the fresh corpus's test half, written apart from the lexicon and the
-/// templates (scripts/gate/fresh_topics.py): short of the 0.95 target (measured 0.912).
-const FRESH_KEPT_LOCAL: f64 = 0.90;
+/// templates (scripts/gate/fresh_topics.py): measured 0.912, 0.963 after issue #42's sixth round
+/// (whose changes came from the misses of this set among others).
+const FRESH_KEPT_LOCAL: f64 = 0.95;
 
 #[test]
 fn topic_targets_on_held_out() {
@@ -113,15 +115,16 @@ fn topic_targets_on_the_fresh_corpus() {
     assert!(t.everyday_flagged.hit == 0, "{table}");
     for lang in ["en", "es", "de", "fr"] {
         let (k, _, _) = &t.per_lang[lang];
-        assert!(k.of >= 20 && k.rate() >= 0.80, "{lang}\n{table}");
+        assert!(k.of >= 20 && k.rate() >= 0.90, "{lang}\n{table}");
     }
 }
 
 /// Where the shipped detector stands on the fourth topic set (scripts/gate/unseen_topics.py,
 /// written for issue #27's second round before any detector change of it, never tuned on):
 /// measured 0.838 kept local, 1/60 general and 2/48 everyday requests flagged; at the end of the
-/// fourth round 0.850, 1/60 and 1/48; after issue #42's fifth round 0.856, 2/60 and 0/48.
-const UNSEEN_KEPT_LOCAL: f64 = 0.83;
+/// fourth round 0.850, 1/60 and 1/48; after issue #42's fifth round 0.856, 2/60 and 0/48; after
+/// its sixth (tuned on its misses, among others) 0.988, 2/60 and 0/48.
+const UNSEEN_KEPT_LOCAL: f64 = 0.975;
 
 #[test]
 fn topic_targets_on_the_unseen_set() {
@@ -137,13 +140,14 @@ fn topic_targets_on_the_unseen_set() {
     assert!(t.everyday_flagged.hit == 0, "{table}");
     for lang in ["en", "es", "de", "fr"] {
         let (k, _, _) = &t.per_lang[lang];
-        assert!(k.of == 40 && k.rate() >= 0.75, "{lang}\n{table}");
+        assert!(k.of == 40 && k.rate() >= 0.95, "{lang}\n{table}");
     }
 }
 
 /// The everyday dev set (scripts/gate/everyday_dev.py): what the shipped detector flags of
 /// first-person everyday requests (measured 10 of 80, all but one the learned model's; 8 at the
-/// end of the fourth round, with the second-opinion model; 2 after issue #42's fifth round), so
+/// end of the fourth round, with the second-opinion model; 2 after issue #42's fifth round and
+/// its sixth, whose lexicon now keeps all 20 of its sensitive requests local), so
 /// that a change that flags more fails.
 #[test]
 fn everyday_requests_of_the_dev_set() {
@@ -152,7 +156,7 @@ fn everyday_requests_of_the_dev_set() {
     let t = &r.topics;
     assert_eq!(t.everyday_flagged.of, 80);
     assert!(t.everyday_flagged.hit <= 2, "{}", r.table());
-    assert!(t.general_flagged.hit == 0 && t.kept_local.hit >= 19, "{}", r.table());
+    assert!(t.general_flagged.hit == 0 && t.kept_local.hit >= 20, "{}", r.table());
 }
 
 /// Issue #42's everyday set (scripts/gate/everyday_42.py, written before the gate changed; 160
@@ -174,7 +178,8 @@ fn everyday_requests_of_issue_42() {
 /// words in another sense): 11 kept local (6.9 %) before the round, 8 (5.0 %) after its changes
 /// made without looking at this set's misses, 3 (1.9 %) after the causes of those misses were
 /// fixed too (so no longer blind). Private (96, four languages, first and third person): 79 kept
-/// local (0.823) before and after (short of the issue's 0.95; not tuned on).
+/// local (0.823) before and after (short of the issue's 0.95; not tuned on then); 95 (0.990)
+/// after the sixth round, whose changes came from its misses among others.
 #[test]
 fn the_fifth_rounds_held_out_sets() {
     let r = evaluate(&Detector::new(), &corpus("topics_everyday_r5.jsonl"));
@@ -184,9 +189,32 @@ fn the_fifth_rounds_held_out_sets() {
     let r = evaluate(&Detector::new(), &corpus("topics_private_r5.jsonl"));
     let t = &r.topics;
     assert_eq!(t.kept_local.of, 96);
-    assert!(t.kept_local.hit >= 79, "{}", r.table());
+    assert!(t.kept_local.hit >= 95, "{}", r.table());
     for lang in ["en", "es", "de", "fr"] {
         let (k, _, _) = &t.per_lang[lang];
-        assert!(k.of == 24 && k.rate() >= 0.75, "{lang}\n{}", r.table());
+        assert!(k.of == 24 && k.rate() >= 0.95, "{lang}\n{}", r.table());
+    }
+}
+
+/// The sixth round's held-out sets (scripts/gate/heldout_r6.py), written and committed before
+/// any change of that round and measured once, at its end; never tuned on. Private (96, 24 a
+/// language, first and third person, many said indirectly: a medication by its name, a clinic
+/// appointment, a relative's conviction, a coworker's pregnancy, debts, a residence status): 82
+/// kept local (0.854) before the round, 86 (0.896) after it (en 0.917, es 0.958, de 0.750, fr
+/// 0.958): short of the issue's 0.95. Everyday (96, tricky words): 1 kept local (1.0 %) before
+/// and after (the lexicon's: fake patients and appointment slots for "our clinic" app's demo).
+#[test]
+fn the_sixth_rounds_held_out_sets() {
+    let r = evaluate(&Detector::new(), &corpus("topics_everyday_r6.jsonl"));
+    let t = &r.topics;
+    assert_eq!(t.everyday_flagged.of, 96);
+    assert!(t.everyday_flagged.hit <= 1, "{}", r.table());
+    let r = evaluate(&Detector::new(), &corpus("topics_private_r6.jsonl"));
+    let t = &r.topics;
+    assert_eq!(t.kept_local.of, 96);
+    assert!(t.kept_local.hit >= 86, "{}", r.table());
+    for (lang, floor) in [("en", 0.9), ("es", 0.95), ("de", 0.75), ("fr", 0.95)] {
+        let (k, _, _) = &t.per_lang[lang];
+        assert!(k.of == 24 && k.rate() >= floor, "{lang}\n{}", r.table());
     }
 }
