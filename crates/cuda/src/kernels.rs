@@ -187,6 +187,7 @@ pub const SOURCES: &[Source] = &[
     crate::ops::moe::moe_router_cu::SOURCE,
     crate::ops::moe::moe_experts_cu::SOURCE,
     crate::ops::moe::moe_decode_cu::SOURCE,
+    crate::ops::vision::vision_cu::SOURCE,
     crate::synthetic::synthetic_cu::SOURCE,
     crate::profile::profile_cu::SOURCE,
 ];

@@ -9,6 +9,7 @@ pub mod lm_head;
 pub mod moe;
 pub mod norm;
 pub mod sample;
+pub mod vision;
 
 #[cfg(test)]
 pub mod testutil;
