@@ -220,3 +220,70 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
         moe: MoeGpu { router: m.matrix(cfg.num_experts + 1, h)?, gate_up, down, fp8_scales, int4_shared },
     })
 }
+
+/// The release's vision tower (`vision_config` of Qwen3.6-35B-A3B's config.json: 27 blocks, 1152
+/// wide, 16 heads, MLP 4304, 16-pixel patches of 2 frames, 2×2 merge to the text's 2048, a 48×48
+/// position grid).
+pub fn real_vision_config() -> solo_model::vision::VisionConfig {
+    let top = serde_json::json!({
+        "vision_config": {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "num_heads": 16,
+            "patch_size": 16, "temporal_patch_size": 2, "spatial_merge_size": 2, "in_channels": 3,
+            "out_hidden_size": 2048, "num_position_embeddings": 2304, "hidden_act": "gelu_pytorch_tanh"},
+        "image_token_id": 248056, "vision_start_token_id": 248053, "vision_end_token_id": 248054
+    });
+    solo_model::vision::VisionConfig::from_top(&top).expect("the built-in vision config parses").unwrap()
+}
+
+/// A vision tower of `cfg`'s widths with random weights made in GPU memory (`solo bench
+/// --synthetic --image WxH`).
+pub fn random_vision(gpu: &Gpu, cfg: &solo_model::vision::VisionConfig) -> Result<crate::ops::vision::VisionGpu> {
+    use crate::ops::vision::{LinearGpu, NormGpu, VisionBlockGpu, VisionGpu};
+    let mut m = Maker { gpu, seed: 7000, buffers: Vec::new(), fp8: false, int4: false };
+    let linear = |m: &mut Maker, out: usize, inp: usize| -> Result<LinearGpu> {
+        Ok(LinearGpu { weight: m.matrix(out, inp)?, bias: m.vector(out, 0.0, 0.02)? })
+    };
+    let norm = |m: &mut Maker, n: usize| -> Result<NormGpu> {
+        Ok(NormGpu { weight: m.vector(n, 1.0, 0.1)?, bias: m.vector(n, 0.0, 0.02)? })
+    };
+    let (d, inter, m2) = (cfg.hidden_size, cfg.intermediate_size, cfg.spatial_merge_size.pow(2));
+    let patch_embed = linear(&mut m, d, cfg.patch_len())?;
+    let pos_embed = m.matrix(cfg.num_position_embeddings, d)?;
+    let mut blocks = Vec::with_capacity(cfg.depth);
+    for _ in 0..cfg.depth {
+        blocks.push(VisionBlockGpu {
+            norm1: norm(&mut m, d)?,
+            qkv: linear(&mut m, 3 * d, d)?,
+            proj: linear(&mut m, d, d)?,
+            norm2: norm(&mut m, d)?,
+            fc1: linear(&mut m, inter, d)?,
+            fc2: linear(&mut m, d, inter)?,
+        });
+    }
+    let merger_norm = norm(&mut m, d)?;
+    let merger_fc1 = linear(&mut m, m2 * d, m2 * d)?;
+    let merger_fc2 = linear(&mut m, cfg.out_hidden_size, m2 * d)?;
+    Ok(VisionGpu {
+        cfg: cfg.clone(),
+        patch_embed,
+        pos_embed,
+        blocks,
+        merger_norm,
+        merger_fc1,
+        merger_fc2,
+        buffers: m.buffers,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The release's vision widths as the CUDA tower reads them (no GPU needed).
+    #[test]
+    fn the_real_vision_config() {
+        let v = super::real_vision_config();
+        assert_eq!(
+            (v.depth, v.hidden_size, v.head_dim(), v.patch_len(), v.position_grid_side()),
+            (27, 1152, 72, 1536, 48)
+        );
+        assert!(v.gelu_tanh && v.unsupported().is_none());
+    }
+}

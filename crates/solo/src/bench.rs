@@ -36,31 +36,87 @@ impl From<PrecisionArg> for Precision {
     }
 }
 
+/// `solo bench`.
+#[derive(clap::Args)]
 pub struct BenchArgs {
+    /// Checkpoint directory (the real widths; any number of layers).
+    #[arg(long, conflicts_with = "synthetic")]
     pub model: Option<PathBuf>,
+    /// The full-size model with random weights made in GPU memory.
+    #[arg(long)]
     pub synthetic: bool,
+    /// Layers of the synthetic model.
+    #[arg(long, default_value_t = 40)]
     pub layers: usize,
-    /// Of the synthetic model's weights.
-    pub precision: Precision,
+    /// Weights of the synthetic model: bf16, or fp8 (the official FP8 checkpoint's format:
+    /// e4m3 with 128×128 block scales where it quantises, bf16 elsewhere).
+    #[arg(long, value_enum, default_value_t = PrecisionArg::Bf16, requires = "synthetic")]
+    pub precision: PrecisionArg,
+    #[arg(long, value_delimiter = ',', default_value = "256,4096,32768,131072")]
     pub contexts: Vec<usize>,
+    #[arg(long, default_value_t = 128)]
     pub decode_steps: usize,
+    #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Also print where one decode step's time goes, by kernel group, at each context.
+    #[arg(long)]
     pub profile: bool,
+    /// Decode with the full bf16 lm_head (then the argmax, or the GPU sampler with
+    /// --sampled), instead of the screened lm_head (an int8 copy, then the candidates' bf16
+    /// rows: the same tokens).
+    #[arg(long)]
     pub full_lm_head: bool,
+    /// Also time the server's decode step (one `decode_and_pick` per token: the GPU sampler
+    /// at temperature 1, top-k 20, top-p 0.95, the token back on the host) and the host
+    /// sampling it replaces where it can (the logits downloaded, then the CPU sampler).
+    #[arg(long)]
     pub sampled: bool,
-    /// Time single kernels and ops (`solo_cuda::costs`) instead of the context sweep.
+    /// Instead of the context sweep: what single kernels and ops cost on the synthetic
+    /// model's weights (CUDA events; empty kernels, decode GEMVs hot and cold, the lm_head,
+    /// the MoE block, attention, the GDN kernels, the GPU sampler, a server request's setup).
+    #[arg(long)]
     pub kernels: bool,
-    /// MTP drafts per speculative step (0: not measured), and the replayed mean accepted length.
-    pub speculate: usize,
-    pub accept: f64,
-    /// Instead of the context sweep: decode this many sequences at once (the batched step), each
-    /// after a prompt of the first context's length.
+    /// Instead of the context sweep: decode N sequences at once (the batched step) for each N
+    /// given (e.g. 1,2,4,8), each after a prompt of the first --contexts length; aggregate and
+    /// per-stream tok/s.
+    #[arg(long, value_delimiter = ',')]
     pub batch: Vec<usize>,
-    /// Draw prefill and decode tok/s against context into this SVG file.
+    /// Also time speculative decoding with K MTP drafts per step: with --model, the head's
+    /// own drafts and the real acceptance; with --synthetic (random weights predict nothing)
+    /// each step's acceptance is replayed (`--accept`), the head's drafts, the verify and the
+    /// roll-back running as they would, so their cost is real.
+    #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=solo_model::speculative::MAX_DRAFTS as u64))]
+    pub speculate: usize,
+    /// With --speculate --synthetic: the mean accepted length (tokens per verify step,
+    /// 1 ..= K + 1) the replayed drafts aim at.
+    #[arg(long, default_value_t = 3.0)]
+    pub accept: f64,
+    /// Also draw prefill and decode tok/s against context into this SVG file.
+    #[arg(long)]
     pub svg: Option<PathBuf>,
-    /// Saved `--json` reports to draw (`--svg`) instead of measuring.
+    /// Draw these saved --json reports (comma-separated or repeated) into --svg instead of
+    /// measuring; no GPU needed.
+    #[arg(long, value_delimiter = ',', requires = "svg")]
     pub from: Vec<PathBuf>,
+    /// Instead of the context sweep: the vision tower (the release's widths, random weights) on
+    /// an image of W×H pixels (multiples of 32), and the time to the first token of that image
+    /// and a 256-token text (the tower, then the text model's prefill of as many tokens).
+    #[arg(long, value_name = "WxH", value_parser = parse_image_size, requires = "synthetic")]
+    pub image: Option<(usize, usize)>,
+}
+
+/// `--image WxH`: pixels, each a multiple of 32 (16-pixel patches merged 2×2).
+fn parse_image_size(text: &str) -> Result<(usize, usize), String> {
+    let (w, h) = text.split_once(['x', 'X']).ok_or_else(|| format!("`{text}` is not WxH (e.g. 1024x1024)"))?;
+    let num = |v: &str| v.trim().parse::<usize>().map_err(|_| format!("`{text}` is not WxH (e.g. 1024x1024)"));
+    let (w, h) = (num(w)?, num(h)?);
+    if w == 0 || h == 0 || w % 32 != 0 || h % 32 != 0 {
+        return Err(format!("{w}x{h}: each side must be a positive multiple of 32 pixels"));
+    }
+    Ok((w, h))
 }
 
 #[derive(serde::Serialize)]
@@ -119,7 +175,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (mut model, source) = match (&args.model, args.synthetic) {
         (Some(dir), false) => (solo_cuda::load(dir, Some(max_seq))?, dir.display().to_string()),
         (None, true) => {
-            let model = solo_cuda::synthetic::random_model(args.layers, max_seq, args.precision)?;
+            let model = solo_cuda::synthetic::random_model(args.layers, max_seq, args.precision.into())?;
             (model, format!("synthetic, {} layers, random weights", args.layers))
         }
         _ => bail!("give exactly one of --model DIR or --synthetic"),
@@ -127,6 +183,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     eprintln!("solo bench: model ready in {:.1} s", load_start.elapsed().as_secs_f64());
     if args.kernels {
         return kernel_costs(&model, &source, args.json.as_deref());
+    }
+    if let Some(size) = args.image {
+        return image_ttft(&model, size, args.rounds);
     }
     if !args.batch.is_empty() {
         return batched_decode(&model, &source, &args);
@@ -515,6 +574,55 @@ fn print_profile(what: &str, kernels: &[solo_cuda::profile::KernelTime]) {
 }
 
 /// Deterministic token ids spread over the ordinary vocabulary.
+/// `--image WxH`: the release's vision tower with random weights on one W×H image of random
+/// patches (the upload of its patches and the download of its tokens included), then the text
+/// model's prefill of the image's tokens, its two markers and 256 text tokens; TTFT is the sum.
+fn image_ttft(model: &solo_cuda::model::CudaModel, (w, h): (usize, usize), rounds: usize) -> Result<()> {
+    let cfg = solo_cuda::synthetic::real_vision_config();
+    let tower = solo_cuda::synthetic::random_vision(&model.gpu, &cfg)?;
+    let grid = [1, h / cfg.patch_size, w / cfg.patch_size];
+    let patches = grid.iter().product::<usize>();
+    let mut rng = SplitMix(1);
+    let values = (0..patches * cfg.patch_len()).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
+    let img = solo_model::image::ImagePatches { grid, values, hash: [0; 32] };
+    let tokens = patches / cfg.spatial_merge_size.pow(2);
+    let prompt = synthetic_prompt(tokens + 2 + 256, model.config.vocab_size);
+    ensure!(
+        prompt.len() < model.max_seq,
+        "--image {w}x{h} prefills {} tokens: give --contexts up to at least that",
+        prompt.len()
+    );
+    let mut state = model.try_new_state()?;
+    let (mut tower_ms, mut prefill_ms) = (Vec::new(), Vec::new());
+    for round in 0..=rounds {
+        let t0 = Instant::now();
+        let embeds = tower.encode(&model.gpu, &img)?;
+        let t1 = Instant::now();
+        model.reset(&mut state)?;
+        model.prefill(&mut state, &prompt, Logits::Last)?;
+        let t2 = Instant::now();
+        ensure!(
+            embeds.len() == tokens * cfg.out_hidden_size && embeds.iter().all(|v| v.is_finite()),
+            "the tower did not give {tokens} finite tokens"
+        );
+        if round > 0 {
+            // round 0 is the warm-up of the same shapes
+            tower_ms.push((t1 - t0).as_secs_f64() * 1e3);
+            prefill_ms.push((t2 - t1).as_secs_f64() * 1e3);
+        }
+    }
+    let (tower, prefill) = (median(&tower_ms), median(&prefill_ms));
+    println!(
+        "solo bench --image {w}x{h} — {} — vision tower {} blocks × {} (random bf16 weights), {patches} patches → {tokens} tokens",
+        model.gpu.name, cfg.depth, cfg.hidden_size
+    );
+    println!("| step | ms (median of {rounds}) |\n|---|---:|");
+    println!("| vision tower + merger | {tower:.2} |");
+    println!("| prefill of {} tokens (image + 256 text) | {prefill:.2} |", prompt.len());
+    println!("| time to first token | {:.2} |", tower + prefill);
+    Ok(())
+}
+
 fn synthetic_prompt(len: usize, vocab: usize) -> Vec<u32> {
     let mut rng = SplitMix(len as u64);
     (0..len).map(|_| (rng.next_u64() % (vocab as u64).min(200_000)) as u32).collect()

@@ -86,70 +86,7 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Prefill and decode speed on the GPU at several context lengths (batch 1).
-    Bench {
-        /// Checkpoint directory (the real widths; any number of layers).
-        #[arg(long, conflicts_with = "synthetic")]
-        model: Option<PathBuf>,
-        /// The full-size model with random weights made in GPU memory.
-        #[arg(long)]
-        synthetic: bool,
-        /// Layers of the synthetic model.
-        #[arg(long, default_value_t = 40)]
-        layers: usize,
-        /// Weights of the synthetic model: bf16, or fp8 (the official FP8 checkpoint's format:
-        /// e4m3 with 128×128 block scales where it quantises, bf16 elsewhere).
-        #[arg(long, value_enum, default_value_t = bench::PrecisionArg::Bf16, requires = "synthetic")]
-        precision: bench::PrecisionArg,
-        #[arg(long, value_delimiter = ',', default_value = "256,4096,32768,131072")]
-        contexts: Vec<usize>,
-        #[arg(long, default_value_t = 128)]
-        decode_steps: usize,
-        #[arg(long, default_value_t = 3)]
-        rounds: usize,
-        /// Also write the results as JSON to this file.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Also print where one decode step's time goes, by kernel group, at each context.
-        #[arg(long)]
-        profile: bool,
-        /// Decode with the full bf16 lm_head (then the argmax, or the GPU sampler with
-        /// --sampled), instead of the screened lm_head (an int8 copy, then the candidates' bf16
-        /// rows: the same tokens).
-        #[arg(long)]
-        full_lm_head: bool,
-        /// Also time the server's decode step (one `decode_and_pick` per token: the GPU sampler
-        /// at temperature 1, top-k 20, top-p 0.95, the token back on the host) and the host
-        /// sampling it replaces where it can (the logits downloaded, then the CPU sampler).
-        #[arg(long)]
-        sampled: bool,
-        /// Instead of the context sweep: what single kernels and ops cost on the synthetic
-        /// model's weights (CUDA events; empty kernels, decode GEMVs hot and cold, the lm_head,
-        /// the MoE block, attention, the GDN kernels, the GPU sampler, a server request's setup).
-        #[arg(long)]
-        kernels: bool,
-        /// Instead of the context sweep: decode N sequences at once (the batched step) for each N
-        /// given (e.g. 1,2,4,8), each after a prompt of the first --contexts length; aggregate and
-        /// per-stream tok/s.
-        #[arg(long, value_delimiter = ',')]
-        batch: Vec<usize>,
-        /// Also time speculative decoding with K MTP drafts per step: with --model, the head's
-        /// own drafts and the real acceptance; with --synthetic (random weights predict nothing)
-        /// each step's acceptance is replayed (`--accept`), the head's drafts, the verify and the
-        /// roll-back running as they would, so their cost is real.
-        #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=solo_model::speculative::MAX_DRAFTS as u64))]
-        speculate: usize,
-        /// With --speculate --synthetic: the mean accepted length (tokens per verify step,
-        /// 1 ..= K + 1) the replayed drafts aim at.
-        #[arg(long, default_value_t = 3.0)]
-        accept: f64,
-        /// Also draw prefill and decode tok/s against context into this SVG file.
-        #[arg(long)]
-        svg: Option<PathBuf>,
-        /// Draw these saved --json reports (comma-separated or repeated) into --svg instead of
-        /// measuring; no GPU needed.
-        #[arg(long, value_delimiter = ',', requires = "svg")]
-        from: Vec<PathBuf>,
-    },
+    Bench(bench::BenchArgs),
     /// OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics.
     Serve(serve::ServeArgs),
     /// The privacy gate: personal data and secrets in stdin, as JSON spans with the policy's outcome.
@@ -183,43 +120,7 @@ fn main() {
         Command::Logits { model, tokens, prefill, backend, out } => {
             commands::logits(&model, &tokens, prefill, backend, out.as_deref())
         }
-        Command::Bench {
-            model,
-            synthetic,
-            layers,
-            precision,
-            contexts,
-            decode_steps,
-            rounds,
-            json,
-            profile,
-            full_lm_head,
-            sampled,
-            kernels,
-            speculate,
-            accept,
-            batch,
-            svg,
-            from,
-        } => bench::bench(bench::BenchArgs {
-            model,
-            synthetic,
-            layers,
-            precision: precision.into(),
-            contexts,
-            decode_steps,
-            rounds,
-            json,
-            profile,
-            full_lm_head,
-            sampled,
-            kernels,
-            speculate,
-            accept,
-            batch,
-            svg,
-            from,
-        }),
+        Command::Bench(args) => bench::bench(args),
         Command::Serve(args) => serve::serve(args),
         Command::Chat(args) => chat::chat(args),
         Command::Pull { repo, revision, include, jobs } => pull::pull(pull::PullArgs { repo, revision, include, jobs }),
