@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [bench CONTEXTS ROUNDS] [batch COUNTS] [serve] [ttft] [load]
+#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
 #   gpu-bin/solo             (cargo build --release -p solo)
@@ -44,6 +44,13 @@ while [ $# -gt 0 ]; do
         bench)
             timeout 400 ./gpu-bin/solo bench --synthetic --contexts "$2" --rounds "$3" ${BENCH_ARGS:-} --json "$OUT/bench${BENCH_TAG:-}.json" 2>&1 | tee "$OUT/bench${BENCH_TAG:-}.log" || status=1
             shift 3 ;;
+        image)
+            # the vision tower on a W×H image and TTFT of image + 256 tokens, with 1 GiB query
+            # blocks of attention scores and with 32 MiB ones (L2-resident)
+            for mb in 1024 32; do
+                SOLO_VISION_SCORES_MB=$mb timeout 300 ./gpu-bin/solo bench --synthetic --contexts 8192 --image "$2" --rounds 5 2>&1 | tee "$OUT/image_$2_${mb}mb.log" || status=1
+            done
+            shift 2 ;;
         batch)
             timeout 300 ./gpu-bin/solo bench --synthetic --contexts 4096 --batch "$2" --rounds 3 ${BENCH_ARGS:-} --json "$OUT/batch.json" 2>&1 | tee "$OUT/batch.log" || status=1
             shift 2 ;;

@@ -35,8 +35,11 @@ kernel_file! {
     }
 }
 
-/// Bytes the attention scores and probabilities of one query block may take.
-const SCORES_BYTES: usize = 1 << 30;
+/// Bytes the attention scores and probabilities of one query block may take: 1 GiB, or
+/// `SOLO_VISION_SCORES_MB` (small blocks keep the scores in L2 at the cost of more launches).
+fn scores_bytes() -> usize {
+    std::env::var("SOLO_VISION_SCORES_MB").ok().and_then(|v| v.parse::<usize>().ok()).map_or(1 << 30, |mb| mb << 20)
+}
 
 /// A linear layer on the device: bf16 weight `[out, in]`, f32 bias.
 pub struct LinearGpu {
@@ -108,7 +111,7 @@ impl VisionGpu {
 
     /// Merged image tokens [N/m², out_hidden_size] (f32, on the host) for one image's patches.
     pub fn encode(&self, gpu: &Gpu, img: &ImagePatches) -> Result<Vec<f32>> {
-        self.encode_in(gpu, img, SCORES_BYTES)
+        self.encode_in(gpu, img, scores_bytes())
     }
 
     /// `encode` with the attention scores of a query block in `scores_bytes`.
