@@ -116,6 +116,12 @@ __device__ __forceinline__ void cp_async_wait_pending(int pending) {
 }
 
 // Tensor-core fragments for mma.sync m16n8k16 (bf16 in, f32 accumulate).
+// Two f32 as the bf16 pair of one fragment register (lo in the low half).
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+}
+
 // d += a * b for a 16x16 (row-major) by 16x8 (column-major) bf16 tile, f32 accumulators.
 __device__ __forceinline__ void mma_bf16(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                          uint32_t b1) {

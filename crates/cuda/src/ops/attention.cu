@@ -21,10 +21,6 @@
 #define NEG_INF __int_as_float(0xff800000)
 
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
-}
 
 
 

@@ -128,3 +128,154 @@ extern "C" __global__ void vision_add_bias(float* __restrict__ x, float* __restr
         }
     }
 }
+
+// Fused attention over one image's patches (FlashAttention-2 with mma.sync m16n8k16): scores
+// stay in registers, never in memory. q, k, v bf16 [heads, n, dh] (dh a multiple of 8, ≤ 80);
+// o bf16 [n, heads·dh] (head h's dims at h·dh). Grid (ceil(n / 64), heads), 128 threads: each warp
+// owns 16 query rows; the block's 4 warps share key/value tiles of 32 patches in shared memory.
+// Fragment lanes: g = lane / 4 (a row of the 16), t = lane % 4 (a column pair).
+#define VA_KEYS 32
+#define VA_DHMAX 80
+#define VA_STRIDE (VA_DHMAX + 8)  // bf16 per shared row: 176 bytes, rows 4 banks apart
+
+extern "C" __global__ void __launch_bounds__(128) vision_attention(const bf16* __restrict__ q, const bf16* __restrict__ k,
+                                                                   const bf16* __restrict__ v, bf16* __restrict__ o,
+                                                                   int n, int heads, int dh, float scale) {
+    __shared__ __align__(16) bf16 ks[VA_KEYS * VA_STRIDE];
+    __shared__ __align__(16) bf16 vs[VA_KEYS * VA_STRIDE];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int head = blockIdx.y;
+    const int r0 = blockIdx.x * 64 + warp * 16;  // this warp's first query row
+    const bf16* qh = q + (size_t)head * n * dh;
+    const bf16* kh = k + (size_t)head * n * dh;
+    const bf16* vh = v + (size_t)head * n * dh;
+    const int ksteps = (dh + 15) / 16, dtiles = dh / 8;
+    const float scale_log2 = scale * 1.4426950408889634f;
+
+    // Q's A fragments for every 16 dims (zero past dh and past n).
+    auto q_pair = [&](int row, int col) -> uint32_t {
+        if (row >= n || col >= dh) return 0u;
+        return *reinterpret_cast<const uint32_t*>(qh + (size_t)row * dh + col);
+    };
+    uint32_t qa[VA_DHMAX / 16][4];
+#pragma unroll
+    for (int s = 0; s < VA_DHMAX / 16; s++) {
+        qa[s][0] = q_pair(r0 + g, 16 * s + 2 * t);
+        qa[s][1] = q_pair(r0 + g + 8, 16 * s + 2 * t);
+        qa[s][2] = q_pair(r0 + g, 16 * s + 2 * t + 8);
+        qa[s][3] = q_pair(r0 + g + 8, 16 * s + 2 * t + 8);
+    }
+    float acc[VA_DHMAX / 8][4];
+#pragma unroll
+    for (int j = 0; j < VA_DHMAX / 8; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f};
+
+    for (int first = 0; first < n; first += VA_KEYS) {
+        __syncthreads();  // the previous tile is consumed
+        // Stage K and V rows first .. first + 31 (zeros past n and past dh), 4 bytes a thread.
+        for (int i = threadIdx.x; i < VA_KEYS * VA_DHMAX / 2; i += blockDim.x) {
+            const int row = i / (VA_DHMAX / 2), col = 2 * (i % (VA_DHMAX / 2));
+            uint32_t kv = 0u, vv = 0u;
+            if (first + row < n && col < dh) {
+                kv = *reinterpret_cast<const uint32_t*>(kh + (size_t)(first + row) * dh + col);
+                vv = *reinterpret_cast<const uint32_t*>(vh + (size_t)(first + row) * dh + col);
+            }
+            *reinterpret_cast<uint32_t*>(ks + row * VA_STRIDE + col) = kv;
+            *reinterpret_cast<uint32_t*>(vs + row * VA_STRIDE + col) = vv;
+        }
+        __syncthreads();
+
+        // S (16 rows × 32 keys) = Q Kᵀ: four 8-key column tiles.
+        float s[4][4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+            const bf16* krow = ks + (8 * j + g) * VA_STRIDE;
+#pragma unroll
+            for (int st = 0; st < VA_DHMAX / 16; st++) {
+                if (st < ksteps) {
+                    const uint32_t b0 = *reinterpret_cast<const uint32_t*>(krow + 16 * st + 2 * t);
+                    const uint32_t b1 = *reinterpret_cast<const uint32_t*>(krow + 16 * st + 2 * t + 8);
+                    mma_bf16(s[j], qa[st][0], qa[st][1], qa[st][2], qa[st][3], b0, b1);
+                }
+            }
+        }
+        // Online softmax in log2 units; keys past n do not count.
+        float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = first + 8 * j + 2 * t + (e & 1);
+                s[j][e] = key < n ? s[j][e] * scale_log2 : -INFINITY;
+                tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[j][e]);
+            }
+        }
+        float corr[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+            tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+            const float m_new = fmaxf(mx[r], tile_max[r]);
+            corr[r] = exp2f(mx[r] - m_new);  // 0 on the first tile (mx = −inf)
+            mx[r] = m_new;
+            sum[r] *= corr[r];
+        }
+#pragma unroll
+        for (int j = 0; j < VA_DHMAX / 8; j++) {
+            acc[j][0] *= corr[0];
+            acc[j][1] *= corr[0];
+            acc[j][2] *= corr[1];
+            acc[j][3] *= corr[1];
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                s[j][e] = exp2f(s[j][e] - mx[e >> 1]);
+                sum[e >> 1] += s[j][e];
+            }
+        }
+        // O += P V: P's C fragments are the A fragments of two 16-key steps.
+#pragma unroll
+        for (int kk = 0; kk < 2; kk++) {
+            const uint32_t a0 = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+            const uint32_t a1 = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+            const uint32_t a2 = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            const uint32_t a3 = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+            const bf16* v0 = vs + (16 * kk + 2 * t) * VA_STRIDE;
+#pragma unroll
+            for (int j = 0; j < VA_DHMAX / 8; j++) {
+                if (j < dtiles) {
+                    const int col = 8 * j + g;
+                    __nv_bfloat162 p0, p1;
+                    p0.x = v0[col];
+                    p0.y = v0[VA_STRIDE + col];
+                    p1.x = v0[8 * VA_STRIDE + col];
+                    p1.y = v0[9 * VA_STRIDE + col];
+                    mma_bf16(acc[j], a0, a1, a2, a3, *reinterpret_cast<uint32_t*>(&p0),
+                             *reinterpret_cast<uint32_t*>(&p1));
+                }
+            }
+        }
+    }
+    // The row sums are split over the quad's 4 lanes.
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
+        sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
+    }
+    const size_t width = (size_t)heads * dh;
+#pragma unroll
+    for (int j = 0; j < VA_DHMAX / 8; j++) {
+        if (j < dtiles) {
+            const int col = head * dh + 8 * j + 2 * t;
+            if (r0 + g < n)
+                *reinterpret_cast<__nv_bfloat162*>(o + (size_t)(r0 + g) * width + col) =
+                    __floats2bfloat162_rn(acc[j][0] / sum[0], acc[j][1] / sum[0]);
+            if (r0 + g + 8 < n)
+                *reinterpret_cast<__nv_bfloat162*>(o + (size_t)(r0 + g + 8) * width + col) =
+                    __floats2bfloat162_rn(acc[j][2] / sum[1], acc[j][3] / sum[1]);
+        }
+    }
+}

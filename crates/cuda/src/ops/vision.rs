@@ -32,14 +32,33 @@ kernel_file! {
         fn vision_softmax(scores: DevPtr, probs: DevPtr, n: i32);
         fn vision_bias_gelu(y: DevPtr, bias: DevPtr, out: DevPtr, d: i32, tanh_form: i32);
         fn vision_add_bias(x: Option<DevPtr>, y: DevPtr, bias: DevPtr, d: i32);
+        fn vision_attention(q: DevPtr, k: DevPtr, v: DevPtr, o: DevPtr, n: i32, heads: i32, dh: i32, scale: f32);
     }
 }
 
-/// Bytes the attention scores and probabilities of one query block may take: 1 GiB, or
-/// `SOLO_VISION_SCORES_MB` (small blocks keep the scores in L2 at the cost of more launches).
-fn scores_bytes() -> usize {
-    std::env::var("SOLO_VISION_SCORES_MB").ok().and_then(|v| v.parse::<usize>().ok()).map_or(1 << 30, |mb| mb << 20)
+/// How the tower's attention runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AttentionForm {
+    /// `vision_attention`: the scores in registers (FlashAttention-2 on mma.sync), never in memory.
+    Fused,
+    /// Two per-head cuBLAS products around `vision_softmax`, the f32 scores and bf16
+    /// probabilities of a block of query rows at a time in at most this many bytes.
+    Cublas { scores_bytes: usize },
 }
+
+impl AttentionForm {
+    /// The fused kernel, unless `SOLO_VISION_SCORES_MB` asks for the cuBLAS form with query blocks
+    /// of that many MiB (for measuring one against the other).
+    pub fn from_env() -> Self {
+        match std::env::var("SOLO_VISION_SCORES_MB").ok().and_then(|v| v.parse::<usize>().ok()) {
+            Some(mb) => AttentionForm::Cublas { scores_bytes: mb.max(1) << 20 },
+            None => AttentionForm::Fused,
+        }
+    }
+}
+
+/// The fused kernel's limit on the head dim (`VA_DHMAX` in vision.cu; a multiple of 8).
+const FUSED_MAX_HEAD_DIM: usize = 80;
 
 /// A linear layer on the device: bf16 weight `[out, in]`, f32 bias.
 pub struct LinearGpu {
@@ -111,11 +130,11 @@ impl VisionGpu {
 
     /// Merged image tokens [N/m², out_hidden_size] (f32, on the host) for one image's patches.
     pub fn encode(&self, gpu: &Gpu, img: &ImagePatches) -> Result<Vec<f32>> {
-        self.encode_in(gpu, img, scores_bytes())
+        self.encode_with(gpu, img, AttentionForm::from_env())
     }
 
-    /// `encode` with the attention scores of a query block in `scores_bytes`.
-    fn encode_in(&self, gpu: &Gpu, img: &ImagePatches, scores_bytes: usize) -> Result<Vec<f32>> {
+    /// `encode` with the attention in `form`.
+    pub fn encode_with(&self, gpu: &Gpu, img: &ImagePatches, form: AttentionForm) -> Result<Vec<f32>> {
         let cfg = &self.cfg;
         let [t, h, w] = img.grid;
         let (d, m) = (cfg.hidden_size, cfg.spatial_merge_size);
@@ -135,9 +154,19 @@ impl VisionGpu {
         let wide = gpu.alloc(n * (3 * d).max(inter) * 4)?; // f32 products
         let hidden = gpu.alloc(n * inter.max(d) * 2)?; // bf16 MLP activations
         let qkv: Vec<DevBuf> = (0..3).map(|_| gpu.alloc(n * d * 2)).collect::<Result<_>>()?;
-        let rows = (scores_bytes / (heads * n * 6)).clamp(1, n);
-        let scores = gpu.alloc(heads * rows * n * 4)?;
-        let probs = gpu.alloc(heads * rows * n * 2)?;
+        // The cuBLAS form's query block (rows) and its scores and probabilities.
+        let cublas_bytes = match form {
+            AttentionForm::Cublas { scores_bytes } => Some(scores_bytes),
+            AttentionForm::Fused if dh % 8 == 0 && dh <= FUSED_MAX_HEAD_DIM => None,
+            AttentionForm::Fused => Some(1 << 30),
+        };
+        let blocks = match cublas_bytes {
+            Some(bytes) => {
+                let rows = (bytes / (heads * n * 6)).clamp(1, n);
+                Some((rows, gpu.alloc(heads * rows * n * 4)?, gpu.alloc(heads * rows * n * 2)?))
+            }
+            None => None,
+        };
         let out = gpu.alloc(merged * cfg.out_hidden_size * 4)?;
 
         let per_row = |r: usize| Launch::new((r as u32, 1, 1), 256, 0);
@@ -169,17 +198,26 @@ impl VisionGpu {
                 m as i32,
                 theta,
             )?;
-            for first in (0..n).step_by(rows) {
-                let c = rows.min(n - first);
-                let scale = 1.0 / (dh as f32).sqrt();
-                // S[h] (f32 [c, n]) = Q[h][first..first + c] · K[h]ᵀ · scale
-                let q_rows = (q + (first * dh * 2) as DevPtr, dh, n * dh);
-                let s_out = (scores.ptr(), n, c * n);
-                per_head(gpu, heads, true, (n, c, dh), (k, dh, n * dh), q_rows, s_out, false, scale)?;
-                vision_cu::vision_softmax(gpu, per_row(heads * c), scores.ptr(), probs.ptr(), n as i32)?;
-                // O[first..first + c, h·dh..] (bf16, rows of d) = P[h] · V[h]
-                let o = (a.ptr() + (first * d * 2) as DevPtr, d, dh);
-                per_head(gpu, heads, false, (dh, c, n), (v, dh, n * dh), (probs.ptr(), n, c * n), o, true, 1.0)?;
+            let scale = 1.0 / (dh as f32).sqrt();
+            match &blocks {
+                None => {
+                    let launch = Launch::new((n.div_ceil(64) as u32, heads as u32, 1), 128, 0);
+                    vision_cu::vision_attention(gpu, launch, q, k, v, a.ptr(), ni, hi, di, scale)?;
+                }
+                Some((rows, scores, probs)) => {
+                    for first in (0..n).step_by(*rows) {
+                        let c = (*rows).min(n - first);
+                        // S[h] (f32 [c, n]) = Q[h][first..first + c] · K[h]ᵀ · scale
+                        let q_rows = (q + (first * dh * 2) as DevPtr, dh, n * dh);
+                        let s_out = (scores.ptr(), n, c * n);
+                        per_head(gpu, heads, true, (n, c, dh), (k, dh, n * dh), q_rows, s_out, false, scale)?;
+                        vision_cu::vision_softmax(gpu, per_row(heads * c), scores.ptr(), probs.ptr(), n as i32)?;
+                        // O[first..first + c, h·dh..] (bf16, rows of d) = P[h] · V[h]
+                        let o = (a.ptr() + (first * d * 2) as DevPtr, d, dh);
+                        let p_in = (probs.ptr(), n, c * n);
+                        per_head(gpu, heads, false, (dh, c, n), (v, dh, n * dh), p_in, o, true, 1.0)?;
+                    }
+                }
             }
             gemm(gpu, a.ptr(), &b.proj.weight, n, wide.ptr())?;
             vision_cu::vision_add_bias(gpu, per_row(n), Some(x.ptr()), wide.ptr(), b.proj.bias.ptr, d as i32)?;
@@ -280,8 +318,8 @@ mod tests {
     use solo_model::image;
     use solo_model::vision::PreprocessorConfig;
 
-    /// tiny-a's tower (the fixture checkpoint, trained with transformers) on the fixture images,
-    /// against the CPU reference: in one query block, and in blocks of a few rows.
+    /// tiny-a's tower (the fixture checkpoint's) on the fixture images against the CPU reference:
+    /// the fused attention, and the cuBLAS form in one query block and in blocks of 3 rows.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn the_tower_matches_the_cpu_reference() {
@@ -299,9 +337,13 @@ mod tests {
             let want = solo_cpu::vision::encode_image(cfg, w, &img);
             let n = img.grid.iter().product::<usize>();
             // bf16 weights and activations against the f32 reference
-            assert_close(&format!("{file}: merged tokens"), &tower.encode(gpu, &img).unwrap(), &want, 3e-2);
-            let small = tower.encode_in(gpu, &img, cfg.num_heads * n * 6 * 3).unwrap();
-            assert_close(&format!("{file}: merged tokens, 3-row query blocks"), &small, &want, 3e-2);
+            let fused = tower.encode_with(gpu, &img, AttentionForm::Fused).unwrap();
+            assert_close(&format!("{file}: merged tokens, fused attention"), &fused, &want, 3e-2);
+            for rows in [n, 3] {
+                let form = AttentionForm::Cublas { scores_bytes: cfg.num_heads * n * 6 * rows };
+                let got = tower.encode_with(gpu, &img, form).unwrap();
+                assert_close(&format!("{file}: merged tokens, cuBLAS attention, {rows}-row blocks"), &got, &want, 3e-2);
+            }
         }
     }
 }
