@@ -170,6 +170,10 @@ enum Role {
     /// A verb whose subject is left out ("got pulled over", "been feeling low", "wurde erwischt"):
     /// an anchor of that strength where it starts a sentence.
     Start(f32),
+    /// A person named by a role, with no possessive ("Opa", "der Nachbar", "la vecina", "le
+    /// collègue"): an anchor of that strength as written (not inflected), not after an indefinite
+    /// article or "your" ("a neighbour", "tu vecino": anyone's), weak in a writing cue's text.
+    Person(f32),
 }
 
 /// A word's or a phrase's roles, and the length in words of the longest phrase that it starts
@@ -258,6 +262,8 @@ struct Found {
     docs: Vec<(usize, usize)>,
     /// Capitalised first names that the name detector did not report.
     lone_names: Vec<usize>,
+    /// Persons named by a role (`Role::Person`): word, strength.
+    persons: Vec<(usize, f32)>,
 }
 
 impl Found {
@@ -270,6 +276,7 @@ impl Found {
         self.pastes.clear();
         self.docs.clear();
         self.lone_names.clear();
+        self.persons.clear();
     }
 }
 
@@ -393,6 +400,14 @@ fn letter_words_at_most(line: &str, max: usize) -> bool {
 const PLACE_BEFORE: &[&[u8]] = &[
     b"in", b"to", b"from", b"of", b"at", b"the", b"en", b"de", b"del", b"la", b"el", b"los", b"las", b"le", b"les",
     b"des", b"du", b"au", b"aux", b"nach", b"aus", b"von", b"im", b"der", b"die", b"das", b"dem", b"den",
+];
+
+/// Words before a role noun that make it anyone's ("a neighbour", "tu vecino", "eine Kollegin",
+/// "votre collègue"): see `Role::Person`.
+const ANYONE_BEFORE: &[&[u8]] = &[
+    b"a", b"an", b"any", b"every", b"each", b"your", b"un", b"una", b"uno", b"une", b"cada", b"chaque", b"tu", b"tus",
+    b"ton", b"ta", b"tes", b"votre", b"vos", b"ein", b"eine", b"einen", b"einem", b"einer", b"eines", b"jede", b"jeder",
+    b"jeden", b"dein", b"deine", b"deinen", b"deinem", b"deiner", b"euer", b"eure",
 ];
 
 const SELF_LABELS: &[&str] = &["Me", "I", "Yo", "Ich", "Moi", "Je"];
@@ -824,7 +839,7 @@ impl Topics {
         // (The lists are the scratch's, kept from text to text: no allocation for them.)
         let mut found = std::mem::take(&mut w.found);
         found.clear();
-        let Found { terms, anchors, possessives, know, general, pastes, docs, lone_names } = &mut found;
+        let Found { terms, anchors, possessives, know, general, pastes, docs, lone_names, persons } = &mut found;
         let mut meta = false;
         let (mut everyday, mut loss, mut pet) = (false, false, false);
         let mut i = 0;
@@ -868,6 +883,16 @@ impl Topics {
                         anchors.push((i, i + len - 1, s));
                     }
                     Role::Start(_) => {}
+                    Role::Person(s)
+                        if !w.list[i].caps
+                            && !(i > 0
+                                && w.list[i - 1].sentence == w.list[i].sentence
+                                && ANYONE_BEFORE.contains(&w.text(i - 1)))
+                            && (len > 1 || self.word(w.text(i)).is_some_and(|r| r.contains(&Role::Person(s)))) =>
+                    {
+                        persons.push((i, s));
+                    }
+                    Role::Person(_) => {}
                     Role::Know => know.push(i),
                     Role::Pet => {
                         know.push(i);
@@ -915,6 +940,7 @@ impl Topics {
         }
         // (A writing cue weakens a name's binding, as below.)
         anchors.extend(lone_names.iter().map(|&i| (i, i, if meta { 0.2 } else { 0.9 })));
+        anchors.extend(persons.iter().map(|&(i, s)| (i, i, if meta { s.min(0.2) } else { s })));
         // Names bind like third persons; other identifiers make the whole text someone's.
         let mut whole: f32 = floor;
         for s in spans {
@@ -1081,6 +1107,7 @@ fn section(head: &str) -> Result<Vec<Role>, String> {
         "PASTE" => vec![Role::Paste],
         "PLAIN" => vec![Role::Plain],
         "START" => vec![Role::Start(number(arg)?)],
+        "PERSON" => vec![Role::Person(number(arg)?)],
         "DOC" => vec![Role::Doc(arg.map(category).transpose()?)],
         c => vec![Role::Word(category(c)?, number(arg)?)],
     })
