@@ -407,7 +407,22 @@ const PLACE_BEFORE: &[&[u8]] = &[
 const ANYONE_BEFORE: &[&[u8]] = &[
     b"a", b"an", b"any", b"every", b"each", b"your", b"un", b"una", b"uno", b"une", b"cada", b"chaque", b"tu", b"tus",
     b"ton", b"ta", b"tes", b"votre", b"vos", b"ein", b"eine", b"einen", b"einem", b"einer", b"eines", b"jede", b"jeder",
-    b"jeden", b"dein", b"deine", b"deinen", b"deinem", b"deiner", b"euer", b"eure",
+    b"jeden", b"dein", b"deine", b"deinen", b"deinem", b"deiner", b"euer", b"eure", b"de",
+];
+
+/// Children and kin in a general pair ("mother-to-child", "de padres a hijos"), the words that
+/// join such a pair, definite articles, and the verbs of asking what someone may do: see
+/// `classify_in`'s persons.
+const CHILD: &[&[u8]] = &[
+    b"child", b"children", b"baby", b"babies", b"fetus", b"son", b"daughter", b"nino", b"nina", b"ninos", b"hijo",
+    b"hija", b"hijos", b"bebe", b"feto", b"kind", b"kinder", b"sohn", b"tochter", b"enfant", b"enfants", b"fils",
+    b"fille", b"foetus",
+];
+const PAIR_JOIN: &[&[u8]] = &[b"to", b"a", b"en", b"auf", b"zu", b"into", b"hacia"];
+const THE: &[&[u8]] = &[b"the", b"el", b"la", b"der", b"die", b"das", b"le", b"l"];
+const MAY: &[&[u8]] = &[
+    b"can", b"may", b"could", b"should", b"must", b"does", b"is", b"darf", b"kann", b"muss", b"soll", b"puede",
+    b"debe", b"tiene", b"peut", b"doit",
 ];
 
 const SELF_LABELS: &[&str] = &["Me", "I", "Yo", "Ich", "Moi", "Je"];
@@ -940,7 +955,30 @@ impl Topics {
         }
         // (A writing cue weakens a name's binding, as below.)
         anchors.extend(lone_names.iter().map(|&i| (i, i, if meta { 0.2 } else { 0.9 })));
-        anchors.extend(persons.iter().map(|&(i, s)| (i, i, if meta { s.min(0.2) } else { s })));
+        // A role in a general statement is nobody's: a pair ("from mother to daughter", "de madre
+        // a hija", "vom Vater auf den Sohn", "mother-to-child") or the subject of a question of what
+        // a role may do ("can the landlord …", "¿puede el casero …?", "darf der Vermieter …", "le
+        // propriétaire peut-il …").
+        let at = |p: usize| (p < w.list.len()).then(|| w.text(p));
+        let kin = |p: usize| at(p).is_some_and(|t| CHILD.contains(&t)) || persons.iter().any(|&(q, _)| q == p);
+        let joined = |a: usize, b: usize| {
+            w.list[a].sentence == w.list[b].sentence && PAIR_JOIN.contains(&w.text(a + 1)) && kin(b)
+        };
+        let pair = |i: usize| {
+            (i + 2..=i + 3).any(|j| j < w.list.len() && joined(i, j))
+                || (i.saturating_sub(3)..i.saturating_sub(1)).any(|j| kin(j) && joined(j, i))
+        };
+        let asked = |i: usize| {
+            i >= 2
+                && w.list[i - 2].sentence == w.list[i].sentence
+                && THE.contains(&w.text(i - 1))
+                && MAY.contains(&w.text(i - 2))
+                || at(i + 1).is_some_and(|t| MAY.contains(&t))
+                    && at(i + 2).is_some_and(|t| t == b"il" || t == b"elle" || t == b"ils")
+        };
+        anchors.extend(
+            persons.iter().filter(|&&(i, _)| !pair(i) && !asked(i)).map(|&(i, s)| (i, i, if meta { s.min(0.2) } else { s })),
+        );
         // Names bind like third persons; other identifiers make the whole text someone's.
         let mut whole: f32 = floor;
         for s in spans {
