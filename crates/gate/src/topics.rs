@@ -245,6 +245,9 @@ struct Word {
     /// Its bytes in the text, and whether it starts with a capital (a name's shape).
     bytes: (u32, u32),
     capital: bool,
+    /// Written as a German compound may be: with `ä`, `ö`, `ü` or `ß`, or capitalised inside its
+    /// sentence (see `Topics::at`).
+    compound: bool,
 }
 
 /// What `classify_in` finds at the words: category words (first word, words, category, weight),
@@ -431,6 +434,9 @@ const SELF_LABELS: &[&str] = &["Me", "I", "Yo", "Ich", "Moi", "Je"];
 /// does not list.
 const INFLECTIONS: &[&str] = &["ing", "ed", "es", "en", "er", "ern", "s", "e", "n", "d"];
 
+/// The shortest word read as a compound (see `Topics::at`).
+const COMPOUND_MIN: usize = 10;
+
 /// A word that ends in a lexicon's ending is at least this much longer than the ending.
 const SUFFIX_ROOM: usize = 4;
 
@@ -524,6 +530,8 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
             }
             let caps = chars - cstart >= 2 && upper;
             let capital = w.starts_with(|c: char| c.is_uppercase());
+            let inside = out.list.last().is_some_and(|p| p.sentence == sentence);
+            let compound = capital && inside || !ascii && w.contains(['ä', 'ö', 'ü', 'ß', 'Ä', 'Ö', 'Ü']);
             out.list.push(Word {
                 fold: (a as u32, out.folded.len() as u32),
                 chars: (cstart, chars),
@@ -531,6 +539,7 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
                 caps,
                 bytes: (start as u32, i as u32),
                 capital,
+                compound,
             });
             line_words += 1;
             continue;
@@ -548,6 +557,7 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
                 caps: false,
                 bytes: (i as u32, (i + len) as u32),
                 capital: false,
+                compound: false,
             });
         }
         chars += 1;
@@ -756,6 +766,26 @@ impl Topics {
                 .or_else(|| self.word_at(hash(base), base).filter(|_| n != first.len()))
             {
                 return Some((1, r));
+            }
+            // A German compound ("Spielschulden", "alkoholabhängig", "Steuerhinterziehung"; not
+            // "felicitación": `Word::compound`): the longest category word that it ends in, of 6
+            // bytes or more after 4 or more.
+            if first.len() >= COMPOUND_MIN && w.list[i].compound {
+                for start in 4..=first.len() - 6 {
+                    let head = &first[start..];
+                    let words = |r: &&[Role]| r.iter().all(|r| matches!(r, Role::Word(..)));
+                    if let Some(r) = self.word_at(hash(head), head).filter(words) {
+                        return Some((1, r));
+                    }
+                    // A stem of 6 bytes or more ("alkohol|abhängig": `abhangig*`).
+                    if head.len() >= lo.max(6) && self.stem_heads.get(hash(&head[..lo]), &head[..lo]).is_some() {
+                        for len in (lo.max(6)..=hi.min(head.len())).rev() {
+                            if let Some(r) = self.stems.get(hash(&head[..len]), &head[..len]).map(|r| r.as_slice()).filter(words) {
+                                return Some((1, r));
+                            }
+                        }
+                    }
+                }
             }
         }
         None
