@@ -409,17 +409,38 @@ const PLACE_BEFORE: &[&[u8]] = &[
 /// "votre collègue"): see `Role::Person`.
 const ANYONE_BEFORE: &[&[u8]] = &[
     b"a", b"an", b"any", b"every", b"each", b"your", b"un", b"una", b"uno", b"une", b"cada", b"chaque", b"tu", b"tus",
-    b"ton", b"ta", b"tes", b"votre", b"vos", b"ein", b"eine", b"einen", b"einem", b"einer", b"eines", b"jede", b"jeder",
-    b"jeden", b"dein", b"deine", b"deinen", b"deinem", b"deiner", b"euer", b"eure", b"de",
+    b"ton", b"ta", b"tes", b"votre", b"vos", b"ein", b"eine", b"einen", b"einem", b"einer", b"eines", b"jede",
+    b"jeder", b"jeden", b"dein", b"deine", b"deinen", b"deinem", b"deiner", b"euer", b"eure", b"de",
 ];
 
 /// Children and kin in a general pair ("mother-to-child", "de padres a hijos"), the words that
 /// join such a pair, definite articles, and the verbs of asking what someone may do: see
 /// `classify_in`'s persons.
 const CHILD: &[&[u8]] = &[
-    b"child", b"children", b"baby", b"babies", b"fetus", b"son", b"daughter", b"nino", b"nina", b"ninos", b"hijo",
-    b"hija", b"hijos", b"bebe", b"feto", b"kind", b"kinder", b"sohn", b"tochter", b"enfant", b"enfants", b"fils",
-    b"fille", b"foetus",
+    b"child",
+    b"children",
+    b"baby",
+    b"babies",
+    b"fetus",
+    b"son",
+    b"daughter",
+    b"nino",
+    b"nina",
+    b"ninos",
+    b"hijo",
+    b"hija",
+    b"hijos",
+    b"bebe",
+    b"feto",
+    b"kind",
+    b"kinder",
+    b"sohn",
+    b"tochter",
+    b"enfant",
+    b"enfants",
+    b"fils",
+    b"fille",
+    b"foetus",
 ];
 const PAIR_JOIN: &[&[u8]] = &[b"to", b"a", b"en", b"auf", b"zu", b"into", b"hacia"];
 const THE: &[&[u8]] = &[b"the", b"el", b"la", b"der", b"die", b"das", b"le", b"l"];
@@ -780,7 +801,9 @@ impl Topics {
                     // A stem of 6 bytes or more ("alkohol|abhängig": `abhangig*`).
                     if head.len() >= lo.max(6) && self.stem_heads.get(hash(&head[..lo]), &head[..lo]).is_some() {
                         for len in (lo.max(6)..=hi.min(head.len())).rev() {
-                            if let Some(r) = self.stems.get(hash(&head[..len]), &head[..len]).map(|r| r.as_slice()).filter(words) {
+                            if let Some(r) =
+                                self.stems.get(hash(&head[..len]), &head[..len]).map(|r| r.as_slice()).filter(words)
+                            {
                                 return Some((1, r));
                             }
                         }
@@ -928,16 +951,16 @@ impl Topics {
                         anchors.push((i, i + len - 1, s));
                     }
                     Role::Start(_) => {}
-                    Role::Person(s)
-                        if !w.list[i].caps
-                            && !(i > 0
-                                && w.list[i - 1].sentence == w.list[i].sentence
-                                && ANYONE_BEFORE.contains(&w.text(i - 1)))
-                            && (len > 1 || self.word(w.text(i)).is_some_and(|r| r.contains(&Role::Person(s)))) =>
-                    {
-                        persons.push((i, s));
+                    Role::Person(s) => {
+                        // "a neighbour", "tu vecino": anyone's; a form not listed ("grandpas"): none.
+                        let anyone = i > 0
+                            && w.list[i - 1].sentence == w.list[i].sentence
+                            && ANYONE_BEFORE.contains(&w.text(i - 1));
+                        let written = len > 1 || self.word(w.text(i)).is_some_and(|r| r.contains(&Role::Person(s)));
+                        if !w.list[i].caps && !anyone && written {
+                            persons.push((i, s));
+                        }
                     }
-                    Role::Person(_) => {}
                     Role::Know => know.push(i),
                     Role::Pet => {
                         know.push(i);
@@ -1007,7 +1030,10 @@ impl Topics {
                     && at(i + 2).is_some_and(|t| t == b"il" || t == b"elle" || t == b"ils")
         };
         anchors.extend(
-            persons.iter().filter(|&&(i, _)| !pair(i) && !asked(i)).map(|&(i, s)| (i, i, if meta { s.min(0.2) } else { s })),
+            persons
+                .iter()
+                .filter(|&&(i, _)| !pair(i) && !asked(i))
+                .map(|&(i, s)| (i, i, if meta { s.min(0.2) } else { s })),
         );
         // Names bind like third persons; other identifiers make the whole text someone's.
         let mut whole: f32 = floor;
