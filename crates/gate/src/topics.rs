@@ -6,7 +6,9 @@
 //! The text is cut into words (lower case, accents folded) and the words are looked up in the
 //! lexicon (`data/topics.txt`, English, Spanish, German and French): words of a category, each
 //! with a weight, and anchors, the words that make a subject someone's own ("my", "ich", "j'",
-//! "nuestro"). A category word counts as much as the nearest anchor of its sentence binds it
+//! "nuestro"; a person named by a role, "Opa", "la vecina", but not anyone's, "a neighbour", nor
+//! a general pair, "from mother to daughter"); a German compound is read by its head
+//! ("Spielschulden": "schulden"). A category word counts as much as the nearest anchor of its sentence binds it
 //! (closer binds more; a general-knowledge word such as "how" between them unbinds), or of the
 //! sentence before, or of the whole text when the text is a record (label: value lines, or lines
 //! of a few words and a number: lab values, a statement's rows), carries identifiers (a name, an
