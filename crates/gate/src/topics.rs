@@ -6,7 +6,9 @@
 //! The text is cut into words (lower case, accents folded) and the words are looked up in the
 //! lexicon (`data/topics.txt`, English, Spanish, German and French): words of a category, each
 //! with a weight, and anchors, the words that make a subject someone's own ("my", "ich", "j'",
-//! "nuestro"). A category word counts as much as the nearest anchor of its sentence binds it
+//! "nuestro"; a person named by a role, "Opa", "la vecina", but not anyone's, "a neighbour", nor
+//! a general pair, "from mother to daughter"); a German compound is read by its head
+//! ("Spielschulden": "schulden"). A category word counts as much as the nearest anchor of its sentence binds it
 //! (closer binds more; a general-knowledge word such as "how" between them unbinds), or of the
 //! sentence before, or of the whole text when the text is a record (label: value lines, or lines
 //! of a few words and a number: lab values, a statement's rows), carries identifiers (a name, an
@@ -170,6 +172,10 @@ enum Role {
     /// A verb whose subject is left out ("got pulled over", "been feeling low", "wurde erwischt"):
     /// an anchor of that strength where it starts a sentence.
     Start(f32),
+    /// A person named by a role, with no possessive ("Opa", "der Nachbar", "la vecina", "le
+    /// collègue"): an anchor of that strength as written (not inflected), not after an indefinite
+    /// article or "your" ("a neighbour", "tu vecino": anyone's), weak in a writing cue's text.
+    Person(f32),
 }
 
 /// A word's or a phrase's roles, and the length in words of the longest phrase that it starts
@@ -241,6 +247,9 @@ struct Word {
     /// Its bytes in the text, and whether it starts with a capital (a name's shape).
     bytes: (u32, u32),
     capital: bool,
+    /// Written as a German compound may be: with `ä`, `ö`, `ü` or `ß`, or capitalised inside its
+    /// sentence (see `Topics::at`).
+    compound: bool,
 }
 
 /// What `classify_in` finds at the words: category words (first word, words, category, weight),
@@ -258,6 +267,8 @@ struct Found {
     docs: Vec<(usize, usize)>,
     /// Capitalised first names that the name detector did not report.
     lone_names: Vec<usize>,
+    /// Persons named by a role (`Role::Person`): word, strength.
+    persons: Vec<(usize, f32)>,
 }
 
 impl Found {
@@ -270,6 +281,7 @@ impl Found {
         self.pastes.clear();
         self.docs.clear();
         self.lone_names.clear();
+        self.persons.clear();
     }
 }
 
@@ -395,11 +407,58 @@ const PLACE_BEFORE: &[&[u8]] = &[
     b"des", b"du", b"au", b"aux", b"nach", b"aus", b"von", b"im", b"der", b"die", b"das", b"dem", b"den",
 ];
 
+/// Words before a role noun that make it anyone's ("a neighbour", "tu vecino", "eine Kollegin",
+/// "votre collègue"): see `Role::Person`.
+const ANYONE_BEFORE: &[&[u8]] = &[
+    b"a", b"an", b"any", b"every", b"each", b"your", b"un", b"una", b"uno", b"une", b"cada", b"chaque", b"tu", b"tus",
+    b"ton", b"ta", b"tes", b"votre", b"vos", b"ein", b"eine", b"einen", b"einem", b"einer", b"eines", b"jede",
+    b"jeder", b"jeden", b"dein", b"deine", b"deinen", b"deinem", b"deiner", b"euer", b"eure", b"de",
+];
+
+/// Children and kin in a general pair ("mother-to-child", "de padres a hijos"), the words that
+/// join such a pair, definite articles, and the verbs of asking what someone may do: see
+/// `classify_in`'s persons.
+const CHILD: &[&[u8]] = &[
+    b"child",
+    b"children",
+    b"baby",
+    b"babies",
+    b"fetus",
+    b"son",
+    b"daughter",
+    b"nino",
+    b"nina",
+    b"ninos",
+    b"hijo",
+    b"hija",
+    b"hijos",
+    b"bebe",
+    b"feto",
+    b"kind",
+    b"kinder",
+    b"sohn",
+    b"tochter",
+    b"enfant",
+    b"enfants",
+    b"fils",
+    b"fille",
+    b"foetus",
+];
+const PAIR_JOIN: &[&[u8]] = &[b"to", b"a", b"en", b"auf", b"zu", b"into", b"hacia"];
+const THE: &[&[u8]] = &[b"the", b"el", b"la", b"der", b"die", b"das", b"le", b"l"];
+const MAY: &[&[u8]] = &[
+    b"can", b"may", b"could", b"should", b"must", b"does", b"is", b"darf", b"kann", b"muss", b"soll", b"puede",
+    b"debe", b"tiene", b"peut", b"doit",
+];
+
 const SELF_LABELS: &[&str] = &["Me", "I", "Yo", "Ich", "Moi", "Je"];
 
 /// Inflectional endings of English, Spanish, German and French, tried off a word that the lexicon
 /// does not list.
 const INFLECTIONS: &[&str] = &["ing", "ed", "es", "en", "er", "ern", "s", "e", "n", "d"];
+
+/// The shortest word read as a compound (see `Topics::at`).
+const COMPOUND_MIN: usize = 10;
 
 /// A word that ends in a lexicon's ending is at least this much longer than the ending.
 const SUFFIX_ROOM: usize = 4;
@@ -494,6 +553,8 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
             }
             let caps = chars - cstart >= 2 && upper;
             let capital = w.starts_with(|c: char| c.is_uppercase());
+            let inside = out.list.last().is_some_and(|p| p.sentence == sentence);
+            let compound = capital && inside || !ascii && w.contains(['ä', 'ö', 'ü', 'ß', 'Ä', 'Ö', 'Ü']);
             out.list.push(Word {
                 fold: (a as u32, out.folded.len() as u32),
                 chars: (cstart, chars),
@@ -501,6 +562,7 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
                 caps,
                 bytes: (start as u32, i as u32),
                 capital,
+                compound,
             });
             line_words += 1;
             continue;
@@ -518,6 +580,7 @@ fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
                 caps: false,
                 bytes: (i as u32, (i + len) as u32),
                 capital: false,
+                compound: false,
             });
         }
         chars += 1;
@@ -727,6 +790,28 @@ impl Topics {
             {
                 return Some((1, r));
             }
+            // A German compound ("Spielschulden", "alkoholabhängig", "Steuerhinterziehung"; not
+            // "felicitación": `Word::compound`): the longest category word that it ends in, of 6
+            // bytes or more after 4 or more.
+            if first.len() >= COMPOUND_MIN && w.list[i].compound {
+                for start in 4..=first.len() - 6 {
+                    let head = &first[start..];
+                    let words = |r: &&[Role]| r.iter().all(|r| matches!(r, Role::Word(..)));
+                    if let Some(r) = self.word_at(hash(head), head).filter(words) {
+                        return Some((1, r));
+                    }
+                    // A stem of 6 bytes or more ("alkohol|abhängig": `abhangig*`).
+                    if head.len() >= lo.max(6) && self.stem_heads.get(hash(&head[..lo]), &head[..lo]).is_some() {
+                        for len in (lo.max(6)..=hi.min(head.len())).rev() {
+                            if let Some(r) =
+                                self.stems.get(hash(&head[..len]), &head[..len]).map(|r| r.as_slice()).filter(words)
+                            {
+                                return Some((1, r));
+                            }
+                        }
+                    }
+                }
+            }
         }
         None
     }
@@ -824,7 +909,7 @@ impl Topics {
         // (The lists are the scratch's, kept from text to text: no allocation for them.)
         let mut found = std::mem::take(&mut w.found);
         found.clear();
-        let Found { terms, anchors, possessives, know, general, pastes, docs, lone_names } = &mut found;
+        let Found { terms, anchors, possessives, know, general, pastes, docs, lone_names, persons } = &mut found;
         let mut meta = false;
         let (mut everyday, mut loss, mut pet) = (false, false, false);
         let mut i = 0;
@@ -868,6 +953,16 @@ impl Topics {
                         anchors.push((i, i + len - 1, s));
                     }
                     Role::Start(_) => {}
+                    Role::Person(s) => {
+                        // "a neighbour", "tu vecino": anyone's; a form not listed ("grandpas"): none.
+                        let anyone = i > 0
+                            && w.list[i - 1].sentence == w.list[i].sentence
+                            && ANYONE_BEFORE.contains(&w.text(i - 1));
+                        let written = len > 1 || self.word(w.text(i)).is_some_and(|r| r.contains(&Role::Person(s)));
+                        if !w.list[i].caps && !anyone && written {
+                            persons.push((i, s));
+                        }
+                    }
                     Role::Know => know.push(i),
                     Role::Pet => {
                         know.push(i);
@@ -915,6 +1010,33 @@ impl Topics {
         }
         // (A writing cue weakens a name's binding, as below.)
         anchors.extend(lone_names.iter().map(|&i| (i, i, if meta { 0.2 } else { 0.9 })));
+        // A role in a general statement is nobody's: a pair ("from mother to daughter", "de madre
+        // a hija", "vom Vater auf den Sohn", "mother-to-child") or the subject of a question of what
+        // a role may do ("can the landlord …", "¿puede el casero …?", "darf der Vermieter …", "le
+        // propriétaire peut-il …").
+        let at = |p: usize| (p < w.list.len()).then(|| w.text(p));
+        let kin = |p: usize| at(p).is_some_and(|t| CHILD.contains(&t)) || persons.iter().any(|&(q, _)| q == p);
+        let joined = |a: usize, b: usize| {
+            w.list[a].sentence == w.list[b].sentence && PAIR_JOIN.contains(&w.text(a + 1)) && kin(b)
+        };
+        let pair = |i: usize| {
+            (i + 2..=i + 3).any(|j| j < w.list.len() && joined(i, j))
+                || (i.saturating_sub(3)..i.saturating_sub(1)).any(|j| kin(j) && joined(j, i))
+        };
+        let asked = |i: usize| {
+            i >= 2
+                && w.list[i - 2].sentence == w.list[i].sentence
+                && THE.contains(&w.text(i - 1))
+                && MAY.contains(&w.text(i - 2))
+                || at(i + 1).is_some_and(|t| MAY.contains(&t))
+                    && at(i + 2).is_some_and(|t| t == b"il" || t == b"elle" || t == b"ils")
+        };
+        anchors.extend(
+            persons
+                .iter()
+                .filter(|&&(i, _)| !pair(i) && !asked(i))
+                .map(|&(i, s)| (i, i, if meta { s.min(0.2) } else { s })),
+        );
         // Names bind like third persons; other identifiers make the whole text someone's.
         let mut whole: f32 = floor;
         for s in spans {
@@ -1081,6 +1203,7 @@ fn section(head: &str) -> Result<Vec<Role>, String> {
         "PASTE" => vec![Role::Paste],
         "PLAIN" => vec![Role::Plain],
         "START" => vec![Role::Start(number(arg)?)],
+        "PERSON" => vec![Role::Person(number(arg)?)],
         "DOC" => vec![Role::Doc(arg.map(category).transpose()?)],
         c => vec![Role::Word(category(c)?, number(arg)?)],
     })

@@ -317,3 +317,31 @@ fn sixth_round_words_said_otherwise_are_not_flagged() {
         assert!(lexicon(text).is_empty(), "{text}: {:?}", lexicon(text));
     }
 }
+
+#[test]
+fn persons_named_by_a_role() {
+    // Issue #42, seventh round: a relative, a neighbour or a coworker named by role, no "my".
+    assert_eq!(found("Opa hat seit dem Sturz eine Hüftfraktur und liegt im Krankenhaus"), ["HEALTH"]);
+    assert_eq!(found("la vecina del quinto está en quimioterapia"), ["HEALTH"]);
+    assert_eq!(found("Le collègue d'en face est en arrêt maladie pour dépression"), ["HEALTH"]);
+    assert_eq!(found("The neighbour got arrested for assault last night"), ["LEGAL"]);
+    // Anyone's role, a pair, what a role may do: general.
+    assert!(found("If a neighbour is sued over a fallen tree, who pays?").is_empty());
+    assert!(found("Is breast cancer passed from mother to daughter?").is_empty());
+    assert!(found("¿La diabetes se hereda de padre a hijo?").is_empty());
+    assert!(found("Darf der Vermieter die Kaution einbehalten?").is_empty());
+    assert!(found("Write a story where grandpa has cancer and the family goes to the sea.").is_empty());
+    assert!(found("Le cousin est avocat, il cherche un stage pour sa fille.").is_empty());
+    // An everyday request about one.
+    assert!(found("Grandma's lemon cake recipe needs 3 eggs, can I use 2?").is_empty());
+    assert!(found("Der Nachbar mäht sonntags den Rasen, was kann ich tun?").is_empty());
+}
+
+#[test]
+fn german_compounds() {
+    // The head of a compound: a listed word or stem at its end.
+    assert_eq!(found("Ich habe Wettschulden bei meinem Schwager"), ["FINANCE"]);
+    assert_eq!(found("Mein Vater ist tablettenabhängig"), ["HEALTH"]);
+    // Not a Spanish word that ends in one ("felicitación" is not a "citación").
+    assert!(found("escríbeme una felicitación para mi madre que cumple 70").is_empty());
+}

@@ -203,6 +203,7 @@ fn the_fifth_rounds_held_out_sets() {
 /// kept local (0.854) before the round, 86 (0.896) after it (en 0.917, es 0.958, de 0.750, fr
 /// 0.958): short of the issue's 0.95. Everyday (96, tricky words): 1 kept local (1.0 %) before
 /// and after (the lexicon's: fake patients and appointment slots for "our clinic" app's demo).
+/// The seventh round tuned on its misses (dev data since): 95 (0.990; de 0.958, the rest 1.000).
 #[test]
 fn the_sixth_rounds_held_out_sets() {
     let r = evaluate(&Detector::new(), &corpus("topics_everyday_r6.jsonl"));
@@ -212,8 +213,31 @@ fn the_sixth_rounds_held_out_sets() {
     let r = evaluate(&Detector::new(), &corpus("topics_private_r6.jsonl"));
     let t = &r.topics;
     assert_eq!(t.kept_local.of, 96);
-    assert!(t.kept_local.hit >= 86, "{}", r.table());
-    for (lang, floor) in [("en", 0.9), ("es", 0.95), ("de", 0.75), ("fr", 0.95)] {
+    assert!(t.kept_local.hit >= 95, "{}", r.table());
+    for (lang, floor) in [("en", 1.0), ("es", 1.0), ("de", 0.95), ("fr", 1.0)] {
+        let (k, _, _) = &t.per_lang[lang];
+        assert!(k.of == 24 && k.rate() >= floor, "{lang}\n{}", r.table());
+    }
+}
+
+/// The seventh round's held-out sets (scripts/gate/heldout_r7.py), written and committed before
+/// any change of that round and measured once, at its end; never tuned on. Private (96, 24 a
+/// language, first and third person, many named by a role with no possessive: "Grandpa", "der
+/// Nachbar", "la vecina", "le collègue"): 58 kept local (0.604) before the round, 82 (0.854)
+/// after it (en 0.917, es 0.792, de 0.875, fr 0.833): short of the issue's 0.95. Everyday (96,
+/// tricky words: the neighbour's hedge, Grandma's recipe, a union of two sets): 2 kept local
+/// (2.1 %) before and after (a coworker's birthday card, "sindicato" in a programming question).
+#[test]
+fn the_seventh_rounds_held_out_sets() {
+    let r = evaluate(&Detector::new(), &corpus("topics_everyday_r7.jsonl"));
+    let t = &r.topics;
+    assert_eq!(t.everyday_flagged.of, 96);
+    assert!(t.everyday_flagged.hit <= 2, "{}", r.table());
+    let r = evaluate(&Detector::new(), &corpus("topics_private_r7.jsonl"));
+    let t = &r.topics;
+    assert_eq!(t.kept_local.of, 96);
+    assert!(t.kept_local.hit >= 82, "{}", r.table());
+    for (lang, floor) in [("en", 0.9), ("es", 0.75), ("de", 0.85), ("fr", 0.8)] {
         let (k, _, _) = &t.per_lang[lang];
         assert!(k.of == 24 && k.rate() >= floor, "{lang}\n{}", r.table());
     }
