@@ -45,11 +45,13 @@ while [ $# -gt 0 ]; do
             timeout 400 ./gpu-bin/solo bench --synthetic --contexts "$2" --rounds "$3" ${BENCH_ARGS:-} --json "$OUT/bench${BENCH_TAG:-}.json" 2>&1 | tee "$OUT/bench${BENCH_TAG:-}.log" || status=1
             shift 3 ;;
         image)
-            # the vision tower on a W×H image and TTFT of image + 256 tokens, with 1 GiB query
-            # blocks of attention scores and with 32 MiB ones (L2-resident)
-            for mb in 1024 32; do
-                SOLO_VISION_SCORES_MB=$mb timeout 300 ./gpu-bin/solo bench --synthetic --contexts 8192 --image "$2" --rounds 5 2>&1 | tee "$OUT/image_$2_${mb}mb.log" || status=1
+            # the vision tower on a W×H image and TTFT of image + 256 tokens: the fused attention,
+            # then the cuBLAS form with 1 GiB and 32 MiB (L2-resident) query blocks of scores
+            for mb in fused 1024 32; do
+                if [ $mb = fused ]; then unset SOLO_VISION_SCORES_MB; else export SOLO_VISION_SCORES_MB=$mb; fi
+                timeout 300 ./gpu-bin/solo bench --synthetic --contexts 8192 --image "$2" --rounds 5 2>&1 | tee "$OUT/image_$2_$mb.log" || status=1
             done
+            unset SOLO_VISION_SCORES_MB
             shift 2 ;;
         batch)
             timeout 300 ./gpu-bin/solo bench --synthetic --contexts 4096 --batch "$2" --rounds 3 ${BENCH_ARGS:-} --json "$OUT/batch.json" 2>&1 | tee "$OUT/batch.log" || status=1
