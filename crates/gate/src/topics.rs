@@ -31,6 +31,11 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::OnceLock;
 
+mod cut;
+mod lexicon;
+use cut::words;
+use lexicon::{Entry, Role};
+
 /// What a text is about. The names (`HEALTH`, `SEX_LIFE`, …) are the stable interface; the
 /// policy names them beside the entity types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -146,45 +151,6 @@ impl Assessment {
 /// the ICD-10 titles (English; made by scripts/gate/make_topic_lexicon.py).
 pub const LEXICON: &str = include_str!("../data/topics.txt");
 pub const LEXICON_ICD10: &str = include_str!("../data/topics_icd10.txt");
-
-/// What a lexicon entry says of a word.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Role {
-    Word(Category, f32),
-    /// A private document's name; with `Some`, also a word of that category.
-    Doc(Option<Category>),
-    /// Makes a subject someone's own; `true`: a possessive ("my"), which also binds a document.
-    Anchor(f32, bool),
-    Know,
-    /// A pet ("cat", "perro"): a general-knowledge cue, and with a possessive before it ("my
-    /// cat") the text is about the animal.
-    Pet,
-    /// An everyday object or task ("recipe", "Kartoffeln", "fregadero", "road trip").
-    Everyday,
-    /// A word of loss ("died", "mort"): an everyday word does not silence the model.
-    Loss,
-    /// "In general", "allgemein": a general-knowledge cue for its whole sentence.
-    General,
-    Meta,
-    Paste,
-    /// A word that is itself, not another listed word inflected ("essayer" is not "essay" + "er").
-    Plain,
-    /// A verb whose subject is left out ("got pulled over", "been feeling low", "wurde erwischt"):
-    /// an anchor of that strength where it starts a sentence.
-    Start(f32),
-    /// A person named by a role, with no possessive ("Opa", "der Nachbar", "la vecina", "le
-    /// collègue"): an anchor of that strength as written (not inflected), not after an indefinite
-    /// article or "your" ("a neighbour", "tu vecino": anyone's), weak in a writing cue's text.
-    Person(f32),
-}
-
-/// A word's or a phrase's roles, and the length in words of the longest phrase that it starts
-/// (0: none).
-#[derive(Clone, Default)]
-struct Entry {
-    roles: Vec<Role>,
-    phrase: usize,
-}
 
 /// Which detector `Topics::classify` runs: the lexicon, the learned model
 /// (`topic_model.rs`), or both (the shipped default: the lexicon's categories, or when it finds
@@ -463,160 +429,6 @@ const COMPOUND_MIN: usize = 10;
 /// A word that ends in a lexicon's ending is at least this much longer than the ending.
 const SUFFIX_ROOM: usize = 4;
 
-/// The words of `text` (letters and digits, and currency signs alone; anything else splits),
-/// their sentences (cut at
-/// `.`, `!`, `?`, `;` and line ends, not at a `.` inside a number or a word), and the shape of
-/// its lines.
-fn words(text: &str, names: impl Fn(&str) -> bool, out: &mut Words) {
-    out.folded.clear();
-    out.list.clear();
-    out.speakers.clear();
-    out.record_lines = 0;
-    out.speaker_lines = 0;
-    out.value_lines = 0;
-    out.lines = 0;
-    out.first_line_words = 0;
-    out.second_line_words = 0;
-    let mut first_colon = false;
-    let mut sentence = 0u32;
-    let mut chars = 0u32;
-    let mut line_start = 0usize;
-    let mut line_words = 0usize;
-    // The shape of the lines counts only in a text of three lines or more (a record, a thread),
-    // so a shorter one is not looked at; and only a colon or a digit makes a line a record's.
-    let shapes = text.find('\n').is_some_and(|i| text[i + 1..].contains('\n'));
-    let check_line = |line: &str, out: &mut Words| {
-        if !shapes || !line.bytes().any(|b| b == b':' || b.is_ascii_digit()) {
-            return;
-        }
-        // A chat line's time stamp ("[10:02] Sam: …", "10:02 Sam: …") is not its label.
-        let line = line.trim_start();
-        let line = match line.strip_prefix('[').and_then(|l| l.split_once(']')) {
-            Some((stamp, rest)) if stamp.bytes().all(|b| b.is_ascii_digit() || b == b':') => rest.trim_start(),
-            _ => line.trim_start_matches(|c: char| c.is_ascii_digit() || c == ':'),
-        };
-        // `Label: value` and `Name: message` lines (labels of one to four words).
-        let Some(colon) = line.find(':') else {
-            if line.bytes().any(|b| b.is_ascii_digit()) && letter_words_at_most(line, 6) {
-                out.value_lines += 1;
-            }
-            return;
-        };
-        let (label, value) = (line[..colon].trim(), line[colon + 1..].trim());
-        if value.is_empty() || label.is_empty() || label.len() > 40 || label.split_whitespace().count() > 4 {
-            return;
-        }
-        if !label.starts_with(|c: char| c.is_uppercase()) || value.starts_with("//") {
-            return;
-        }
-        out.record_lines += 1;
-        if !label.contains(' ') && names(label) && value.split_whitespace().nth(1).is_some() {
-            out.speaker_lines += 1;
-            if !out.speakers.iter().any(|s| s == label) {
-                out.speakers.push(label.to_string());
-            }
-        }
-    };
-    let b = text.as_bytes();
-    let at = |i: usize| char_at(text, i);
-    let mut i = 0;
-    while i < b.len() {
-        let (c, len) = at(i);
-        if alphanumeric(c, len) {
-            let (start, cstart) = (i, chars);
-            let (mut ascii, mut upper) = (true, true);
-            while i < b.len() {
-                let (d, l) = at(i);
-                if !alphanumeric(d, l) {
-                    break;
-                }
-                ascii &= l == 1;
-                upper &= if l == 1 { d.is_ascii_uppercase() } else { d.is_uppercase() };
-                chars += 1;
-                i += l;
-            }
-            let w = &text[start..i];
-            if !out.list.is_empty() {
-                out.folded.push(b' ');
-            }
-            let a = out.folded.len();
-            if ascii {
-                out.folded.extend(w.bytes().map(|b| b.to_ascii_lowercase()));
-            } else {
-                // The ligatures as French and Danish write them out ("cœur" = "coeur", "œil" =
-                // "oeil"), so one entry of the lexicon is both.
-                fold_chars(w, |c| match c {
-                    'œ' => out.folded.extend_from_slice(b"oe"),
-                    'æ' => out.folded.extend_from_slice(b"ae"),
-                    c => push_char(&mut out.folded, c),
-                });
-            }
-            let caps = chars - cstart >= 2 && upper;
-            let capital = w.starts_with(|c: char| c.is_uppercase());
-            let inside = out.list.last().is_some_and(|p| p.sentence == sentence);
-            let compound = capital && inside || !ascii && w.contains(['ä', 'ö', 'ü', 'ß', 'Ä', 'Ö', 'Ü']);
-            out.list.push(Word {
-                fold: (a as u32, out.folded.len() as u32),
-                chars: (cstart, chars),
-                sentence,
-                caps,
-                bytes: (start as u32, i as u32),
-                capital,
-                compound,
-            });
-            line_words += 1;
-            continue;
-        }
-        if matches!(c, '€' | '$' | '£' | '¥') {
-            if !out.list.is_empty() {
-                out.folded.push(b' ');
-            }
-            let a = out.folded.len();
-            push_char(&mut out.folded, c);
-            out.list.push(Word {
-                fold: (a as u32, out.folded.len() as u32),
-                chars: (chars, chars + 1),
-                sentence,
-                caps: false,
-                bytes: (i as u32, (i + len) as u32),
-                capital: false,
-                compound: false,
-            });
-        }
-        chars += 1;
-        match c {
-            '\n' => {
-                check_line(&text[line_start..i], out);
-                if line_words > 0 {
-                    sentence += 1;
-                    out.lines += 1;
-                    if out.lines == 1 {
-                        out.first_line_words = out.list.len();
-                        first_colon = text[line_start..i].trim_end().ends_with(':');
-                    } else if out.lines == 2 && first_colon {
-                        out.second_line_words = out.list.len();
-                    }
-                }
-                line_start = i + 1;
-                line_words = 0;
-            }
-            '!' | '?' | ';' => sentence += 1,
-            '.' if i + 1 == b.len() || at(i + 1).0.is_whitespace() => sentence += 1,
-            _ => {}
-        }
-        i += len;
-    }
-    check_line(&text[line_start..], out);
-    if line_words > 0 {
-        out.lines += 1;
-        if out.lines == 1 {
-            out.first_line_words = out.list.len();
-        } else if out.lines == 2 && first_colon {
-            out.second_line_words = out.list.len();
-        }
-    }
-}
-
 impl Topics {
     /// The shipped lexicon, compiled once.
     pub fn shipped() -> &'static Topics {
@@ -624,94 +436,6 @@ impl Topics {
         T.get_or_init(|| {
             Topics::parse(&format!("{LEXICON}\n{LEXICON_ICD10}")).expect("the shipped topic lexicon parses")
         })
-    }
-
-    /// Reads a lexicon (`data/topics.txt`'s form); errors name the line.
-    pub fn parse(text: &str) -> Result<Topics, String> {
-        let mut t = Topics {
-            mode: Mode::default(),
-            exact: WordTable::default(),
-            stems: WordTable::default(),
-            stem_lens: (usize::MAX, 0),
-            stem_heads: WordTable::default(),
-            suffixes: Vec::new(),
-            suffix_tails: HashMap::default(),
-            tail_bits: Box::new([0; 1024]),
-        };
-        let mut roles: Vec<Role> = Vec::new();
-        let mut scratch = Words::default();
-        for (n, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            if let Some(head) = line.strip_prefix('[') {
-                let head = head.strip_suffix(']').ok_or_else(|| format!("line {}: unclosed section", n + 1))?;
-                roles = section(head).map_err(|e| format!("line {}: {e}", n + 1))?;
-                continue;
-            }
-            if roles.is_empty() {
-                return Err(format!("line {}: words before any section", n + 1));
-            }
-            for term in line.split_whitespace() {
-                if let Some(ending) = term.strip_prefix('*') {
-                    let mut folded = String::new();
-                    fold_into(ending, &mut folded);
-                    if folded.is_empty() || !folded.chars().all(char::is_alphanumeric) {
-                        return Err(format!("line {}: an ending is letters: {term:?}", n + 1));
-                    }
-                    match t.suffixes.iter_mut().find(|(s, _)| **s == *folded) {
-                        Some((_, r)) => r.extend(roles.iter().filter(|x| !r.contains(x)).copied().collect::<Vec<_>>()),
-                        None => t.suffixes.push((folded.into_boxed_str(), roles.clone())),
-                    }
-                    continue;
-                }
-                let (term, stem) = match term.strip_suffix('*') {
-                    Some(s) => (s, true),
-                    None => (term, false),
-                };
-                words(&term.replace('_', " "), |_| false, &mut scratch);
-                let parts: Vec<&str> = (0..scratch.list.len())
-                    .map(|i| std::str::from_utf8(scratch.text(i)).expect("folded words are UTF-8"))
-                    .collect();
-                if parts.is_empty() {
-                    return Err(format!("line {}: {term:?} has no letters", n + 1));
-                }
-                let key = parts.join(" ");
-                let entry = if stem {
-                    if parts.len() > 1 {
-                        return Err(format!("line {}: a stem is one word: {term:?}", n + 1));
-                    }
-                    t.stem_lens = (t.stem_lens.0.min(key.len()), t.stem_lens.1.max(key.len()));
-                    t.stems.entry(key.as_bytes())
-                } else {
-                    if parts.len() > 1 {
-                        let head = t.exact.entry(parts[0].as_bytes());
-                        head.phrase = head.phrase.max(parts.len());
-                    }
-                    &mut t.exact.entry(key.as_bytes()).roles
-                };
-                for r in &roles {
-                    if !entry.contains(r) {
-                        entry.push(*r);
-                    }
-                }
-            }
-        }
-        let lo = t.stem_lens.0;
-        let heads: Vec<Vec<u8>> = t.stems.iter().map(|(k, _)| k.get(..lo).unwrap_or(k).to_vec()).collect();
-        for h in heads {
-            t.stem_heads.entry(&h);
-        }
-        for (i, (s, _)) in t.suffixes.iter().enumerate() {
-            if s.len() < 2 {
-                return Err(format!("the ending {s:?} is shorter than two letters"));
-            }
-            let tail = tail(s.as_bytes());
-            t.suffix_tails.entry(tail).or_default().push(i);
-            t.tail_bits[tail / 64] |= 1 << (tail % 64);
-        }
-        Ok(t)
     }
 
     /// The roles of a listed word or phrase, whose hash is `h`.
@@ -1168,45 +892,6 @@ fn enclitic(word: &[u8]) -> bool {
 /// The last two bytes of `s` as one index (a shorter `s`: its bytes).
 fn tail(s: &[u8]) -> usize {
     s.iter().rev().take(2).fold(0, |acc, &b| acc << 8 | b as usize)
-}
-
-/// A section header's roles.
-fn section(head: &str) -> Result<Vec<Role>, String> {
-    let mut parts = head.split_whitespace();
-    let role = parts.next().ok_or("empty section")?;
-    let arg = parts.next();
-    if parts.next().is_some() {
-        return Err(format!("[{head}]: one role and at most one argument"));
-    }
-    let number = |a: Option<&str>| -> Result<f32, String> {
-        let a = a.ok_or_else(|| format!("[{head}] needs a number"))?;
-        match a.parse::<f32>() {
-            Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
-            _ => Err(format!("[{head}]: {a:?} is not a number from 0 to 1")),
-        }
-    };
-    let category = |a: &str| {
-        Category::from_name(a).ok_or_else(|| {
-            let all: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
-            format!("unknown category {a:?} (one of {})", all.join(", "))
-        })
-    };
-    Ok(match role {
-        "ANCHOR" => vec![Role::Anchor(number(arg)?, false)],
-        "POSSESSIVE" => vec![Role::Anchor(number(arg)?, true)],
-        "KNOW" => vec![Role::Know],
-        "PET" => vec![Role::Pet],
-        "EVERYDAY" => vec![Role::Everyday],
-        "LOSS" => vec![Role::Loss],
-        "GENERAL" => vec![Role::General],
-        "META" => vec![Role::Meta],
-        "PASTE" => vec![Role::Paste],
-        "PLAIN" => vec![Role::Plain],
-        "START" => vec![Role::Start(number(arg)?)],
-        "PERSON" => vec![Role::Person(number(arg)?)],
-        "DOC" => vec![Role::Doc(arg.map(category).transpose()?)],
-        c => vec![Role::Word(category(c)?, number(arg)?)],
-    })
 }
 
 #[cfg(test)]
