@@ -18,11 +18,7 @@ training templates:
 
 Nothing is tuned on these files: they are measured once before and once after the round's change.
 Run: python3 scripts/gate/heldout_r5.py (no dependencies)."""
-import json
-import os
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS = os.path.join(HERE, "..", "..", "crates", "gate", "tests", "corpus")
+from heldout_sets import everyday_docs, private_docs, write
 
 EVERYDAY = {
     "en": """Add a /health endpoint to my Express server that returns 200 when the database is reachable.
@@ -298,26 +294,9 @@ PRIVATE = {
 }
 
 
-def write(name, docs):
-    path = os.path.normpath(os.path.join(CORPUS, name))
-    with open(path, "w", encoding="utf-8") as f:
-        for d in docs:
-            f.write(json.dumps(d, ensure_ascii=False) + "\n")
-    print(f"wrote {len(docs)} documents to {path}")
-
-
 def main():
-    everyday = []
-    for lang, block in EVERYDAY.items():
-        lines = [l.strip() for l in block.strip().split("\n") if l.strip()]
-        assert len(lines) == 40, (lang, len(lines))
-        everyday += [{"text": t, "spans": [], "categories": [], "kind": "everyday", "lang": lang} for t in lines]
-    private = []
-    for lang, rows in PRIVATE.items():
-        assert len(rows) == 24, (lang, len(rows))
-        private += [{"text": t, "spans": [], "categories": cats, "kind": "sensitive", "lang": lang} for cats, t in rows]
-    write("topics_everyday_r5.jsonl", everyday)
-    write("topics_private_r5.jsonl", private)
+    write("topics_everyday_r5.jsonl", everyday_docs(EVERYDAY, 40))
+    write("topics_private_r5.jsonl", private_docs(PRIVATE, 24))
 
 
 if __name__ == "__main__":

@@ -17,11 +17,7 @@ or the model's training templates:
 
 Nothing is tuned on these files: they are measured once, at the end of the round.
 Run: python3 scripts/gate/heldout_r7.py (no dependencies)."""
-import json
-import os
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS = os.path.join(HERE, "..", "..", "crates", "gate", "tests", "corpus")
+from heldout_sets import everyday_docs, private_docs, write
 
 H, F, L, S, R, P, U, E, B, D = ("HEALTH", "FINANCE", "LEGAL", "SEX_LIFE", "RELIGION", "POLITICS", "UNION",
                                 "ETHNICITY", "BIOMETRIC", "PRIVATE_DOCUMENT")
@@ -233,26 +229,9 @@ Idées de jeux pour l'anniversaire de ma nièce de 7 ans.""",
 }
 
 
-def write(name, docs):
-    path = os.path.normpath(os.path.join(CORPUS, name))
-    with open(path, "w", encoding="utf-8") as f:
-        for d in docs:
-            f.write(json.dumps(d, ensure_ascii=False) + "\n")
-    print(f"wrote {len(docs)} documents to {path}")
-
-
 def main():
-    private = []
-    for lang, rows in PRIVATE.items():
-        assert len(rows) == 24, (lang, len(rows))
-        private += [{"text": t, "spans": [], "categories": cats, "kind": "sensitive", "lang": lang} for cats, t in rows]
-    everyday = []
-    for lang, block in EVERYDAY.items():
-        lines = [l.strip() for l in block.strip().split("\n") if l.strip()]
-        assert len(lines) == 24, (lang, len(lines))
-        everyday += [{"text": t, "spans": [], "categories": [], "kind": "everyday", "lang": lang} for t in lines]
-    write("topics_private_r7.jsonl", private)
-    write("topics_everyday_r7.jsonl", everyday)
+    write("topics_private_r7.jsonl", private_docs(PRIVATE, 24))
+    write("topics_everyday_r7.jsonl", everyday_docs(EVERYDAY, 24))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 //! What a one-token chat request costs besides the model, on the demo checkpoint (CPU):
 //!
 //! - through `solo::Engine::chat` (what libsolo's `solo_chat` wraps) and through `solo serve` on
-//!   loopback (one keep-alive connection), each over a backend that costs nothing (`Free`: its
+//!   loopback (one keep-alive connection), each over a backend that costs nothing (`Fake::free`: its
 //!   prefill and decode return a fixed row at once) — so the time is all overhead: request JSON,
 //!   chat template and tokenizer, queue, engine thread, answer JSON, and for HTTP the socket;
 //! - the chat template + tokenizer alone (`prompt::chat`), part of both;
@@ -38,13 +38,17 @@ fn time(rounds: usize, mut f: impl FnMut()) -> f64 {
     v[v.len() / 2].as_secs_f64() * 1e6
 }
 
-/// A backend that does no work: every row puts token 0 first.
-struct Free(ModelConfig);
+/// A backend that does no work: every row puts token 0 first. Paced (`ready` given), it takes
+/// 1 ms a token and notes when each row is ready.
+struct Fake {
+    config: ModelConfig,
+    ready: Option<Arc<Mutex<Vec<Instant>>>>,
+}
 
-impl Backend for Free {
+impl Backend for Fake {
     type State = usize;
     fn config(&self) -> &ModelConfig {
-        &self.0
+        &self.config
     }
     fn new_state(&self) -> Result<usize> {
         Ok(0)
@@ -62,43 +66,20 @@ impl Backend for Free {
     }
 }
 
-impl Free {
+impl Fake {
+    fn free(config: ModelConfig) -> Self {
+        Fake { config, ready: None }
+    }
+
     fn row(&self) -> Vec<f32> {
-        let mut row = vec![0.0; self.0.vocab_size];
+        if self.ready.is_some() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut row = vec![0.0; self.config.vocab_size];
         row[0] = 10.0;
-        row
-    }
-}
-
-/// `Free`, but 1 ms a token, noting when each row is ready.
-struct Paced(ModelConfig, Arc<Mutex<Vec<Instant>>>);
-
-impl Backend for Paced {
-    type State = usize;
-    fn config(&self) -> &ModelConfig {
-        &self.0
-    }
-    fn new_state(&self) -> Result<usize> {
-        Ok(0)
-    }
-    fn position(&self, state: &usize) -> usize {
-        *state
-    }
-    fn prefill(&self, state: &mut usize, tokens: &[u32], logits: Logits) -> Result<Vec<f32>> {
-        *state += tokens.len();
-        Ok(if logits == Logits::None { Vec::new() } else { self.row() })
-    }
-    fn decode(&self, state: &mut usize, _token: u32) -> Result<Vec<f32>> {
-        *state += 1;
-        Ok(self.row())
-    }
-}
-
-impl Paced {
-    fn row(&self) -> Vec<f32> {
-        std::thread::sleep(Duration::from_millis(1));
-        let row = Free(self.0.clone()).row();
-        self.1.lock().unwrap().push(Instant::now());
+        if let Some(ready) = &self.ready {
+            ready.lock().unwrap().push(Instant::now());
+        }
         row
     }
 }
@@ -108,7 +89,7 @@ fn streaming_delay(dir: &Path, config: &ModelConfig, requests: usize) -> Result<
     let ready = Arc::new(Mutex::new(Vec::new()));
     let (c, r) = (config.clone(), ready.clone());
     let options = Options { backend: solo::Backend::Cpu, cache_mb: 0, ..Options::default() };
-    let engine = Engine::open_with_backend(dir, options, move || Ok(Paced(c, r)))?;
+    let engine = Engine::open_with_backend(dir, options, move || Ok(Fake { config: c, ready: Some(r) }))?;
     let mut delays = Vec::new();
     for _ in 0..requests {
         ready.lock().unwrap().clear();
@@ -146,10 +127,10 @@ fn main() -> Result<()> {
     });
 
     let c = config.clone();
-    let free = Engine::open_with_backend(&dir, options(), move || Ok(Free(c)))?;
+    let free = Engine::open_with_backend(&dir, options(), move || Ok(Fake::free(c)))?;
     let free_in_process = time(rounds, || chat_in_process(&free, &request));
     let c = config.clone();
-    let free_server = serve(&dir, move || Ok(Free(c)))?;
+    let free_server = serve(&dir, move || Ok(Fake::free(c)))?;
     let free_http = http(&free_server, rounds, &request)?;
 
     let backend = solo_cpu::load(&dir)?;

@@ -167,7 +167,6 @@ impl VisionGpu {
             }
             None => None,
         };
-        let out = gpu.alloc(merged * cfg.out_hidden_size * 4)?;
 
         let per_row = |r: usize| Launch::new((r as u32, 1, 1), 256, 0);
         gemm(gpu, patches.ptr(), &self.patch_embed.weight, n, x.ptr())?;
@@ -222,18 +221,17 @@ impl VisionGpu {
             gemm(gpu, a.ptr(), &b.proj.weight, n, wide.ptr())?;
             vision_cu::vision_add_bias(gpu, per_row(n), Some(x.ptr()), wide.ptr(), b.proj.bias.ptr, d as i32)?;
             self.norm(gpu, &b.norm2, x.ptr(), n, a.ptr())?;
-            self.mlp(gpu, (&b.fc1, &b.fc2), a.ptr(), n, cfg.gelu_tanh, (wide.ptr(), hidden.ptr()))?;
+            mlp(gpu, (&b.fc1, &b.fc2), a.ptr(), n, cfg.gelu_tanh, (wide.ptr(), hidden.ptr()))?;
             vision_cu::vision_add_bias(gpu, per_row(n), Some(x.ptr()), wide.ptr(), b.fc2.bias.ptr, d as i32)?;
         }
 
         // The merger: m² consecutive normed patches are one row of m²·d.
         self.norm(gpu, &self.merger_norm, x.ptr(), n, a.ptr())?;
         let fcs = (&self.merger_fc1, &self.merger_fc2);
-        self.mlp(gpu, fcs, a.ptr(), merged, false, (wide.ptr(), hidden.ptr()))?;
+        mlp(gpu, fcs, a.ptr(), merged, false, (wide.ptr(), hidden.ptr()))?;
         let out_d = cfg.out_hidden_size;
-        gpu.copy(out.ptr(), wide.ptr(), merged * out_d * 4)?;
-        vision_cu::vision_add_bias(gpu, per_row(merged), None, out.ptr(), self.merger_fc2.bias.ptr, out_d as i32)?;
-        gpu.download_f32(out.ptr(), merged * out_d)
+        vision_cu::vision_add_bias(gpu, per_row(merged), None, wide.ptr(), self.merger_fc2.bias.ptr, out_d as i32)?;
+        gpu.download_f32(wide.ptr(), merged * out_d)
     }
 
     /// out (bf16 [rows, hidden]) = LayerNorm(x (f32 [rows, hidden])).
@@ -241,22 +239,21 @@ impl VisionGpu {
         let (wt, b, d) = (norm.weight.ptr, norm.bias.ptr, self.cfg.hidden_size as i32);
         vision_cu::vision_layer_norm(gpu, Launch::new((rows as u32, 1, 1), 256, 0), x, wt, b, out, d)
     }
+}
 
-    /// y (f32 [rows, fc2 out], no bias yet) = fc2(GELU(fc1(x) + b1)); x bf16 [rows, fc1 in].
-    fn mlp(
-        &self,
-        gpu: &Gpu,
-        (fc1, fc2): (&LinearGpu, &LinearGpu),
-        x: DevPtr,
-        rows: usize,
-        tanh_form: bool,
-        (y, act): (DevPtr, DevPtr),
-    ) -> Result<()> {
-        gemm(gpu, x, &fc1.weight, rows, y)?;
-        let launch = Launch::new((rows as u32, 1, 1), 256, 0);
-        vision_cu::vision_bias_gelu(gpu, launch, y, fc1.bias.ptr, act, fc1.weight.rows as i32, tanh_form as i32)?;
-        gemm(gpu, act, &fc2.weight, rows, y)
-    }
+/// y (f32 [rows, fc2 out], no bias yet) = fc2(GELU(fc1(x) + b1)); x bf16 [rows, fc1 in].
+fn mlp(
+    gpu: &Gpu,
+    (fc1, fc2): (&LinearGpu, &LinearGpu),
+    x: DevPtr,
+    rows: usize,
+    tanh_form: bool,
+    (y, act): (DevPtr, DevPtr),
+) -> Result<()> {
+    gemm(gpu, x, &fc1.weight, rows, y)?;
+    let launch = Launch::new((rows as u32, 1, 1), 256, 0);
+    vision_cu::vision_bias_gelu(gpu, launch, y, fc1.bias.ptr, act, fc1.weight.rows as i32, tanh_form as i32)?;
+    gemm(gpu, act, &fc2.weight, rows, y)
 }
 
 /// One cuBLAS product per head, as cuBLAS sees the row-major buffers (column-major): C = alpha ·
