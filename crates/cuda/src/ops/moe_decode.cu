@@ -384,6 +384,20 @@ __device__ __forceinline__ void request_row_int4(unsigned char* dst, const unsig
     cp_async_commit();
 }
 
+// A lane's piece of an int4 down row · act: its 16 columns (lane · 16 ..) of `row` (landed) times
+// a, the slot's activations at those columns (f32). The caller sums the lanes.
+__device__ __forceinline__ float down_lane_dot_int4(const unsigned char* row, int lane, const float (&a)[16]) {
+    const uint2 w = *reinterpret_cast<const uint2*>(row + lane * 8);
+    const unsigned int words[2] = {w.x, w.y};
+    __half2 ah[8];
+    to_x16(a, ah);
+    float asum = 0.f;
+#pragma unroll
+    for (int i = 0; i < 16; i++) asum += a[i];
+    const float2 g = int4_group(reinterpret_cast<const unsigned int*>(row + EXPERT_DIM / 2)[lane / 8]);
+    return dot_int4<2>(words, ah) * g.x + asum * g.y;
+}
+
 // An int4 gate or up row (landed, and the warp synced) · x.
 __device__ __forceinline__ float expert_row_dot_int4(const unsigned char* row, const LaneX4& x) {
     const int lane = threadIdx.x & 31;
@@ -493,16 +507,7 @@ extern "C" __global__ void __maxnreg__(96)
             load16(&s.act[slot][lane * 16], a);
             float part;
             if (slot < TOP_K) {
-                const unsigned char* row = ring + slot * DOWN_ROW4;
-                const uint2 w = *reinterpret_cast<const uint2*>(row + lane * 8);
-                const unsigned int words[2] = {w.x, w.y};
-                __half2 ah[8];
-                to_x16(a, ah);
-                float asum = 0.f;
-#pragma unroll
-                for (int i = 0; i < 16; i++) asum += a[i];
-                const float2 g = int4_group(reinterpret_cast<const unsigned int*>(row + EXPERT_DIM / 2)[lane / 8]);
-                part = dot_int4<2>(words, ah) * g.x + asum * g.y;
+                part = down_lane_dot_int4(ring + slot * DOWN_ROW4, lane, a);
             } else {
                 const bf16* w = s.shared_down[warp] + lane * 16;
                 part = dot8(*reinterpret_cast<const uint4*>(w), a) + dot8(*reinterpret_cast<const uint4*>(w + 8), a + 8);
@@ -596,16 +601,7 @@ extern "C" __global__ void __launch_bounds__(256)
         }
         float part;
         if (slot < TOP_K) {
-            const unsigned char* row = rows[warp] + slot * DOWN_ROW4;
-            const uint2 w = *reinterpret_cast<const uint2*>(row + lane * 8);
-            const unsigned int words[2] = {w.x, w.y};
-            __half2 ah[8];
-            to_x16(a, ah);
-            float asum = 0.f;
-#pragma unroll
-            for (int k = 0; k < 16; k++) asum += a[k];
-            const float2 gr = int4_group(reinterpret_cast<const unsigned int*>(row + EXPERT_DIM / 2)[lane / 8]);
-            part = dot_int4<2>(words, ah) * gr.x + asum * gr.y;
+            part = down_lane_dot_int4(rows[warp] + slot * DOWN_ROW4, lane, a);
         } else {
             part = dot8(sw0, a) + dot8(sw1, a + 8);
         }
