@@ -38,13 +38,17 @@ pub fn ensure(cache_root: &Path) -> Result<PathBuf> {
     if dir.join("model.safetensors").exists() {
         return Ok(dir);
     }
-    // Write into a fresh sibling and rename, so an interrupted first run never leaves half a checkpoint.
-    let tmp = cache_root.join(format!("{name}.tmp-{}", std::process::id()));
+    // Write into a fresh sibling and rename, so an interrupted first run never leaves half a
+    // checkpoint: one per call (process and call number), so that threads of one process that
+    // write it at once never share one.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = cache_root.join(format!("{name}.tmp-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     write(&tmp)?;
     match std::fs::rename(&tmp, &dir) {
         Ok(()) => {}
-        // Another process won the race: use its copy.
+        // Another process or thread won the race: use its copy.
         Err(_) if dir.join("model.safetensors").exists() => {
             let _ = std::fs::remove_dir_all(&tmp);
         }
