@@ -120,7 +120,12 @@ pub fn attention_forward_at(
 /// Rotates one head (`head_dim` values) for `position`, exactly as `attention_forward` does to
 /// q and k after their norms. Exposed for the GPU kernels' tests.
 pub fn apply_rope(cfg: &ModelConfig, head: &mut [f32], position: usize) {
-    Rope::new(cfg).apply(head, [position; 3]);
+    apply_mrope(cfg, head, [position; 3]);
+}
+
+/// `apply_rope` at multimodal positions (temporal, height, width).
+pub fn apply_mrope(cfg: &ModelConfig, head: &mut [f32], position: [usize; 3]) {
+    Rope::new(cfg).apply(head, position);
 }
 
 /// NeoX-style rotary embedding on the first R dims of a head: pairs (i, i + R/2), the multimodal

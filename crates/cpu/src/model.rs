@@ -276,7 +276,7 @@ impl Backend for CpuModel {
 
 /// Writes the image tokens among `tokens` (the sequence's next, from `state.position`) into h and
 /// returns every token's rotary position (temporal, height, width), advancing `state.rope_delta`
-/// past each image that ends here. With `images`, every `<|image_pad|>` must belong to one.
+/// past each image that ends here (`solo_model::place_images`).
 fn place_images(
     cfg: &ModelConfig,
     state: &mut CpuState,
@@ -285,36 +285,14 @@ fn place_images(
     h: &mut [f32],
 ) -> Result<Vec<[usize; 3]>> {
     let hidden = cfg.hidden_size;
-    let image_token = cfg.vision.as_ref().map(|v| v.image_token_id);
-    let mut delta = state.rope_delta;
-    let mut positions = Vec::with_capacity(tokens.len());
-    for (i, &id) in tokens.iter().enumerate() {
-        let p = state.position + i;
-        let Some(img) = images.iter().find(|im| im.start <= p && p < im.start + im.tokens()) else {
-            if !images.is_empty() && Some(id) == image_token {
-                bail!("prompt token {p} is an image placeholder that no image fills");
-            }
-            let pos = (p as i64 + delta) as usize;
-            positions.push([pos; 3]);
-            continue;
-        };
-        ensure!(Some(id) == image_token, "prompt token {p} is inside an image but is not its placeholder");
-        ensure!(
-            img.embeds.len() == img.tokens() * hidden,
-            "an image's embeddings are not [{}, {hidden}]",
-            img.tokens()
-        );
-        let j = p - img.start;
-        h[i * hidden..(i + 1) * hidden].copy_from_slice(&img.embeds[j * hidden..(j + 1) * hidden]);
-        let [_, rows, cols] = img.grid;
-        let base = (img.start as i64 + delta) as usize;
-        positions.push([base + j / (rows * cols), base + j / cols % rows, base + j % cols]);
-        if j + 1 == img.tokens() {
-            delta += rows.max(cols) as i64 - img.tokens() as i64;
+    let placed = solo_model::place_images(cfg, state.position, state.rope_delta, tokens, images)?;
+    for (i, row) in placed.rows.iter().enumerate() {
+        if let &Some((k, j)) = row {
+            h[i * hidden..(i + 1) * hidden].copy_from_slice(&images[k].embeds[j * hidden..(j + 1) * hidden]);
         }
     }
-    state.rope_delta = delta;
-    Ok(positions)
+    state.rope_delta = placed.rope_delta;
+    Ok(placed.positions)
 }
 
 /// One decoder layer on h [T, hidden] at rotary positions `positions` (one per token), in place:

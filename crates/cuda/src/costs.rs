@@ -4,7 +4,7 @@
 
 use crate::kernels::{widths::*, Launch};
 use crate::model::CudaModel;
-use crate::ops::attention::{attend, attention_mixer, KvCacheGpu};
+use crate::ops::attention::{attend, attention_mixer, KvCacheGpu, Rope};
 use crate::ops::gdn::{conv_silu, decode_step, gated_norm, prep, scan, GdnConsts, GdnStateGpu};
 use crate::ops::linear::{cast_cu, gemv, gemv_blocks, gemv_norm};
 use crate::ops::lm_head::LmHeadScreen;
@@ -160,7 +160,9 @@ pub fn kernel_costs(model: &CudaModel) -> Result<Vec<Cost>> {
         let pos = gpu.upload_i32(&[ctx as i32 - 1])?;
         let us = time_us(gpu, 200, &mut || attend(gpu, q, qg, 1, pos.ptr(), &cache, &scratch, gated))?;
         add(format!("decode attend at context {ctx}"), us, tb(ctx as f64 * 2.0 * position_bytes, us) + " of KV");
-        let us = time_us(gpu, 200, &mut || attention_mixer(gpu, a0, x.ptr(), 1, pos.ptr(), &cache, &scratch, y.ptr()))?;
+        let us = time_us(gpu, 200, &mut || {
+            attention_mixer(gpu, a0, x.ptr(), 1, pos.ptr(), Rope::ROW, &cache, &scratch, y.ptr())
+        })?;
         add(format!("decode attention mixer at context {ctx}"), us, String::new());
     }
     for (t, start) in [(4096usize, 0usize), (4096, 131_072 - 4096)] {

@@ -21,9 +21,11 @@
 //! the device); or the screened lm_head's exact top-k logits and the GPU sampler (`decode_pick`,
 //! one token at a time: the server's step).
 
+mod images;
+
 use crate::mtp::{MtpIo, MtpStateGpu, VerifyBackup, VerifyMark};
 use crate::multi_token::TokenStates;
-use crate::ops::attention::{attention_decode, attention_mixer, KvCacheGpu};
+use crate::ops::attention::{attention_decode, attention_mixer, KvCacheGpu, Rope};
 use crate::ops::gdn::{gdn_decode, gdn_mixer, GdnStateGpu};
 use crate::ops::linear::{gemv_norm, linear};
 use crate::ops::lm_head::LmHeadScreen;
@@ -32,8 +34,9 @@ use crate::ops::{embed::embed, norm, sample, Scratch};
 use crate::runtime::{DevBuf, DevPtr, Gpu, GraphCache};
 use crate::weights::{MixerGpu, ModelGpu};
 use anyhow::{anyhow, bail, ensure, Result};
+use solo_model::image::ImagePatches;
 use solo_model::sampler::{Sampler, SamplerConfig};
-use solo_model::{Backend, Draft, Logits, ModelConfig, ModelWeights};
+use solo_model::{Backend, Draft, Logits, ModelConfig, ModelWeights, PromptImage};
 use std::cell::RefCell;
 
 /// Tokens per prefill launch sequence: longer prompts are prefilled in chunks of this size.
@@ -116,8 +119,12 @@ pub struct CudaState {
     pub position: usize,
     /// Positions its KV caches hold: `max_seq`, or fewer for a compact copy (`compact_copy`).
     pub capacity: usize,
-    /// i32 on the device: the position the next token is written at.
+    /// i32 [2] on the device: the position the next token is written at, then the rotary delta
+    /// (`rope_delta`, `rope_delta_ptr`).
     pub pos: DevBuf,
+    /// A text token's rotary position minus its position: 0 until an image, then what the images
+    /// took less than their tokens (`solo_model::image::place_images`). On the device too.
+    pub rope_delta: i64,
     pub layers: Vec<LayerStateGpu>,
     /// The MTP head's cache and pending row (with an MTP head).
     pub mtp: Option<MtpStateGpu>,
@@ -132,6 +139,16 @@ impl CudaState {
             LayerStateGpu::GatedDeltaNet(s) => Some(s),
             LayerStateGpu::FullAttention(_) => None,
         })
+    }
+
+    /// i32 on the device: `rope_delta`.
+    pub(crate) fn rope_delta_ptr(&self) -> DevPtr {
+        self.pos.ptr() + 4
+    }
+
+    /// The rotary positions of its text tokens.
+    pub(crate) fn text_rope(&self) -> Rope {
+        Rope::text(self.rope_delta_ptr())
     }
 
     /// A decode step (which the MTP head does not follow) appended `steps` tokens.
@@ -197,9 +214,15 @@ impl CudaModel {
     /// Runs `t` tokens (ids already in `io.ids`) through the model, leaving the final normalised
     /// hidden states in `io.x` and advancing the device position.
     pub(crate) fn forward(&self, state: &CudaState, t: usize) -> Result<()> {
+        embed(&self.gpu, &self.weights.embed_tokens, self.io.ids.ptr(), t, self.io.h.ptr())?;
+        self.forward_embedded(state, t, state.text_rope())
+    }
+
+    /// `forward` from the embedded tokens in `io.h` (f32 [t, hidden]) at rotary positions `rope`
+    /// (a prompt piece with an image: `images.rs`).
+    pub(crate) fn forward_embedded(&self, state: &CudaState, t: usize, rope: Rope) -> Result<()> {
         let (gpu, w, io, eps) = (&self.gpu, &self.weights, &self.io, self.config.rms_norm_eps);
         let (h, x, delta) = (io.h.ptr(), io.x.ptr(), io.delta.ptr());
-        embed(gpu, &w.embed_tokens, io.ids.ptr(), t, h)?;
         norm::rms_norm(gpu, h, &w.layers[0].input_norm, t, eps, x)?;
         for (i, (layer, layer_state)) in w.layers.iter().zip(&state.layers).enumerate() {
             let bf16_copy;
@@ -215,7 +238,7 @@ impl CudaModel {
                     gdn_mixer(gpu, m, x, t, s, &self.scratch, delta)?;
                 }
                 (MixerGpu::FullAttention(m), LayerStateGpu::FullAttention(kv)) => {
-                    attention_mixer(gpu, m, x, t, state.pos.ptr(), kv, &self.scratch, delta)?;
+                    attention_mixer(gpu, m, x, t, state.pos.ptr(), rope, kv, &self.scratch, delta)?;
                 }
                 _ => bail!("layer {i}: state and weights disagree on the layer kind"),
             }
@@ -242,7 +265,17 @@ impl CudaModel {
                 }
                 (MixerGpu::FullAttention(m), LayerStateGpu::FullAttention(kv)) => MixerOut {
                     w: &m.o_proj,
-                    y: attention_decode(gpu, m, h, &layer.input_norm, eps, state.pos.ptr(), kv, &self.scratch)?,
+                    y: attention_decode(
+                        gpu,
+                        m,
+                        h,
+                        &layer.input_norm,
+                        eps,
+                        state.pos.ptr(),
+                        state.text_rope(),
+                        kv,
+                        &self.scratch,
+                    )?,
                 },
                 _ => bail!("layer {i}: state and weights disagree on the layer kind"),
             };
@@ -600,33 +633,28 @@ impl Backend for CudaModel {
     }
 
     fn prefill(&self, state: &mut CudaState, tokens: &[u32], logits: Logits) -> Result<Vec<f32>> {
-        if tokens.is_empty() {
-            bail!("prefill of zero tokens");
+        self.prefill_placed(state, tokens, &[], logits)
+    }
+
+    fn image_support(&self) -> Result<()> {
+        self.vision().map(|_| ())
+    }
+
+    fn encode_image(&self, image: &ImagePatches) -> Result<Vec<f32>> {
+        self.vision()?.encode(&self.gpu, image)
+    }
+
+    fn prefill_with_images(
+        &self,
+        state: &mut CudaState,
+        tokens: &[u32],
+        images: &[PromptImage],
+        logits: Logits,
+    ) -> Result<Vec<f32>> {
+        if !images.is_empty() {
+            self.image_support()?;
         }
-        self.check_room(state, tokens.len())?;
-        let vocab = self.config.vocab_size;
-        let mut out = Vec::new();
-        let chunks: Vec<&[u32]> = tokens.chunks(PREFILL_CHUNK).collect();
-        for (c, chunk) in chunks.iter().enumerate() {
-            let t = chunk.len();
-            self.upload_ids(chunk)?;
-            self.forward(state, t)?;
-            state.position += t;
-            match logits {
-                Logits::All => {
-                    let buf = self.gpu.alloc(t * vocab * 4)?;
-                    self.lm_head(0, t, buf.ptr())?;
-                    out.extend(self.gpu.download_f32(buf.ptr(), t * vocab)?);
-                }
-                Logits::Last if c + 1 == chunks.len() => {
-                    self.lm_head(t - 1, 1, self.io.logits.ptr())?;
-                    out = self.gpu.download_f32(self.io.logits.ptr(), vocab)?;
-                }
-                Logits::Last | Logits::None => {}
-            }
-            self.mtp_catch_up(state, chunk)?;
-        }
-        Ok(out)
+        self.prefill_placed(state, tokens, images, logits)
     }
 
     fn decode(&self, state: &mut CudaState, token: u32) -> Result<Vec<f32>> {
@@ -675,8 +703,8 @@ impl CudaModel {
             Some(_) => Some(MtpStateGpu::new(&self.gpu, capacity, self.config.hidden_size)?),
             None => None,
         };
-        let pos = self.gpu.alloc(4)?; // position 0
-        Ok(CudaState { id, position: 0, capacity, pos, layers, mtp, verify: None })
+        let pos = self.gpu.alloc(8)?; // position 0, rotary delta 0
+        Ok(CudaState { id, position: 0, rope_delta: 0, capacity, pos, layers, mtp, verify: None })
     }
 
     /// An independent copy of `state` on the device that can go on to `max_seq` tokens (a
@@ -711,7 +739,10 @@ impl CudaModel {
                 _ => bail!("state layers disagree"),
             }
         }
-        self.gpu.set_i32(dst.pos.ptr(), state.position as i32)?; // no host wait: a snapshot stays off the prefill's path
+        // no host wait: a snapshot stays off the prefill's path
+        self.gpu.set_i32(dst.pos.ptr(), state.position as i32)?;
+        self.gpu.set_i32(dst.rope_delta_ptr(), state.rope_delta as i32)?;
+        dst.rope_delta = state.rope_delta;
         dst.mtp = match (&dst.mtp, &state.mtp) {
             (Some(d), Some(s)) => Some(d.copy_from(&self.gpu, s, self.config.hidden_size)?),
             _ => None,
@@ -730,7 +761,9 @@ impl CudaModel {
             }
         }
         self.gpu.set_i32(state.pos.ptr(), 0)?;
+        self.gpu.set_i32(state.rope_delta_ptr(), 0)?;
         state.position = 0;
+        state.rope_delta = 0;
         if let Some(m) = &mut state.mtp {
             m.reset();
         }

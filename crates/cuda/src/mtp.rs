@@ -23,7 +23,7 @@
 //! the n tokens again.
 
 use crate::model::{CudaModel, CudaState};
-use crate::ops::attention::{attention_mixer, KvCacheGpu};
+use crate::ops::attention::{attention_mixer, KvCacheGpu, Rope};
 use crate::ops::gdn::GdnStateGpu;
 use crate::ops::linear::linear;
 use crate::ops::moe::moe_block;
@@ -165,7 +165,8 @@ impl CudaModel {
         norm::rms_norm_twice(gpu, io.hidden.ptr(), inner_norm, &w.pre_fc_norm_hidden, m, eps, x)?;
         linear(gpu, x, &w.fc_hidden, m, delta)?;
         norm::add_rms_norm(gpu, a, delta, &layer.input_norm, m, eps, x)?;
-        attention_mixer(gpu, attn, x, m, s.pos.ptr(), &s.kv, &self.scratch, delta)?;
+        // the head turns by its positions alone, images or not (as crates/cpu/src/mtp.rs does)
+        attention_mixer(gpu, attn, x, m, s.pos.ptr(), Rope::ROW, &s.kv, &self.scratch, delta)?;
         norm::add_rms_norm(gpu, a, delta, &layer.post_attention_norm, m, eps, x)?;
         moe_block(gpu, &layer.moe, x, m, &self.scratch, delta)?;
         norm::add_rms_norm(gpu, a, delta, &w.norm, m, eps, x)

@@ -49,6 +49,8 @@ pub(crate) struct TokenStates {
     after: Vec<GdnStatesAfter>,
     /// i32 [MAX_TOKENS]: the positions of the step's tokens.
     positions: DevBuf,
+    /// i32 [MAX_TOKENS]: the batched step's sequences' rotary deltas (`CudaState::rope_delta`).
+    deltas: DevBuf,
     /// f32 [MAX_TOKENS, vocab]: the step's logits.
     logits: DevBuf,
     /// The step's graphs by (state id, t).
@@ -75,6 +77,7 @@ impl TokenStates {
         Ok(TokenStates {
             after,
             positions: gpu.alloc(MAX_TOKENS * 4)?,
+            deltas: gpu.alloc(MAX_TOKENS * 4)?,
             logits: gpu.alloc(MAX_TOKENS * vocab * 4)?,
             graphs: GraphCache::new(GRAPHS_KEPT),
             pointers: gpu.alloc(gdn_layers * 2 * MAX_TOKENS * 8)?,
@@ -94,7 +97,13 @@ impl TokenStates {
     /// Where attention layer a of the batched step finds its sequences.
     fn batch_caches(&self, a: usize) -> BatchCaches {
         let at = |values: usize| self.kv_pointers.ptr() + ((2 * a + values) * MAX_TOKENS * 8) as DevPtr;
-        BatchCaches { positions: self.positions.ptr(), keys: at(0), values: at(1), max_seq: self.batch_capacity.get() }
+        BatchCaches {
+            positions: self.positions.ptr(),
+            deltas: self.deltas.ptr(),
+            keys: at(0),
+            values: at(1),
+            max_seq: self.batch_capacity.get(),
+        }
     }
 }
 
@@ -195,6 +204,8 @@ impl CudaModel {
         let s = slot.as_ref().expect("made by token_states");
         let positions: Vec<u8> = states.iter().flat_map(|st| (st.position as i32).to_le_bytes()).collect();
         gpu.write(s.positions.ptr(), &positions)?;
+        let deltas: Vec<u8> = states.iter().flat_map(|st| (st.rope_delta as i32).to_le_bytes()).collect();
+        gpu.write(s.deltas.ptr(), &deltas)?;
         let mut pointers = vec![0u64; s.after.len() * 2 * MAX_TOKENS];
         for (i, st) in states.iter().enumerate() {
             for (g, gdn) in st.gdn_states().enumerate() {
@@ -315,8 +326,8 @@ impl CudaModel {
                     let y = match tokens {
                         Tokens::OfOne(state, t) => {
                             let cache = kv_cache(state, i).ok_or_else(|| mismatch(i))?;
-                            let pos = s.positions.ptr();
-                            attention_decode_tokens(gpu, m, h, norm, eps, pos, t, cache, &self.scratch)?
+                            let (pos, rope) = (s.positions.ptr(), state.text_rope());
+                            attention_decode_tokens(gpu, m, h, norm, eps, pos, rope, t, cache, &self.scratch)?
                         }
                         Tokens::OfEach(_) => {
                             attention_decode_batch(gpu, m, h, norm, eps, n, &s.batch_caches(a), &self.scratch)?

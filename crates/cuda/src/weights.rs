@@ -7,6 +7,7 @@
 //! shared expert is appended to the routed experts as expert `EXPERTS` (index 256), so one
 //! kernel serves both.
 
+use crate::ops::vision::VisionGpu;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::staged_upload::StagedUpload;
 use anyhow::{bail, Context, Result};
@@ -189,6 +190,8 @@ pub struct ModelGpu {
     pub lm_head: Matrix,
     pub layers: Vec<LayerGpu>,
     pub mtp: Option<MtpGpu>,
+    /// The vision tower, when the checkpoint has one (`model.visual.*`) of a form it runs.
+    pub vision: Option<VisionGpu>,
     pub precision: Precision,
     /// Owns every allocation the pointers above point into (freed with the model).
     #[allow(dead_code)]
@@ -525,7 +528,11 @@ impl ModelGpu {
         };
         let buffers = up.finish()?;
         progress.done();
-        Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, mtp, precision: w.precision, buffers })
+        let vision = match (&cfg.vision, &w.visual) {
+            (Some(c), Some(v)) if c.unsupported().is_none() => Some(VisionGpu::upload(gpu, c, v)?),
+            _ => None,
+        };
+        Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, mtp, vision, precision: w.precision, buffers })
     }
 }
 
@@ -625,7 +632,8 @@ fn progress_line(done: usize, total: usize, secs: f64) -> String {
 impl ModelGpu {
     /// GPU memory the weights take.
     pub fn bytes(&self) -> usize {
-        self.buffers.iter().map(|b| b.bytes).sum()
+        let vision = self.vision.as_ref().map_or(0, |v| v.buffers.iter().map(|b| b.bytes).sum());
+        self.buffers.iter().map(|b| b.bytes).sum::<usize>() + vision
     }
 }
 

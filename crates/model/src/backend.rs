@@ -50,6 +50,66 @@ impl PromptImage {
     }
 }
 
+/// Where the tokens of a prompt piece go when the prompt holds images (`place_images`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Placement {
+    /// Per token: its rotary positions (temporal, height, width).
+    pub positions: Vec<[usize; 3]>,
+    /// Per token: the image (index in `images`) and the row of its merged tokens that replaces
+    /// the token's embedding; `None` for a text token.
+    pub rows: Vec<Option<(usize, usize)>>,
+    /// The sequence's rotary delta after the piece (a text token's position minus its index).
+    pub rope_delta: i64,
+}
+
+/// Places the prompt piece `tokens`, which starts at the sequence's index `position` with rotary
+/// delta `rope_delta`, among the prompt's `images` (transformers' `get_rope_index`): a text token
+/// at index p turns by p + delta on all three axes; the image token j of an image of merged grid
+/// (t, rows, cols) starting at index s by base + (j / (rows·cols), j / cols % rows, j % cols) with
+/// base = s + delta, and the text after the image goes on from base + max(rows, cols), so the
+/// delta changes by max(rows, cols) − tokens. Every `<|image_pad|>` must belong to an image
+/// (when there are any) and every image token must be one.
+pub fn place_images(
+    cfg: &ModelConfig,
+    position: usize,
+    rope_delta: i64,
+    tokens: &[u32],
+    images: &[PromptImage],
+) -> Result<Placement> {
+    let hidden = cfg.hidden_size;
+    let image_token = cfg.vision.as_ref().map(|v| v.image_token_id);
+    let mut delta = rope_delta;
+    let mut positions = Vec::with_capacity(tokens.len());
+    let mut rows = Vec::with_capacity(tokens.len());
+    for (i, &id) in tokens.iter().enumerate() {
+        let p = position + i;
+        let Some((k, img)) = images.iter().enumerate().find(|(_, im)| im.start <= p && p < im.start + im.tokens())
+        else {
+            if !images.is_empty() && Some(id) == image_token {
+                bail!("prompt token {p} is an image placeholder that no image fills");
+            }
+            positions.push([(p as i64 + delta) as usize; 3]);
+            rows.push(None);
+            continue;
+        };
+        ensure!(Some(id) == image_token, "prompt token {p} is inside an image but is not its placeholder");
+        ensure!(
+            img.embeds.len() == img.tokens() * hidden,
+            "an image's embeddings are not [{}, {hidden}]",
+            img.tokens()
+        );
+        let j = p - img.start;
+        let [_, h, w] = img.grid;
+        let base = (img.start as i64 + delta) as usize;
+        positions.push([base + j / (h * w), base + j / w % h, base + j % w]);
+        rows.push(Some((k, j)));
+        if j + 1 == img.tokens() {
+            delta += h.max(w) as i64 - img.tokens() as i64;
+        }
+    }
+    Ok(Placement { positions, rows, rope_delta: delta })
+}
+
 pub trait Backend {
     type State;
 

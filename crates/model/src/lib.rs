@@ -15,7 +15,7 @@ pub mod tensor;
 pub mod vision;
 pub mod weights;
 
-pub use backend::{Backend, Draft, Logits, PromptImage};
+pub use backend::{place_images, Backend, Draft, Logits, Placement, PromptImage};
 pub use checkpoint::Checkpoint;
 pub use config::Precision;
 pub use config::{LayerKind, ModelConfig};

@@ -185,7 +185,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         return kernel_costs(&model, &source, args.json.as_deref());
     }
     if let Some(size) = args.image {
-        return image_ttft(&model, size, args.rounds);
+        return image_ttft(model, size, args.rounds, args.decode_steps);
     }
     if !args.batch.is_empty() {
         return batched_decode(&model, &source, &args);
@@ -576,19 +576,32 @@ fn print_profile(what: &str, kernels: &[solo_cuda::profile::KernelTime]) {
 /// Deterministic token ids spread over the ordinary vocabulary.
 /// `--image WxH`: the release's vision tower with random weights on one W×H image of random
 /// patches (the upload of its patches and the download of its tokens included), then the text
-/// model's prefill of the image's tokens, its two markers and 256 text tokens; TTFT is the sum.
-fn image_ttft(model: &solo_cuda::model::CudaModel, (w, h): (usize, usize), rounds: usize) -> Result<()> {
+/// model's prefill of the image's tokens (over their placeholders, at their multimodal positions:
+/// `Backend::prefill_with_images`), its two markers and 256 text tokens; TTFT is the sum. Then
+/// greedy decoding after that prompt against decoding after a text prompt of the same length.
+fn image_ttft(
+    mut model: solo_cuda::model::CudaModel,
+    (w, h): (usize, usize),
+    rounds: usize,
+    decode_steps: usize,
+) -> Result<()> {
     let cfg = solo_cuda::synthetic::real_vision_config();
-    let tower = solo_cuda::synthetic::random_vision(&model.gpu, &cfg)?;
+    model.weights.vision = Some(solo_cuda::synthetic::random_vision(&model.gpu, &cfg)?);
+    model.config.vision = Some(cfg.clone());
     let grid = [1, h / cfg.patch_size, w / cfg.patch_size];
     let patches = grid.iter().product::<usize>();
     let mut rng = SplitMix(1);
     let values = (0..patches * cfg.patch_len()).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
     let img = solo_model::image::ImagePatches { grid, values, hash: [0; 32] };
-    let tokens = patches / cfg.spatial_merge_size.pow(2);
-    let prompt = synthetic_prompt(tokens + 2 + 256, model.config.vocab_size);
+    let m = cfg.spatial_merge_size;
+    let merged = [1, grid[1] / m, grid[2] / m];
+    let tokens = merged.iter().product::<usize>();
+    let mut prompt = vec![cfg.vision_start_token_id];
+    prompt.extend(std::iter::repeat_n(cfg.image_token_id, tokens));
+    prompt.push(cfg.vision_end_token_id);
+    prompt.extend(synthetic_prompt(256, model.config.vocab_size));
     ensure!(
-        prompt.len() < model.max_seq,
+        prompt.len() + rounds * decode_steps < model.max_seq,
         "--image {w}x{h} prefills {} tokens: give --contexts up to at least that",
         prompt.len()
     );
@@ -596,19 +609,32 @@ fn image_ttft(model: &solo_cuda::model::CudaModel, (w, h): (usize, usize), round
     let (mut tower_ms, mut prefill_ms) = (Vec::new(), Vec::new());
     for round in 0..=rounds {
         let t0 = Instant::now();
-        let embeds = tower.encode(&model.gpu, &img)?;
+        let embeds = model.encode_image(&img)?;
         let t1 = Instant::now();
-        model.reset(&mut state)?;
-        model.prefill(&mut state, &prompt, Logits::Last)?;
-        let t2 = Instant::now();
         ensure!(
             embeds.len() == tokens * cfg.out_hidden_size && embeds.iter().all(|v| v.is_finite()),
             "the tower did not give {tokens} finite tokens"
         );
+        let image = solo_model::PromptImage { start: 1, grid: merged, embeds: std::sync::Arc::new(embeds) };
+        model.reset(&mut state)?;
+        model.prefill_with_images(&mut state, &prompt, &[image], Logits::Last)?;
+        let t2 = Instant::now();
         if round > 0 {
             // round 0 is the warm-up of the same shapes
             tower_ms.push((t1 - t0).as_secs_f64() * 1e3);
             prefill_ms.push((t2 - t1).as_secs_f64() * 1e3);
+        }
+    }
+    // decoding after the image prompt (its text turning by the delta) and after text alone
+    let mut text_state = model.try_new_state()?;
+    model.prefill(&mut text_state, &synthetic_prompt(prompt.len(), model.config.vocab_size), Logits::Last)?;
+    let (mut after_image, mut after_text) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        for (st, rates) in [(&mut state, &mut after_image), (&mut text_state, &mut after_text)] {
+            model.decode_greedy(st, Some(17), 1)?; // the graph, captured on the first
+            let t = Instant::now();
+            model.decode_greedy(st, None, decode_steps)?;
+            rates.push(decode_steps as f64 / t.elapsed().as_secs_f64());
         }
     }
     let (tower, prefill) = (median(&tower_ms), median(&prefill_ms));
@@ -620,6 +646,11 @@ fn image_ttft(model: &solo_cuda::model::CudaModel, (w, h): (usize, usize), round
     println!("| vision tower + merger | {tower:.2} |");
     println!("| prefill of {} tokens (image + 256 text) | {prefill:.2} |", prompt.len());
     println!("| time to first token | {:.2} |", tower + prefill);
+    let (image_rate, text_rate) = (median(&after_image), median(&after_text));
+    println!(
+        "decode after the image prompt {image_rate:.1} tok/s, after a text prompt of the same length {text_rate:.1} tok/s ({:+.2} %; {decode_steps} steps, median of {rounds})",
+        (image_rate / text_rate - 1.0) * 100.0
+    );
     Ok(())
 }
 

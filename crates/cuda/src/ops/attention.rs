@@ -18,8 +18,8 @@ use anyhow::{ensure, Result};
 kernel_file! {
     /// `attention_rope.cu`'s kernels.
     pub mod attention_rope_cu = "attention_rope.cu" {
-        fn qk_norm_rope(qg: DevPtr, k: DevPtr, v: DevPtr, q_norm: DevPtr, k_norm: DevPtr, pos: DevPtr, t: i32, max_seq: i32, q_out: DevPtr, k_cache: DevPtr, v_cache: DevPtr);
-        fn qk_norm_rope_batch(proj: DevPtr, proj_stride: i32, q_norm: DevPtr, k_norm: DevPtr, pos: DevPtr, max_seq: i32, q_out: DevPtr, k_caches: DevPtr, v_caches: DevPtr);
+        fn qk_norm_rope(qg: DevPtr, k: DevPtr, v: DevPtr, q_norm: DevPtr, k_norm: DevPtr, pos: DevPtr, delta: Option<DevPtr>, mrope: Option<DevPtr>, t: i32, max_seq: i32, q_out: DevPtr, k_cache: DevPtr, v_cache: DevPtr);
+        fn qk_norm_rope_batch(proj: DevPtr, proj_stride: i32, q_norm: DevPtr, k_norm: DevPtr, pos: DevPtr, deltas: DevPtr, max_seq: i32, q_out: DevPtr, k_caches: DevPtr, v_caches: DevPtr);
     }
 }
 kernel_file! {
@@ -90,6 +90,28 @@ impl AttendKernel {
 }
 
 /// One attention layer's cache: keys (after k_norm and RoPE) and values, bf16 `[max_seq, 2, 256]`.
+/// The rotary positions of a call's tokens (the kernel: `attention_rope.cu`). A text token turns
+/// by its cache row plus `delta`; with `mrope`, every token by its own three positions.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Rope {
+    /// i32 on the device: a text token's rotary position minus its cache row (0 until an image,
+    /// then negative: what the images took less than their tokens); `None` is 0.
+    pub delta: Option<DevPtr>,
+    /// i32 `[t, 3]` on the device: each token's (temporal, height, width) rotary positions, for a
+    /// prefill whose tokens hold an image.
+    pub mrope: Option<DevPtr>,
+}
+
+impl Rope {
+    /// Plain RoPE by the cache row (no image before).
+    pub const ROW: Rope = Rope { delta: None, mrope: None };
+
+    /// Text tokens of a sequence whose delta is at `delta`.
+    pub fn text(delta: DevPtr) -> Rope {
+        Rope { delta: Some(delta), mrope: None }
+    }
+}
+
 pub struct KvCacheGpu {
     pub keys: DevBuf,
     pub values: DevBuf,
@@ -147,6 +169,7 @@ pub fn attention_mixer(
     x: DevPtr,
     t: usize,
     pos: DevPtr,
+    rope: Rope,
     cache: &KvCacheGpu,
     scratch: &Scratch,
     out: DevPtr,
@@ -161,7 +184,7 @@ pub fn attention_mixer(
     project(gpu, x, &w.q_proj, t, qg)?;
     project(gpu, x, &w.k_proj, t, k)?;
     project(gpu, x, &w.v_proj, t, v)?;
-    qk_norm_rope(gpu, w, qg, k, v, t, pos, cache, q)?;
+    qk_norm_rope(gpu, w, qg, k, v, t, pos, rope, cache, q)?;
     attend(gpu, q, qg, t, pos, cache, scratch, gated)?;
     linear(gpu, gated, &w.o_proj, t, out)
 }
@@ -179,6 +202,7 @@ pub fn attention_decode(
     norm: &Vector,
     eps: f32,
     pos: DevPtr,
+    rope: Rope,
     cache: &KvCacheGpu,
     scratch: &Scratch,
 ) -> Result<DevPtr> {
@@ -188,7 +212,7 @@ pub fn attention_decode(
     let (qg, k, v) = (proj, f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
     let (q, gated) = (scratch.ptr(1), scratch.ptr(2));
     gemv_norm_mma(gpu, h, norm, eps, &w.qkv_proj, 1, proj, w.qkv_proj.rows)?;
-    qk_norm_rope(gpu, w, qg, k, v, 1, pos, cache, q)?;
+    qk_norm_rope(gpu, w, qg, k, v, 1, pos, rope, cache, q)?;
     attend(gpu, q, qg, 1, pos, cache, scratch, gated)?;
     Ok(gated)
 }
@@ -228,6 +252,7 @@ pub fn attention_decode_tokens(
     norm: &Vector,
     eps: f32,
     positions: DevPtr,
+    rope: Rope,
     t: usize,
     cache: &KvCacheGpu,
     scratch: &Scratch,
@@ -238,7 +263,7 @@ pub fn attention_decode_tokens(
         let (qg, k, v) = (f32_at(0), f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
         let pos = positions + (i * 4) as DevPtr;
         let (q_i, gated_i) = (q + (i * HEADS * HEAD_DIM * 2) as DevPtr, gated + (i * HEADS * HEAD_DIM * 2) as DevPtr);
-        qk_norm_rope(gpu, w, qg, k, v, 1, pos, cache, q_i)?;
+        qk_norm_rope(gpu, w, qg, k, v, 1, pos, rope, cache, q_i)?;
         attend(gpu, q_i, qg, 1, pos, cache, scratch, gated_i)?;
     }
     Ok(gated)
@@ -249,6 +274,8 @@ pub fn attention_decode_tokens(
 pub struct BatchCaches {
     /// i32 `[n]`
     pub positions: DevPtr,
+    /// i32 `[n]`: each sequence's rotary delta (`Rope::delta`)
+    pub deltas: DevPtr,
     /// u64 `[n]`: each sequence's key cache, bf16 `[max_seq, 2, 256]`
     pub keys: DevPtr,
     /// u64 `[n]`: each sequence's value cache
@@ -284,6 +311,7 @@ pub fn attention_decode_batch(
         w.q_norm.ptr,
         w.k_norm.ptr,
         caches.positions,
+        caches.deltas,
         max_seq,
         q,
         caches.keys,
@@ -321,6 +349,7 @@ pub(crate) fn qk_norm_rope(
     v: DevPtr,
     t: usize,
     pos: DevPtr,
+    rope: Rope,
     cache: &KvCacheGpu,
     q: DevPtr,
 ) -> Result<()> {
@@ -333,6 +362,8 @@ pub(crate) fn qk_norm_rope(
         w.q_norm.ptr,
         w.k_norm.ptr,
         pos,
+        rope.delta,
+        rope.mrope,
         t as i32,
         cache.max_seq as i32,
         q,
@@ -403,7 +434,7 @@ mod tests {
     use super::*;
     use crate::ops::testutil::*;
     use crate::weights::Uploader;
-    use solo_cpu::attention::{apply_rope, attention_forward, KvCache};
+    use solo_cpu::attention::{apply_mrope, attention_forward, KvCache};
     use solo_cpu::ops::rms_norm_one_plus;
     use solo_model::weights::AttentionWeights;
     use solo_model::{ModelConfig, Tensor};
@@ -465,7 +496,7 @@ mod tests {
         let pos = gpu.upload_i32(&[start as i32]).unwrap();
         let out = gpu.upload_f32(&vec![f32::NAN; t * HIDDEN]).unwrap();
         poison_scratch(scratch);
-        attention_mixer(gpu, w, xb.ptr(), t, pos.ptr(), cache, scratch, out.ptr()).unwrap();
+        attention_mixer(gpu, w, xb.ptr(), t, pos.ptr(), Rope::ROW, cache, scratch, out.ptr()).unwrap();
         let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
         let want = attention_forward(cfg, cpu_w, None, x, start, cpu_cache);
         assert_close(what, &got, &want, tol);
@@ -547,7 +578,18 @@ mod tests {
         let (cpu_w, w, _bufs) = random_weights(30);
         let max_seq = 262_144;
         let cache = KvCacheGpu::new(gpu, max_seq).unwrap();
-        for &(start, t) in &[(0usize, 3usize), (100_000, 3), (max_seq - 3, 3)] {
+        // (first row, tokens, rotary delta, per-token multimodal positions): plain rows, text
+        // after an image (a delta), and a prompt piece with an image's (t, h, w) positions
+        let image: Vec<[usize; 3]> = vec![[400, 400, 400], [401, 401, 401], [401, 401, 402], [401, 402, 401]];
+        type Case<'a> = (usize, usize, i32, Option<&'a [[usize; 3]]>);
+        let cases: [Case; 5] = [
+            (0, 3, 0, None),
+            (100_000, 3, 0, None),
+            (max_seq - 3, 3, 0, None),
+            (5_000, 3, -1_234, None),
+            (400, 4, 0, Some(&image)),
+        ];
+        for &(start, t, rope_delta, mrope) in &cases {
             let qg_v = random(31 + start as u64, t * HEADS * 2 * HEAD_DIM, 2.0);
             let k_v = random(32 + start as u64, t * KV_HEADS * HEAD_DIM, 2.0);
             let v_v = random(33 + start as u64, t * KV_HEADS * HEAD_DIM, 2.0);
@@ -555,19 +597,26 @@ mod tests {
             let k = gpu.upload_f32(&k_v).unwrap();
             let v = gpu.upload_f32(&v_v).unwrap();
             let q = gpu.upload(&bf16_bytes(&vec![f32::NAN; t * HEADS * HEAD_DIM])).unwrap();
-            let pos = gpu.upload_i32(&[start as i32]).unwrap();
+            let pos = gpu.upload_i32(&[start as i32, rope_delta]).unwrap();
+            let flat: Vec<i32> = mrope.unwrap_or(&[]).iter().flatten().map(|&p| p as i32).collect();
+            let mrope_buf = gpu.upload_i32(&flat).unwrap();
+            let rope = Rope { delta: Some(pos.ptr() + 4), mrope: mrope.map(|_| mrope_buf.ptr()) };
+            let at = |i: usize| match mrope {
+                Some(m) => m[i],
+                None => [(start + i) as i64 + rope_delta as i64; 3].map(|p| p as usize),
+            };
             poison(cache.keys.ptr() + (start * POSITION_BYTES) as u64, t * POSITION_BYTES);
             poison(cache.values.ptr() + (start * POSITION_BYTES) as u64, t * POSITION_BYTES);
-            qk_norm_rope(gpu, &w, qg.ptr(), k.ptr(), v.ptr(), t, pos.ptr(), &cache, q.ptr()).unwrap();
+            qk_norm_rope(gpu, &w, qg.ptr(), k.ptr(), v.ptr(), t, pos.ptr(), rope, &cache, q.ptr()).unwrap();
 
             let q_only: Vec<f32> = qg_v.chunks(2 * HEAD_DIM).flat_map(|h| h[..HEAD_DIM].to_vec()).collect();
             let mut want_q = rms_norm_one_plus(&q_only, &cpu_w.q_norm.to_f32(), 1e-6);
             let mut want_k = rms_norm_one_plus(&k_v, &cpu_w.k_norm.to_f32(), 1e-6);
             for (i, head) in want_q.chunks_mut(HEAD_DIM).enumerate() {
-                apply_rope(&cfg, head, start + i / HEADS);
+                apply_mrope(&cfg, head, at(i / HEADS));
             }
             for (i, head) in want_k.chunks_mut(HEAD_DIM).enumerate() {
-                apply_rope(&cfg, head, start + i / KV_HEADS);
+                apply_mrope(&cfg, head, at(i / KV_HEADS));
             }
             let got_q = bf16_from_bytes(&gpu.download(q.ptr(), t * HEADS * HEAD_DIM * 2).unwrap());
             let off = (start * POSITION_BYTES) as u64;

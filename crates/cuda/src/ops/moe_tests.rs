@@ -480,8 +480,8 @@ fn fixture_int4() -> &'static Fixture {
     })
 }
 
-/// The int4 grouped GEMMs (prefill, and every token count: int4 experts have no GEMV path)
-/// against the CPU on the dequantised experts.
+/// The int4 grouped GEMMs (prefill) and the int4 expert GEMVs (`moe_block_path` ungrouped: the
+/// multi-token steps' form) against the CPU on the dequantised experts.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn moe_block_int4_matches_cpu() {
@@ -496,8 +496,15 @@ fn moe_block_int4_matches_cpu() {
         let want = moe_forward(&f.cfg, &f.cpu, None, &x);
         check_against_cpu(f, &format!("moe_block int4 t={t} (grouped)"), &got, &want, &x, 1e-2);
     }
-    let err = moe_block_path(gpu, &f.gpu, 0, 2, &Scratch::new(gpu, 2).unwrap(), 0, false).unwrap_err();
-    assert!(err.to_string().contains("bf16 experts"), "{err}");
+    for (t, seed) in [(1usize, 44u64), (4, 45)] {
+        let x = input(seed, t);
+        let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
+        let out = gpu.alloc(t * HIDDEN * 4).unwrap();
+        moe_block_path(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), out.ptr(), false).unwrap();
+        let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
+        let want = moe_forward(&f.cfg, &f.cpu, None, &x);
+        check_against_cpu(f, &format!("moe_block int4 t={t} (GEMVs)"), &got, &want, &x, 1e-2);
+    }
 }
 
 /// The int4 form of the decode step's MoE kernel (W_o, router and shared expert bf16) against
