@@ -309,7 +309,7 @@ def main():
     ap.add_argument("--backends", help="solo backends to run (default cuda; --tiny: cpu)")
     ap.add_argument("--cpu", action="store_true", help="also run solo's CPU reference")
     ap.add_argument("--tiny", action="store_true", help="tiny-a's config on the CPU (torch's CPU build)")
-    ap.add_argument("--inits", default="hf-router-confident,hf", help="as slice_parity.py's; the first decides PASS/FAIL")
+    ap.add_argument("--inits", default="hf-router-confident", help="comma-separated, as slice_parity.py's; the first decides PASS/FAIL")
     ap.add_argument("--inputs-only", metavar="DIR", help="write the picture, pixel values and prompt to DIR (no torch)")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     a = ap.parse_args()
