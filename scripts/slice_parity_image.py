@@ -30,12 +30,18 @@ on the CPU with torch's CPU build and `solo logits --backend cpu` (default image
 
     python3 scripts/slice_parity_image.py --tiny --solo target/release/solo --dir /tmp/tiny-image
 
+Without a GPU, --device cpu with --backends cpu runs the full-width tower and --layers 1 with
+torch on the CPU (2 min on 2 cores, ~10 GB of memory, for a 256x256 image):
+
+    python3 scripts/slice_parity_image.py --device cpu --layers 1 --backends cpu --image 256x256 \
+        --tokens 16 --decode 4 --solo target/debug/solo --dir /tmp/slice-image-cpu
+
 --inputs-only DIR writes step 2 and the prompt (image.png, pixel_values.f32, inputs.json,
 preprocessor_config.json) with the standard library alone, no torch:
 crates/solo/tests/image_parity_inputs.rs checks them against solo's own decoding, preprocessing
 and placeholder expansion.
 """
-import argparse, array, json, math, os, random, struct, subprocess, sys, time, zlib
+import argparse, array, inspect, json, math, os, random, struct, subprocess, sys, time, zlib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = os.path.join(REPO, "fixtures", "tiny-a")
@@ -240,7 +246,7 @@ def run_slice(a, info, init):
     from safetensors.torch import load_file
     from slice_parity import make_confident, metrics, randomise
 
-    device = "cpu" if a.tiny else "cuda"
+    device = a.device
     ckpt = os.path.join(a.dir, init)
     t0 = time.time()
     torch.manual_seed(a.seed)
@@ -250,16 +256,17 @@ def run_slice(a, info, init):
     cfg = model.config
     ids = torch.tensor(info["hf_ids"])
     mm = (ids == cfg.image_token_id).to(torch.int32)
-    inputs = {"pixel_values": info["pixel_values"].to(device), "image_grid_thw": torch.tensor([info["grid_thw"]], device=device)}
-    if "mm_token_type_ids" in __import__("inspect").signature(model.model.forward).parameters:
+    # no cache: a slice of GDN layers alone has no attention layer to size a mask by (--layers 1)
+    grid = torch.tensor([info["grid_thw"]], device=device)
+    inputs = {"pixel_values": info["pixel_values"].to(device), "image_grid_thw": grid, "use_cache": False}
+    if "mm_token_type_ids" in inspect.signature(model.model.forward).parameters:
         inputs["mm_token_type_ids"] = mm[None].to(device)
     specials = {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id}
     if init.endswith("-confident"):
         # a confident next-token row for each text position whose next token is text
         keep = torch.tensor([t for t in range(len(ids) - 1) if int(ids[t + 1]) not in specials])
         make_confident(model, ids, keep=keep, **inputs)
-    if not os.path.exists(os.path.join(ckpt, "config.json")):
-        model.save_pretrained(ckpt)
+    model.save_pretrained(ckpt)  # every time: the weights follow the seed, the prompt and the picture
     with open(os.path.join(ckpt, "preprocessor_config.json"), "w") as f:
         json.dump(info["preprocessor"], f, indent=2)
     print(f"slice ({init} init): tower + {cfg.text_config.num_hidden_layers} layers built and saved in "
@@ -290,9 +297,13 @@ def run_slice(a, info, init):
     parts = {"all": slice(None), "image": slice(start - 1, start + n), "text_after": slice(start + n, None)}
     report = {"init": init, "image": [info["width"], info["height"]], "image_tokens": n, "positions": len(ids),
               "prefill": info["hf_prefill"], "hf_bf16_vs_hf_fp32": {k: metrics(hf32[s], hf[s]) for k, s in parts.items()}}  # fmt: skip
+    solo = {}
     for backend in a.backends.split(","):
         got = run_solo(backend)
         report[f"solo_{backend}_vs_hf_fp32"] = {k: metrics(hf32[s], got[s]) for k, s in parts.items()}
+        solo[backend] = got
+    if {"cuda", "cpu"} <= solo.keys():
+        report["solo_cuda_vs_solo_cpu"] = {k: metrics(solo["cpu"][s], solo["cuda"][s]) for k, s in parts.items()}
     return report
 
 
@@ -300,7 +311,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--solo", help="the solo binary")
     ap.add_argument("--image", help="WIDTHxHEIGHT of the random picture (default 512x384; --tiny 48x32)")
-    ap.add_argument("--dir", default="/tmp/solo-slice-image", help="checkpoints and inputs (~9 GB a full-width init)")
+    ap.add_argument("--dir", help="checkpoints and inputs (~9 GB a full-width init; default /tmp/solo-slice-image[-tiny])")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--text-before", type=int, default=16, help="text tokens before the image")
     ap.add_argument("--tokens", type=int, default=64, help="text tokens after the image")
@@ -309,6 +320,7 @@ def main():
     ap.add_argument("--backends", help="solo backends to run (default cuda; --tiny: cpu)")
     ap.add_argument("--cpu", action="store_true", help="also run solo's CPU reference")
     ap.add_argument("--tiny", action="store_true", help="tiny-a's config on the CPU (torch's CPU build)")
+    ap.add_argument("--device", help="torch's device for transformers (default cuda; --tiny: cpu)")
     ap.add_argument("--inits", default="hf-router-confident", help="comma-separated, as slice_parity.py's; the first decides PASS/FAIL")
     ap.add_argument("--inputs-only", metavar="DIR", help="write the picture, pixel values and prompt to DIR (no torch)")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
@@ -321,6 +333,8 @@ def main():
     if not a.solo:
         ap.error("--solo is required (unless --inputs-only)")
     a.backends = a.backends or ("cpu" if a.tiny else "cuda")
+    a.device = a.device or ("cpu" if a.tiny else "cuda")
+    a.dir = a.dir or ("/tmp/solo-slice-image-tiny" if a.tiny else "/tmp/solo-slice-image")
     if a.cpu and "cpu" not in a.backends.split(","):
         a.backends += ",cpu"
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -332,8 +346,8 @@ def main():
     for r in reports:
         print(f"\n{r['init']} init, image {r['image'][0]}x{r['image'][1]} ({r['image_tokens']} tokens), "
               f"{r['positions']} positions, {r['prefill']} in the prefill")  # fmt: skip
-        print(f"{'against HF fp32':>22} | {'rows':>10} | {'top-1':>7} | {'mean KL':>9} | {'max KL':>9} | {'max rel err':>11}")
-        for key in [k for k in r if k.endswith("_vs_hf_fp32")]:
+        print(f"{'comparison':>22} | {'rows':>10} | {'top-1':>7} | {'mean KL':>9} | {'max KL':>9} | {'max rel err':>11}")
+        for key in [k for k in r if "_vs_" in k]:
             for part, m in r[key].items():
                 print(f"{key.removesuffix('_vs_hf_fp32'):>22} | {part:>10} | {m['top1_agreement']*100:6.2f}% | "
                       f"{m['mean_kl']:9.2e} | {m['max_kl']:9.2e} | {m['max_rel_logit_err']:11.3e}")  # fmt: skip
