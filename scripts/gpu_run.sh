@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load]
-# (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files)
+#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load]
+# (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; PARITY_ARGS and
+# IMAGE_PARITY_ARGS: more flags for slice_parity.py and slice_parity_image.py)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
 #   gpu-bin/solo             (cargo build --release -p solo)
 #   gpu-bin/solo_cuda_tests  (the solo-cuda unit-test binary: cargo test --release -p solo-cuda --no-run)
@@ -41,6 +42,11 @@ while [ $# -gt 0 ]; do
         parity)
             PYTHONUNBUFFERED=1 timeout 400 python3 scripts/slice_parity.py --cpu ${PARITY_ARGS:-} --solo gpu-bin/solo --dir /tmp/solo-slice --out "$OUT" 2>&1 | tee "$OUT/parity.log" || status=1
             shift ;;
+        image-parity)
+            # the release's vision tower + a 4-layer slice on a W×H random picture: solo logits
+            # --image (CUDA and the CPU reference) against HF fp32, HF bf16 as the floor
+            PYTHONUNBUFFERED=1 timeout 580 python3 scripts/slice_parity_image.py --image "$2" --cpu ${IMAGE_PARITY_ARGS:-} --solo gpu-bin/solo --dir /tmp/solo-slice-image --out "$OUT" 2>&1 | tee "$OUT/image_parity_$2.log" || status=1
+            shift 2 ;;
         bench)
             timeout 400 ./gpu-bin/solo bench --synthetic --contexts "$2" --rounds "$3" ${BENCH_ARGS:-} --json "$OUT/bench${BENCH_TAG:-}.json" 2>&1 | tee "$OUT/bench${BENCH_TAG:-}.log" || status=1
             shift 3 ;;

@@ -39,7 +39,7 @@ def real_config(layers):
 
 
 @torch.no_grad()
-def randomise(model, seed, init):
+def randomise(model, seed, init, device="cuda"):
     """Every parameter random. `hf`: the scales of Hugging Face's own initialiser for this model
     (`initializer_range` 0.02 for matrices and embeddings, conv1d U(±1/√4), A_log = log U(1, 16),
     dt_bias ≈ 1), with the norm weights perturbed too so that (1 + w) is exercised. `hf-router`:
@@ -48,14 +48,21 @@ def randomise(model, seed, init):
     ~1/8, and a top-8 near-tie that rounding flips swaps an eighth of the MoE output). `wide`: a
     stress case with larger activations and sharper logits (matrices ~N(0, 1/fan_in), embeddings
     N(0, 1), lm_head 3/√2048, norms ~N(0, 0.1)), under which bf16 rounding alone moves HF's own
-    logits by KL ~1e-2: a test of robustness, not of parity."""
-    g = torch.Generator(device="cuda").manual_seed(seed)
+    logits by KL ~1e-2: a test of robustness, not of parity. The vision tower (`model.visual.*`,
+    when there is one): LayerNorm weights (plain w) ~N(1, 0.05), biases ~N(0, 0.02), matrices
+    N(0, 0.02) (`wide`: N(0, 1/fan_in))."""
+    g = torch.Generator(device=device).manual_seed(seed)
     for name, p in model.named_parameters():
         def normal(std, mean=0.0):
-            return torch.randn(p.shape, generator=g, device="cuda", dtype=torch.float32) * std + mean
+            return torch.randn(p.shape, generator=g, device=device, dtype=torch.float32) * std + mean
         def uniform(lo, hi):
-            return torch.rand(p.shape, generator=g, device="cuda", dtype=torch.float32) * (hi - lo) + lo
-        if name.endswith("A_log"):
+            return torch.rand(p.shape, generator=g, device=device, dtype=torch.float32) * (hi - lo) + lo
+        if "visual." in name:
+            if p.ndim == 1:
+                v = normal(0.05, 1.0) if "norm" in name and name.endswith(".weight") else normal(0.02)
+            else:
+                v = normal(0.02 if init.startswith("hf") else 1.0 / math.sqrt(p[0].numel()))
+        elif name.endswith("A_log"):
             v = torch.log(uniform(1.0, 16.0))
         elif name.endswith("dt_bias"):
             v = normal(0.1, 1.0) if init.startswith("hf") else normal(1.0)
@@ -79,17 +86,21 @@ def randomise(model, seed, init):
 
 
 @torch.no_grad()
-def make_confident(model, ids, margin=8.0):
+def make_confident(model, ids, margin=8.0, keep=None, **inputs):
     """Gives the slice a trained model's confidence on the test sequence: the lm_head row of each
     next token ids[t+1] becomes the direction of the final hidden state at t, scaled so that its
     logit stands ~`margin` above the random rows' (σ ≈ 0.9). A random-weight model otherwise has a
     flat next-token distribution over 248,320 ids whose top two logits are ~0.2σ apart, so top-1
     agreement between any two bf16 engines is a coin toss (HF bf16 vs HF fp32: 85–91 %). The rest
-    of the network, and so every kernel, is untouched; the final position keeps a flat row."""
-    h = model.model(input_ids=ids[None].cuda()).last_hidden_state[0].float()  # after the final norm
+    of the network, and so every kernel, is untouched; the final position keeps a flat row.
+    `keep`: the positions t that get a row (default: all but the last); `inputs`: more arguments
+    of the forward (an image's pixel_values and image_grid_thw)."""
+    w = model.lm_head.weight
+    h = model.model(input_ids=ids[None].to(w.device), **inputs).last_hidden_state[0].float()  # after the final norm
     centred = h[:-1] - h[:-1].mean(dim=0)  # so that one position's row does not fire at the others
     rows = centred / centred.norm(dim=-1, keepdim=True) * (margin / centred.norm(dim=-1).mean())
-    model.lm_head.weight[ids[1:].cuda()] = rows.to(model.lm_head.weight.dtype)
+    t = torch.arange(len(ids) - 1) if keep is None else keep
+    w[ids[1:][t].to(w.device)] = rows[t.to(w.device)].to(w.dtype)
 
 
 def metrics(hf, solo):

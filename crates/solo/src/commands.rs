@@ -178,18 +178,20 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
         None => None,
     };
-    let images = with_engine!(&engine, model => prompt_images(model, &dir, &args.images, &mut prompt))?;
+    let images = with_engine!(&engine, model => prompt_images(model, &dir, &args.images, &mut prompt, &mut []))?;
     let printer = Printer::for_run(!args.no_reasoning, starts_in_reasoning);
     with_engine!(&engine, model => generate(model, &tokenizer, &stops, (&prompt, &images), sampler, &args, lora, printer))
 }
 
 /// `--image FILE`s: each decoded and preprocessed as the checkpoint's `preprocessor_config.json`
-/// says and put through the vision tower; its one placeholder in `prompt` expanded.
+/// says and put through the vision tower; its one placeholder in `prompt` expanded, and `points`
+/// (token counts of the unexpanded prompt) moved along.
 fn prompt_images<B: Backend>(
     model: &B,
     dir: &Path,
     files: &[PathBuf],
     prompt: &mut Vec<u32>,
+    points: &mut [usize],
 ) -> Result<Vec<PromptImage>> {
     if files.is_empty() {
         return Ok(Vec::new());
@@ -210,7 +212,7 @@ fn prompt_images<B: Backend>(
         patches
             .push(solo_model::image::preprocess(&rgb, &vision.preprocessor).with_context(|| f.display().to_string())?);
     }
-    let placed = solo_server::images::expand_placeholders(prompt, &mut [], patches, &vision)
+    let placed = solo_server::images::expand_placeholders(prompt, points, patches, &vision)
         .map_err(|e| anyhow::anyhow!("{}", e.message))?;
     let started = Instant::now();
     let mut out = Vec::new();
@@ -347,33 +349,97 @@ pub fn sampler_config(dir: &Path, temperature: Option<f32>, seed: Option<u64>) -
     })
 }
 
-/// `{"logits": [[…], …]}`: the first `prefill` tokens in one prefill, the rest one decode step each.
-pub fn logits(
-    dir: &Path,
-    tokens: &[u32],
-    prefill: Option<usize>,
-    backend: BackendChoice,
-    out: Option<&Path>,
-) -> Result<()> {
-    let n = prefill.unwrap_or(tokens.len());
-    if n == 0 || n > tokens.len() {
-        bail!("--prefill must be between 1 and the number of tokens ({}), got {n}", tokens.len());
-    }
-    let engine = load_engine(dir, backend)?;
-    with_engine!(&engine, model => print_logits(model, tokens, n, out))
+/// `solo logits`.
+#[derive(clap::Args)]
+pub struct LogitsArgs {
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Comma-separated token ids. With --image: each image written
+    /// `<|vision_start|><|image_pad|><|vision_end|>` with one `<|image_pad|>`, which solo expands
+    /// to the image's merged-token count (the rows are those of the expanded prompt).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub tokens: Vec<u32>,
+    /// How many leading tokens go through one prefill; the rest are decoded one by one. Default:
+    /// all. Counted in --tokens as given (an image's placeholder is one); the images must be in
+    /// the prefill.
+    #[arg(long)]
+    pub prefill: Option<usize>,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// An image (PNG, JPEG, WebP, GIF) for the next `<|image_pad|>` of --tokens, through the
+    /// checkpoint's preprocessing and vision tower as `solo run --image`; repeatable.
+    #[arg(long = "image", value_name = "FILE")]
+    pub images: Vec<PathBuf>,
+    /// Write the logits to this safetensors file (tensor `logits`, F32 [tokens, vocab]) instead
+    /// of JSON on stdout (for large vocabularies).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
-fn print_logits<B: Backend>(model: &B, tokens: &[u32], n: usize, file: Option<&Path>) -> Result<()> {
+/// `{"logits": [[…], …]}`: the first `prefill` tokens (and the images) in one prefill, the rest
+/// one decode step each.
+pub fn logits(args: LogitsArgs) -> Result<()> {
+    let n = args.prefill.unwrap_or(args.tokens.len());
+    if n == 0 || n > args.tokens.len() {
+        bail!("--prefill must be between 1 and the number of tokens ({}), got {n}", args.tokens.len());
+    }
+    if let Some(f) = args.images.iter().find(|f| !f.is_file()) {
+        bail!("--image {}: no such file", f.display());
+    }
+    let engine = load_engine(&args.model, args.backend)?;
+    with_engine!(&engine, model => print_logits(model, &args, n))
+}
+
+/// With `files`: `tokens` has one `<|image_pad|>` for each, between `<|vision_start|>` and
+/// `<|vision_end|>`, all of them in the first `prefill` tokens.
+fn check_image_placeholders<B: Backend>(model: &B, tokens: &[u32], prefill: usize, files: &[PathBuf]) -> Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    model.image_support().context("--image")?;
+    let v = model.config().vision.as_ref().context("--image: the model has no vision tower")?;
+    let (pad, start, end) = (v.image_token_id, v.vision_start_token_id, v.vision_end_token_id);
+    let pads: Vec<usize> = (0..tokens.len()).filter(|&i| tokens[i] == pad).collect();
+    if pads.len() != files.len() {
+        bail!(
+            "--tokens has {} <|image_pad|> ({pad}) for {} --image file(s): write each image as \
+             <|vision_start|><|image_pad|><|vision_end|> ({start},{pad},{end}), one <|image_pad|>, which solo expands",
+            pads.len(),
+            files.len()
+        );
+    }
+    if let Some(i) = pads.iter().find(|&&i| i == 0 || tokens[i - 1] != start || tokens.get(i + 1) != Some(&end)) {
+        bail!("--tokens: the <|image_pad|> at index {i} is not between <|vision_start|> ({start}) and <|vision_end|> ({end})");
+    }
+    if let Some(last) = pads.iter().find(|&&i| i >= prefill) {
+        bail!(
+            "--prefill {prefill}: the image placeholder at index {last} is not in the prefill (images go through the \
+             prefill; decode steps take text tokens)"
+        );
+    }
+    Ok(())
+}
+
+fn print_logits<B: Backend>(model: &B, args: &LogitsArgs, n: usize) -> Result<()> {
     let vocab = model.config().vocab_size;
-    if let Some(bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
+    if let Some(bad) = args.tokens.iter().find(|&&t| t as usize >= vocab) {
         bail!("token id {bad} is out of range: the vocabulary has {vocab} entries");
     }
+    check_image_placeholders(model, &args.tokens, n, &args.images)?;
+    let mut tokens = args.tokens.clone();
+    let mut prefill = [n];
+    let images = prompt_images(model, &args.model, &args.images, &mut tokens, &mut prefill)?;
+    let n = prefill[0];
     let mut state = model.new_state()?;
-    let mut rows = model.prefill(&mut state, &tokens[..n], Logits::All)?;
+    let mut rows = if images.is_empty() {
+        model.prefill(&mut state, &tokens[..n], Logits::All)?
+    } else {
+        model.prefill_with_images(&mut state, &tokens[..n], &images, Logits::All)?
+    };
     for &token in &tokens[n..] {
         rows.extend(model.decode(&mut state, token)?);
     }
-    if let Some(path) = file {
+    if let Some(path) = &args.out {
         let bytes: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
         let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![tokens.len(), vocab], &bytes)?;
         return safetensors::serialize_to_file([("logits", view)], None, path)

@@ -69,22 +69,7 @@ enum Command {
         jobs: usize,
     },
     /// Print the logits of every position as JSON `{"logits": [[...], ...]}` (row i predicts token i+1).
-    Logits {
-        #[arg(long)]
-        model: PathBuf,
-        /// Comma-separated token ids.
-        #[arg(long, value_delimiter = ',', required = true)]
-        tokens: Vec<u32>,
-        /// How many leading tokens go through one prefill; the rest are decoded one by one. Default: all.
-        #[arg(long)]
-        prefill: Option<usize>,
-        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-        backend: BackendChoice,
-        /// Write the logits to this safetensors file (tensor `logits`, F32 [tokens, vocab]) instead
-        /// of JSON on stdout (for large vocabularies).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Logits(commands::LogitsArgs),
     /// Prefill and decode speed on the GPU at several context lengths (batch 1).
     Bench(bench::BenchArgs),
     /// OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics.
@@ -117,9 +102,7 @@ fn main() {
     }
     let result = match cli.command {
         Command::Run(args) => commands::run(args),
-        Command::Logits { model, tokens, prefill, backend, out } => {
-            commands::logits(&model, &tokens, prefill, backend, out.as_deref())
-        }
+        Command::Logits(args) => commands::logits(args),
         Command::Bench(args) => bench::bench(args),
         Command::Serve(args) => serve::serve(args),
         Command::Chat(args) => chat::chat(args),
