@@ -138,34 +138,54 @@ mod tests {
         v.iter().enumerate().fold((0, f32::NEG_INFINITY), |b, (i, &x)| if x > b.1 { (i, x) } else { b }).0
     }
 
+    /// Per row of `vocab` logits, max|a − b| / max|b|, averaged over the rows.
+    fn mean_row_difference(a: &[f32], b: &[f32], vocab: usize) -> f32 {
+        let rows = a.chunks(vocab).zip(b.chunks(vocab));
+        rows.map(|(x, y)| relative_difference(x, y)).sum::<f32>() / (a.len() / vocab) as f32
+    }
+
     /// An image of one merged token sits at the positions of a text token (base + (0, 0, 0)) and
     /// moves the delta by max(1, 1) − 1 = 0: given the embedding of token X, it is token X. The
-    /// logits of the prompt and of the decode steps after it are the text prompt's, bit for bit.
+    /// prompt's logits and those of the decode steps after it are the text prompt's, as closely
+    /// as the text prompt run twice agrees with itself (prefill's MoE adds its experts' rows with
+    /// atomics, so a run is not bit for bit the last); given another token's embedding, they are
+    /// not.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn a_one_token_image_of_a_tokens_embedding_is_that_token() {
         let model = model();
-        let pad = model.config.vision.as_ref().unwrap().image_token_id;
-        let x = 4242u32;
+        let (vocab, pad) = (model.config.vocab_size, model.config.vision.as_ref().unwrap().image_token_id);
+        let (x, y) = (4242u32, 99_999u32);
         let text: Vec<u32> = (0..30u32).map(|i| i * 7919 % 200_000).chain([x]).chain(0..9).collect();
         let mut with_pad = text.clone();
         with_pad[30] = pad;
-        let image = PromptImage { start: 30, grid: [1, 1, 1], embeds: Arc::new(embedding_rows(&model, &[x])) };
-        let (mut a, mut b) = (model.try_new_state().unwrap(), model.try_new_state().unwrap());
-        let la = model.prefill(&mut a, &text, Logits::All).unwrap();
-        let lb = model.prefill_placed(&mut b, &with_pad, &[image], Logits::All).unwrap();
-        let again = model.prefill(&mut model.try_new_state().unwrap(), &text, Logits::All).unwrap();
-        let vocab = model.config.vocab_size;
-        let rows = |l: &[f32]| -> Vec<String> {
-            l.chunks(vocab).zip(la.chunks(vocab)).map(|(x, y)| format!("{:.1e}", relative_difference(x, y))).collect()
+        // the prompt's logits, then three decode steps' (the graph)
+        let run = |image: Option<u32>| -> Vec<f32> {
+            let mut state = model.try_new_state().unwrap();
+            let mut logits = match image {
+                None => model.prefill(&mut state, &text, Logits::All).unwrap(),
+                Some(id) => {
+                    let embeds = Arc::new(embedding_rows(&model, &[id]));
+                    let image = PromptImage { start: 30, grid: [1, 1, 1], embeds };
+                    let l = model.prefill_placed(&mut state, &with_pad, &[image], Logits::All).unwrap();
+                    assert_eq!(state.rope_delta, 0);
+                    l
+                }
+            };
+            for token in [5u32, 77, 901] {
+                logits.extend(model.decode(&mut state, token).unwrap());
+            }
+            logits
         };
-        eprintln!("per row, image path against text: {:?}", rows(&lb));
-        eprintln!("per row, text path again against text: {:?}", rows(&again));
-        assert!(la == lb, "the prompt's logits differ: {:e}", relative_difference(&lb, &la));
-        assert_eq!(b.rope_delta, 0);
-        for token in [5u32, 77, 901] {
-            assert!(model.decode(&mut a, token).unwrap() == model.decode(&mut b, token).unwrap());
-        }
+        let text_logits = run(None);
+        let floor = mean_row_difference(&run(None), &text_logits, vocab);
+        let same = mean_row_difference(&run(Some(x)), &text_logits, vocab);
+        let other = mean_row_difference(&run(Some(y)), &text_logits, vocab);
+        eprintln!(
+            "one-token image, mean over rows of max|Δlogit| / max|logit| against the text prompt: of X's embedding {same:.2e}, of another token's {other:.2e}; the text prompt again {floor:.2e}"
+        );
+        assert!(same <= 4.0 * floor + 1e-5, "X's embedding as an image: {same:e} (text again: {floor:e})");
+        assert!(other > 10.0 * same.max(1e-6), "another token's embedding moved the logits only {other:e}");
     }
 
     /// After an image of 4×6 merged tokens the text goes on from base + 6, 18 positions before
