@@ -185,7 +185,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         return kernel_costs(&model, &source, args.json.as_deref());
     }
     if let Some(size) = args.image {
-        return image_ttft(model, size, args.rounds, args.decode_steps);
+        return image_ttft(model, size, args.rounds, args.decode_steps, args.profile);
     }
     if !args.batch.is_empty() {
         return batched_decode(&model, &source, &args);
@@ -584,6 +584,7 @@ fn image_ttft(
     (w, h): (usize, usize),
     rounds: usize,
     decode_steps: usize,
+    profile: bool,
 ) -> Result<()> {
     let cfg = solo_cuda::synthetic::real_vision_config();
     model.weights.vision = Some(solo_cuda::synthetic::random_vision(&model.gpu, &cfg)?);
@@ -651,6 +652,10 @@ fn image_ttft(
         "decode after the image prompt {image_rate:.1} tok/s, after a text prompt of the same length {text_rate:.1} tok/s ({:+.2} %; {decode_steps} steps, median of {rounds})",
         (image_rate / text_rate - 1.0) * 100.0
     );
+    if profile {
+        let kernels = solo_cuda::profile::profile_launches(&model.gpu, || model.encode_image(&img).map(|_| ()))?;
+        print_profile(&format!("the vision tower on a {w}x{h} image"), &kernels);
+    }
     Ok(())
 }
 
