@@ -345,3 +345,32 @@ fn german_compounds() {
     // Not a Spanish word that ends in one ("felicitación" is not a "citación").
     assert!(found("escríbeme una felicitación para mi madre que cumple 70").is_empty());
 }
+
+#[test]
+fn eighth_round_families_by_their_endings() {
+    // A drug by its nonproprietary name's stem, a procedure or a tumour by its ending: names that
+    // no list of the lexicon holds.
+    assert_eq!(lexicon("I've been taking hydrocodone every day since March"), ["HEALTH"]);
+    assert_eq!(lexicon("Mein Vater nimmt seit dem Herbst Rivaroxaban"), ["HEALTH"]);
+    assert_eq!(lexicon("a mi tía le hicieron una mastectomía en mayo"), ["HEALTH"]);
+    assert_eq!(lexicon("ma mère doit passer une cystoscopie la semaine prochaine"), ["HEALTH"]);
+    assert_eq!(lexicon("my brother was told he has a neuroblastoma"), ["HEALTH"]);
+    // Words of the common list that end so are themselves; a general question stays general.
+    assert!(lexicon("I'm full of nostalgia for the 90s, make me a playlist").is_empty());
+    assert!(lexicon("What is a colonoscopy and how long does it take?").is_empty());
+    assert!(lexicon("L'héroïne du film est géniale, qui est l'actrice ?").is_empty());
+}
+
+#[test]
+fn eighth_round_third_persons_and_news() {
+    // A third person by a generic noun or a job with "the": bound as a role is.
+    assert_eq!(lexicon("The cashier got arrested for theft last night"), ["LEGAL"]);
+    assert_eq!(lexicon("el repartidor está enganchado a la cocaína"), ["HEALTH"]);
+    assert_eq!(lexicon("Der Praktikant ist psychotisch und liegt in der Klinik"), ["HEALTH"]);
+    // Anyone ("a guy"), or what one may do: general.
+    assert!(lexicon("A guy at the gym asked me how heroin addiction starts").is_empty());
+    assert!(lexicon("Can the boss fire someone for joining a union?").is_empty());
+    // Learning that something is so is news about a person; learning how is general.
+    assert_eq!(lexicon("Papa vient d'apprendre qu'il a du diabète"), ["HEALTH"]);
+    assert!(lexicon("Je veux apprendre comment fonctionne l'insuline").is_empty());
+}
