@@ -417,6 +417,13 @@ const MAY: &[&[u8]] = &[
     b"debe", b"tiene", b"peut", b"doit",
 ];
 
+/// The copulas of the four languages, before an origin (`classify_in`); not "'s", which is a
+/// possessive as often ("Grandma's Turkish coffee").
+const COPULA: &[&[u8]] = &[
+    b"am", b"m", b"is", b"are", b"re", b"was", b"were", b"soy", b"es", b"eres", b"somos", b"son", b"era", b"bin",
+    b"bist", b"ist", b"sind", b"war", b"suis", b"est", b"sommes", b"sont", b"etait",
+];
+
 const SELF_LABELS: &[&str] = &["Me", "I", "Yo", "Ich", "Moi", "Je"];
 
 /// Inflectional endings of English, Spanish, German and French, tried off a word that the lexicon
@@ -731,6 +738,15 @@ impl Topics {
                 }
             }
             i += len;
+        }
+        // An origin said with a copula ("I'm Kurdish", "soy marroquí", "ich bin Kurde", "elle est
+        // malienne") is a person's, not a cuisine's or a language's: the whole weight.
+        for t in terms.iter_mut() {
+            let after_copula =
+                t.0 > 0 && w.list[t.0 - 1].sentence == w.list[t.0].sentence && COPULA.contains(&w.text(t.0 - 1));
+            if t.2 == Category::Ethnicity && after_copula {
+                t.3 = 1.0;
+            }
         }
         // (A writing cue weakens a name's binding, as below.)
         anchors.extend(lone_names.iter().map(|&i| (i, i, if meta { 0.2 } else { 0.9 })));

@@ -374,3 +374,13 @@ fn eighth_round_third_persons_and_news() {
     assert_eq!(lexicon("Papa vient d'apprendre qu'il a du diabète"), ["HEALTH"]);
     assert!(lexicon("Je veux apprendre comment fonctionne l'insuline").is_empty());
 }
+
+#[test]
+fn an_origin_said_with_a_copula_is_the_persons() {
+    // Issue #42, eighth round: "ich bin Kurde", "soy marroquí", "je suis antillais".
+    assert_eq!(lexicon("Ich bin Kurde und der Vermieter will mir die Wohnung nicht geben"), ["ETHNICITY"]);
+    assert_eq!(lexicon("soy marroquí y nadie me alquila un piso"), ["ETHNICITY"]);
+    // An origin of a thing, or a possessive's "'s", is not.
+    assert!(lexicon("Grandma's Turkish coffee recipe: how fine should the grind be?").is_empty());
+    assert!(lexicon("The restaurant is Moroccan, what should I order?").is_empty());
+}
