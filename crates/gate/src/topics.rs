@@ -379,6 +379,8 @@ const ANYONE_BEFORE: &[&[u8]] = &[
     b"a", b"an", b"any", b"every", b"each", b"your", b"un", b"una", b"uno", b"une", b"cada", b"chaque", b"tu", b"tus",
     b"ton", b"ta", b"tes", b"votre", b"vos", b"ein", b"eine", b"einen", b"einem", b"einer", b"eines", b"jede",
     b"jeder", b"jeden", b"dein", b"deine", b"deinen", b"deinem", b"deiner", b"euer", b"eure", b"de",
+    // A pronoun after "if" is anyone ("if she is pregnant, can she …").
+    b"if", b"si", b"wenn", b"falls",
 ];
 
 /// Children and kin in a general pair ("mother-to-child", "de padres a hijos"), the words that
@@ -423,6 +425,9 @@ const COPULA: &[&[u8]] = &[
     b"am", b"m", b"is", b"are", b"re", b"was", b"were", b"soy", b"es", b"eres", b"somos", b"son", b"era", b"bin",
     b"bist", b"ist", b"sind", b"war", b"suis", b"est", b"sommes", b"sont", b"etait",
 ];
+
+/// The subject pronouns listed as persons (data/topics.txt, eighth round).
+const PRONOUNS: &[&[u8]] = &[b"he", b"she", b"er", b"ella", b"elle", b"il"];
 
 const SELF_LABELS: &[&str] = &["Me", "I", "Yo", "Ich", "Moi", "Je"];
 
@@ -690,7 +695,12 @@ impl Topics {
                             && w.list[i - 1].sentence == w.list[i].sentence
                             && ANYONE_BEFORE.contains(&w.text(i - 1));
                         let written = len > 1 || self.word(w.text(i)).is_some_and(|r| r.contains(&Role::Person(s)));
-                        if !w.list[i].caps && !anyone && written {
+                        // A pronoun in a question's inversion ("can she …", "darf er …", "dure-t-elle",
+                        // "est-elle fréquente"): the question's subject, anyone.
+                        let inverted = PRONOUNS.contains(&w.text(i))
+                            && (i > 0 && MAY.contains(&w.text(i - 1))
+                                || text[..w.list[i].bytes.0 as usize].ends_with('-'));
+                        if !w.list[i].caps && !anyone && !inverted && written {
                             persons.push((i, s));
                         }
                     }

@@ -384,3 +384,15 @@ fn an_origin_said_with_a_copula_is_the_persons() {
     assert!(lexicon("Grandma's Turkish coffee recipe: how fine should the grind be?").is_empty());
     assert!(lexicon("The restaurant is Moroccan, what should I order?").is_empty());
 }
+
+#[test]
+fn a_third_person_by_a_pronoun() {
+    // Issue #42, eighth round: someone in particular, named by a subject pronoun.
+    assert_eq!(lexicon("she is on chemo and has lost her hair"), ["HEALTH"]);
+    assert_eq!(lexicon("er hat Krebs und liegt im Krankenhaus"), ["HEALTH"]);
+    assert_eq!(lexicon("il a été arrêté pour vol la semaine dernière"), ["LEGAL"]);
+    // After "if", in a question's inversion, or French impersonal "il": anyone.
+    assert!(lexicon("if she is pregnant, can she take ibuprofen?").is_empty());
+    assert!(lexicon("Qu'est-ce qu'une garde à vue et combien de temps dure-t-elle ?").is_empty());
+    assert!(lexicon("Il y a un cancer dans la famille de Napoléon ?").is_empty());
+}
