@@ -396,3 +396,10 @@ fn a_third_person_by_a_pronoun() {
     assert!(lexicon("Qu'est-ce qu'une garde à vue et combien de temps dure-t-elle ?").is_empty());
     assert!(lexicon("Il y a un cancer dans la famille de Napoléon ?").is_empty());
 }
+
+#[test]
+fn eighth_round_money_and_drug_use_as_said() {
+    assert_eq!(lexicon("tengo que empeñar el anillo de mi abuela para pagar el alquiler"), ["FINANCE"]);
+    assert_eq!(lexicon("bin gestern total bekifft zur Arbeit gekommen"), ["HEALTH"]);
+    assert!(lexicon("my laptop broke and I need a new one, budget 500 dollars").is_empty());
+}
