@@ -426,6 +426,27 @@ const COPULA: &[&[u8]] = &[
     b"bist", b"ist", b"sind", b"war", b"suis", b"est", b"sommes", b"sont", b"etait",
 ];
 
+/// Words of a duration up to now, and its units (`classify_in`).
+const SINCE: &[&[u8]] = &[b"for", b"since", b"seit", b"desde", b"hace", b"depuis", b"llevo", b"lleva"];
+const UNITS: &[&[u8]] = &[
+    b"days",
+    b"weeks",
+    b"months",
+    b"years",
+    b"tagen",
+    b"wochen",
+    b"monaten",
+    b"jahren",
+    b"dias",
+    b"semanas",
+    b"meses",
+    b"anos",
+    b"jours",
+    b"semaines",
+    b"mois",
+    b"ans",
+];
+
 /// The subject pronouns listed as persons (data/topics.txt, eighth round).
 const PRONOUNS: &[&[u8]] = &[b"he", b"she", b"er", b"ella", b"elle", b"il"];
 
@@ -748,6 +769,18 @@ impl Topics {
                 }
             }
             i += len;
+        }
+        // A duration up to now ("for three weeks", "seit Tagen", "desde hace un mes", "depuis deux
+        // mois"): what lasts so is someone's own, as a message with no subject tells it ("Blut im
+        // Stuhl seit drei Tagen").
+        for i in 0..w.list.len() {
+            if SINCE.contains(&w.text(i)) && !w.list[i].caps {
+                let unit = (i + 1..(i + 4).min(w.list.len()))
+                    .find(|&j| w.list[j].sentence == w.list[i].sentence && UNITS.contains(&w.text(j)));
+                if let Some(j) = unit {
+                    anchors.push((i, j, 0.7));
+                }
+            }
         }
         // An origin said with a copula ("I'm Kurdish", "soy marroquí", "ich bin Kurde", "elle est
         // malienne") is a person's, not a cuisine's or a language's: the whole weight.

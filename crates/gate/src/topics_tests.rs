@@ -403,3 +403,13 @@ fn eighth_round_money_and_drug_use_as_said() {
     assert_eq!(lexicon("bin gestern total bekifft zur Arbeit gekommen"), ["HEALTH"]);
     assert!(lexicon("my laptop broke and I need a new one, budget 500 dollars").is_empty());
 }
+
+#[test]
+fn a_duration_up_to_now_is_someones() {
+    // Issue #42, eighth round: a message with no subject that says how long something has lasted.
+    assert_eq!(lexicon("Blut im Stuhl seit drei Tagen, keine Schmerzen, was kann das sein"), ["HEALTH"]);
+    assert_eq!(lexicon("insomnio desde hace dos semanas, ¿qué puedo tomar?"), ["HEALTH"]);
+    // A plan or a general question with a duration has no category word bound.
+    assert!(lexicon("Plan a trip to Japan for two weeks in April").is_empty());
+    assert!(lexicon("How long does chemotherapy last, usually for months?").is_empty());
+}
