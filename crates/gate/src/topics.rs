@@ -151,6 +151,9 @@ impl Assessment {
 /// the ICD-10 titles (English; made by scripts/gate/make_topic_lexicon.py).
 pub const LEXICON: &str = include_str!("../data/topics.txt");
 pub const LEXICON_ICD10: &str = include_str!("../data/topics_icd10.txt");
+/// The families of issue #42's eighth round (drug stems, procedures, third persons by a generic
+/// noun or a pronoun, four-language core families).
+pub const LEXICON_FAMILIES: &str = include_str!("../data/topics_families.txt");
 
 /// Which detector `Topics::classify` runs: the lexicon, the learned model
 /// (`topic_model.rs`), or both (the shipped default: the lexicon's categories, or when it finds
@@ -447,7 +450,7 @@ const UNITS: &[&[u8]] = &[
     b"ans",
 ];
 
-/// The subject pronouns listed as persons (data/topics.txt, eighth round).
+/// The subject pronouns listed as persons (data/topics_families.txt).
 const PRONOUNS: &[&[u8]] = &[b"he", b"she", b"er", b"ella", b"elle", b"il"];
 
 const SELF_LABELS: &[&str] = &["Me", "I", "Yo", "Ich", "Moi", "Je"];
@@ -467,7 +470,8 @@ impl Topics {
     pub fn shipped() -> &'static Topics {
         static T: OnceLock<Topics> = OnceLock::new();
         T.get_or_init(|| {
-            Topics::parse(&format!("{LEXICON}\n{LEXICON_ICD10}")).expect("the shipped topic lexicon parses")
+            Topics::parse(&format!("{LEXICON}\n{LEXICON_FAMILIES}\n{LEXICON_ICD10}"))
+                .expect("the shipped topic lexicon parses")
         })
     }
 
