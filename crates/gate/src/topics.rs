@@ -791,7 +791,11 @@ impl Topics {
         for t in terms.iter_mut() {
             let after_copula =
                 t.0 > 0 && w.list[t.0 - 1].sentence == w.list[t.0].sentence && COPULA.contains(&w.text(t.0 - 1));
-            if t.2 == Category::Ethnicity && after_copula {
+            // German puts it last in a clause: "weil ich Türkin bin", "dass du Kurde bist".
+            let before_copula = t.0 + t.1 < w.list.len()
+                && w.list[t.0 + t.1].sentence == w.list[t.0].sentence
+                && matches!(w.text(t.0 + t.1), b"bin" | b"bist");
+            if t.2 == Category::Ethnicity && (after_copula || before_copula) {
                 t.3 = 1.0;
             }
         }

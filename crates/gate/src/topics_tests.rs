@@ -380,6 +380,7 @@ fn an_origin_said_with_a_copula_is_the_persons() {
     // Issue #42, eighth round: "ich bin Kurde", "soy marroquí", "je suis antillais".
     assert_eq!(lexicon("Ich bin Kurde und der Vermieter will mir die Wohnung nicht geben"), ["ETHNICITY"]);
     assert_eq!(lexicon("soy marroquí y nadie me alquila un piso"), ["ETHNICITY"]);
+    assert_eq!(lexicon("weil ich Kurdin bin, bekomme ich keine Wohnung"), ["ETHNICITY"]);
     // An origin of a thing, or a possessive's "'s", is not.
     assert!(lexicon("Grandma's Turkish coffee recipe: how fine should the grind be?").is_empty());
     assert!(lexicon("The restaurant is Moroccan, what should I order?").is_empty());
