@@ -1,4 +1,4 @@
-"""What the held-out set scripts (heldout_r5.py, heldout_r6.py, heldout_r7.py) share: their
+"""What the held-out set scripts (heldout_r5.py to heldout_r8.py) share: their
 hand-written texts become jsonl documents under crates/gate/tests/corpus/."""
 import json
 import os

@@ -151,6 +151,9 @@ impl Assessment {
 /// the ICD-10 titles (English; made by scripts/gate/make_topic_lexicon.py).
 pub const LEXICON: &str = include_str!("../data/topics.txt");
 pub const LEXICON_ICD10: &str = include_str!("../data/topics_icd10.txt");
+/// The families of issue #42's eighth round (drug stems, procedures, third persons by a generic
+/// noun or a pronoun, four-language core families).
+pub const LEXICON_FAMILIES: &str = include_str!("../data/topics_families.txt");
 
 /// Which detector `Topics::classify` runs: the lexicon, the learned model
 /// (`topic_model.rs`), or both (the shipped default: the lexicon's categories, or when it finds
@@ -379,6 +382,8 @@ const ANYONE_BEFORE: &[&[u8]] = &[
     b"a", b"an", b"any", b"every", b"each", b"your", b"un", b"una", b"uno", b"une", b"cada", b"chaque", b"tu", b"tus",
     b"ton", b"ta", b"tes", b"votre", b"vos", b"ein", b"eine", b"einen", b"einem", b"einer", b"eines", b"jede",
     b"jeder", b"jeden", b"dein", b"deine", b"deinen", b"deinem", b"deiner", b"euer", b"eure", b"de",
+    // A pronoun after "if" is anyone ("if she is pregnant, can she …").
+    b"if", b"si", b"wenn", b"falls",
 ];
 
 /// Children and kin in a general pair ("mother-to-child", "de padres a hijos"), the words that
@@ -417,6 +422,37 @@ const MAY: &[&[u8]] = &[
     b"debe", b"tiene", b"peut", b"doit",
 ];
 
+/// The copulas of the four languages, before an origin (`classify_in`); not "'s", which is a
+/// possessive as often ("Grandma's Turkish coffee").
+const COPULA: &[&[u8]] = &[
+    b"am", b"m", b"is", b"are", b"re", b"was", b"were", b"soy", b"es", b"eres", b"somos", b"son", b"era", b"bin",
+    b"bist", b"ist", b"sind", b"war", b"suis", b"est", b"sommes", b"sont", b"etait",
+];
+
+/// Words of a duration up to now, and its units (`classify_in`).
+const SINCE: &[&[u8]] = &[b"for", b"since", b"seit", b"desde", b"hace", b"depuis", b"llevo", b"lleva"];
+const UNITS: &[&[u8]] = &[
+    b"days",
+    b"weeks",
+    b"months",
+    b"years",
+    b"tagen",
+    b"wochen",
+    b"monaten",
+    b"jahren",
+    b"dias",
+    b"semanas",
+    b"meses",
+    b"anos",
+    b"jours",
+    b"semaines",
+    b"mois",
+    b"ans",
+];
+
+/// The subject pronouns listed as persons (data/topics_families.txt).
+const PRONOUNS: &[&[u8]] = &[b"he", b"she", b"er", b"ella", b"elle", b"il"];
+
 const SELF_LABELS: &[&str] = &["Me", "I", "Yo", "Ich", "Moi", "Je"];
 
 /// Inflectional endings of English, Spanish, German and French, tried off a word that the lexicon
@@ -434,7 +470,8 @@ impl Topics {
     pub fn shipped() -> &'static Topics {
         static T: OnceLock<Topics> = OnceLock::new();
         T.get_or_init(|| {
-            Topics::parse(&format!("{LEXICON}\n{LEXICON_ICD10}")).expect("the shipped topic lexicon parses")
+            Topics::parse(&format!("{LEXICON}\n{LEXICON_FAMILIES}\n{LEXICON_ICD10}"))
+                .expect("the shipped topic lexicon parses")
         })
     }
 
@@ -683,7 +720,12 @@ impl Topics {
                             && w.list[i - 1].sentence == w.list[i].sentence
                             && ANYONE_BEFORE.contains(&w.text(i - 1));
                         let written = len > 1 || self.word(w.text(i)).is_some_and(|r| r.contains(&Role::Person(s)));
-                        if !w.list[i].caps && !anyone && written {
+                        // A pronoun in a question's inversion ("can she …", "darf er …", "dure-t-elle",
+                        // "est-elle fréquente"): the question's subject, anyone.
+                        let inverted = PRONOUNS.contains(&w.text(i))
+                            && (i > 0 && MAY.contains(&w.text(i - 1))
+                                || text[..w.list[i].bytes.0 as usize].ends_with('-'));
+                        if !w.list[i].caps && !anyone && !inverted && written {
                             persons.push((i, s));
                         }
                     }
@@ -731,6 +773,31 @@ impl Topics {
                 }
             }
             i += len;
+        }
+        // A duration up to now ("for three weeks", "seit Tagen", "desde hace un mes", "depuis deux
+        // mois"): what lasts so is someone's own, as a message with no subject tells it ("Blut im
+        // Stuhl seit drei Tagen").
+        for i in 0..w.list.len() {
+            if SINCE.contains(&w.text(i)) && !w.list[i].caps {
+                let unit = (i + 1..(i + 4).min(w.list.len()))
+                    .find(|&j| w.list[j].sentence == w.list[i].sentence && UNITS.contains(&w.text(j)));
+                if let Some(j) = unit {
+                    anchors.push((i, j, 0.7));
+                }
+            }
+        }
+        // An origin said with a copula ("I'm Kurdish", "soy marroquí", "ich bin Kurde", "elle est
+        // malienne") is a person's, not a cuisine's or a language's: the whole weight.
+        for t in terms.iter_mut() {
+            let after_copula =
+                t.0 > 0 && w.list[t.0 - 1].sentence == w.list[t.0].sentence && COPULA.contains(&w.text(t.0 - 1));
+            // German puts it last in a clause: "weil ich Türkin bin", "dass du Kurde bist".
+            let before_copula = t.0 + t.1 < w.list.len()
+                && w.list[t.0 + t.1].sentence == w.list[t.0].sentence
+                && matches!(w.text(t.0 + t.1), b"bin" | b"bist");
+            if t.2 == Category::Ethnicity && (after_copula || before_copula) {
+                t.3 = 1.0;
+            }
         }
         // (A writing cue weakens a name's binding, as below.)
         anchors.extend(lone_names.iter().map(|&i| (i, i, if meta { 0.2 } else { 0.9 })));

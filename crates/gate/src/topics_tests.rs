@@ -345,3 +345,72 @@ fn german_compounds() {
     // Not a Spanish word that ends in one ("felicitación" is not a "citación").
     assert!(found("escríbeme una felicitación para mi madre que cumple 70").is_empty());
 }
+
+#[test]
+fn eighth_round_families_by_their_endings() {
+    // A drug by its nonproprietary name's stem, a procedure or a tumour by its ending: names that
+    // no list of the lexicon holds.
+    assert_eq!(lexicon("I've been taking hydrocodone every day since March"), ["HEALTH"]);
+    assert_eq!(lexicon("Mein Vater nimmt seit dem Herbst Rivaroxaban"), ["HEALTH"]);
+    assert_eq!(lexicon("a mi tía le hicieron una mastectomía en mayo"), ["HEALTH"]);
+    assert_eq!(lexicon("ma mère doit passer une cystoscopie la semaine prochaine"), ["HEALTH"]);
+    assert_eq!(lexicon("my brother was told he has a neuroblastoma"), ["HEALTH"]);
+    // Words of the common list that end so are themselves; a general question stays general.
+    assert!(lexicon("I'm full of nostalgia for the 90s, make me a playlist").is_empty());
+    assert!(lexicon("What is a colonoscopy and how long does it take?").is_empty());
+    assert!(lexicon("L'héroïne du film est géniale, qui est l'actrice ?").is_empty());
+}
+
+#[test]
+fn eighth_round_third_persons_and_news() {
+    // A third person by a generic noun or a job with "the": bound as a role is.
+    assert_eq!(lexicon("The cashier got arrested for theft last night"), ["LEGAL"]);
+    assert_eq!(lexicon("el repartidor está enganchado a la cocaína"), ["HEALTH"]);
+    assert_eq!(lexicon("Der Praktikant ist psychotisch und liegt in der Klinik"), ["HEALTH"]);
+    // Anyone ("a guy"), or what one may do: general.
+    assert!(lexicon("A guy at the gym asked me how heroin addiction starts").is_empty());
+    assert!(lexicon("Can the boss fire someone for joining a union?").is_empty());
+    // Learning that something is so is news about a person; learning how is general.
+    assert_eq!(lexicon("Papa vient d'apprendre qu'il a du diabète"), ["HEALTH"]);
+    assert!(lexicon("Je veux apprendre comment fonctionne l'insuline").is_empty());
+}
+
+#[test]
+fn an_origin_said_with_a_copula_is_the_persons() {
+    // Issue #42, eighth round: "ich bin Kurde", "soy marroquí", "je suis antillais".
+    assert_eq!(lexicon("Ich bin Kurde und der Vermieter will mir die Wohnung nicht geben"), ["ETHNICITY"]);
+    assert_eq!(lexicon("soy marroquí y nadie me alquila un piso"), ["ETHNICITY"]);
+    assert_eq!(lexicon("weil ich Kurdin bin, bekomme ich keine Wohnung"), ["ETHNICITY"]);
+    // An origin of a thing, or a possessive's "'s", is not.
+    assert!(lexicon("Grandma's Turkish coffee recipe: how fine should the grind be?").is_empty());
+    assert!(lexicon("The restaurant is Moroccan, what should I order?").is_empty());
+}
+
+#[test]
+fn a_third_person_by_a_pronoun() {
+    // Issue #42, eighth round: someone in particular, named by a subject pronoun.
+    assert_eq!(lexicon("she is on chemo and has lost her hair"), ["HEALTH"]);
+    assert_eq!(lexicon("er hat Krebs und liegt im Krankenhaus"), ["HEALTH"]);
+    assert_eq!(lexicon("il a été arrêté pour vol la semaine dernière"), ["LEGAL"]);
+    // After "if", in a question's inversion, or French impersonal "il": anyone.
+    assert!(lexicon("if she is pregnant, can she take ibuprofen?").is_empty());
+    assert!(lexicon("Qu'est-ce qu'une garde à vue et combien de temps dure-t-elle ?").is_empty());
+    assert!(lexicon("Il y a un cancer dans la famille de Napoléon ?").is_empty());
+}
+
+#[test]
+fn eighth_round_money_and_drug_use_as_said() {
+    assert_eq!(lexicon("tengo que empeñar el anillo de mi abuela para pagar el alquiler"), ["FINANCE"]);
+    assert_eq!(lexicon("bin gestern total bekifft zur Arbeit gekommen"), ["HEALTH"]);
+    assert!(lexicon("my laptop broke and I need a new one, budget 500 dollars").is_empty());
+}
+
+#[test]
+fn a_duration_up_to_now_is_someones() {
+    // Issue #42, eighth round: a message with no subject that says how long something has lasted.
+    assert_eq!(lexicon("Blut im Stuhl seit drei Tagen, keine Schmerzen, was kann das sein"), ["HEALTH"]);
+    assert_eq!(lexicon("insomnio desde hace dos semanas, ¿qué puedo tomar?"), ["HEALTH"]);
+    // A plan or a general question with a duration has no category word bound.
+    assert!(lexicon("Plan a trip to Japan for two weeks in April").is_empty());
+    assert!(lexicon("How long does chemotherapy last, usually for months?").is_empty());
+}

@@ -236,8 +236,33 @@ fn the_seventh_rounds_held_out_sets() {
     let r = evaluate(&Detector::new(), &corpus("topics_private_r7.jsonl"));
     let t = &r.topics;
     assert_eq!(t.kept_local.of, 96);
-    assert!(t.kept_local.hit >= 82, "{}", r.table());
-    for (lang, floor) in [("en", 0.9), ("es", 0.75), ("de", 0.85), ("fr", 0.8)] {
+    // The eighth round tuned on its misses (dev data since): 95 (0.990; en 0.958, the rest 1.000).
+    assert!(t.kept_local.hit >= 95, "{}", r.table());
+    for (lang, floor) in [("en", 0.95), ("es", 1.0), ("de", 1.0), ("fr", 1.0)] {
+        let (k, _, _) = &t.per_lang[lang];
+        assert!(k.of == 24 && k.rate() >= floor, "{lang}\n{}", r.table());
+    }
+}
+
+/// The eighth round's held-out sets (scripts/gate/heldout_r8.py), written and committed before
+/// any change of that round and measured once, at its end; never tuned on. Private (96, 24 a
+/// language, first and third person, euphemisms and slang, drugs, conditions and procedures by
+/// name, residence papers, agents' and tools' notes): 65 kept local (0.677) before the round, 71
+/// (0.740) after it (en 0.708, es 0.792, de 0.792, fr 0.667): short of the 0.95.
+/// Everyday (96, tricky words: a bear market, a prison-break board game, a bar mitzvah present,
+/// customer and tool notes with nothing private): 3 kept local (3.1 %) before and after (a
+/// "debt-free" tagline, a Konfirmation card, a job ad for a Pflegekraft).
+#[test]
+fn the_eighth_rounds_held_out_sets() {
+    let r = evaluate(&Detector::new(), &corpus("topics_everyday_r8.jsonl"));
+    let t = &r.topics;
+    assert_eq!(t.everyday_flagged.of, 96);
+    assert!(t.everyday_flagged.hit <= 3, "{}", r.table());
+    let r = evaluate(&Detector::new(), &corpus("topics_private_r8.jsonl"));
+    let t = &r.topics;
+    assert_eq!(t.kept_local.of, 96);
+    assert!(t.kept_local.hit >= 71, "{}", r.table());
+    for (lang, floor) in [("en", 0.7), ("es", 0.79), ("de", 0.79), ("fr", 0.66)] {
         let (k, _, _) = &t.per_lang[lang];
         assert!(k.of == 24 && k.rate() >= floor, "{lang}\n{}", r.table());
     }

@@ -122,17 +122,18 @@ fn the_blind_set() {
     // round combined 0.850 / 0 % / 0 %; after its sixth (lexicon families of the older sets'
     // misses, lone first names, a verb without its subject, the anchor after): lexicon 0.800,
     // combined 0.969 / 0 % / 0 % (tuned on since, so no longer blind); after its seventh (persons
-    // named by a role, German compounds, more families): lexicon 0.819, combined 0.975 / 0 % / 0 %.
+    // named by a role, German compounds, more families): lexicon 0.819, combined 0.975 / 0 % / 0 %;
+    // after its eighth (families by ending, pronouns, durations): lexicon 0.863, combined 0.981.
     let docs = corpus("topics_blind_test.jsonl");
     let count = |k: &str| docs.iter().filter(|d| d.kind.as_deref() == Some(k)).count();
     assert!(count("sensitive") >= 160 && count("general") >= 60 && count("everyday") >= 40);
     let (k, g, e) = shares(&run("topics_blind_test.jsonl", Mode::Lexicon));
-    assert!(k >= 0.81 && g <= 0.02 && e <= 0.0, "lexicon: {k} {g} {e}");
+    assert!(k >= 0.86 && g <= 0.02 && e <= 0.0, "lexicon: {k} {g} {e}");
     let (k, g, e) = shares(&run("topics_blind_test.jsonl", Mode::Model));
     assert!(k >= 0.74 && g <= 0.05 && e <= 0.125, "model: {k} {g} {e}");
     let r = run("topics_blind_test.jsonl", Mode::Combined);
     let (k, g, e) = shares(&r);
-    assert!(k >= 0.97 && g <= 0.02 && e <= 0.0, "combined: {k} {g} {e}\n{}", r.table());
+    assert!(k >= 0.98 && g <= 0.02 && e <= 0.0, "combined: {k} {g} {e}\n{}", r.table());
     for lang in ["en", "es", "de", "fr"] {
         let (k, _, _) = &r.topics.per_lang[lang];
         assert!(k.of == 40 && k.rate() >= 0.925, "{lang}: {}", k.rate());
@@ -222,17 +223,17 @@ fn the_r4_set() {
     // After issue #42's fifth round: combined 0.894 / 1.6 % / 3.8 % (an everyday object or a pet
     // and no category word is not the model's alone; amounts and budgets at 0.3). After its sixth:
     // lexicon 0.844, combined 0.975 / 1.6 % / 3.8 % (tuned on since). After its seventh: lexicon
-    // 0.850, combined unchanged.
+    // 0.850, combined unchanged. After its eighth: lexicon 0.894, combined 0.988 / 1.6 % / 3.8 %.
     let docs = corpus("topics_r4_test.jsonl");
     let count = |k: &str| docs.iter().filter(|d| d.kind.as_deref() == Some(k)).count();
     assert!(count("sensitive") >= 160 && count("general") >= 64 && count("everyday") >= 80);
     let (k, g, e) = shares(&run("topics_r4_test.jsonl", Mode::Lexicon));
-    assert!(k >= 0.845 && g <= 0.035 && e <= 0.065, "lexicon: {k} {g} {e}");
+    assert!(k >= 0.89 && g <= 0.035 && e <= 0.065, "lexicon: {k} {g} {e}");
     let (k, g, e) = shares(&run("topics_r4_test.jsonl", Mode::Model));
     assert!(k >= 0.83 && g <= 0.05 && e <= 0.19, "model: {k} {g} {e}");
     let r = run("topics_r4_test.jsonl", Mode::Combined);
     let (k, g, e) = shares(&r);
-    assert!(k >= 0.96 && g <= 0.035 && e <= 0.0375, "combined: {k} {g} {e}\n{}", r.table());
+    assert!(k >= 0.98 && g <= 0.035 && e <= 0.0375, "combined: {k} {g} {e}\n{}", r.table());
     for (lang, floor) in [("en", 0.975), ("es", 0.925), ("de", 0.925), ("fr", 0.975)] {
         let (k, _, _) = &r.topics.per_lang[lang];
         assert!(k.of == 40 && k.rate() >= floor, "{lang}: {}", k.rate());
@@ -245,10 +246,26 @@ fn the_seventh_rounds_held_out_set_with_each_detector() {
     // of issue #42's seventh round, many third persons named by a role with no possessive ("Opa",
     // "la vecina", "le collègue"); measured once, at the round's end. Before: lexicon 0.573, model
     // 0.562, combined 0.604; after: lexicon 0.823, model 0.562, combined 0.854.
+    // The eighth round tuned on its misses (dev data since): lexicon 0.969, combined 0.990.
     let (k, _, _) = shares(&run("topics_private_r7.jsonl", Mode::Lexicon));
-    assert!(k >= 0.82, "lexicon: {k}");
+    assert!(k >= 0.96, "lexicon: {k}");
     let (k, _, _) = shares(&run("topics_private_r7.jsonl", Mode::Model));
     assert!(k >= 0.55, "model: {k}");
     let (k, _, _) = shares(&run("topics_private_r7.jsonl", Mode::Combined));
-    assert!(k >= 0.85, "combined: {k}");
+    assert!(k >= 0.98, "combined: {k}");
+}
+
+#[test]
+fn the_eighth_rounds_held_out_set_with_each_detector() {
+    // topics_private_r8.jsonl (scripts/gate/heldout_r8.py): written and committed before any change
+    // of issue #42's eighth round, its vocabulary chosen apart from the earlier sets' (euphemisms,
+    // slang, drugs and procedures by name, agents' notes); measured once, at the round's end.
+    // Before: lexicon 0.531, model 0.604, combined 0.677; after: lexicon 0.604, model 0.604 (the
+    // model is unchanged), combined 0.740. Short of the issue's 0.95.
+    let (k, _, _) = shares(&run("topics_private_r8.jsonl", Mode::Lexicon));
+    assert!(k >= 0.60, "lexicon: {k}");
+    let (k, _, _) = shares(&run("topics_private_r8.jsonl", Mode::Model));
+    assert!(k >= 0.60, "model: {k}");
+    let (k, _, _) = shares(&run("topics_private_r8.jsonl", Mode::Combined));
+    assert!(k >= 0.73, "combined: {k}");
 }
