@@ -123,7 +123,7 @@ pub struct CudaState {
     /// (`rope_delta`, `rope_delta_ptr`).
     pub pos: DevBuf,
     /// A text token's rotary position minus its position: 0 until an image, then what the images
-    /// took less than their tokens (`solo_model::image::place_images`). On the device too.
+    /// took less than their tokens (`solo_model::place_images`). On the device too.
     pub rope_delta: i64,
     pub layers: Vec<LayerStateGpu>,
     /// The MTP head's cache and pending row (with an MTP head).
