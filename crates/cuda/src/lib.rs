@@ -26,7 +26,7 @@ pub use runtime::Gpu;
 use anyhow::Result;
 use std::path::Path;
 
-/// Loads a checkpoint directory onto the GPU for sequences of up to `max_seq` tokens (`None`:
+/// Loads a checkpoint directory (or a GGUF file, its weights repacked to bf16) onto the GPU for sequences of up to `max_seq` tokens (`None`:
 /// the checkpoint's `max_position_embeddings`, or under `--gpu-memory` the longest context one
 /// sequence fits in what the weights leave), and says on stderr what one sequence's state costs;
 /// fails with one line when not even one fits. Under a budget the lm_head's int8 screen is
@@ -74,9 +74,10 @@ fn plan_memory(model: &mut CudaModel, asked: Option<usize>) -> Result<()> {
         (Some(_), false) => ", no lm_head screen (the budget is short)".into(),
     };
     eprintln!(
-        "solo: GPU memory{}: weights {:.1} GiB{note}; context {max_seq} tokens: {:.2} GiB of KV cache and state a sequence; {:.1} GiB free: room for {} at once",
+        "solo: GPU memory{}: weights {:.1} GiB{}{note}; context {max_seq} tokens: {:.2} GiB of KV cache and state a sequence; {:.1} GiB free: room for {} at once",
         model.gpu.budget.map_or(String::new(), |b| format!(" (budget {:.1} GiB)", gib(b))),
         gib(model.weights.bytes()),
+        model.weights.repacked_from.as_ref().map_or(String::new(), |t| format!(" (bf16, repacked from GGUF {t})")),
         gib(per_sequence),
         gib(free),
         free / per_sequence.max(1)
