@@ -137,6 +137,41 @@ impl MemoryPlan {
     }
 }
 
+/// `--backend auto`'s choice for a checkpoint directory or GGUF file: this backend when an NVIDIA
+/// GPU is here and the config (`config.json`, or the GGUF metadata) has the real model's widths,
+/// and for a GGUF file, which runs repacked to bf16, when the card (and `--gpu-memory`) can hold
+/// its weights in bf16; otherwise the CPU reference.
+pub fn auto_picks_cuda(path: &Path) -> bool {
+    if !gpu_present() {
+        return false;
+    }
+    let gguf = solo_model::gguf::is_gguf(path);
+    let (config, bf16_bytes) = if gguf {
+        let Ok(model) = solo_model::gguf::GgufModel::open(path) else { return false };
+        (model.config(), model.bf16_bytes())
+    } else {
+        (solo_model::ModelConfig::from_dir(path), 0)
+    };
+    if !config.is_ok_and(|c| weights::check_real_widths(&c).is_ok()) {
+        return false;
+    }
+    if !gguf {
+        return true;
+    }
+    let card = gpu_total_memory().unwrap_or(0);
+    let room = runtime::configured_gpu_memory().map_or(card, |budget| budget.min(card));
+    bf16_bytes < room
+}
+
+/// GPU 0's memory in bytes, without opening a context.
+fn gpu_total_memory() -> Option<usize> {
+    use cudarc::driver::result;
+    result::init().ok()?;
+    let dev = result::device::get(0).ok()?;
+    // SAFETY: `dev` is a device handle the initialised driver just returned.
+    unsafe { result::device::total_mem(dev) }.ok()
+}
+
 /// Whether an NVIDIA GPU is usable here (driver library present and at least one device).
 pub fn gpu_present() -> bool {
     // SAFETY: only probes whether the driver library can be opened before calling into it.
