@@ -758,7 +758,50 @@ impl LayerGpu {
 
 #[cfg(test)]
 mod tests {
-    use super::progress_line;
+    use super::*;
+
+    /// A GGUF file's ggml tensors go up as round-to-bf16 of the CPU reference's values, through
+    /// every path the model's upload takes (a matrix, stacked matrices, a layer's experts with the
+    /// shared one appended, the bf16-only stacks). The fixture's widths are tiny, which the
+    /// uploader does not mind (only `ModelGpu::upload` wants the real ones).
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gguf_tensors_go_up_as_bf16_of_the_cpu_reference() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/gguf/wide-mix.gguf");
+        let (_, w) = solo_model::load(std::path::Path::new(path)).unwrap();
+        assert!(!w.ggml_types().is_empty());
+        let rounded = |parts: &[&Tensor]| -> Vec<u8> {
+            parts.iter().flat_map(|t| t.to_f32()).flat_map(|v| half::bf16::from_f32(v).to_le_bytes()).collect()
+        };
+        let gpu = Gpu::new().unwrap();
+        let mut up = Uploader::new(&gpu).unwrap();
+        let mut want: Vec<(DevPtr, Vec<u8>)> = Vec::new();
+        let embed = up.stacked_bf16(&[&w.embed_tokens]).unwrap();
+        want.push((embed.ptr, rounded(&[&w.embed_tokens])));
+        for layer in &w.layers {
+            let mixer: Vec<&Tensor> = match &layer.mixer {
+                Mixer::GatedDeltaNet(g) => vec![&g.in_proj_qkv, &g.in_proj_z, &g.in_proj_b, &g.in_proj_a],
+                Mixer::FullAttention(a) => vec![&a.q_proj, &a.k_proj, &a.v_proj],
+            };
+            let (whole, _) = up.stacked(&mixer).unwrap();
+            want.push((whole.ptr, rounded(&mixer)));
+            let m = &layer.moe;
+            let e = up.experts(&m.experts, &m.shared_expert).unwrap();
+            assert!(e.fp8_scales.is_none() && e.int4_shared.is_none());
+            let all: Vec<&ExpertWeights> = m.experts.iter().chain(std::iter::once(&m.shared_expert)).collect();
+            let gate_up: Vec<&Tensor> = all.iter().flat_map(|e| [&e.gate, &e.up]).collect();
+            let down: Vec<&Tensor> = all.iter().map(|e| &e.down).collect();
+            want.push((e.gate_up, rounded(&gate_up)));
+            want.push((e.down, rounded(&down)));
+        }
+        let _buffers = up.finish().unwrap();
+        let ggml = |t: &Tensor| matches!(t.dtype, DType::Ggml(_));
+        assert!(w.layers.iter().flat_map(|l| l.tensors()).any(ggml), "the fixture has ggml matrices");
+        for (i, (ptr, bytes)) in want.iter().enumerate() {
+            assert!(gpu.download(*ptr, bytes.len()).unwrap() == *bytes, "upload {i} differs from round-to-bf16");
+        }
+        eprintln!("{} GGUF uploads equal round-to-bf16 of the CPU reference", want.len());
+    }
 
     #[test]
     fn progress_shows_a_rate_only_once_it_means_something() {
