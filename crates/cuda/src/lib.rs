@@ -26,7 +26,7 @@ pub use runtime::Gpu;
 use anyhow::Result;
 use std::path::Path;
 
-/// Loads a checkpoint directory onto the GPU for sequences of up to `max_seq` tokens (`None`:
+/// Loads a checkpoint directory (or a GGUF file, its weights repacked to bf16) onto the GPU for sequences of up to `max_seq` tokens (`None`:
 /// the checkpoint's `max_position_embeddings`, or under `--gpu-memory` the longest context one
 /// sequence fits in what the weights leave), and says on stderr what one sequence's state costs;
 /// fails with one line when not even one fits. Under a budget the lm_head's int8 screen is
@@ -74,9 +74,10 @@ fn plan_memory(model: &mut CudaModel, asked: Option<usize>) -> Result<()> {
         (Some(_), false) => ", no lm_head screen (the budget is short)".into(),
     };
     eprintln!(
-        "solo: GPU memory{}: weights {:.1} GiB{note}; context {max_seq} tokens: {:.2} GiB of KV cache and state a sequence; {:.1} GiB free: room for {} at once",
+        "solo: GPU memory{}: weights {:.1} GiB{}{note}; context {max_seq} tokens: {:.2} GiB of KV cache and state a sequence; {:.1} GiB free: room for {} at once",
         model.gpu.budget.map_or(String::new(), |b| format!(" (budget {:.1} GiB)", gib(b))),
         gib(model.weights.bytes()),
+        model.weights.repacked_from.as_ref().map_or(String::new(), |t| format!(" (bf16, repacked from GGUF {t})")),
         gib(per_sequence),
         gib(free),
         free / per_sequence.max(1)
@@ -134,6 +135,41 @@ impl MemoryPlan {
         let free = if screened { with_screen } else { free };
         MemoryPlan { screened, max_seq: asked.unwrap_or_else(|| longest_in(free)), free }
     }
+}
+
+/// `--backend auto`'s choice for a checkpoint directory or GGUF file: this backend when an NVIDIA
+/// GPU is here and the config (`config.json`, or the GGUF metadata) has the real model's widths,
+/// and for a GGUF file, which runs repacked to bf16, when the card (and `--gpu-memory`) can hold
+/// its weights in bf16; otherwise the CPU reference.
+pub fn auto_picks_cuda(path: &Path) -> bool {
+    if !gpu_present() {
+        return false;
+    }
+    let gguf = solo_model::gguf::is_gguf(path);
+    let (config, bf16_bytes) = if gguf {
+        let Ok(model) = solo_model::gguf::GgufModel::open(path) else { return false };
+        (model.config(), model.bf16_bytes())
+    } else {
+        (solo_model::ModelConfig::from_dir(path), 0)
+    };
+    if !config.is_ok_and(|c| weights::check_real_widths(&c).is_ok()) {
+        return false;
+    }
+    if !gguf {
+        return true;
+    }
+    let card = gpu_total_memory().unwrap_or(0);
+    let room = runtime::configured_gpu_memory().map_or(card, |budget| budget.min(card));
+    bf16_bytes < room
+}
+
+/// GPU 0's memory in bytes, without opening a context.
+fn gpu_total_memory() -> Option<usize> {
+    use cudarc::driver::result;
+    result::init().ok()?;
+    let dev = result::device::get(0).ok()?;
+    // SAFETY: `dev` is a device handle the initialised driver just returned.
+    unsafe { result::device::total_mem(dev) }.ok()
 }
 
 /// Whether an NVIDIA GPU is usable here (driver library present and at least one device).

@@ -442,6 +442,11 @@ pub fn configure(options: GpuOptions) -> Result<()> {
     Ok(())
 }
 
+/// `--gpu-memory`, if the command line set it (without fixing the options as `gpu_options` does).
+pub(crate) fn configured_gpu_memory() -> Option<usize> {
+    GPU_OPTIONS.get().and_then(|o| o.gpu_memory)
+}
+
 fn gpu_options() -> GpuOptions {
     *GPU_OPTIONS.get_or_init(|| GpuOptions {
         portable: std::env::var("SOLO_PORTABLE_KERNELS").is_ok_and(|v| v == "1"),

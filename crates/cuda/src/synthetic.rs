@@ -152,7 +152,17 @@ pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig, precision: Precision) -> Res
         norm: m.vector(h, 1.0, 0.1)?,
     });
     gpu.sync()?;
-    Ok(ModelGpu { embed_tokens, final_norm, lm_head, layers, mtp, vision: None, precision, buffers: m.buffers })
+    Ok(ModelGpu {
+        embed_tokens,
+        final_norm,
+        lm_head,
+        layers,
+        mtp,
+        vision: None,
+        precision,
+        repacked_from: None,
+        buffers: m.buffers,
+    })
 }
 
 /// One random decoder layer of the real widths.

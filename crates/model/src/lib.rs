@@ -1,6 +1,7 @@
 //! What every backend shares: the config, the checkpoint's tensors by role, and the backend seam.
 
 pub mod backend;
+pub mod bf16;
 pub mod checkpoint;
 pub mod config;
 pub mod gguf;
@@ -24,6 +25,15 @@ pub use weights::ModelWeights;
 
 use anyhow::{bail, Result};
 use std::path::Path;
+
+/// The config of a checkpoint directory (`config.json`) or a GGUF file (its metadata), without
+/// reading the weights: for choosing a backend before loading.
+pub fn config_of(path: &Path) -> Result<ModelConfig> {
+    if gguf::is_gguf(path) {
+        return gguf::GgufModel::open(path)?.config();
+    }
+    ModelConfig::from_dir(path)
+}
 
 /// Reads `config.json` and maps the weights of a checkpoint directory, checking every tensor;
 /// or reads a GGUF file (`gguf::load`).

@@ -137,6 +137,26 @@ impl ModelWeights {
         self.embed_tokens.stored_bytes() + self.final_norm.stored_bytes() + self.lm_head.stored_bytes() + layers + mtp
     }
 
+    /// The ggml block types of a GGUF file's weights with their stored bytes, largest first
+    /// (`[("Q4_K", …), ("Q6_K", …)]`); empty for a safetensors checkpoint. A tied lm_head counts once.
+    pub fn ggml_types(&self) -> Vec<(&'static str, usize)> {
+        let mut all = vec![&self.embed_tokens, &self.final_norm];
+        if !std::ptr::eq(self.lm_head.bytes().as_ptr(), self.embed_tokens.bytes().as_ptr()) {
+            all.push(&self.lm_head);
+        }
+        all.extend(self.layers.iter().flat_map(|l| l.tensors()));
+        all.extend(self.mtp.iter().flat_map(|m| m.tensors()));
+        let mut by_type: BTreeMap<&'static str, usize> = BTreeMap::new();
+        for t in all {
+            if let DType::Ggml(g) = t.dtype {
+                *by_type.entry(g.name()).or_default() += t.stored_bytes();
+            }
+        }
+        let mut rows: Vec<_> = by_type.into_iter().collect();
+        rows.sort_by_key(|(name, bytes)| (std::cmp::Reverse(*bytes), *name));
+        rows
+    }
+
     pub fn load(ckpt: &Checkpoint, cfg: &ModelConfig) -> Result<Self> {
         let mut t = Taker::new(ckpt, cfg);
         let h = cfg.hidden_size;

@@ -47,20 +47,12 @@ pub fn load_engine(dir: &Path, choice: BackendChoice) -> Result<Engine> {
     }
     let cuda = match choice {
         BackendChoice::Cpu => false,
-        BackendChoice::Cuda if gguf => {
-            anyhow::bail!("{}: the CUDA backend does not read GGUF files yet; use --backend cpu", dir.display())
-        }
         BackendChoice::Cuda => {
             check_gpu()?;
             true
         }
-        // GGUF runs on the CPU reference until the CUDA backend reads ggml blocks
-        BackendChoice::Auto => {
-            !gguf
-                && solo_cuda::gpu_present()
-                && solo_model::ModelConfig::from_dir(dir)
-                    .is_ok_and(|c| solo_cuda::weights::check_real_widths(&c).is_ok())
-        }
+        // a GGUF file runs on the GPU repacked to bf16 when the card holds that
+        BackendChoice::Auto => solo_cuda::auto_picks_cuda(dir),
     };
     Ok(if cuda {
         Engine::Cuda(Box::new(solo_cuda::load(dir, None)?))

@@ -305,22 +305,11 @@ impl Engine {
             None => crate::demo::ensure(&crate::locate::solo_cache_dir()).map_err(load_failed)?,
         };
         let mut config = options.server_config(&dir)?;
-        let model_config = solo_model::ModelConfig::from_dir(&dir).ok();
-        let gguf = solo_model::gguf::is_gguf(&dir);
+        let model_config = solo_model::config_of(&dir).ok();
         let cuda = match options.backend {
             Backend::Cpu => false,
-            Backend::Cuda if gguf => {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!("{}: the CUDA backend does not read GGUF files yet; use backend cpu", dir.display()),
-                ))
-            }
             Backend::Cuda => true,
-            Backend::Auto => {
-                !gguf
-                    && solo_cuda::gpu_present()
-                    && model_config.as_ref().is_some_and(|c| solo_cuda::weights::check_real_widths(c).is_ok())
-            }
+            Backend::Auto => solo_cuda::auto_picks_cuda(&dir),
         };
         progress("text", 0.1);
         // (the text assets load inside `build` before the weights: one step for both)

@@ -250,25 +250,18 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     }
     let name = config.model_name.clone();
     // (a config.json that does not parse fails the load below, naming the file)
-    let model_config = solo_model::ModelConfig::from_dir(&dir).ok();
+    let model_config = solo_model::config_of(&dir).ok();
     let gguf = solo_model::gguf::is_gguf(&dir);
     if gguf {
         eprintln!("solo: {}", solo_model::gguf::GgufModel::open(&dir)?.describe());
     }
     let cuda = match args.backend {
         BackendChoice::Cpu => false,
-        BackendChoice::Cuda if gguf => {
-            anyhow::bail!("{}: the CUDA backend does not read GGUF files yet; use --backend cpu", dir.display())
-        }
         BackendChoice::Cuda => {
             crate::commands::check_gpu()?;
             true
         }
-        BackendChoice::Auto => {
-            !gguf
-                && solo_cuda::gpu_present()
-                && model_config.as_ref().is_some_and(|c| solo_cuda::weights::check_real_widths(c).is_ok())
-        }
+        BackendChoice::Auto => solo_cuda::auto_picks_cuda(&dir),
     };
     config.speculate = args.speculate;
     config.max_batch = args.max_batch;
@@ -290,7 +283,11 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     } else {
         solo_server::start(config, move || solo_cpu::load(&dir))?
     };
-    let precision = model_config.map_or("bf16", |c| c.precision.name());
+    let precision = match (gguf, cuda) {
+        (true, true) => "bf16 repacked from GGUF",
+        (true, false) => "GGUF",
+        _ => model_config.map_or("bf16", |c| c.precision.name()),
+    };
     eprintln!(
         "solo: serving {name} ({precision} weights, {} backend) at http://{}/v1 (OpenAI-compatible; Ctrl-C stops)",
         if cuda { "cuda" } else { "cpu" },
