@@ -3,23 +3,22 @@
 //! scales, int4 with its groups, a GGUF file's ggml blocks) is read to f32 exactly as the CPU
 //! reference reads it (`Tensor::read_f32`) and rounded to the nearest bf16 (ties to even).
 //!
-//! The conversion goes a chunk of elements at a time on every core, into the output only: no
+//! The conversion goes a chunk of elements at a time on rayon's threads, into the output only: no
 //! f32 copy of a whole tensor is made, so a stacked expert tensor or the embedding costs its bf16
 //! bytes and a few MiB per thread.
 
 use crate::tensor::{DType, Tensor};
 use half::bf16;
+use rayon::prelude::*;
 use std::borrow::Cow;
-use std::sync::Mutex;
 
 /// Elements converted per piece of work (a multiple of every ggml block: 32 and 256).
 const CHUNK: usize = 1 << 20;
 
 /// Each tensor's values as little-endian bf16 bytes (borrowed when it is bf16 already),
-/// converted on up to `available_parallelism` threads.
+/// converted on rayon's threads.
 pub fn bf16_bytes<'a>(parts: &[&'a Tensor]) -> Vec<Cow<'a, [u8]>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
-    bf16_bytes_with(parts, CHUNK, threads)
+    bf16_bytes_in(parts, CHUNK)
 }
 
 /// The bytes a bf16 upload of `t` takes (2 a element).
@@ -27,8 +26,8 @@ pub fn bf16_len(t: &Tensor) -> usize {
     2 * t.numel()
 }
 
-/// `bf16_bytes` in pieces of `chunk` elements on `threads` threads.
-fn bf16_bytes_with<'a>(parts: &[&'a Tensor], chunk: usize, threads: usize) -> Vec<Cow<'a, [u8]>> {
+/// `bf16_bytes` in pieces of `chunk` elements.
+fn bf16_bytes_in<'a>(parts: &[&'a Tensor], chunk: usize) -> Vec<Cow<'a, [u8]>> {
     let mut owned: Vec<Option<Vec<u8>>> =
         parts.iter().map(|t| (t.dtype != DType::BF16).then(|| vec![0u8; bf16_len(t)])).collect();
     // (tensor, first element, its bf16 bytes): disjoint pieces of the outputs
@@ -40,31 +39,13 @@ fn bf16_bytes_with<'a>(parts: &[&'a Tensor], chunk: usize, threads: usize) -> Ve
             }
         }
     }
-    let run = |(t, first, out): (&Tensor, usize, &mut [u8]), values: &mut Vec<f32>| {
+    jobs.into_par_iter().for_each_init(Vec::new, |values: &mut Vec<f32>, (t, first, out)| {
         values.resize(out.len() / 2, 0.0);
         t.read_f32(first, values);
         for (o, v) in out.chunks_exact_mut(2).zip(values.iter()) {
             o.copy_from_slice(&bf16::from_f32(*v).to_le_bytes());
         }
-    };
-    if threads <= 1 || jobs.len() <= 1 {
-        let mut values = Vec::new();
-        jobs.into_iter().for_each(|job| run(job, &mut values));
-    } else {
-        let queue = Mutex::new(jobs.into_iter());
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| {
-                    let mut values = Vec::new();
-                    loop {
-                        let job = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-                        let Some(job) = job else { break };
-                        run(job, &mut values);
-                    }
-                });
-            }
-        });
-    }
+    });
     parts
         .iter()
         .zip(owned)
@@ -103,7 +84,8 @@ mod tests {
         let int4_t = Tensor::quantize_int4(15, 256, &values, 32, false);
         let parts = [&f32_t, &q8_t, &bf16_t, &fp8_t, &int4_t];
         for (chunk, threads) in [(CHUNK, 1), (256, 1), (256, 3), (32 * 3, 4), (1 << 30, 2)] {
-            let got = bf16_bytes_with(&parts, chunk, threads);
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let got = pool.install(|| bf16_bytes_in(&parts, chunk));
             for (t, g) in parts.iter().zip(&got) {
                 assert_eq!(&g[..], &reference(t)[..], "{t:?} in pieces of {chunk} on {threads} threads");
             }
