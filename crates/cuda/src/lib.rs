@@ -9,6 +9,7 @@
 
 pub mod costs;
 pub mod int4;
+pub mod kquant;
 pub mod kernels;
 pub mod model;
 pub mod mtp;

@@ -1,0 +1,275 @@
+//! GGUF's Q4_K and Q6_K expert matrices as the kernels read them (`common.cuh`, "4- and 6-bit
+//! expert rows"), repacked at load from the file's blocks with no change of value and no change
+//! of size (a Q6_K row of 512 columns gains 12 bytes of padding):
+//!
+//! - **Q4_K** (w = d·sc·q − dmin·m, q 0..15, a (sc, m) pair of 6 bits per 32 columns, d and dmin
+//!   f16 per 256): a row is `cols / 2` bytes of q in the int4 word order (`int4.rs`: one LOP3
+//!   makes two f16 weights), then each 256-column block's 16 bytes as ggml stores them: d, dmin
+//!   and the 12 bytes of packed (sc, m). 144 bytes per 256 columns, as in the file.
+//! - **Q6_K** (w = d·sc·(q − 32), q 0..63, an i8 scale per 16 columns, d f16 per 256): a row is
+//!   `cols / 2` bytes of q's low 4 bits in the int4 word order, then `cols / 4` bytes of the high
+//!   2 bits (a 32-bit word per 16 columns, placed so that one shift and mask puts both weights of
+//!   a low-bit pair above their low bits), then the i8 scales in column order (`cols / 16`), then
+//!   the f16 d of each block (`cols / 128` bytes), padded to 16 bytes. 210 bytes per 256 columns.
+//!
+//! The column order of both formats is ggml's (the value of column c is the value ggml's
+//! dequantisation writes at c), so `decode_row` equals `GgmlType::dequantize` bit for bit.
+
+use anyhow::{ensure, Result};
+use half::f16;
+use solo_model::gguf::GgmlType;
+
+/// The formats the expert kernels read from a GGUF file as stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KQuant {
+    Q4K,
+    Q6K,
+}
+
+const QK: usize = 256;
+
+impl KQuant {
+    /// The kernels' form of a ggml type, if they have one.
+    pub fn of(t: GgmlType) -> Option<KQuant> {
+        match t {
+            GgmlType::Q4K => Some(KQuant::Q4K),
+            GgmlType::Q6K => Some(KQuant::Q6K),
+            _ => None,
+        }
+    }
+
+    pub fn ggml(self) -> GgmlType {
+        match self {
+            KQuant::Q4K => GgmlType::Q4K,
+            KQuant::Q6K => GgmlType::Q6K,
+        }
+    }
+
+    /// Bytes of one row of `cols` columns (a multiple of 256) in the kernels' layout.
+    pub const fn row_bytes(self, cols: usize) -> usize {
+        match self {
+            KQuant::Q4K => cols / 2 + cols / 16,
+            KQuant::Q6K => (cols / 2 + cols / 4 + cols / 16 + cols / 128).div_ceil(16) * 16,
+        }
+    }
+
+    /// Appends the rows of a `[rows, cols]` matrix, `blocks` as the file stores it (rows of
+    /// `cols / 256` ggml blocks), in the kernels' layout to `out`.
+    pub fn repack_into(self, blocks: &[u8], rows: usize, cols: usize, out: &mut Vec<u8>) -> Result<()> {
+        let t = self.ggml();
+        ensure!(cols.is_multiple_of(QK), "{} rows of {cols} columns: not whole blocks of {QK}", t.name());
+        let (per_block, per_row) = (t.block_bytes(), cols / QK);
+        ensure!(
+            blocks.len() == rows * per_row * per_block,
+            "{} matrix {rows}x{cols}: {} bytes, not {}",
+            t.name(),
+            blocks.len(),
+            rows * per_row * per_block
+        );
+        out.reserve(rows * self.row_bytes(cols));
+        for row in blocks.chunks_exact(per_row * per_block) {
+            let start = out.len();
+            match self {
+                KQuant::Q4K => q4k_row(row, cols, out),
+                KQuant::Q6K => q6k_row(row, cols, out),
+            }
+            out.resize(start + self.row_bytes(cols), 0);
+        }
+        Ok(())
+    }
+
+    /// Row `r` of `rows_bytes` (the kernels' layout) dequantised: the values the kernels compute
+    /// with, in ggml's arithmetic (for tests).
+    pub fn decode_row(self, rows_bytes: &[u8], cols: usize, r: usize) -> Vec<f32> {
+        let row = &rows_bytes[r * self.row_bytes(cols)..(r + 1) * self.row_bytes(cols)];
+        let half = |at: usize| f16::from_le_bytes([row[at], row[at + 1]]).to_f32();
+        (0..cols)
+            .map(|c| match self {
+                KQuant::Q4K => {
+                    let header = cols / 2 + 16 * (c / QK);
+                    let (sc, m) = scale_min(&row[header + 4..header + 16], (c % QK) / 32);
+                    let (d1, m1) = (half(header) * sc as f32, half(header + 2) * m as f32);
+                    d1 * low_nibble(row, c) as f32 - m1
+                }
+                KQuant::Q6K => {
+                    let high = u32::from_le_bytes(row[cols / 2 + 4 * (c / 16)..][..4].try_into().unwrap());
+                    let q = low_nibble(row, c) as i32 | (((high >> high_shift(c % 16)) & 3) << 4) as i32;
+                    let sc = row[cols / 2 + cols / 4 + c / 16] as i8 as f32;
+                    let d = half(cols / 2 + cols / 4 + cols / 16 + 2 * (c / QK));
+                    d * sc * (q - 32) as f32
+                }
+            })
+            .collect()
+    }
+}
+
+/// Nibble position (0..8, bits 4p..4p+3 of its word) of column c % 8: `int4.rs`'s order.
+const fn position(c: usize) -> usize {
+    if c.is_multiple_of(2) {
+        c / 2
+    } else {
+        4 + c / 2
+    }
+}
+
+/// The 4-bit value of column c in a row whose first `cols / 2` bytes are the int4 word order.
+fn low_nibble(row: &[u8], c: usize) -> u8 {
+    let word = u32::from_le_bytes(row[4 * (c / 8)..][..4].try_into().unwrap());
+    ((word >> (4 * position(c % 8))) & 15) as u8
+}
+
+/// Where column c % 16's high 2 bits sit in its Q6_K high word: the low-bit pair (p, the nibble
+/// position of c's even neighbour within its word, u the word of the two) at bits 2(4u + p) for
+/// the even column and 16 more for the odd one, so `(high >> 2(4u + p)) & 0x00030003` lines up
+/// with `(low >> 4p) & 0x000F000F`.
+const fn high_shift(c: usize) -> usize {
+    let (u, within) = (c / 8, c % 8);
+    2 * (4 * u + within / 2) + 16 * (within % 2)
+}
+
+/// ggml's `get_scale_min_k4`: sub-block j's 6-bit scale and min from a Q4_K block's 12 bytes.
+fn scale_min(q: &[u8], j: usize) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        ((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4), (q[j + 4] >> 4) | ((q[j] >> 6) << 4))
+    }
+}
+
+/// Packs 8 consecutive 4-bit values (column order) into an int4 word.
+fn word_of(values: &[u8]) -> u32 {
+    values.iter().enumerate().fold(0, |w, (c, &v)| w | ((v as u32 & 15) << (4 * position(c))))
+}
+
+/// One Q4_K row (its blocks) into the kernels' layout.
+fn q4k_row(blocks: &[u8], cols: usize, out: &mut Vec<u8>) {
+    let mut q = vec![0u8; cols];
+    for (b, block) in blocks.chunks_exact(144).enumerate() {
+        // ggml: 32 bytes per 64 columns, low nibbles the first 32 columns, high nibbles the next
+        for (pair, bytes) in block[16..].chunks_exact(32).enumerate() {
+            for (l, &byte) in bytes.iter().enumerate() {
+                q[b * QK + 64 * pair + l] = byte & 15;
+                q[b * QK + 64 * pair + 32 + l] = byte >> 4;
+            }
+        }
+    }
+    for chunk in q.chunks_exact(8) {
+        out.extend_from_slice(&word_of(chunk).to_le_bytes());
+    }
+    for block in blocks.chunks_exact(144) {
+        out.extend_from_slice(&block[..16]);
+    }
+}
+
+/// One Q6_K row (its blocks) into the kernels' layout.
+fn q6k_row(blocks: &[u8], cols: usize, out: &mut Vec<u8>) {
+    let mut q = vec![0u8; cols];
+    let mut scales = Vec::with_capacity(cols / 16);
+    let mut d = Vec::with_capacity(cols / QK * 2);
+    for (b, block) in blocks.chunks_exact(210).enumerate() {
+        let (ql, qh, sc) = (&block[..128], &block[128..192], &block[192..208]);
+        // ggml's dequantize_row_q6_K: two halves of 128 columns, each from 64 bytes of ql and 32 of qh
+        for n in 0..2 {
+            let (ql, qh) = (&ql[64 * n..], &qh[32 * n..]);
+            for l in 0..32 {
+                let at = b * QK + 128 * n + l;
+                q[at] = (ql[l] & 15) | ((qh[l] & 3) << 4);
+                q[at + 32] = (ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4);
+                q[at + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+                q[at + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+            }
+        }
+        // scale i covers columns 16i .. 16i + 16 of the block: column order already
+        scales.extend_from_slice(sc);
+        d.extend_from_slice(&block[208..210]);
+    }
+    for chunk in q.chunks_exact(8) {
+        out.extend_from_slice(&word_of(chunk).to_le_bytes());
+    }
+    for chunk in q.chunks_exact(16) {
+        let high = chunk.iter().enumerate().fold(0u32, |w, (c, &v)| w | (((v >> 4) as u32) << high_shift(c)));
+        out.extend_from_slice(&high.to_le_bytes());
+    }
+    out.extend_from_slice(&scales);
+    out.extend_from_slice(&d);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random blocks of type `t` with sane f16 scales (the bits of a small positive value).
+    fn random_blocks(t: GgmlType, n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let mut block: Vec<u8> = (0..t.block_bytes()).map(|_| next() as u8).collect();
+            let small = |r: u64| f16::from_f32(0.001 + (r % 1000) as f32 * 1e-5).to_le_bytes();
+            match t {
+                GgmlType::Q4K => {
+                    block[..2].copy_from_slice(&small(next()));
+                    block[2..4].copy_from_slice(&small(next()));
+                }
+                GgmlType::Q6K => block[208..].copy_from_slice(&small(next())),
+                _ => unreachable!(),
+            }
+            out.extend(block);
+        }
+        out
+    }
+
+    #[test]
+    fn repacked_rows_decode_to_ggmls_values_bit_for_bit() {
+        for (k, rows, cols) in [(KQuant::Q4K, 3, 2048), (KQuant::Q4K, 4, 512), (KQuant::Q6K, 3, 2048), (KQuant::Q6K, 5, 512)] {
+            let t = k.ggml();
+            let blocks = random_blocks(t, rows * cols / QK, 7 + cols as u64);
+            let mut want = vec![0f32; rows * cols];
+            t.dequantize(&blocks, &mut want);
+            let mut packed = Vec::new();
+            k.repack_into(&blocks, rows, cols, &mut packed).unwrap();
+            assert_eq!(packed.len(), rows * k.row_bytes(cols));
+            assert_eq!(packed.len() % 16, 0, "rows start 16-byte aligned");
+            for r in 0..rows {
+                let got = k.decode_row(&packed, cols, r);
+                for c in 0..cols {
+                    assert_eq!(got[c].to_bits(), want[r * cols + c].to_bits(), "{k:?} {cols} row {r} col {c}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_are_the_files() {
+        assert_eq!(KQuant::Q4K.row_bytes(2048), 2048 / QK * 144);
+        assert_eq!(KQuant::Q6K.row_bytes(2048), 2048 / QK * 210);
+        assert_eq!(KQuant::Q4K.row_bytes(512), 2 * 144);
+        assert_eq!(KQuant::Q6K.row_bytes(512), 2 * 210 + 12);
+    }
+
+    #[test]
+    fn the_high_bits_line_up_with_the_low_pairs() {
+        // the pair (word u, position p) holds columns 8u + 2p and 8u + 2p + 1
+        for u in 0..2 {
+            for p in 0..4 {
+                assert_eq!(high_shift(8 * u + 2 * p), 2 * (4 * u + p));
+                assert_eq!(high_shift(8 * u + 2 * p + 1), 2 * (4 * u + p) + 16);
+                assert_eq!(position(2 * p), p);
+                assert_eq!(position(2 * p + 1), 4 + p);
+            }
+        }
+    }
+
+    #[test]
+    fn a_short_matrix_is_refused_in_one_line() {
+        let e = KQuant::Q6K.repack_into(&[0u8; 100], 1, 256, &mut Vec::new()).unwrap_err().to_string();
+        assert!(e.contains("Q6_K") && e.contains("100 bytes"), "{e}");
+        let e = KQuant::Q4K.repack_into(&[0u8; 72], 1, 128, &mut Vec::new()).unwrap_err().to_string();
+        assert!(e.contains("not whole blocks"), "{e}");
+    }
+}
