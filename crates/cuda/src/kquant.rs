@@ -226,7 +226,9 @@ mod tests {
 
     #[test]
     fn repacked_rows_decode_to_ggmls_values_bit_for_bit() {
-        for (k, rows, cols) in [(KQuant::Q4K, 3, 2048), (KQuant::Q4K, 4, 512), (KQuant::Q6K, 3, 2048), (KQuant::Q6K, 5, 512)] {
+        for (k, rows, cols) in
+            [(KQuant::Q4K, 3, 2048), (KQuant::Q4K, 4, 512), (KQuant::Q6K, 3, 2048), (KQuant::Q6K, 5, 512)]
+        {
             let t = k.ggml();
             let blocks = random_blocks(t, rows * cols / QK, 7 + cols as u64);
             let mut want = vec![0f32; rows * cols];

@@ -9,8 +9,8 @@
 
 pub mod costs;
 pub mod int4;
-pub mod kquant;
 pub mod kernels;
+pub mod kquant;
 pub mod model;
 pub mod mtp;
 pub mod multi_token;

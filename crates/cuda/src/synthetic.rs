@@ -7,7 +7,8 @@
 use crate::kernels::{kernel_file, Launch};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{
-    AttentionGpu, ExpertScales, GdnGpu, LayerGpu, Matrix, MixerGpu, ModelGpu, MoeGpu, MtpGpu, SharedExpert, Vector,
+    AttentionGpu, ExpertScales, GdnGpu, LayerGpu, Matrix, MixerGpu, ModelGpu, MoeGpu, MtpGpu, Packed, RowFormat,
+    SharedExpert, Vector,
 };
 use anyhow::Result;
 use solo_model::{LayerKind, ModelConfig, Precision};
@@ -204,14 +205,15 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
         }
     };
     let experts = cfg.num_experts + 1; // + the shared expert
-    let mut int4_shared = None;
+    let mut packed = None;
     let (gate_up, down, fp8_scales) = if m.int4 {
         // the routed experts int4, the shared one bf16 apart
         let gate_up = m.int4_rows(cfg.num_experts * 1024, h)?;
         let down = m.int4_rows(cfg.num_experts * h, 512)?;
         let shared_gate_up = m.fill(synthetic_cu::fill_random_bf16, 2, 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
         let shared_down = m.fill(synthetic_cu::fill_random_bf16, 2, h * 512, 0.0, (3.0f32 / 512.0).sqrt())?;
-        int4_shared = Some(SharedExpert { gate_up: shared_gate_up, down: shared_down });
+        let shared = SharedExpert { gate_up: shared_gate_up, down: shared_down };
+        packed = Some(Packed { gate_up: RowFormat::Int4, down: RowFormat::Int4, shared });
         (gate_up, down, None)
     } else if fp8 {
         let (gate_up, gs) = m.fp8_rows(experts * 1024, h)?;
@@ -227,7 +229,7 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
         post_attention_norm: m.vector(h, 1.0, 0.1)?,
         mixer,
         // router: 256 experts' rows + the shared expert's gate row
-        moe: MoeGpu { router: m.matrix(cfg.num_experts + 1, h)?, gate_up, down, fp8_scales, int4_shared },
+        moe: MoeGpu { router: m.matrix(cfg.num_experts + 1, h)?, gate_up, down, fp8_scales, packed },
     })
 }
 

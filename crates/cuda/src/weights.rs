@@ -12,6 +12,7 @@
 //! layer's experts at a time, never the whole model in host memory), so the GPU holds the bf16
 //! model and the bf16 kernels run it.
 
+use crate::kquant::KQuant;
 use crate::ops::vision::VisionGpu;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::staged_upload::StagedUpload;
@@ -133,10 +134,39 @@ pub struct MoeGpu {
     pub down: DevPtr,
     /// For FP8 experts, their block scales.
     pub fp8_scales: Option<ExpertScales>,
-    /// For int4 experts: `gate_up` and `down` hold the 256 routed experts' rows in the int4 layout
-    /// (`int4.rs`: [256 × 1024] rows of 1088 bytes, [256 × 2048] rows of 272 bytes) and the shared
-    /// expert is here, in bf16 (the GPTQ-Int4 release keeps it 16-bit).
-    pub int4_shared: Option<SharedExpert>,
+    /// For 4/6-bit experts (an int4 checkpoint's, a GGUF file's Q4_K and Q6_K): `gate_up` and
+    /// `down` hold the 256 routed experts' rows in their formats (`int4.rs`: [256 × 1024] rows of
+    /// 1088 bytes, [256 × 2048] rows of 272; `kquant.rs`) and the shared expert is apart, in bf16.
+    pub packed: Option<Packed>,
+}
+
+/// The row formats the expert kernels read besides bf16 and FP8 (common.cuh's "4- and 6-bit
+/// expert rows").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowFormat {
+    /// GPTQ, AWQ, compressed-tensors (`int4.rs`).
+    Int4,
+    /// A GGUF file's own blocks (`kquant.rs`).
+    K(KQuant),
+}
+
+impl RowFormat {
+    /// Bytes of a row of `cols` columns.
+    pub fn row_bytes(self, cols: usize) -> usize {
+        match self {
+            RowFormat::Int4 => crate::int4::row_bytes(cols),
+            RowFormat::K(k) => k.row_bytes(cols),
+        }
+    }
+}
+
+/// A layer's 4/6-bit routed experts: their formats (gate and up rows share one) and the shared
+/// expert, bf16.
+#[derive(Clone, Copy, Debug)]
+pub struct Packed {
+    pub gate_up: RowFormat,
+    pub down: RowFormat,
+    pub shared: SharedExpert,
 }
 
 /// The shared expert of an int4 layer, bf16: gate_up [1024, 2048] (gate rows, then up rows),
@@ -150,7 +180,7 @@ pub struct SharedExpert {
 impl MoeGpu {
     /// Whether the experts are bf16 (the expert GEMVs' format; FP8 and int4 take the grouped GEMMs).
     pub fn is_bf16(&self) -> bool {
-        self.fp8_scales.is_none() && self.int4_shared.is_none()
+        self.fp8_scales.is_none() && self.packed.is_none()
     }
 }
 
@@ -341,7 +371,10 @@ impl<'g> Uploader<'g> {
     pub fn experts(&mut self, experts: &[ExpertWeights], shared: &ExpertWeights) -> Result<Experts> {
         let routed = |e: &ExpertWeights| [&e.gate, &e.up, &e.down].map(|t| t.dtype);
         if experts.iter().all(|e| routed(e) == [DType::I4; 3]) {
-            return self.experts_int4(experts, shared);
+            return self.experts_packed(experts, shared, RowFormat::Int4, RowFormat::Int4);
+        }
+        if let Some((gate_up, down)) = kquant_formats(experts) {
+            return self.experts_packed(experts, shared, RowFormat::K(gate_up), RowFormat::K(down));
         }
         let all: Vec<&ExpertWeights> = experts.iter().chain(std::iter::once(shared)).collect();
         if all.iter().any(|e| routed(e).contains(&DType::I4)) {
@@ -357,7 +390,7 @@ impl<'g> Uploader<'g> {
             let gate_up = self.upload(&slices(&bf16_bytes(&gate_up)))?;
             let down: Vec<&Tensor> = all.iter().map(|e| &e.down).collect();
             let down = self.upload(&slices(&bf16_bytes(&down)))?;
-            return Ok(Experts { gate_up, down, fp8_scales: None, int4_shared: None });
+            return Ok(Experts { gate_up, down, fp8_scales: None, packed: None });
         }
         let mut gate_up: Vec<Cow<[u8]>> = Vec::new();
         let mut down: Vec<Cow<[u8]>> = Vec::new();
@@ -374,25 +407,36 @@ impl<'g> Uploader<'g> {
         }
         let scales = ExpertScales { gate_up: self.upload_f32(&gate_up_s)?, down: self.upload_f32(&down_s)? };
         let (gate_up, down) = (self.upload(&slices(&gate_up))?, self.upload(&slices(&down))?);
-        Ok(Experts { gate_up, down, fp8_scales: Some(scales), int4_shared: None })
+        Ok(Experts { gate_up, down, fp8_scales: Some(scales), packed: None })
     }
 
-    /// `experts` for int4 routed experts: each matrix repacked into the kernels' rows; the shared
-    /// expert bf16 (dequantised if the checkpoint quantised it too).
-    fn experts_int4(&mut self, experts: &[ExpertWeights], shared: &ExpertWeights) -> Result<Experts> {
+    /// `experts` for 4/6-bit routed experts: each matrix repacked into the kernels' rows of its
+    /// format; the shared expert bf16 (dequantised if the checkpoint quantised it too).
+    fn experts_packed(
+        &mut self,
+        experts: &[ExpertWeights],
+        shared: &ExpertWeights,
+        gate_up_format: RowFormat,
+        down_format: RowFormat,
+    ) -> Result<Experts> {
         let (mut gate_up, mut down) = (Vec::new(), Vec::new());
         for (i, e) in experts.iter().enumerate() {
             let context = || format!("expert {i}");
-            int4_rows(&e.gate, &mut gate_up).with_context(context)?;
-            int4_rows(&e.up, &mut gate_up).with_context(context)?;
-            int4_rows(&e.down, &mut down).with_context(context)?;
+            packed_rows(&e.gate, gate_up_format, &mut gate_up).with_context(context)?;
+            packed_rows(&e.up, gate_up_format, &mut gate_up).with_context(context)?;
+            packed_rows(&e.down, down_format, &mut down).with_context(context)?;
         }
         let gate_up = self.upload(&[&gate_up])?;
         let down = self.upload(&[&down])?;
         let shared_gate_up = self.stacked_bf16(&[&shared.gate, &shared.up])?.ptr;
         let shared_down = self.stacked_bf16(&[&shared.down])?.ptr;
-        let int4_shared = Some(SharedExpert { gate_up: shared_gate_up, down: shared_down });
-        Ok(Experts { gate_up, down, fp8_scales: None, int4_shared })
+        let shared = SharedExpert { gate_up: shared_gate_up, down: shared_down };
+        Ok(Experts {
+            gate_up,
+            down,
+            fp8_scales: None,
+            packed: Some(Packed { gate_up: gate_up_format, down: down_format, shared }),
+        })
     }
 
     /// The buffers, once every copy has landed.
@@ -407,12 +451,31 @@ pub struct Experts {
     pub gate_up: DevPtr,
     pub down: DevPtr,
     pub fp8_scales: Option<ExpertScales>,
-    pub int4_shared: Option<SharedExpert>,
+    pub packed: Option<Packed>,
 }
 
-/// An int4 matrix's rows in the kernels' layout, appended to `out`. Act-order (a column
-/// permutation) is refused: the kernels read columns in order.
-fn int4_rows(t: &Tensor, out: &mut Vec<u8>) -> Result<()> {
+/// The kernels' formats of a GGUF layer's routed experts, when they read them as stored: every
+/// gate and up matrix of one type and every down matrix of one, each Q4_K or Q6_K. Other types
+/// (and mixes) go up as bf16.
+pub fn kquant_formats(experts: &[ExpertWeights]) -> Option<(KQuant, KQuant)> {
+    let kind = |t: &Tensor| match t.dtype {
+        DType::Ggml(g) => KQuant::of(g),
+        _ => None,
+    };
+    let first = experts.first()?;
+    let (gate_up, down) = (kind(&first.gate)?, kind(&first.down)?);
+    experts
+        .iter()
+        .all(|e| kind(&e.gate) == Some(gate_up) && kind(&e.up) == Some(gate_up) && kind(&e.down) == Some(down))
+        .then_some((gate_up, down))
+}
+
+/// A 4/6-bit matrix's rows in the kernels' layout of `format`, appended to `out`. Act-order (an
+/// int4 column permutation) is refused: the kernels read columns in order.
+fn packed_rows(t: &Tensor, format: RowFormat, out: &mut Vec<u8>) -> Result<()> {
+    if let RowFormat::K(k) = format {
+        return k.repack_into(t.bytes(), t.shape[0], t.row_len(), out);
+    }
     let Some((q, gq)) = t.int4() else { bail!("not an int4 matrix: {t:?}") };
     if gq.perm.is_some() {
         bail!("int4 weights with act-order (desc_act, a g_idx that reorders columns): the CUDA backend reads them in order; the CPU backend (--backend cpu) runs them");
@@ -488,14 +551,8 @@ impl AttentionGpu {
 
 impl MoeGpu {
     pub fn upload(up: &mut Uploader, m: &MoeWeights) -> Result<Self> {
-        let Experts { gate_up, down, fp8_scales, int4_shared } = up.experts(&m.experts, &m.shared_expert)?;
-        Ok(MoeGpu {
-            router: up.stacked_bf16(&[&m.router, &m.shared_expert_gate])?,
-            gate_up,
-            down,
-            fp8_scales,
-            int4_shared,
-        })
+        let Experts { gate_up, down, fp8_scales, packed } = up.experts(&m.experts, &m.shared_expert)?;
+        Ok(MoeGpu { router: up.stacked_bf16(&[&m.router, &m.shared_expert_gate])?, gate_up, down, fp8_scales, packed })
     }
 }
 
@@ -556,25 +613,41 @@ fn repacked_from(w: &ModelWeights) -> Option<String> {
     (!types.is_empty()).then(|| types.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", "))
 }
 
-/// GPU bytes of the bf16 weights `ModelGpu::upload` makes of `w` (every matrix 2 bytes an
-/// element, vectors 4; embed_tokens and lm_head apart even when tied), the vision tower aside.
+/// GPU bytes of the weights `ModelGpu::upload` makes of a GGUF model `w`: every matrix 2 bytes an
+/// element (bf16; embed_tokens and lm_head apart even when tied), vectors 4, except the routed
+/// experts of a layer the kernels read as stored (`kquant_formats`), which take their rows in
+/// the file's format; the vision tower aside.
 pub fn repacked_bytes(w: &ModelWeights) -> usize {
     let size = |t: &Tensor| if t.shape.len() == 1 { 4 } else { 2 } * t.numel();
     let mut all = vec![&w.embed_tokens, &w.final_norm, &w.lm_head];
     all.extend(w.layers.iter().flat_map(|l| l.tensors()));
     all.extend(w.mtp.iter().flat_map(|m| m.tensors()));
-    all.into_iter().map(size).sum()
+    let mut bytes: usize = all.into_iter().map(size).sum();
+    // the routed experts read as stored: their rows instead of their bf16
+    for layer in w.layers.iter().chain(w.mtp.iter().map(|m| &m.layer)) {
+        let experts = &layer.moe.experts;
+        if let Some((gate_up, down)) = kquant_formats(experts) {
+            for e in experts {
+                for (t, k) in [(&e.gate, gate_up), (&e.up, gate_up), (&e.down, down)] {
+                    bytes = bytes - size(t) + t.shape[0] * k.row_bytes(t.row_len());
+                }
+            }
+        }
+    }
+    bytes
 }
 
-/// Says what the GGUF weights take in bf16, and fails in one line, before converting anything,
-/// when the card's free memory (or what `--gpu-memory` leaves) cannot hold them.
+/// Says what the GGUF weights take on the GPU, and fails in one line, before converting
+/// anything, when the card's free memory (or what `--gpu-memory` leaves) cannot hold them.
 fn check_repacked_fits(gpu: &Gpu, w: &ModelWeights, types: &str) -> Result<()> {
     let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
     let need = repacked_bytes(w);
+    let kept = w.layers.iter().filter(|l| kquant_formats(&l.moe.experts).is_some()).count();
     eprintln!(
-        "solo: GGUF {types} ({:.1} GiB in the file) repacked to bf16 for the GPU: {:.1} GiB",
+        "solo: GGUF {types} ({:.1} GiB in the file) on the GPU: {:.1} GiB (the routed experts of {kept} of {} layers as stored, the rest bf16)",
         gib(w.bytes()),
-        gib(need)
+        gib(need),
+        w.layers.len()
     );
     let (card_free, _) = gpu.ctx.mem_get_info().map_err(|e| anyhow::anyhow!("{e:?}"))?;
     let (free, what) = match gpu.budget_left() {
@@ -583,7 +656,7 @@ fn check_repacked_fits(gpu: &Gpu, w: &ModelWeights, types: &str) -> Result<()> {
     };
     if need > free {
         bail!(
-            "the GGUF weights repacked to bf16 need {:.1} GiB of GPU memory and {what} {:.1} GiB: the CUDA backend does not yet keep {types} blocks on the GPU; use --backend cpu, or a GPU with more memory",
+            "the GGUF weights need {:.1} GiB of GPU memory and {what} {:.1} GiB (the CUDA backend keeps Q4_K and Q6_K routed experts as stored and repacks the rest to bf16); use --backend cpu, or a GPU with more memory",
             gib(need),
             gib(free)
         );
@@ -787,7 +860,7 @@ mod tests {
             want.push((whole.ptr, rounded(&mixer)));
             let m = &layer.moe;
             let e = up.experts(&m.experts, &m.shared_expert).unwrap();
-            assert!(e.fp8_scales.is_none() && e.int4_shared.is_none());
+            assert!(e.fp8_scales.is_none() && e.packed.is_none());
             let all: Vec<&ExpertWeights> = m.experts.iter().chain(std::iter::once(&m.shared_expert)).collect();
             let gate_up: Vec<&Tensor> = all.iter().flat_map(|e| [&e.gate, &e.up]).collect();
             let down: Vec<&Tensor> = all.iter().map(|e| &e.down).collect();

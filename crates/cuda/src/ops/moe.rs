@@ -22,10 +22,11 @@
 
 use crate::kernels::widths::{EXPERTS, EXPERT_DIM, HIDDEN, TOP_K};
 use crate::kernels::{kernel_file, Launch};
+use crate::kquant::KQuant;
 use crate::ops::linear::{gemv_tokens_accumulate, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevPtr, Gpu};
-use crate::weights::{ExpertScales, Matrix, MoeGpu, SharedExpert, Vector};
+use crate::weights::{ExpertScales, Matrix, MoeGpu, Packed, RowFormat, Vector};
 use anyhow::{ensure, Result};
 
 kernel_file! {
@@ -42,8 +43,16 @@ kernel_file! {
     pub mod moe_decode_cu = "moe_decode.cu" {
         fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
         fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_decode_block_q4k_q4k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_decode_block_q4k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_decode_block_q6k_q4k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_decode_block_q6k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
         fn moe_gate_up_gemv_int4(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
         fn moe_down_gemv_int4(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
+        fn moe_gate_up_gemv_q4k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
+        fn moe_down_gemv_q4k(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
+        fn moe_gate_up_gemv_q6k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
+        fn moe_down_gemv_q6k(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
         fn moe_decode_block_fp8(w_o: DevPtr, w_o_scales: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, gate_up_scales: DevPtr, down: DevPtr, down_scales: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
     }
 }
@@ -55,9 +64,13 @@ kernel_file! {
         fn moe_gate_up_grouped(x: DevPtr, gate_up: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_gate_up_grouped_fp8(x: DevPtr, gate_up: DevPtr, scales: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_gate_up_grouped_int4(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped_q4k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped_q6k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_down_grouped(act: DevPtr, down: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_fp8(act: DevPtr, down: DevPtr, scales: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_int4(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
+        fn moe_down_grouped_q4k(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
+        fn moe_down_grouped_q6k(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
     }
 }
 
@@ -226,8 +239,8 @@ pub fn moe_decode(
     if !fused_decode_fits(gpu) {
         return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch);
     }
-    if let Some(shared) = w.int4_shared {
-        return moe_decode_int4(gpu, mixer, w, shared, h, norm, eps, scratch);
+    if let Some(packed) = w.packed {
+        return moe_decode_packed(gpu, mixer, w, packed, h, norm, eps, scratch);
     }
     check_decode_shapes(&mixer, w, norm)?;
     let l = Layout::new(scratch, 1)?;
@@ -299,23 +312,32 @@ fn moe_decode_fp8(
     )
 }
 
-/// `moe_decode` for int4 routed experts (the output projection, router and shared expert bf16):
-/// `moe_decode_block_int4`, which has no four-kernel form.
+/// `moe_decode` for 4/6-bit routed experts (the output projection, router and shared expert
+/// bf16): `moe_decode_block_int4`, or its instance for a GGUF layer's (gate/up, down) formats.
 #[allow(clippy::too_many_arguments)]
-fn moe_decode_int4(
+fn moe_decode_packed(
     gpu: &Gpu,
     mixer: MixerOut,
     w: &MoeGpu,
-    shared: SharedExpert,
+    packed: Packed,
     h: DevPtr,
     norm: &Vector,
     eps: f32,
     scratch: &Scratch,
 ) -> Result<()> {
     check_decode_shapes(&mixer, w, norm)?;
-    ensure!(mixer.w.fp8_scales.is_none(), "moe_decode: int4 experts with an FP8 output projection");
+    ensure!(mixer.w.fp8_scales.is_none(), "moe_decode: 4/6-bit experts with an FP8 output projection");
     let l = Layout::new(scratch, 1)?;
-    moe_decode_cu::moe_decode_block_int4(
+    let kernel = match (packed.gate_up, packed.down) {
+        (RowFormat::Int4, RowFormat::Int4) => moe_decode_cu::moe_decode_block_int4,
+        (RowFormat::K(KQuant::Q4K), RowFormat::K(KQuant::Q4K)) => moe_decode_cu::moe_decode_block_q4k_q4k,
+        (RowFormat::K(KQuant::Q4K), RowFormat::K(KQuant::Q6K)) => moe_decode_cu::moe_decode_block_q4k_q6k,
+        (RowFormat::K(KQuant::Q6K), RowFormat::K(KQuant::Q4K)) => moe_decode_cu::moe_decode_block_q6k_q4k,
+        (RowFormat::K(KQuant::Q6K), RowFormat::K(KQuant::Q6K)) => moe_decode_cu::moe_decode_block_q6k_q6k,
+        other => anyhow::bail!("moe_decode: no kernel for experts in {other:?}"),
+    };
+    let shared = packed.shared;
+    kernel(
         gpu,
         Launch::new((2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true),
         mixer.w.ptr,
@@ -438,8 +460,18 @@ fn group(gpu: &Gpu, t: usize, l: &Layout) -> Result<()> {
 /// out (f32 `[t, 2048]`) += the experts of ids/weights for x (bf16 `[t, 2048]`); bf16 or int4
 /// routed experts.
 fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: DevPtr) -> Result<()> {
-    if let Some(shared) = w.int4_shared {
-        moe_decode_cu::moe_gate_up_gemv_int4(
+    if let Some(packed) = w.packed {
+        let gate_up = match packed.gate_up {
+            RowFormat::Int4 => moe_decode_cu::moe_gate_up_gemv_int4,
+            RowFormat::K(KQuant::Q4K) => moe_decode_cu::moe_gate_up_gemv_q4k,
+            RowFormat::K(KQuant::Q6K) => moe_decode_cu::moe_gate_up_gemv_q6k,
+        };
+        let down = match packed.down {
+            RowFormat::Int4 => moe_decode_cu::moe_down_gemv_int4,
+            RowFormat::K(KQuant::Q4K) => moe_decode_cu::moe_down_gemv_q4k,
+            RowFormat::K(KQuant::Q6K) => moe_decode_cu::moe_down_gemv_q6k,
+        };
+        gate_up(
             gpu,
             Launch::new(
                 ((EXPERT_DIM / GATE_UP_WARPS) as u32, SLOTS as u32, t as u32),
@@ -448,16 +480,16 @@ fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: Dev
             ),
             x,
             w.gate_up,
-            shared.gate_up,
+            packed.shared.gate_up,
             l.ids,
             l.act,
         )?;
-        return moe_decode_cu::moe_down_gemv_int4(
+        return down(
             gpu,
             Launch::new(((HIDDEN / 8) as u32, 1, t as u32), 256, 0),
             l.act,
             w.down,
-            shared.down,
+            packed.shared.down,
             l.ids,
             l.weights,
             out,
@@ -500,33 +532,22 @@ fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) ->
             gpu, down, l.act, w.down, s.down, l.perm, l.weights, tiles, total, out,
         );
     }
-    if let Some(shared) = w.int4_shared {
+    if let Some(packed) = w.packed {
         // B stages in bf16 too: the shared expert's tiles
+        let gate_up_kernel = match packed.gate_up {
+            RowFormat::Int4 => moe_experts_cu::moe_gate_up_grouped_int4,
+            RowFormat::K(KQuant::Q4K) => moe_experts_cu::moe_gate_up_grouped_q4k,
+            RowFormat::K(KQuant::Q6K) => moe_experts_cu::moe_gate_up_grouped_q6k,
+        };
+        let down_kernel = match packed.down {
+            RowFormat::Int4 => moe_experts_cu::moe_down_grouped_int4,
+            RowFormat::K(KQuant::Q4K) => moe_experts_cu::moe_down_grouped_q4k,
+            RowFormat::K(KQuant::Q6K) => moe_experts_cu::moe_down_grouped_q6k,
+        };
         let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, gemm_shared_bf16);
-        moe_experts_cu::moe_gate_up_grouped_int4(
-            gpu,
-            gate_up,
-            x,
-            w.gate_up,
-            shared.gate_up,
-            l.perm,
-            tiles,
-            total,
-            l.act,
-        )?;
+        gate_up_kernel(gpu, gate_up, x, w.gate_up, packed.shared.gate_up, l.perm, tiles, total, l.act)?;
         let down = Launch::new(down_grid, GEMM_THREADS, gemm_shared_bf16);
-        return moe_experts_cu::moe_down_grouped_int4(
-            gpu,
-            down,
-            l.act,
-            w.down,
-            shared.down,
-            l.perm,
-            l.weights,
-            tiles,
-            total,
-            out,
-        );
+        return down_kernel(gpu, down, l.act, w.down, packed.shared.down, l.perm, l.weights, tiles, total, out);
     }
     let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, gemm_shared_bf16);
     moe_experts_cu::moe_gate_up_grouped(gpu, gate_up, x, w.gate_up, l.perm, tiles, total, l.act)?;

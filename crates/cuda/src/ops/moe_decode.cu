@@ -339,21 +339,25 @@ extern "C" __global__ void __maxnreg__(96)
 }
 
 // ---------------------------------------------------------------------------------------------
-// moe_decode_block_int4: the routed experts in int4 (common.cuh's row layout: gate_up [256 × 1024]
-// rows of INT4_ROW_BYTES(2048) = 1088 bytes, down [256 × 2048] rows of 272 bytes), everything else
-// bf16 as in moe_decode_block (the GPTQ-Int4 release's shape: W_o, the router and the shared
-// expert stay 16-bit). Phases 0 and 1 are moe_decode_head's; phase 2 streams the routed gate/up
-// rows (every one of a warp's rows is requested at once: ≤ 6 rows of 1088 bytes in its 8 KB
-// ring); phase 3 reads the 8 routed down rows (272 bytes) and the shared one (bf16). Lane l owns
-// the 16-byte pieces j·512 + 16l of a gate/up row (columns j·1024 + 32l .. +32, group 8j + l/4);
-// lanes 0..3 copy the row's group words, which every lane reads after a __syncwarp.
+// moe_decode_block_int4 and its GGUF forms: the routed experts in a 4- or 6-bit row format
+// (common.cuh's "4- and 6-bit expert rows": int4 for GPTQ/AWQ/compressed-tensors, Q4_K and Q6_K
+// for GGUF files; gate/up rows of F::row_bytes(2048) bytes, down rows of F::row_bytes(512)),
+// everything else bf16 as in moe_decode_block (the GPTQ-Int4 release's shape, and a GGUF file's
+// after load: W_o, the router and the shared expert 16-bit). Phases 0 and 1 are
+// moe_decode_head's; phase 2 streams the routed gate/up rows (a warp's rows requested up to
+// GU::RING at once in its 8 KB ring); phase 3 reads the 8 routed down rows and the shared one
+// (bf16). Lane l owns columns j·1024 + 32l .. +32 of a gate/up row (j = 0, 1) and 16l .. +16 of
+// a down row; the lanes copy a row's 16-byte pieces round-robin, so every lane reads after a
+// __syncwarp.
 
-#define GU_ROW4 INT4_ROW_BYTES(HIDDEN)        // 1088
-#define DOWN_ROW4 INT4_ROW_BYTES(EXPERT_DIM)  // 272
-#define INT4_RING 6
+// Rows of a format in flight per warp in phase 2 (8 KB ring).
+template <typename F>
+__host__ __device__ constexpr int gate_up_ring() {
+    return 8192 / F::row_bytes(HIDDEN) < 6 ? 8192 / F::row_bytes(HIDDEN) : 6;
+}
 
-// This lane's x for int4 rows of HIDDEN: columns j·1024 + 32·lane .. +32 as scaled f16 pairs, and
-// their true-valued sums (for zero points other than 8).
+// This lane's x for rows of HIDDEN: columns j·1024 + 32·lane .. +32 as scaled f16 pairs, and
+// their true-valued sums (the affine formats' offsets).
 struct LaneX4 {
     __half2 v[2][16];
     float sum[2];
@@ -375,54 +379,74 @@ struct LaneX4 {
     }
 };
 
-// An int4 row of HIDDEN into `dst` (shared), one commit group.
-__device__ __forceinline__ void request_row_int4(unsigned char* dst, const unsigned char* __restrict__ src) {
+// A row of `bytes` (a multiple of 16) into `dst` (shared), one commit group: lane l copies the
+// pieces l, l + 32, ...
+template <int BYTES>
+__device__ __forceinline__ void request_row_bytes(unsigned char* dst, const unsigned char* __restrict__ src) {
     const int lane = threadIdx.x & 31;
+    constexpr int P = BYTES / 16;
 #pragma unroll
-    for (int j = 0; j < 2; j++) cp_async16(dst + j * 512 + lane * 16, src + j * 512 + lane * 16, true);
-    if (lane < 4) cp_async16(dst + HIDDEN / 2 + lane * 16, src + HIDDEN / 2 + lane * 16, true);
+    for (int k = 0; k < (P + 31) / 32; k++) {
+        const int p = lane + 32 * k;
+        if (p < P) cp_async16(dst + p * 16, src + p * 16, true);
+    }
     cp_async_commit();
 }
 
-// A lane's piece of an int4 down row · act: its 16 columns (lane · 16 ..) of `row` (landed) times
-// a, the slot's activations at those columns (f32). The caller sums the lanes.
-__device__ __forceinline__ float down_lane_dot_int4(const unsigned char* row, int lane, const float (&a)[16]) {
-    const uint2 w = *reinterpret_cast<const uint2*>(row + lane * 8);
-    const unsigned int words[2] = {w.x, w.y};
+// A lane's piece of a down row · act: its 16 columns (lane · 16 ..) of `row` (landed, the warp
+// synced) times a, the slot's activations at those columns (f32). The caller sums the lanes.
+template <typename F>
+__device__ __forceinline__ float down_lane_dot_q(const unsigned char* row, int lane, const float (&a)[16]) {
     __half2 ah[8];
     to_x16(a, ah);
     float asum = 0.f;
 #pragma unroll
     for (int i = 0; i < 16; i++) asum += a[i];
-    const float2 g = int4_group(reinterpret_cast<const unsigned int*>(row + EXPERT_DIM / 2)[lane / 8]);
-    return dot_int4<2>(words, ah) * g.x + asum * g.y;
+    return format_dot<F, 2>(row, EXPERT_DIM, lane * 16, ah, asum);
 }
 
-// An int4 gate or up row (landed, and the warp synced) · x.
-__device__ __forceinline__ float expert_row_dot_int4(const unsigned char* row, const LaneX4& x) {
+// A gate or up row (landed, and the warp synced) · x.
+template <typename F>
+__device__ __forceinline__ float expert_row_dot_q(const unsigned char* row, const LaneX4& x) {
     const int lane = threadIdx.x & 31;
-    const unsigned int* groups = reinterpret_cast<const unsigned int*>(row + HIDDEN / 2);
     float acc = 0.f;
 #pragma unroll
-    for (int j = 0; j < 2; j++) {
-        const uint4 w = *reinterpret_cast<const uint4*>(row + j * 512 + lane * 16);
-        const unsigned int words[4] = {w.x, w.y, w.z, w.w};
-        const float2 g = int4_group(groups[8 * j + lane / 4]);
-        acc += dot_int4<4>(words, x.v[j]) * g.x + x.sum[j] * g.y;
-    }
+    for (int j = 0; j < 2; j++) acc += format_dot<F, 4>(row, HIDDEN, j * 1024 + lane * 32, x.v[j], x.sum[j]);
     return warp_sum(acc);
 }
 
-__device__ __forceinline__ const unsigned char* gate_row_int4(const unsigned char* gate_up, int expert, int i) {
-    return gate_up + ((size_t)expert * 2 * EXPERT_DIM + i) * GU_ROW4;
+template <typename F>
+__device__ __forceinline__ const unsigned char* gate_row_q(const unsigned char* gate_up, int expert, int i) {
+    return gate_up + ((size_t)expert * 2 * EXPERT_DIM + i) * F::row_bytes(HIDDEN);
 }
 
-extern "C" __global__ void __maxnreg__(96)
-    moe_decode_block_int4(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
-                          const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
-                          const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down,
-                          float* __restrict__ h, const float* __restrict__ w1p, float eps, float* __restrict__ logits,
-                          float* __restrict__ act, unsigned long long* __restrict__ arrivals) {
+// The 8 routed down rows of column c (ids: the slots' experts) into `rows` (8 rows of
+// DN::row_bytes(512)), one commit group.
+template <typename DN>
+__device__ __forceinline__ void request_down_rows(unsigned char* rows, const unsigned char* __restrict__ down,
+                                                  const int* ids, int c) {
+    constexpr int ROW = DN::row_bytes(EXPERT_DIM), P = ROW / 16;
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int m = 0; m < (TOP_K * P + 31) / 32; m++) {
+        const int q = lane + 32 * m, slot = q / P, piece = q % P;
+        if (q < TOP_K * P) cp_async16(rows + slot * ROW + piece * 16, down + ((size_t)ids[slot] * HIDDEN + c) * ROW + piece * 16, true);
+    }
+    cp_async_commit();
+}
+
+template <typename GU, typename DN>
+__device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o, const bf16* __restrict__ y,
+                                                   const bf16* __restrict__ router,
+                                                   const unsigned char* __restrict__ gate_up,
+                                                   const unsigned char* __restrict__ down,
+                                                   const bf16* __restrict__ shared_gate_up,
+                                                   const bf16* __restrict__ shared_down, float* __restrict__ h,
+                                                   const float* __restrict__ w1p, float eps,
+                                                   float* __restrict__ logits, float* __restrict__ act,
+                                                   unsigned long long* __restrict__ arrivals) {
+    constexpr int GU_ROW = GU::row_bytes(HIDDEN), DOWN_ROW = DN::row_bytes(EXPERT_DIM), RING = gate_up_ring<GU>();
+    static_assert(TOP_K * DOWN_ROW <= 2 * HIDDEN * 2, "the down rows fit the ring");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     MoeDecodeShared& s = *reinterpret_cast<MoeDecodeShared*>(smem_raw);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -444,21 +468,22 @@ extern "C" __global__ void __maxnreg__(96)
         auto index_of = [&](int k) { return (gw + (k >> 1) * W - PAIRS) % PAIRS + (k & 1) * EXPERT_DIM; };
         const int k0 = shared_first ? 2 : 0;
 #pragma unroll
-        for (int q = 0; q < INT4_RING; q++) {
-            if (k0 + q < n) request_row_int4(ring + q * GU_ROW4, gate_row_int4(gate_up, expert_of(k0 + q), index_of(k0 + q)));
+        for (int q = 0; q < RING; q++) {
+            if (k0 + q < n)
+                request_row_bytes<GU_ROW>(ring + q * GU_ROW, gate_row_q<GU>(gate_up, expert_of(k0 + q), index_of(k0 + q)));
             else cp_async_commit();
         }
         LaneX4 x;
         x.load(s.xs);
         float g = 0.f;
         for (int k = k0; k < n; k++) {
-            cp_async_wait<INT4_RING - 1>();  // row k has landed
-            __syncwarp();                     // (its group words came from lanes 0..3)
-            unsigned char* slot_k = ring + ((k - k0) % INT4_RING) * GU_ROW4;
-            const float v = expert_row_dot_int4(slot_k, x);
+            cp_async_wait<RING - 1>();  // row k has landed
+            __syncwarp();               // (lanes read pieces other lanes copied)
+            unsigned char* slot_k = ring + ((k - k0) % RING) * GU_ROW;
+            const float v = expert_row_dot_q<GU>(slot_k, x);
             __syncwarp();  // every lane is done with the slot before it is refilled
-            if (k + INT4_RING < n)
-                request_row_int4(slot_k, gate_row_int4(gate_up, expert_of(k + INT4_RING), index_of(k + INT4_RING)));
+            if (k + RING < n)
+                request_row_bytes<GU_ROW>(slot_k, gate_row_q<GU>(gate_up, expert_of(k + RING), index_of(k + RING)));
             else cp_async_commit();
             if (k & 1) {
                 if (lane == 0) act[gw + (k >> 1) * W - PAIRS] = silu(g) * v;
@@ -467,17 +492,9 @@ extern "C" __global__ void __maxnreg__(96)
             }
         }
     }
-    // Phase 3's routed down rows (8 × 272 bytes = 136 pieces of 16), in flight through the barrier.
-    if (c < HIDDEN) {
-#pragma unroll
-        for (int m = 0; m < 5; m++) {
-            const int q = lane + 32 * m, slot = q / 17, piece = q % 17;
-            if (q < TOP_K * 17)
-                cp_async16(ring + slot * DOWN_ROW4 + piece * 16,
-                           down + ((size_t)s.ids[slot] * HIDDEN + c) * DOWN_ROW4 + piece * 16, true);
-        }
-    }
-    cp_async_commit();
+    // Phase 3's routed down rows, in flight through the barrier.
+    if (c < HIDDEN) request_down_rows<DN>(ring, down, s.ids, c);
+    else cp_async_commit();
     grid_barrier(arrivals, base + 3 * G);
 
     // ---- 3. down, weighted over the slots, added to h
@@ -507,7 +524,7 @@ extern "C" __global__ void __maxnreg__(96)
             load16(&s.act[slot][lane * 16], a);
             float part;
             if (slot < TOP_K) {
-                part = down_lane_dot_int4(ring + slot * DOWN_ROW4, lane, a);
+                part = down_lane_dot_q<DN>(ring + slot * DOWN_ROW, lane, a);
             } else {
                 const bf16* w = s.shared_down[warp] + lane * 16;
                 part = dot8(*reinterpret_cast<const uint4*>(w), a) + dot8(*reinterpret_cast<const uint4*>(w + 8), a + 8);
@@ -519,19 +536,64 @@ extern "C" __global__ void __maxnreg__(96)
     }
 }
 
+// The fused kernel's instances: int4 (GPTQ, AWQ, compressed-tensors), and the GGUF files' (gate
+// and up, down) formats.
+extern "C" __global__ void __maxnreg__(96) moe_decode_block_int4(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals) {
+    moe_decode_block_q<Int4Format, Int4Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+}
+extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q4k(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals) {
+    moe_decode_block_q<Q4KFormat, Q4KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+}
+extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q6k(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals) {
+    moe_decode_block_q<Q4KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+}
+extern "C" __global__ void __maxnreg__(96) moe_decode_block_q6k_q4k(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals) {
+    moe_decode_block_q<Q6KFormat, Q4KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+}
+extern "C" __global__ void __maxnreg__(96) moe_decode_block_q6k_q6k(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals) {
+    moe_decode_block_q<Q6KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+}
+
 // ---------------------------------------------------------------------------------------------
-// The int4 experts' decode GEMVs, the four-kernel form of moe_decode_block_int4 (moe.rs
+// The 4/6-bit experts' decode GEMVs, the four-kernel form of moe_decode_block_int4 (moe.rs
 // `moe_decode_kernels`) for GPUs where its grid cannot be resident (fewer than 129 SMs, or 99 KB
-// of shared memory: one block an SM): the same row formats and dots as its phases 2 and 3.
+// of shared memory: one block an SM), and the few-token expert path: the same row formats and
+// dots as its phases 2 and 3. An instance per format (_int4, _q4k, _q6k).
 //
-// moe_gate_up_gemv_int4: act[t, slot, i] = silu(gate_e[i]·x_t) * (up_e[i]·x_t), e = ids[t, slot]
+// moe_gate_up_gemv_*: act[t, slot, i] = silu(gate_e[i]·x_t) * (up_e[i]·x_t), e = ids[t, slot]
 // (slot 8: the shared expert, bf16 shared_gate_up [1024, 2048]). Grid (512/8, 9, T), 256
 // threads, a warp per intermediate row i: its two rows through its own ring. x bf16 [T, 2048].
 // Dynamic shared memory: 8 warps × 8 KB + x f32 [2048] = 73,728 bytes.
-extern "C" __global__ void __launch_bounds__(256)
-    moe_gate_up_gemv_int4(const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up,
-                          const bf16* __restrict__ shared_gate_up, const int* __restrict__ ids,
-                          float* __restrict__ act) {
+template <typename F>
+__device__ __forceinline__ void moe_gate_up_gemv_q(const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up,
+                                                   const bf16* __restrict__ shared_gate_up,
+                                                   const int* __restrict__ ids, float* __restrict__ act) {
+    constexpr int GU_ROW = F::row_bytes(HIDDEN);
     extern __shared__ __align__(16) unsigned char smem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     unsigned char* ring = smem + warp * 2 * HIDDEN * sizeof(bf16);
@@ -542,15 +604,15 @@ extern "C" __global__ void __launch_bounds__(256)
     float g, u;
     if (slot < TOP_K) {
         const int e = __ldcg(ids + t * SLOTS + slot);
-        request_row_int4(ring, gate_row_int4(gate_up, e, i));
-        request_row_int4(ring + GU_ROW4, gate_row_int4(gate_up, e, EXPERT_DIM + i));
+        request_row_bytes<GU_ROW>(ring, gate_row_q<F>(gate_up, e, i));
+        request_row_bytes<GU_ROW>(ring + GU_ROW, gate_row_q<F>(gate_up, e, EXPERT_DIM + i));
         stage_bf16<HIDDEN>(x + (size_t)t * HIDDEN, xs);
         LaneX4 xv;
         xv.load(xs);
         cp_async_wait<0>();
-        __syncwarp();  // (the group words came from lanes 0..3)
-        g = expert_row_dot_int4(ring, xv);
-        u = expert_row_dot_int4(ring + GU_ROW4, xv);
+        __syncwarp();  // (lanes read pieces other lanes copied)
+        g = expert_row_dot_q<F>(ring, xv);
+        u = expert_row_dot_q<F>(ring + GU_ROW, xv);
     } else {
         bf16* rows = reinterpret_cast<bf16*>(ring);
         request_row(rows, shared_gate_up + (size_t)i * HIDDEN);
@@ -565,26 +627,23 @@ extern "C" __global__ void __launch_bounds__(256)
     if (lane == 0) act[((size_t)t * SLOTS + slot) * EXPERT_DIM + i] = silu(g) * u;
 }
 
-// moe_down_gemv_int4: out[t, c] += Σ_slot weights[t, slot] · (down_e[c] · act[t, slot]), the 8
-// routed rows int4 (272 bytes), the shared expert's bf16 (shared_down [2048, 512]); phase 3's
-// sums in its order. Grid (2048/8, 1, T), 256 threads, a warp per output column c.
-extern "C" __global__ void __launch_bounds__(256)
-    moe_down_gemv_int4(const float* __restrict__ act, const unsigned char* __restrict__ down,
-                       const bf16* __restrict__ shared_down, const int* __restrict__ ids,
-                       const float* __restrict__ weights, float* __restrict__ out) {
-    __shared__ __align__(16) unsigned char rows[MOE_WARPS][TOP_K * DOWN_ROW4];
+// moe_down_gemv_*: out[t, c] += Σ_slot weights[t, slot] · (down_e[c] · act[t, slot]), the 8
+// routed rows in the format, the shared expert's bf16 (shared_down [2048, 512]); phase 3's sums
+// in its order. Grid (2048/8, 1, T), 256 threads, a warp per output column c.
+template <typename F>
+__device__ __forceinline__ void moe_down_gemv_q(const float* __restrict__ act, const unsigned char* __restrict__ down,
+                                                const bf16* __restrict__ shared_down, const int* __restrict__ ids,
+                                                const float* __restrict__ weights, float* __restrict__ out) {
+    constexpr int DOWN_ROW = F::row_bytes(EXPERT_DIM);
+    __shared__ __align__(16) unsigned char rows[MOE_WARPS][TOP_K * DOWN_ROW];
+    __shared__ int slot_ids[MOE_WARPS][TOP_K];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int c = blockIdx.x * MOE_WARPS + warp, t = blockIdx.z;
     pdl_wait();
     pdl_trigger();
-#pragma unroll
-    for (int m = 0; m < 5; m++) {
-        const int q = lane + 32 * m, slot = q / 17, piece = q % 17;
-        if (q < TOP_K * 17)
-            cp_async16(rows[warp] + slot * DOWN_ROW4 + piece * 16,
-                       down + ((size_t)__ldcg(ids + t * SLOTS + slot) * HIDDEN + c) * DOWN_ROW4 + piece * 16, true);
-    }
-    cp_async_commit();
+    if (lane < TOP_K) slot_ids[warp][lane] = __ldcg(ids + t * SLOTS + lane);
+    __syncwarp();
+    request_down_rows<F>(rows[warp], down, slot_ids[warp], c);
     const bf16* sd = shared_down + (size_t)c * EXPERT_DIM + lane * 16;
     const uint4 sw0 = *reinterpret_cast<const uint4*>(sd), sw1 = *reinterpret_cast<const uint4*>(sd + 8);
     cp_async_wait<0>();
@@ -601,7 +660,7 @@ extern "C" __global__ void __launch_bounds__(256)
         }
         float part;
         if (slot < TOP_K) {
-            part = down_lane_dot_int4(rows[warp] + slot * DOWN_ROW4, lane, a);
+            part = down_lane_dot_q<F>(rows[warp] + slot * DOWN_ROW, lane, a);
         } else {
             part = dot8(sw0, a) + dot8(sw1, a + 8);
         }
@@ -611,6 +670,36 @@ extern "C" __global__ void __launch_bounds__(256)
     if (lane == 0) out[(size_t)t * HIDDEN + c] += acc;
 }
 
+extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_int4(
+        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
+        const int* __restrict__ ids, float* __restrict__ act) {
+    moe_gate_up_gemv_q<Int4Format>(x, gate_up, shared_gate_up, ids, act);
+}
+extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_int4(
+        const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
+        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out) {
+    moe_down_gemv_q<Int4Format>(act, down, shared_down, ids, weights, out);
+}
+extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q4k(
+        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
+        const int* __restrict__ ids, float* __restrict__ act) {
+    moe_gate_up_gemv_q<Q4KFormat>(x, gate_up, shared_gate_up, ids, act);
+}
+extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q4k(
+        const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
+        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out) {
+    moe_down_gemv_q<Q4KFormat>(act, down, shared_down, ids, weights, out);
+}
+extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q6k(
+        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
+        const int* __restrict__ ids, float* __restrict__ act) {
+    moe_gate_up_gemv_q<Q6KFormat>(x, gate_up, shared_gate_up, ids, act);
+}
+extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q6k(
+        const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
+        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out) {
+    moe_down_gemv_q<Q6KFormat>(act, down, shared_down, ids, weights, out);
+}
 // ---------------------------------------------------------------------------------------------
 // moe_decode_block_fp8: the same kernel for FP8 weights (e4m3 with f32 scales per 128×128 block,
 // w = q · s): W_o e4m3 [2048, 4096] with scales [16, 32]; gate_up e4m3 [257, 1024, 2048] with

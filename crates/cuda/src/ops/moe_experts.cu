@@ -205,35 +205,56 @@ struct Fp8Rows {
     __device__ __forceinline__ const bf16* tile(int) const { return tile_s; }
 };
 
-// int4 (common.cuh's rows: K/2 bytes of 4-bit values, then a group word per 128 columns): a
-// stage's 64 columns of a row are 32 bytes; thread tid copies row tid/2, 16-byte piece tid%2 (32
-// weights), then widens them, (q − z) · s rounded to bf16, into the one bf16 tile.
-template <int K, typename Src>
-struct Int4Rows {
+// The 4/6-bit formats (common.cuh's "4- and 6-bit expert rows": int4, Q4_K, Q6_K): a stage's 64
+// columns of a row are 32 bytes of 4-bit values (and for Q6_K 16 bytes of high bits); thread tid
+// copies row tid/2's 16-byte value piece tid%2 (32 weights; the even thread also the high bits),
+// then widens them, (f + shift) · s − m rounded to bf16, into the one bf16 tile.
+template <int K, typename Src, typename F>
+struct QuantRows {
     static constexpr bool CONVERTS = true;
-    unsigned char* stages;  // GEMM_STAGES x GEMM_BN x GEMM_BK / 2 bytes
+    static constexpr int STAGE_ROW = GEMM_BK / 2 + (F::HIGH ? GEMM_BK / 4 : 0);  // bytes a row a stage
+    unsigned char* stages;  // GEMM_STAGES x GEMM_BN x STAGE_ROW bytes
     bf16* tile_s;           // GEMM_BN x AS_STRIDE
     Src src;                // src() → const unsigned char*: the start of this thread's row
     __device__ __forceinline__ void load(int k0, int s) {
-        const int prow = threadIdx.x >> 1, pcol = (threadIdx.x & 1) * 16;
-        cp_async16(stages + (s * GEMM_BN + prow) * (GEMM_BK / 2) + pcol, src() + k0 / 2 + pcol, true);
+        const int prow = threadIdx.x >> 1, piece = threadIdx.x & 1;
+        unsigned char* dst = stages + (s * GEMM_BN + prow) * STAGE_ROW;
+        cp_async16(dst + piece * 16, src() + k0 / 2 + piece * 16, true);
+        if constexpr (F::HIGH) {
+            if (piece == 0) cp_async16(dst + GEMM_BK / 2, src() + K / 2 + k0 / 4, true);
+        }
     }
     __device__ __forceinline__ void convert(int kt, int s) {
         const int row = threadIdx.x >> 1, piece = threadIdx.x & 1;
-        const int k0 = kt * GEMM_BK;
-        const unsigned int group = __ldg(reinterpret_cast<const unsigned int*>(src() + K / 2) + k0 / INT4_GROUP);
-        const float scale = __half2float(__ushort_as_half((unsigned short)(group & 0xffff)));
-        const float shift = (float)(8 - (int)((group >> 16) & 0xff));  // q − z = (q − 8) + shift
-        const uint4 raw = *reinterpret_cast<const uint4*>(stages + (s * GEMM_BN + row) * (GEMM_BK / 2) + piece * 16);
+        const int col = kt * GEMM_BK + piece * 32;
+        const unsigned char* staged = stages + (s * GEMM_BN + row) * STAGE_ROW;
+        const uint4 raw = *reinterpret_cast<const uint4*>(staged + piece * 16);
         const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
         __nv_bfloat162 o[16];
+        if constexpr (F::HIGH) {
+            const uint2 hw = *reinterpret_cast<const uint2*>(staged + GEMM_BK / 2 + piece * 8);
+            const unsigned int high[2] = {hw.x, hw.y};
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+            for (int g = 0; g < 2; g++) {
+                const Affine a = F::affine(src(), K, col + 16 * g);
 #pragma unroll
-            for (int p = 0; p < 4; p++) {
-                const float2 f = __half22float2(int4_pair(words[i], p));
-                o[4 * i + p] = __floats2bfloat162_rn((f.x + shift) * scale, (f.y + shift) * scale);
+                for (int i = 2 * g; i < 2 * g + 2; i++)
+#pragma unroll
+                    for (int p = 0; p < 4; p++) {
+                        const float2 f = __half22float2(q6_pair(words[i], high[g], i & 1, p));
+                        o[4 * i + p] = __floats2bfloat162_rn((f.x + a.shift) * a.s - a.m, (f.y + a.shift) * a.s - a.m);
+                    }
             }
+        } else {
+            const Affine a = F::affine(src(), K, col);
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int p = 0; p < 4; p++) {
+                    const float2 f = __half22float2(int4_pair(words[i], p));
+                    o[4 * i + p] = __floats2bfloat162_rn((f.x + a.shift) * a.s - a.m, (f.y + a.shift) * a.s - a.m);
+                }
+        }
         uint4* dst = reinterpret_cast<uint4*>(tile_s + row * AS_STRIDE + piece * 32);
 #pragma unroll
         for (int q = 0; q < 4; q++) dst[q] = *reinterpret_cast<uint4*>(&o[4 * q]);
@@ -335,9 +356,25 @@ __device__ __forceinline__ unsigned char* b_buffers(unsigned char* smem) {
 #define FMT_BF16 0
 #define FMT_FP8 1
 #define FMT_INT4 2
+#define FMT_Q4K 3
+#define FMT_Q6K 4
+
+// The row format of a quantised FMT.
+template <int FMT>
+struct FormatOf {
+    typedef Int4Format F;
+};
+template <>
+struct FormatOf<FMT_Q4K> {
+    typedef Q4KFormat F;
+};
+template <>
+struct FormatOf<FMT_Q6K> {
+    typedef Q6KFormat F;
+};
 
 // Runs the tile with B rows br → weight row `weight_row(br)` of `w` (row length K): bf16, FP8
-// (scales: f32 per 128 x 128 block, K / 128 a block row) or int4 (rows of INT4_ROW_BYTES(K)).
+// (scales: f32 per 128 x 128 block, K / 128 a block row) or a 4/6-bit format (rows of F::row_bytes(K)).
 template <int K, int FMT, typename RowOf>
 __device__ __forceinline__ void expert_tile(const ARows& a, const void* w, const float* scales, RowOf weight_row,
                                             unsigned char* smem, bool live, WarpAcc& acc) {
@@ -355,10 +392,12 @@ __device__ __forceinline__ void expert_tile(const ARows& a, const void* w, const
         };
         Fp8Rows<decltype(src)> b{raw, reinterpret_cast<bf16*>(raw + GEMM_STAGES * GEMM_BN * GEMM_BK), src};
         gemm_tile<K>(a, b, a_stages(smem), live, acc);
-    } else if constexpr (FMT == FMT_INT4) {
-        const unsigned char* row = static_cast<const unsigned char*>(w) + (size_t)weight_row(tid >> 1) * INT4_ROW_BYTES(K);
+    } else if constexpr (FMT >= FMT_INT4) {
+        typedef typename FormatOf<FMT>::F F;
+        const unsigned char* row = static_cast<const unsigned char*>(w) + (size_t)weight_row(tid >> 1) * F::row_bytes(K);
         auto src = [=]() { return row; };
-        Int4Rows<K, decltype(src)> b{raw, reinterpret_cast<bf16*>(raw + GEMM_STAGES * GEMM_BN * GEMM_BK / 2), src};
+        typedef QuantRows<K, decltype(src), F> Rows;
+        Rows b{raw, reinterpret_cast<bf16*>(raw + GEMM_STAGES * GEMM_BN * Rows::STAGE_ROW), src};
         gemm_tile<K>(a, b, a_stages(smem), live, acc);
     } else {
         const bf16* wb = static_cast<const bf16*>(w);
@@ -368,13 +407,13 @@ __device__ __forceinline__ void expert_tile(const ARows& a, const void* w, const
     }
 }
 
-// An expert's tile in the format of its layer: int4 layers keep the shared expert (e = 256) in
+// An expert's tile in the format of its layer: 4/6-bit layers keep the shared expert (e = 256) in
 // bf16 apart (`shared`, its rows from 0), the other formats as expert 256 of `w`.
 template <int K, int FMT, typename RowOf>
 __device__ __forceinline__ void layer_expert_tile(int e, int rows_per_expert, const ARows& a, const void* w,
                                                   const float* scales, const bf16* shared, RowOf weight_row,
                                                   unsigned char* smem, bool live, WarpAcc& acc) {
-    if (FMT == FMT_INT4 && e == SHARED_EXPERT) {
+    if (FMT >= FMT_INT4 && e == SHARED_EXPERT) {
         auto shared_row = [&](int br) { return weight_row(br) - SHARED_EXPERT * rows_per_expert; };
         expert_tile<K, FMT_BF16>(a, shared, nullptr, shared_row, smem, live, acc);
     } else {
@@ -449,13 +488,25 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     gate_up_grouped<FMT_FP8>(x, gate_up, scales, nullptr, perm, tiles, total_tiles, act);
 }
 
-// int4 routed experts: gate_up [256 × 1024] int4 rows; the shared expert bf16 [1024, 2048] apart.
-extern "C" __global__ void __launch_bounds__(256, 2)
-    moe_gate_up_grouped_int4(const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up,
-                             const bf16* __restrict__ shared, const int* __restrict__ perm,
-                             const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
-                             bf16* __restrict__ act) {
+// 4/6-bit routed experts (int4, Q4_K, Q6_K): gate_up [256 × 1024] rows of the format; the shared
+// expert bf16 [1024, 2048] apart.
+extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_int4(
+        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
+        const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
+        bf16* __restrict__ act) {
     gate_up_grouped<FMT_INT4>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_q4k(
+        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
+        const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
+        bf16* __restrict__ act) {
+    gate_up_grouped<FMT_Q4K>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_q6k(
+        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
+        const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
+        bf16* __restrict__ act) {
+    gate_up_grouped<FMT_Q6K>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
 }
 
 // out[t, c] += weights[t, slot] * (down_e[c] · act[row]) for the rows of one expert tile (row →
@@ -529,11 +580,23 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     down_grouped<FMT_FP8>(act, down, scales, nullptr, perm, weights, tiles, total_tiles, out);
 }
 
-// int4 routed experts: down [256 × 2048] int4 rows; the shared expert bf16 [2048, 512] apart.
-extern "C" __global__ void __launch_bounds__(256, 2)
-    moe_down_grouped_int4(const bf16* __restrict__ act, const unsigned char* __restrict__ down,
-                          const bf16* __restrict__ shared, const int* __restrict__ perm,
-                          const float* __restrict__ weights, const int4* __restrict__ tiles,
-                          const int* __restrict__ total_tiles, float* __restrict__ out) {
+// 4/6-bit routed experts: down [256 × 2048] rows of the format; the shared expert bf16 [2048, 512]
+// apart.
+extern "C" __global__ void __launch_bounds__(256, 2) moe_down_grouped_int4(
+        const bf16* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared,
+        const int* __restrict__ perm, const float* __restrict__ weights, const int4* __restrict__ tiles,
+        const int* __restrict__ total_tiles, float* __restrict__ out) {
     down_grouped<FMT_INT4>(act, down, nullptr, shared, perm, weights, tiles, total_tiles, out);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) moe_down_grouped_q4k(
+        const bf16* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared,
+        const int* __restrict__ perm, const float* __restrict__ weights, const int4* __restrict__ tiles,
+        const int* __restrict__ total_tiles, float* __restrict__ out) {
+    down_grouped<FMT_Q4K>(act, down, nullptr, shared, perm, weights, tiles, total_tiles, out);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) moe_down_grouped_q6k(
+        const bf16* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared,
+        const int* __restrict__ perm, const float* __restrict__ weights, const int4* __restrict__ tiles,
+        const int* __restrict__ total_tiles, float* __restrict__ out) {
+    down_grouped<FMT_Q6K>(act, down, nullptr, shared, perm, weights, tiles, total_tiles, out);
 }

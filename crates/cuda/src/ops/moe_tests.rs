@@ -264,7 +264,7 @@ fn moe_block_fp8_prefill_matches_dequantized_and_cpu() {
     let dn = gpu.alloc(down.rows * down.cols * 2).unwrap();
     crate::ops::linear::dequantize(gpu, &gate_up, gu.ptr()).unwrap();
     crate::ops::linear::dequantize(gpu, &down, dn.ptr()).unwrap();
-    let bf16 = MoeGpu { gate_up: gu.ptr(), down: dn.ptr(), fp8_scales: None, int4_shared: None, ..f.gpu.clone() };
+    let bf16 = MoeGpu { gate_up: gu.ptr(), down: dn.ptr(), fp8_scales: None, packed: None, ..f.gpu.clone() };
     for (t, seed) in [(1usize, 31u64), (4, 32), (300, 33)] {
         let x = input(seed, t);
         let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
@@ -474,7 +474,7 @@ fn fixture_int4() -> &'static Fixture {
         };
         let mut up = Uploader::new(gpu()).unwrap();
         let gpu_w = MoeGpu::upload(&mut up, &cpu).unwrap();
-        assert!(gpu_w.int4_shared.is_some() && gpu_w.fp8_scales.is_none());
+        assert!(gpu_w.packed.is_some_and(|p| p.gate_up == RowFormat::Int4) && gpu_w.fp8_scales.is_none());
         std::mem::forget(up.finish().unwrap());
         Fixture { cfg: bf.cfg.clone(), cpu, gpu: gpu_w }
     })
