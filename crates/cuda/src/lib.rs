@@ -78,7 +78,7 @@ fn plan_memory(model: &mut CudaModel, asked: Option<usize>) -> Result<()> {
         "solo: GPU memory{}: weights {:.1} GiB{}{note}; context {max_seq} tokens: {:.2} GiB of KV cache and state a sequence; {:.1} GiB free: room for {} at once",
         model.gpu.budget.map_or(String::new(), |b| format!(" (budget {:.1} GiB)", gib(b))),
         gib(model.weights.bytes()),
-        model.weights.repacked_from.as_ref().map_or(String::new(), |t| format!(" (bf16, repacked from GGUF {t})")),
+        model.weights.repacked_from.as_ref().map_or(String::new(), |t| format!(" (GGUF {t}: Q4_K and Q6_K routed experts as stored, the rest bf16)")),
         gib(per_sequence),
         gib(free),
         free / per_sequence.max(1)
@@ -140,28 +140,24 @@ impl MemoryPlan {
 
 /// `--backend auto`'s choice for a checkpoint directory or GGUF file: this backend when an NVIDIA
 /// GPU is here and the config (`config.json`, or the GGUF metadata) has the real model's widths,
-/// and for a GGUF file, which runs repacked to bf16, when the card (and `--gpu-memory`) can hold
-/// its weights in bf16; otherwise the CPU reference.
+/// and for a GGUF file (its Q4_K and Q6_K routed experts kept as stored, the rest repacked to
+/// bf16: `weights::repacked_bytes`) when the card (and `--gpu-memory`) can hold its weights;
+/// otherwise the CPU reference.
 pub fn auto_picks_cuda(path: &Path) -> bool {
     if !gpu_present() {
         return false;
     }
-    let gguf = solo_model::gguf::is_gguf(path);
-    let (config, bf16_bytes) = if gguf {
-        let Ok(model) = solo_model::gguf::GgufModel::open(path) else { return false };
-        (model.config(), model.bf16_bytes())
-    } else {
-        (solo_model::ModelConfig::from_dir(path), 0)
-    };
-    if !config.is_ok_and(|c| weights::check_real_widths(&c).is_ok()) {
-        return false;
+    if !solo_model::gguf::is_gguf(path) {
+        return solo_model::ModelConfig::from_dir(path).is_ok_and(|c| weights::check_real_widths(&c).is_ok());
     }
-    if !gguf {
-        return true;
+    // the weights are views of the mapped file: nothing is read to size them
+    let Ok((config, w)) = solo_model::gguf::load(path) else { return false };
+    if weights::check_real_widths(&config).is_err() {
+        return false;
     }
     let card = gpu_total_memory().unwrap_or(0);
     let room = runtime::configured_gpu_memory().map_or(card, |budget| budget.min(card));
-    bf16_bytes < room
+    weights::repacked_bytes(&w) < room
 }
 
 /// GPU 0's memory in bytes, without opening a context.

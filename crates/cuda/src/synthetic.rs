@@ -5,6 +5,7 @@
 //! layout `weights.rs` uploads a checkpoint to.
 
 use crate::kernels::{kernel_file, Launch};
+use crate::kquant::KQuant;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{
     AttentionGpu, ExpertScales, GdnGpu, LayerGpu, Matrix, MixerGpu, ModelGpu, MoeGpu, MtpGpu, Packed, RowFormat,
@@ -20,6 +21,7 @@ kernel_file! {
         fn fill_random_f32(dst: DevPtr, n: i64, seed: Seed, center: f32, scale: f32);
         fn fill_random_fp8(dst: DevPtr, n: i64, seed: Seed, center: f32, scale: f32);
         fn fill_random_int4_rows(dst: DevPtr, rows: i64, cols: i32, seed: Seed, scale: f32);
+        fn fill_random_kquant_rows(dst: DevPtr, rows: i64, cols: i32, q6: i32, seed: Seed, scale: f32);
     }
 }
 
@@ -52,6 +54,11 @@ struct Maker<'g> {
     fp8: bool,
     /// Whether the routed experts are made int4 (the GPTQ-Int4 release's shape).
     int4: bool,
+    /// A GGUF Q4_K_M file's routed experts: gate/up Q4_K, down Q6_K in every other layer (as
+    /// llama.cpp's `use_more_bits` gives about half the down matrices 6 bits) and Q4_K between.
+    gguf_q4km: bool,
+    /// MoE layers made so far.
+    moe_layers: usize,
 }
 
 impl Maker<'_> {
@@ -102,6 +109,21 @@ impl Maker<'_> {
         Ok(ptr)
     }
 
+    fn kquant_rows(&mut self, k: KQuant, rows: usize, cols: usize) -> Result<DevPtr> {
+        let buf = self.gpu.alloc(rows * k.row_bytes(cols))?;
+        self.seed += 1;
+        let s = (3.0 / cols as f32).sqrt() / 8.0;
+        let (q6, d) = match k {
+            KQuant::Q4K => (0, s / 32.0),
+            KQuant::Q6K => (1, s / 512.0),
+        };
+        let launch = Launch::new((4096, 1, 1), 256, 0);
+        synthetic_cu::fill_random_kquant_rows(self.gpu, launch, buf.ptr(), rows as i64, cols as i32, q6, self.seed, d)?;
+        let ptr = buf.ptr();
+        self.buffers.push(buf);
+        Ok(ptr)
+    }
+
     fn vector(&mut self, len: usize, center: f32, scale: f32) -> Result<Vector> {
         Ok(Vector { ptr: self.fill(synthetic_cu::fill_random_f32, 4, len, center, scale)?, len })
     }
@@ -109,7 +131,7 @@ impl Maker<'_> {
 
 /// One random bf16 matrix [rows, cols] as the synthetic model's are made, with the buffer that owns it.
 pub fn random_matrix(gpu: &Gpu, rows: usize, cols: usize, seed: u64) -> Result<(Matrix, DevBuf)> {
-    let mut m = Maker { gpu, seed, buffers: Vec::new(), fp8: false, int4: false };
+    let mut m = Maker { gpu, seed, buffers: Vec::new(), fp8: false, int4: false, gguf_q4km: false, moe_layers: 0 };
     let w = m.matrix(rows, cols)?;
     Ok((w, m.buffers.pop().unwrap()))
 }
@@ -117,14 +139,37 @@ pub fn random_matrix(gpu: &Gpu, rows: usize, cols: usize, seed: u64) -> Result<(
 /// The real model with `layers` layers and random weights, ready to run with contexts up to
 /// `max_seq` tokens (`solo bench --synthetic`, and the GPU tests of the whole model).
 pub fn random_model(layers: usize, max_seq: usize, precision: Precision) -> Result<crate::model::CudaModel> {
+    random_model_as(layers, max_seq, Synthetic::Checkpoint(precision))
+}
+
+/// What the synthetic model's weights look like.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Synthetic {
+    /// A checkpoint of this precision.
+    Checkpoint(Precision),
+    /// A GGUF Q4_K_M file as the CUDA backend holds it: the routed experts' Q4_K and Q6_K rows as
+    /// stored, everything else bf16.
+    GgufQ4KM,
+}
+
+/// `random_model` of either form.
+pub fn random_model_as(layers: usize, max_seq: usize, form: Synthetic) -> Result<crate::model::CudaModel> {
     let gpu = Gpu::new()?;
     let cfg = real_config(layers);
-    let weights = random_weights(&gpu, &cfg, precision)?;
+    let weights = random_weights_as(&gpu, &cfg, form)?;
     crate::model::CudaModel::from_gpu_weights(gpu, cfg, weights, max_seq)
 }
 
 /// Random full-size weights for `cfg` (which must have the real widths).
 pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig, precision: Precision) -> Result<ModelGpu> {
+    random_weights_as(gpu, cfg, Synthetic::Checkpoint(precision))
+}
+
+fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<ModelGpu> {
+    let (precision, gguf_q4km) = match form {
+        Synthetic::Checkpoint(p) => (p, false),
+        Synthetic::GgufQ4KM => (Precision::Bf16, true),
+    };
     crate::weights::check_real_widths(cfg)?;
     let fp8 = precision == Precision::Fp8Block128;
     if fp8 {
@@ -136,7 +181,7 @@ pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig, precision: Precision) -> Res
         "the synthetic int4 model has groups of {}",
         crate::int4::GROUP
     );
-    let mut m = Maker { gpu, seed: 0x5017, buffers: Vec::new(), fp8, int4 };
+    let mut m = Maker { gpu, seed: 0x5017, buffers: Vec::new(), fp8, int4, gguf_q4km, moe_layers: 0 };
     let h = cfg.hidden_size;
     let embed_tokens = m.matrix(cfg.vocab_size, h)?;
     let final_norm = m.vector(h, 1.0, 0.1)?;
@@ -161,7 +206,7 @@ pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig, precision: Precision) -> Res
         mtp,
         vision: None,
         precision,
-        repacked_from: None,
+        repacked_from: gguf_q4km.then(|| "Q4_K, Q6_K (synthetic Q4_K_M)".to_string()),
         buffers: m.buffers,
     })
 }
@@ -206,13 +251,24 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
     };
     let experts = cfg.num_experts + 1; // + the shared expert
     let mut packed = None;
-    let (gate_up, down, fp8_scales) = if m.int4 {
+    m.moe_layers += 1;
+    let shared_parts = |m: &mut Maker| -> Result<SharedExpert> {
+        let gate_up = m.fill(synthetic_cu::fill_random_bf16, 2, 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
+        let down = m.fill(synthetic_cu::fill_random_bf16, 2, h * 512, 0.0, (3.0f32 / 512.0).sqrt())?;
+        Ok(SharedExpert { gate_up, down })
+    };
+    let (gate_up, down, fp8_scales) = if m.gguf_q4km {
+        let down_format = if m.moe_layers % 2 == 1 { KQuant::Q6K } else { KQuant::Q4K };
+        let gate_up = m.kquant_rows(KQuant::Q4K, cfg.num_experts * 1024, h)?;
+        let down = m.kquant_rows(down_format, cfg.num_experts * h, 512)?;
+        let shared = shared_parts(m)?;
+        packed = Some(Packed { gate_up: RowFormat::K(KQuant::Q4K), down: RowFormat::K(down_format), shared });
+        (gate_up, down, None)
+    } else if m.int4 {
         // the routed experts int4, the shared one bf16 apart
         let gate_up = m.int4_rows(cfg.num_experts * 1024, h)?;
         let down = m.int4_rows(cfg.num_experts * h, 512)?;
-        let shared_gate_up = m.fill(synthetic_cu::fill_random_bf16, 2, 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
-        let shared_down = m.fill(synthetic_cu::fill_random_bf16, 2, h * 512, 0.0, (3.0f32 / 512.0).sqrt())?;
-        let shared = SharedExpert { gate_up: shared_gate_up, down: shared_down };
+        let shared = shared_parts(m)?;
         packed = Some(Packed { gate_up: RowFormat::Int4, down: RowFormat::Int4, shared });
         (gate_up, down, None)
     } else if fp8 {
@@ -250,7 +306,8 @@ pub fn real_vision_config() -> solo_model::vision::VisionConfig {
 /// --synthetic --image WxH`).
 pub fn random_vision(gpu: &Gpu, cfg: &solo_model::vision::VisionConfig) -> Result<crate::ops::vision::VisionGpu> {
     use crate::ops::vision::{LinearGpu, NormGpu, VisionBlockGpu, VisionGpu};
-    let mut m = Maker { gpu, seed: 7000, buffers: Vec::new(), fp8: false, int4: false };
+    let mut m =
+        Maker { gpu, seed: 7000, buffers: Vec::new(), fp8: false, int4: false, gguf_q4km: false, moe_layers: 0 };
     let linear = |m: &mut Maker, out: usize, inp: usize| -> Result<LinearGpu> {
         Ok(LinearGpu { weight: m.matrix(out, inp)?, bias: m.vector(out, 0.0, 0.02)? })
     };

@@ -765,6 +765,14 @@ impl ModelGpu {
         let vision = self.vision.as_ref().map_or(0, |v| v.buffers.iter().map(|b| b.bytes).sum());
         self.buffers.iter().map(|b| b.bytes).sum::<usize>() + vision
     }
+
+    /// The weights' form as `solo bench` prints it: the precision, or the GGUF types.
+    pub fn form(&self) -> String {
+        match &self.repacked_from {
+            Some(types) => format!("GGUF {types}"),
+            None => self.precision.name().to_string(),
+        }
+    }
 }
 
 impl LayerGpu {
@@ -860,7 +868,21 @@ mod tests {
             want.push((whole.ptr, rounded(&mixer)));
             let m = &layer.moe;
             let e = up.experts(&m.experts, &m.shared_expert).unwrap();
-            assert!(e.fp8_scales.is_none() && e.packed.is_none());
+            assert!(e.fp8_scales.is_none());
+            if let Some(p) = e.packed {
+                // Q4_K/Q6_K routed experts go up as their rows (kquant.rs), the shared one bf16
+                let (mut gate_up, mut down) = (Vec::new(), Vec::new());
+                for x in &m.experts {
+                    packed_rows(&x.gate, p.gate_up, &mut gate_up).unwrap();
+                    packed_rows(&x.up, p.gate_up, &mut gate_up).unwrap();
+                    packed_rows(&x.down, p.down, &mut down).unwrap();
+                }
+                want.push((e.gate_up, gate_up));
+                want.push((e.down, down));
+                want.push((p.shared.gate_up, rounded(&[&m.shared_expert.gate, &m.shared_expert.up])));
+                want.push((p.shared.down, rounded(&[&m.shared_expert.down])));
+                continue;
+            }
             let all: Vec<&ExpertWeights> = m.experts.iter().chain(std::iter::once(&m.shared_expert)).collect();
             let gate_up: Vec<&Tensor> = all.iter().flat_map(|e| [&e.gate, &e.up]).collect();
             let down: Vec<&Tensor> = all.iter().map(|e| &e.down).collect();
@@ -873,7 +895,61 @@ mod tests {
         for (i, (ptr, bytes)) in want.iter().enumerate() {
             assert!(gpu.download(*ptr, bytes.len()).unwrap() == *bytes, "upload {i} differs from round-to-bf16");
         }
-        eprintln!("{} GGUF uploads equal round-to-bf16 of the CPU reference", want.len());
+        eprintln!("{} GGUF uploads equal the CPU reference's values (bf16, or the Q4_K/Q6_K rows)", want.len());
+    }
+
+    /// Every Q4_K and Q6_K expert matrix of llama.cpp's own fixture files repacks into rows that
+    /// hold the CPU reference's values bit for bit. Those tiny files have no layer the kernels
+    /// take whole (their 32-column down matrices cannot be k-quants), so they go up as bf16 and
+    /// `repacked_bytes` counts them so; a layer built of Q4_K gate/up and Q6_K down is taken, and
+    /// counted at its rows.
+    #[test]
+    fn gguf_q4k_q6k_experts_repack_to_the_cpu_references_values() {
+        let size = |t: &Tensor| if t.shape.len() == 1 { 4 } else { 2 } * t.numel();
+        let mut checked = 0;
+        for file in ["wide-q4_k_m.gguf", "wide-mix.gguf"] {
+            let path = format!("{}/../../fixtures/gguf/{file}", env!("CARGO_MANIFEST_DIR"));
+            let (_, w) = solo_model::load(std::path::Path::new(&path)).unwrap();
+            for layer in &w.layers {
+                assert_eq!(kquant_formats(&layer.moe.experts), None, "{file}: a layer mixes other types");
+                for t in layer.moe.experts.iter().flat_map(|e| [&e.gate, &e.up, &e.down]) {
+                    let DType::Ggml(g) = t.dtype else { continue };
+                    let Some(k) = KQuant::of(g) else { continue };
+                    let (rows, cols) = (t.shape[0], t.row_len());
+                    let mut out = Vec::new();
+                    packed_rows(t, RowFormat::K(k), &mut out).unwrap();
+                    let want = t.to_f32();
+                    for r in 0..rows {
+                        let got = k.decode_row(&out, cols, r);
+                        let same = got.iter().zip(&want[r * cols..]).all(|(a, b)| a.to_bits() == b.to_bits());
+                        assert!(same, "{file}: {k:?} {t:?} row {r} differs from the CPU reference");
+                    }
+                    checked += 1;
+                }
+            }
+            let mut all = vec![&w.embed_tokens, &w.final_norm, &w.lm_head];
+            all.extend(w.layers.iter().flat_map(|l| l.tensors()));
+            all.extend(w.mtp.iter().flat_map(|m| m.tensors()));
+            assert_eq!(repacked_bytes(&w), all.into_iter().map(size).sum::<usize>(), "{file}");
+        }
+        assert!(checked >= 8, "only {checked} Q4_K/Q6_K matrices in the fixtures");
+
+        // a Q4_K_M-shaped layer: every gate/up Q4_K, every down Q6_K
+        let matrix = |k: KQuant, rows: usize, cols: usize, seed: usize| {
+            let v: Vec<f32> = (0..rows * cols).map(|i| (((i + seed) * 7919) % 1000) as f32 / 1000.0 - 0.5).collect();
+            Tensor::from_bytes(DType::Ggml(k.ggml()), vec![rows, cols], &k.quantize(&v))
+        };
+        let experts: Vec<ExpertWeights> = (0..3)
+            .map(|i| ExpertWeights {
+                gate: matrix(KQuant::Q4K, 4, 512, i),
+                up: matrix(KQuant::Q4K, 4, 512, i + 1),
+                down: matrix(KQuant::Q6K, 512, 256, i + 2),
+            })
+            .collect();
+        assert_eq!(kquant_formats(&experts), Some((KQuant::Q4K, KQuant::Q6K)));
+        let mut mixed = experts;
+        mixed[1].up = matrix(KQuant::Q6K, 4, 512, 9);
+        assert_eq!(kquant_formats(&mixed), None, "gate and up of one type throughout");
     }
 
     #[test]

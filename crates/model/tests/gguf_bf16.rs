@@ -62,10 +62,6 @@ fn every_tensor_of_the_fixture_models_becomes_bf16_of_the_cpu_reference() {
         for (t, g) in tensors.iter().zip(&got) {
             assert_eq!(&g[..], &rounded(&t.to_f32())[..], "{file}: {t:?}");
         }
-        // what `--backend auto` weighs against the card's memory: the weights in bf16, lm_head apart
-        let need: usize = tensors.iter().map(|t| 2 * t.numel()).sum();
-        let estimate = solo_model::gguf::GgufModel::open(&fixture(file)).unwrap().bf16_bytes();
-        assert!(estimate >= need && estimate < need + need / 8, "{file}: {estimate} bytes estimated, {need} taken");
         let types = w.ggml_types();
         eprintln!("{file}: {} tensors, ggml types {types:?}", tensors.len());
         match file {

@@ -24,14 +24,20 @@ pub enum PrecisionArg {
     Fp8,
     /// The GPTQ-Int4 release's shape: the routed experts int4 (groups of 128), the rest bf16.
     Int4,
+    /// A GGUF Q4_K_M file as the CUDA backend holds it: the routed experts' Q4_K rows (and Q6_K
+    /// down rows in every other layer) as stored, the rest bf16.
+    #[value(name = "q4_k_m")]
+    Q4KM,
 }
 
-impl From<PrecisionArg> for Precision {
-    fn from(p: PrecisionArg) -> Precision {
+impl From<PrecisionArg> for solo_cuda::synthetic::Synthetic {
+    fn from(p: PrecisionArg) -> Self {
+        use solo_cuda::synthetic::Synthetic;
         match p {
-            PrecisionArg::Bf16 => Precision::Bf16,
-            PrecisionArg::Fp8 => Precision::Fp8Block128,
-            PrecisionArg::Int4 => Precision::Int4 { group: solo_cuda::int4::GROUP },
+            PrecisionArg::Bf16 => Synthetic::Checkpoint(Precision::Bf16),
+            PrecisionArg::Fp8 => Synthetic::Checkpoint(Precision::Fp8Block128),
+            PrecisionArg::Int4 => Synthetic::Checkpoint(Precision::Int4 { group: solo_cuda::int4::GROUP }),
+            PrecisionArg::Q4KM => Synthetic::GgufQ4KM,
         }
     }
 }
@@ -175,7 +181,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (mut model, source) = match (&args.model, args.synthetic) {
         (Some(dir), false) => (solo_cuda::load(dir, Some(max_seq))?, dir.display().to_string()),
         (None, true) => {
-            let model = solo_cuda::synthetic::random_model(args.layers, max_seq, args.precision.into())?;
+            let model = solo_cuda::synthetic::random_model_as(args.layers, max_seq, args.precision.into())?;
             (model, format!("synthetic, {} layers, random weights", args.layers))
         }
         _ => bail!("give exactly one of --model DIR or --synthetic"),
@@ -274,7 +280,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     }
     let (used, total) = model.memory_used()?;
     let commit = env!("SOLO_COMMIT");
-    let precision = model.weights.precision.name();
+    let precision = model.weights.form();
     let weight_gib = gib(model.weights.bytes());
     println!(
         "solo bench — {} — {precision} weights ({weight_gib:.1} GiB), f32 state — commit {commit}",
@@ -374,7 +380,7 @@ fn kernel_costs(model: &solo_cuda::CudaModel, source: &str, json: Option<&std::p
     eprintln!("solo bench --kernels: timing each kernel alone");
     let costs = solo_cuda::costs::kernel_costs(model)?;
     let commit = env!("SOLO_COMMIT");
-    let precision = model.weights.precision.name();
+    let precision = model.weights.form();
     println!("solo bench --kernels — {} — {precision} weights ({source}) — commit {commit}", model.gpu.name);
     let width = costs.iter().map(|c| c.name.chars().count()).max().unwrap_or(0);
     println!("{:width$}  {:>10}  note", "kernel or op", "µs");
@@ -531,7 +537,7 @@ fn batched_decode(model: &solo_cuda::CudaModel, source: &str, args: &BenchArgs) 
     println!(
         "solo bench --batch — {} — {} weights — commit {commit}\nmodel: {source}; prompts of {ctx} tokens; {} greedy steps of all the sequences at once (each row's argmax on the GPU); median of {} rounds after 1 warm-up",
         model.gpu.name,
-        model.weights.precision.name(),
+        model.weights.form(),
         args.decode_steps,
         args.rounds
     );

@@ -375,7 +375,7 @@ pub fn moe_decode_kernels(
     t: usize,
     scratch: &Scratch,
 ) -> Result<()> {
-    ensure!(w.fp8_scales.is_none(), "moe_decode_kernels: FP8 experts (this form is bf16 or int4)");
+    ensure!(w.fp8_scales.is_none(), "moe_decode_kernels: FP8 experts (this form reads bf16, int4, Q4_K and Q6_K)");
     check_decode_shapes(&mixer, w, norm)?;
     gemv_tokens_accumulate(gpu, mixer.y, mixer.w, t, h)?;
     let l = Layout::new(scratch, t)?;

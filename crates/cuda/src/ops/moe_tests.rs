@@ -1,8 +1,9 @@
 //! GPU tests of the MoE block against the CPU reference (`#[ignore]`: run on the GPU machine).
 
 use super::*;
+use crate::kquant::KQuant;
 use crate::ops::testutil::*;
-use crate::weights::Uploader;
+use crate::weights::{RowFormat, Uploader};
 use solo_cpu::moe::{moe_forward, route as cpu_route};
 use solo_cpu::ops::{matmul, sigmoid, softmax};
 use solo_model::weights::{ExpertWeights, MoeWeights};
@@ -429,91 +430,110 @@ fn moe_decode_fp8_matches_cpu() {
     }
 }
 
+/// `fixture()`'s layer with its routed experts rounded by `q` (expert index, its matrix), the
+/// router and the shared expert bf16 as they were, uploaded through `MoeGpu::upload` as a
+/// checkpoint's.
+fn fixture_packed(q: impl Fn(usize, &Tensor) -> Tensor + Sync) -> Fixture {
+    let bf = fixture();
+    let qe =
+        |(i, e): (usize, &ExpertWeights)| ExpertWeights { gate: q(i, &e.gate), up: q(i, &e.up), down: q(i, &e.down) };
+    let mut experts: Vec<Option<ExpertWeights>> = (0..EXPERTS).map(|_| None).collect();
+    std::thread::scope(|s| {
+        for (c, (part, src)) in experts.chunks_mut(16).zip(bf.cpu.experts.chunks(16)).enumerate() {
+            let qe = &qe;
+            s.spawn(move || {
+                part.iter_mut().zip(src.iter().enumerate()).for_each(|(slot, (j, e))| *slot = Some(qe((16 * c + j, e))))
+            });
+        }
+    });
+    let cpu = MoeWeights {
+        router: bf.cpu.router.clone(),
+        experts: experts.into_iter().map(|e| e.unwrap()).collect(),
+        shared_expert: ExpertWeights {
+            gate: bf.cpu.shared_expert.gate.clone(),
+            up: bf.cpu.shared_expert.up.clone(),
+            down: bf.cpu.shared_expert.down.clone(),
+        },
+        shared_expert_gate: bf.cpu.shared_expert_gate.clone(),
+    };
+    let mut up = Uploader::new(gpu()).unwrap();
+    let gpu_w = MoeGpu::upload(&mut up, &cpu).unwrap();
+    std::mem::forget(up.finish().unwrap());
+    Fixture { cfg: bf.cfg.clone(), cpu, gpu: gpu_w }
+}
+
 /// `fixture()`'s layer with its routed experts rounded to int4 (groups of 128, f16 scales; the
-/// GPTQ-Int4 release's shape), the router and the shared expert bf16 as they were. Every
-/// third expert gets zero points 6..=10 and 16 (asymmetric formats, GPTQ v1's +1), so both
-/// forms of the group word are exercised. Uploaded through `MoeGpu::upload`, as a checkpoint's.
+/// GPTQ-Int4 release's shape). Every third expert gets zero points 6..=10 and 16 (asymmetric
+/// formats, GPTQ v1's +1), so both forms of the group word are exercised.
 fn fixture_int4() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
         use crate::int4::{quantize_symmetric, GROUP};
         use solo_model::int4::GroupQuant;
-        let bf = fixture();
-        let q = |t: &Tensor, e: usize| {
+        let f = fixture_packed(|e, t| {
             let (rows, cols) = (t.shape[0], t.shape[1]);
             let (packed, scales, _) = quantize_symmetric(&t.to_f32(), rows, cols);
             let zeros = e
                 .is_multiple_of(3)
                 .then(|| (0..scales.len()).map(|i| if i % 7 == 0 { 16 } else { 6 + (i % 5) as u8 }).collect());
             Tensor::from_int4(rows, cols, &packed, GroupQuant { group: GROUP, scales, zeros, perm: None })
-        };
-        let qe = |(i, e): (usize, &ExpertWeights)| ExpertWeights {
-            gate: q(&e.gate, i),
-            up: q(&e.up, i),
-            down: q(&e.down, i),
-        };
-        let mut experts: Vec<Option<ExpertWeights>> = (0..EXPERTS).map(|_| None).collect();
-        std::thread::scope(|s| {
-            for (c, (part, src)) in experts.chunks_mut(16).zip(bf.cpu.experts.chunks(16)).enumerate() {
-                s.spawn(move || {
-                    part.iter_mut()
-                        .zip(src.iter().enumerate())
-                        .for_each(|(slot, (j, e))| *slot = Some(qe((16 * c + j, e))))
-                });
-            }
         });
-        let cpu = MoeWeights {
-            router: bf.cpu.router.clone(),
-            experts: experts.into_iter().map(|e| e.unwrap()).collect(),
-            shared_expert: ExpertWeights {
-                gate: bf.cpu.shared_expert.gate.clone(),
-                up: bf.cpu.shared_expert.up.clone(),
-                down: bf.cpu.shared_expert.down.clone(),
-            },
-            shared_expert_gate: bf.cpu.shared_expert_gate.clone(),
-        };
-        let mut up = Uploader::new(gpu()).unwrap();
-        let gpu_w = MoeGpu::upload(&mut up, &cpu).unwrap();
-        assert!(gpu_w.packed.is_some_and(|p| p.gate_up == RowFormat::Int4) && gpu_w.fp8_scales.is_none());
-        std::mem::forget(up.finish().unwrap());
-        Fixture { cfg: bf.cfg.clone(), cpu, gpu: gpu_w }
+        assert!(f.gpu.packed.is_some_and(|p| p.gate_up == RowFormat::Int4) && f.gpu.fp8_scales.is_none());
+        f
     })
 }
 
-/// The int4 grouped GEMMs (prefill) and the int4 expert GEMVs (`moe_block_path` ungrouped: the
+/// `fixture()`'s layer as a GGUF file would hold it: gate and up in `gate_up`, down in `down`
+/// (ggml blocks, read as stored on the GPU, dequantised by ggml's rules on the CPU).
+fn fixture_kquant(gate_up: KQuant, down: KQuant) -> Fixture {
+    let f = fixture_packed(|_, t| {
+        let k = if t.shape[1] == HIDDEN { gate_up } else { down };
+        let blocks = k.quantize(&t.to_f32());
+        Tensor::from_bytes(solo_model::DType::Ggml(k.ggml()), t.shape.clone(), &blocks)
+    });
+    let p = f.gpu.packed.expect("Q4_K/Q6_K experts go up as stored");
+    assert_eq!((p.gate_up, p.down), (RowFormat::K(gate_up), RowFormat::K(down)));
+    f
+}
+
+/// The 4/6-bit grouped GEMMs (prefill) and expert GEMVs (`moe_block_path` ungrouped: the
 /// multi-token steps' form) against the CPU on the dequantised experts.
-#[test]
-#[ignore = "needs an NVIDIA GPU"]
-fn moe_block_int4_matches_cpu() {
+fn check_packed_block(f: &Fixture, name: &str) {
     let gpu = gpu();
-    let f = fixture_int4();
-    for (t, seed) in [(1usize, 41u64), (4, 42), (300, 43)] {
+    for (t, seed, grouped) in [(1usize, 41u64, true), (4, 42, true), (300, 43, true), (1, 44, false), (4, 45, false)] {
         let x = input(seed, t);
         let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
         let out = gpu.alloc(t * HIDDEN * 4).unwrap();
-        moe_block(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), out.ptr()).unwrap();
+        moe_block_path(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), out.ptr(), grouped).unwrap();
         let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
         let want = moe_forward(&f.cfg, &f.cpu, None, &x);
-        check_against_cpu(f, &format!("moe_block int4 t={t} (grouped)"), &got, &want, &x, 1e-2);
-    }
-    for (t, seed) in [(1usize, 44u64), (4, 45)] {
-        let x = input(seed, t);
-        let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
-        let out = gpu.alloc(t * HIDDEN * 4).unwrap();
-        moe_block_path(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), out.ptr(), false).unwrap();
-        let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
-        let want = moe_forward(&f.cfg, &f.cpu, None, &x);
-        check_against_cpu(f, &format!("moe_block int4 t={t} (GEMVs)"), &got, &want, &x, 1e-2);
+        let form = if grouped { "grouped" } else { "GEMVs" };
+        check_against_cpu(f, &format!("moe_block {name} t={t} ({form})"), &got, &want, &x, 1e-2);
     }
 }
 
-/// The int4 form of the decode step's MoE kernel (W_o, router and shared expert bf16) against
-/// the CPU over the dequantised experts, over three launches.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn moe_decode_int4_matches_cpu() {
+fn moe_block_int4_matches_cpu() {
+    check_packed_block(fixture_int4(), "int4");
+}
+
+/// A Q4_K_M file's layer (gate/up Q4_K, down Q6_K), and the formats the other way round.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_block_and_decode_kquant_match_cpu() {
+    for (gate_up, down) in [(KQuant::Q4K, KQuant::Q6K), (KQuant::Q6K, KQuant::Q4K)] {
+        let f = fixture_kquant(gate_up, down);
+        let name = format!("{gate_up:?}/{down:?}");
+        check_packed_block(&f, &name);
+        check_packed_decode(&f, &name);
+    }
+}
+
+/// The 4/6-bit forms of the decode step's MoE kernel (W_o, router and shared expert bf16)
+/// against the CPU over the dequantised experts, over three launches.
+fn check_packed_decode(f: &Fixture, name: &str) {
     let gpu = gpu();
-    let f = fixture_int4();
     let mixer = MixerFixture::new();
     let h = random(21, HIDDEN, 2.0);
     let h1 = mixer.added_to(&h);
@@ -530,8 +550,14 @@ fn moe_decode_int4_matches_cpu() {
         let hb = gpu.upload_f32(&h).unwrap();
         moe_decode(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
         let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
-        assert_close(&format!("moe_decode int4, launch {round}"), &got, &want, FP8_TOL);
+        assert_close(&format!("moe_decode {name}, launch {round}"), &got, &want, FP8_TOL);
     }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_decode_int4_matches_cpu() {
+    check_packed_decode(fixture_int4(), "int4");
 }
 
 #[test]

@@ -172,18 +172,6 @@ impl GgufModel {
         Ok(Checkpoint { dir: self.path.clone(), tensors })
     }
 
-    /// About the bytes of these weights in bf16 (2 an element; a tied embedding twice, as a bf16
-    /// backend uploads lm_head apart): what a backend that repacks them to bf16 needs.
-    pub fn bf16_bytes(&self) -> usize {
-        let all: usize =
-            self.files.iter().flat_map(|f| &f.tensors).map(|t| 2 * t.shape.iter().product::<usize>()).sum();
-        let tied = match self.tensor_shape("output.weight") {
-            None => self.tensor_shape("token_embd.weight").map_or(0, |s| 2 * s.iter().product::<usize>()),
-            Some(_) => 0,
-        };
-        all + tied
-    }
-
     /// Bytes and tensor counts per ggml type, largest first: `Q4_K 15.20 GiB (120), …`.
     pub fn describe(&self) -> String {
         let mut by_type: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
