@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load]
+#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load] [llama-build] [gguf MIX]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; PARITY_ARGS and
 # IMAGE_PARITY_ARGS: more flags for slice_parity.py and slice_parity_image.py)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
 #   gpu-bin/solo             (cargo build --release -p solo)
 #   gpu-bin/solo_cuda_tests  (the solo-cuda unit-test binary: cargo test --release -p solo-cuda --no-run)
+#   gpu-bin/llama-src.tgz, gpu-bin/llama_logits.cpp  (for llama-build: scripts/pack_llama_cpp.sh)
 # Writes logs and JSON under $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/solo-out}
@@ -113,6 +114,40 @@ randomise(m, 0, 'hf-router'); m.save_pretrained('$slices/bf16'); make_fp8_checkp
                 done
             done
             shift ;;
+        llama-build)
+            # llama.cpp with CUDA for this GPU from the carried source (scripts/pack_llama_cpp.sh),
+            # and scripts/llama_logits.cpp's --bench against it (llama-bench's source is not in the
+            # crate); kept in /tmp/llama while the machine stays warm
+            llama=/tmp/llama
+            if [ ! -x $llama/build/bin/llama-logits ]; then
+                for tool in cmake nvcc g++; do
+                    command -v $tool > /dev/null || { echo "llama-build: no $tool on this machine" | tee "$OUT/llama_build.log"; exit 1; }
+                done
+                mkdir -p $llama && tar xzf gpu-bin/llama-src.tgz -C $llama
+                arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+                (cmake -S $llama -B $llama/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_CUDA=ON \
+                    -DCMAKE_CUDA_ARCHITECTURES="$arch" -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_COMMON=OFF \
+                    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+                    -DLLAMA_BUILD_APP=OFF && timeout 540 cmake --build $llama/build -j"$(nproc)" --target llama \
+                    && g++ -O2 -std=c++17 -I$llama/include -I$llama/ggml/include gpu-bin/llama_logits.cpp -L$llama/build/bin \
+                        -lllama -lggml -lggml-base -Wl,-rpath,$llama/build/bin -o $llama/build/bin/llama-logits) \
+                    > "$OUT/llama_build.log" 2>&1 || { tail -20 "$OUT/llama_build.log"; status=1; }
+            fi
+            shift ;;
+        gguf)
+            # one full-size random GGUF file (solo random-gguf: llama.cpp's Q4_K_M or Q8_0 mix), then
+            # on that same file: llama.cpp (if llama-build ran) and solo, prefill at 4K and decode
+            # at 256 and 32K; and the GPU memory the weights take against the file's size
+            file=/tmp/solo-random-$2.gguf
+            [ -f $file ] || ./gpu-bin/solo random-gguf $file --mix "$2" 2>&1 | tee "$OUT/gguf_$2.log"
+            ls -l $file | tee -a "$OUT/gguf_$2.log"
+            if [ -x /tmp/llama/build/bin/llama-logits ]; then
+                timeout 400 /tmp/llama/build/bin/llama-logits --bench $file 4096 256,32768 128 2>&1 \
+                    | grep '^{' | sed 's/^/llama.cpp: /' | tee -a "$OUT/gguf_$2.log" || status=1
+            fi
+            timeout 400 ./gpu-bin/solo bench --model $file --contexts 256,4096,32768 --rounds 3 ${BENCH_ARGS:-} \
+                --json "$OUT/gguf_$2.json" 2>&1 | tee -a "$OUT/gguf_$2.log" || status=1
+            shift 2 ;;
         *) echo "unknown step $1"; exit 2 ;;
     esac
 done

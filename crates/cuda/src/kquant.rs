@@ -103,96 +103,6 @@ impl KQuant {
     }
 }
 
-impl KQuant {
-    /// Rounds `values` (rows of a multiple of 256) to this type's ggml blocks, as a GGUF file
-    /// stores them: a plain max-based rounding, for tests and the synthetic model (the file's own
-    /// quantiser searches its scales; what the kernels read is the same layout either way).
-    pub fn quantize(self, values: &[f32]) -> Vec<u8> {
-        assert!(values.len().is_multiple_of(QK), "{} values: not whole blocks", values.len());
-        let mut out = Vec::with_capacity(values.len() / QK * self.ggml().block_bytes());
-        for v in values.chunks_exact(QK) {
-            match self {
-                KQuant::Q4K => quantize_q4k_block(v, &mut out),
-                KQuant::Q6K => quantize_q6k_block(v, &mut out),
-            }
-        }
-        out
-    }
-}
-
-/// One Q4_K block: per 32 values a 6-bit scale and a 6-bit min (w = d·sc·q − dmin·m).
-fn quantize_q4k_block(v: &[f32], out: &mut Vec<u8>) {
-    let (mut scale, mut min) = ([0f32; 8], [0f32; 8]);
-    for j in 0..8 {
-        let sub = &v[32 * j..32 * j + 32];
-        let lo = sub.iter().fold(0f32, |m, &x| m.min(x));
-        let hi = sub.iter().fold(lo, |m, &x| m.max(x));
-        scale[j] = (hi - lo) / 15.0;
-        min[j] = -lo;
-    }
-    let d = f16::from_f32(scale.iter().fold(1e-8f32, |m, &x| m.max(x)) / 63.0);
-    let dmin = f16::from_f32(min.iter().fold(1e-8f32, |m, &x| m.max(x)) / 63.0);
-    let (df, dminf) = (d.to_f32().max(1e-12), dmin.to_f32().max(1e-12));
-    let sc: Vec<u8> = scale.iter().map(|s| (s / df).round().clamp(0.0, 63.0) as u8).collect();
-    let m: Vec<u8> = min.iter().map(|s| (s / dminf).round().clamp(0.0, 63.0) as u8).collect();
-    out.extend_from_slice(&d.to_le_bytes());
-    out.extend_from_slice(&dmin.to_le_bytes());
-    let mut packed = [0u8; 12];
-    for j in 0..4 {
-        packed[j] = sc[j] | ((sc[j + 4] >> 4) << 6);
-        packed[j + 4] = m[j] | ((m[j + 4] >> 4) << 6);
-        packed[j + 8] = (sc[j + 4] & 15) | ((m[j + 4] & 15) << 4);
-    }
-    out.extend_from_slice(&packed);
-    let q: Vec<u8> = (0..QK)
-        .map(|c| {
-            let (s, o) = (df * sc[c / 32] as f32, dminf * m[c / 32] as f32);
-            if s == 0.0 {
-                0
-            } else {
-                ((v[c] + o) / s).round().clamp(0.0, 15.0) as u8
-            }
-        })
-        .collect();
-    for pair in 0..4 {
-        for l in 0..32 {
-            out.push(q[64 * pair + l] | (q[64 * pair + 32 + l] << 4));
-        }
-    }
-}
-
-/// One Q6_K block: per 16 values an i8 scale (w = d·sc·(q − 32)).
-fn quantize_q6k_block(v: &[f32], out: &mut Vec<u8>) {
-    let scale: Vec<f32> = v.chunks_exact(16).map(|s| s.iter().fold(0f32, |m, &x| m.max(x.abs())) / 31.0).collect();
-    let d = f16::from_f32(scale.iter().fold(1e-8f32, |m, &x| m.max(x)) / 127.0);
-    let df = d.to_f32().max(1e-12);
-    let sc: Vec<i8> = scale.iter().map(|s| (s / df).round().clamp(-128.0, 127.0) as i8).collect();
-    let q: Vec<u8> = (0..QK)
-        .map(|c| {
-            let s = df * sc[c / 16] as f32;
-            if s == 0.0 {
-                32
-            } else {
-                ((v[c] / s).round() + 32.0).clamp(0.0, 63.0) as u8
-            }
-        })
-        .collect();
-    let (mut ql, mut qh) = ([0u8; 128], [0u8; 64]);
-    for n in 0..2 {
-        for l in 0..32 {
-            let at = 128 * n + l;
-            let (q1, q2, q3, q4) = (q[at], q[at + 32], q[at + 64], q[at + 96]);
-            ql[64 * n + l] = (q1 & 15) | ((q3 & 15) << 4);
-            ql[64 * n + l + 32] = (q2 & 15) | ((q4 & 15) << 4);
-            qh[32 * n + l] = (q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6);
-        }
-    }
-    out.extend_from_slice(&ql);
-    out.extend_from_slice(&qh);
-    out.extend(sc.iter().map(|&s| s as u8));
-    out.extend_from_slice(&d.to_le_bytes());
-}
-
 /// Nibble position (0..8, bits 4p..4p+3 of its word) of column c % 8: `int4.rs`'s order.
 const fn position(c: usize) -> usize {
     if c.is_multiple_of(2) {
@@ -333,20 +243,6 @@ mod tests {
                     assert_eq!(got[c].to_bits(), want[r * cols + c].to_bits(), "{k:?} {cols} row {r} col {c}");
                 }
             }
-        }
-    }
-
-    #[test]
-    fn quantized_blocks_dequantise_near_the_values() {
-        let values: Vec<f32> =
-            (0..4 * QK).map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0 + (i % 3) as f32 * 0.1).collect();
-        for (k, tol) in [(KQuant::Q4K, 0.09), (KQuant::Q6K, 0.02)] {
-            let blocks = k.quantize(&values);
-            assert_eq!(blocks.len(), 4 * k.ggml().block_bytes());
-            let mut back = vec![0f32; values.len()];
-            k.ggml().dequantize(&blocks, &mut back);
-            let worst = values.iter().zip(&back).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-            assert!(worst < tol, "{k:?}: worst error {worst}");
         }
     }
 

@@ -937,7 +937,7 @@ mod tests {
         // a Q4_K_M-shaped layer: every gate/up Q4_K, every down Q6_K
         let matrix = |k: KQuant, rows: usize, cols: usize, seed: usize| {
             let v: Vec<f32> = (0..rows * cols).map(|i| (((i + seed) * 7919) % 1000) as f32 / 1000.0 - 0.5).collect();
-            Tensor::from_bytes(DType::Ggml(k.ggml()), vec![rows, cols], &k.quantize(&v))
+            Tensor::from_bytes(DType::Ggml(k.ggml()), vec![rows, cols], &k.ggml().quantize(&v).unwrap())
         };
         let experts: Vec<ExpertWeights> = (0..3)
             .map(|i| ExpertWeights {
@@ -950,6 +950,59 @@ mod tests {
         let mut mixed = experts;
         mixed[1].up = matrix(KQuant::Q6K, 4, 512, 9);
         assert_eq!(kquant_formats(&mixed), None, "gate and up of one type throughout");
+    }
+
+    /// A small model of k-quant-friendly widths (every matrix width a multiple of 256), for
+    /// files written by `gguf::random`.
+    pub(crate) fn small_kquant_config() -> ModelConfig {
+        let json = serde_json::json!({
+            "model_type": "qwen3_5_moe_text",
+            "hidden_size": 256, "num_hidden_layers": 2, "vocab_size": 1024,
+            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 256,
+            "linear_num_key_heads": 2, "linear_num_value_heads": 2,
+            "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+            "num_experts": 4, "num_experts_per_tok": 2,
+            "moe_intermediate_size": 256, "shared_expert_intermediate_size": 256,
+            "full_attention_interval": 2, "max_position_embeddings": 4096, "rms_norm_eps": 1e-6,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1.0e7, "partial_rotary_factor": 0.25,
+                "mrope_section": [11, 11, 10]},
+            "eos_token_id": 1000
+        });
+        ModelConfig::from_json(&json.to_string()).unwrap()
+    }
+
+    /// `gguf::random` writes a file solo reads back with the config it was given, every layer's
+    /// routed experts Q4_K (gate, up) and Q4_K or Q6_K (down, as `use_more_bits` picks), which
+    /// the CUDA backend keeps as stored and whose rows hold the CPU reference's values.
+    #[test]
+    fn a_random_q4_k_m_file_reads_back_and_its_experts_stay_packed() {
+        let cfg = small_kquant_config();
+        let path = std::env::temp_dir().join(format!("solo-random-{}.gguf", std::process::id()));
+        solo_model::gguf::random::write(&path, &cfg, solo_model::gguf::random::Mix::Q4KM).unwrap();
+        let (back, w) = solo_model::load(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            (back.hidden_size, back.num_hidden_layers, back.vocab_size, back.num_experts, back.moe_intermediate_size),
+            (256, 2, 1024, 4, 256)
+        );
+        assert_eq!(back.layer_types, cfg.layer_types);
+        for (i, layer) in w.layers.iter().enumerate() {
+            let (gate_up, down) = kquant_formats(&layer.moe.experts).expect("whole layers of Q4_K/Q6_K experts");
+            assert_eq!(gate_up, KQuant::Q4K);
+            // llama.cpp's use_more_bits, of 2 layers, picks the last
+            assert_eq!(down, [KQuant::Q4K, KQuant::Q6K][i], "layer {i}");
+            let t = &layer.moe.experts[1].down;
+            let mut out = Vec::new();
+            packed_rows(t, RowFormat::K(down), &mut out).unwrap();
+            let want = t.to_f32();
+            assert_eq!(down.decode_row(&out, t.row_len(), 3), want[3 * t.row_len()..4 * t.row_len()]);
+        }
+        let bf16: usize = {
+            let mut all = vec![&w.embed_tokens, &w.final_norm, &w.lm_head];
+            all.extend(w.layers.iter().flat_map(|l| l.tensors()));
+            all.iter().map(|t| if t.shape.len() == 1 { 4 } else { 2 } * t.numel()).sum()
+        };
+        assert!(repacked_bytes(&w) < bf16);
     }
 
     #[test]

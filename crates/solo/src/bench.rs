@@ -42,6 +42,28 @@ impl From<PrecisionArg> for solo_cuda::synthetic::Synthetic {
     }
 }
 
+/// `solo random-gguf --mix`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum GgufMix {
+    #[value(name = "q4_k_m")]
+    Q4KM,
+    #[value(name = "q8_0")]
+    Q8_0,
+}
+
+/// `solo random-gguf`: the release's widths, `layers` layers, random weights in `mix`.
+pub fn random_gguf(out: &std::path::Path, layers: usize, mix: GgufMix) -> Result<()> {
+    use solo_model::gguf::random::{write, Mix};
+    let mix = match mix {
+        GgufMix::Q4KM => Mix::Q4KM,
+        GgufMix::Q8_0 => Mix::Q8_0,
+    };
+    write(out, &solo_cuda::synthetic::real_config(layers), mix)?;
+    let gib = std::fs::metadata(out)?.len() as f64 / (1u64 << 30) as f64;
+    eprintln!("solo: wrote {} ({gib:.2} GiB)", out.display());
+    Ok(())
+}
+
 /// `solo bench`.
 #[derive(clap::Args)]
 pub struct BenchArgs {

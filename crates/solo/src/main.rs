@@ -76,6 +76,18 @@ enum Command {
     Serve(serve::ServeArgs),
     /// The privacy gate: personal data and secrets in stdin, as JSON spans with the policy's outcome.
     Gate(gate::GateArgs),
+    /// Write a GGUF file of the release's widths with random weights in llama.cpp's Q4_K_M or Q8_0
+    /// mix (a placeholder tokenizer): the same file for `solo bench --model` and llama.cpp's
+    /// benchmarks where no real one is (scripts/gguf_side_by_side.sh).
+    RandomGguf {
+        /// The file to write.
+        out: PathBuf,
+        /// Decoder layers (the release has 40).
+        #[arg(long, default_value_t = 40)]
+        layers: usize,
+        #[arg(long, value_enum, default_value_t = bench::GgufMix::Q4KM)]
+        mix: bench::GgufMix,
+    },
     /// Mean negative log-likelihood and perplexity of a text file, as JSON.
     Perplexity {
         #[arg(long)]
@@ -108,6 +120,7 @@ fn main() {
         Command::Chat(args) => chat::chat(args),
         Command::Pull { repo, revision, include, jobs } => pull::pull(pull::PullArgs { repo, revision, include, jobs }),
         Command::Gate(args) => gate::gate(args),
+        Command::RandomGguf { out, layers, mix } => bench::random_gguf(&out, layers, mix),
         Command::Perplexity { model, text_file, backend } => commands::perplexity(&model, &text_file, backend),
     };
     if let Err(err) = result {

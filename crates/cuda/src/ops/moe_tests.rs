@@ -488,7 +488,7 @@ fn fixture_int4() -> &'static Fixture {
 fn fixture_kquant(gate_up: KQuant, down: KQuant) -> Fixture {
     let f = fixture_packed(|_, t| {
         let k = if t.shape[1] == HIDDEN { gate_up } else { down };
-        let blocks = k.quantize(&t.to_f32());
+        let blocks = k.ggml().quantize(&t.to_f32()).unwrap();
         Tensor::from_bytes(solo_model::DType::Ggml(k.ggml()), t.shape.clone(), &blocks)
     });
     let p = f.gpu.packed.expect("Q4_K/Q6_K experts go up as stored");

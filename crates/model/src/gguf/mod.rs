@@ -14,6 +14,7 @@
 //! (`mmproj-*.gguf`, architecture `clip`) and any other architecture are refused in one line.
 
 mod names;
+pub mod random;
 pub mod reader;
 pub mod types;
 
