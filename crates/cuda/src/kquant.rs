@@ -67,11 +67,12 @@ impl KQuant {
             rows * per_row * per_block
         );
         out.reserve(rows * self.row_bytes(cols));
+        let mut q = vec![0u8; cols]; // one row's values, in column order
         for row in blocks.chunks_exact(per_row * per_block) {
             let start = out.len();
             match self {
-                KQuant::Q4K => q4k_row(row, cols, out),
-                KQuant::Q6K => q6k_row(row, cols, out),
+                KQuant::Q4K => q4k_row(row, &mut q, out),
+                KQuant::Q6K => q6k_row(row, &mut q, out),
             }
             out.resize(start + self.row_bytes(cols), 0);
         }
@@ -141,9 +142,8 @@ fn word_of(values: &[u8]) -> u32 {
     values.iter().enumerate().fold(0, |w, (c, &v)| w | ((v as u32 & 15) << (4 * position(c))))
 }
 
-/// One Q4_K row (its blocks) into the kernels' layout.
-fn q4k_row(blocks: &[u8], cols: usize, out: &mut Vec<u8>) {
-    let mut q = vec![0u8; cols];
+/// One Q4_K row (its blocks) into the kernels' layout (`q`: room for the row's values).
+fn q4k_row(blocks: &[u8], q: &mut [u8], out: &mut Vec<u8>) {
     for (b, block) in blocks.chunks_exact(144).enumerate() {
         // ggml: 32 bytes per 64 columns, low nibbles the first 32 columns, high nibbles the next
         for (pair, bytes) in block[16..].chunks_exact(32).enumerate() {
@@ -161,13 +161,10 @@ fn q4k_row(blocks: &[u8], cols: usize, out: &mut Vec<u8>) {
     }
 }
 
-/// One Q6_K row (its blocks) into the kernels' layout.
-fn q6k_row(blocks: &[u8], cols: usize, out: &mut Vec<u8>) {
-    let mut q = vec![0u8; cols];
-    let mut scales = Vec::with_capacity(cols / 16);
-    let mut d = Vec::with_capacity(cols / QK * 2);
+/// One Q6_K row (its blocks) into the kernels' layout (`q`: room for the row's values).
+fn q6k_row(blocks: &[u8], q: &mut [u8], out: &mut Vec<u8>) {
     for (b, block) in blocks.chunks_exact(210).enumerate() {
-        let (ql, qh, sc) = (&block[..128], &block[128..192], &block[192..208]);
+        let (ql, qh) = (&block[..128], &block[128..192]);
         // ggml's dequantize_row_q6_K: two halves of 128 columns, each from 64 bytes of ql and 32 of qh
         for n in 0..2 {
             let (ql, qh) = (&ql[64 * n..], &qh[32 * n..]);
@@ -179,9 +176,6 @@ fn q6k_row(blocks: &[u8], cols: usize, out: &mut Vec<u8>) {
                 q[at + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
             }
         }
-        // scale i covers columns 16i .. 16i + 16 of the block: column order already
-        scales.extend_from_slice(sc);
-        d.extend_from_slice(&block[208..210]);
     }
     for chunk in q.chunks_exact(8) {
         out.extend_from_slice(&word_of(chunk).to_le_bytes());
@@ -190,8 +184,13 @@ fn q6k_row(blocks: &[u8], cols: usize, out: &mut Vec<u8>) {
         let high = chunk.iter().enumerate().fold(0u32, |w, (c, &v)| w | (((v >> 4) as u32) << high_shift(c)));
         out.extend_from_slice(&high.to_le_bytes());
     }
-    out.extend_from_slice(&scales);
-    out.extend_from_slice(&d);
+    // scale i of a block covers its columns 16i .. 16i + 16: column order already
+    for block in blocks.chunks_exact(210) {
+        out.extend_from_slice(&block[192..208]);
+    }
+    for block in blocks.chunks_exact(210) {
+        out.extend_from_slice(&block[208..210]);
+    }
 }
 
 #[cfg(test)]

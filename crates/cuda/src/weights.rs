@@ -419,15 +419,22 @@ impl<'g> Uploader<'g> {
         gate_up_format: RowFormat,
         down_format: RowFormat,
     ) -> Result<Experts> {
-        let (mut gate_up, mut down) = (Vec::new(), Vec::new());
-        for (i, e) in experts.iter().enumerate() {
-            let context = || format!("expert {i}");
-            packed_rows(&e.gate, gate_up_format, &mut gate_up).with_context(context)?;
-            packed_rows(&e.up, gate_up_format, &mut gate_up).with_context(context)?;
-            packed_rows(&e.down, down_format, &mut down).with_context(context)?;
-        }
-        let gate_up = self.upload(&[&gate_up])?;
-        let down = self.upload(&[&down])?;
+        // an expert's rows a task (a layer's are ~0.5 GB at full size)
+        use rayon::prelude::*;
+        let parts = experts
+            .par_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let (mut gate_up, mut down) = (Vec::new(), Vec::new());
+                let context = || format!("expert {i}");
+                packed_rows(&e.gate, gate_up_format, &mut gate_up).with_context(context)?;
+                packed_rows(&e.up, gate_up_format, &mut gate_up).with_context(context)?;
+                packed_rows(&e.down, down_format, &mut down).with_context(context)?;
+                Ok((gate_up, down))
+            })
+            .collect::<Result<Vec<(Vec<u8>, Vec<u8>)>>>()?;
+        let gate_up = self.upload(&parts.iter().map(|p| &p.0[..]).collect::<Vec<_>>())?;
+        let down = self.upload(&parts.iter().map(|p| &p.1[..]).collect::<Vec<_>>())?;
         let shared_gate_up = self.stacked_bf16(&[&shared.gate, &shared.up])?.ptr;
         let shared_down = self.stacked_bf16(&[&shared.down])?.ptr;
         let shared = SharedExpert { gate_up: shared_gate_up, down: shared_down };
