@@ -245,6 +245,84 @@ mod tests {
         }
     }
 
+    /// The kernels' arithmetic (common.cuh's `int4_pair`, `q6_pair`, `Q4KFormat::affine`,
+    /// `Q6KFormat::affine`, `format_dot` over the fused block's lane pieces: 32 columns of a
+    /// gate/up row, 16 of a down row) transcribed bit for bit, in f32, against the dequantised
+    /// row's dot: the layout's offsets as the CUDA code reads them, checked without a GPU.
+    fn kernel_dot(k: KQuant, row: &[u8], cols: usize, col: usize, n: usize, x: &[f32]) -> f32 {
+        let word = |at: usize| u32::from_le_bytes(row[at..at + 4].try_into().unwrap());
+        let half = |at: usize| f16::from_le_bytes([row[at], row[at + 1]]).to_f32();
+        // the pair's two values as the f16 (1024 + v) − 1032 (4-bit) or − 1056 (6-bit) gives them
+        let pair = |v: u32| ((v & 0xffff) as f32, (v >> 16) as f32);
+        let words: Vec<u32> = (0..n / 8).map(|i| word(col / 2 + 4 * i)).collect();
+        match k {
+            KQuant::Q4K => {
+                let b = cols / 2 + 16 * (col / 256);
+                let (sc, m) = scale_min(&row[b + 4..b + 16], (col % 256) / 32);
+                let (d, dmin) = (half(b), half(b + 2));
+                let (s, shift, mm) = (d * sc as f32, 8.0, dmin * m as f32);
+                let mut dot = 0f32;
+                let mut xsum = 0f32;
+                for (i, &w) in words.iter().enumerate() {
+                    for p in 0..4 {
+                        let (lo, hi) = pair((w >> (4 * p)) & 0x000F_000F);
+                        dot += (lo - 8.0) * x[8 * i + 2 * p] + (hi - 8.0) * x[8 * i + 2 * p + 1];
+                    }
+                }
+                for v in &x[..n] {
+                    xsum += v;
+                }
+                dot * s + xsum * (shift * s - mm)
+            }
+            KQuant::Q6K => {
+                let mut acc = 0f32;
+                for g in 0..n / 16 {
+                    let c = col + 16 * g;
+                    let high = word(cols / 2 + c / 4);
+                    let sc = row[cols / 2 + cols / 4 + c / 16] as i8 as f32;
+                    let d = half(cols / 2 + cols / 4 + cols / 16 + 2 * (c / 256));
+                    let mut dot = 0f32;
+                    for u in 0..2 {
+                        let w = words[2 * g + u];
+                        for p in 0..4 {
+                            let v = ((w >> (4 * p)) & 0x000F_000F) | (((high >> (2 * (4 * u + p))) & 0x0003_0003) << 4);
+                            let (lo, hi) = pair(v);
+                            let at = 16 * g + 8 * u + 2 * p;
+                            dot += (lo - 32.0) * x[at] + (hi - 32.0) * x[at + 1];
+                        }
+                    }
+                    acc += dot * d * sc;
+                }
+                acc
+            }
+        }
+    }
+
+    #[test]
+    fn the_kernels_lane_arithmetic_gives_the_rows_values() {
+        for (k, cols) in [(KQuant::Q4K, 2048), (KQuant::Q4K, 512), (KQuant::Q6K, 2048), (KQuant::Q6K, 512)] {
+            let rows = 3;
+            let blocks = random_blocks(k.ggml(), rows * cols / QK, 11 + cols as u64);
+            let mut packed = Vec::new();
+            k.repack_into(&blocks, rows, cols, &mut packed).unwrap();
+            let x: Vec<f32> = (0..cols).map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0).collect();
+            // gate/up rows: lane pieces of 32 columns; down rows: of 16
+            let n = if cols == 2048 { 32 } else { 16 };
+            for r in 0..rows {
+                let row = &packed[r * k.row_bytes(cols)..(r + 1) * k.row_bytes(cols)];
+                let values = k.decode_row(&packed, cols, r);
+                for col in (0..cols).step_by(n) {
+                    let want: f32 = (col..col + n).map(|c| values[c] * x[c]).sum();
+                    let got = kernel_dot(k, row, cols, col, n, &x[col..col + n]);
+                    assert!(
+                        (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                        "{k:?} {cols} row {r} col {col}: {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn sizes_are_the_files() {
         assert_eq!(KQuant::Q4K.row_bytes(2048), 2048 / QK * 144);
