@@ -15,8 +15,10 @@ use std::path::Path;
 /// The type mixes `write` makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mix {
-    /// llama.cpp's Q4_K_M: Q4_K matrices, Q6_K for `attn_v`, the output matrix and the down
-    /// projections of the layers `use_more_bits` picks (about half).
+    /// llama.cpp's Q4_K_M (`llama-quant.cpp`): Q4_K matrices; Q6_K for the output matrix, the
+    /// down projections (routed and shared) of the layers `use_more_bits` picks (20 of 40) and
+    /// `attn_v` of the attention layers it picks (among the attention layers); Q5_K for the
+    /// linear-attention `attn_qkv`; `ssm_alpha`/`ssm_beta`, the routers and conv1d unquantised.
     Q4KM,
     /// Every matrix Q8_0.
     Q8_0,
@@ -38,18 +40,16 @@ struct Spec {
 
 fn tensors(cfg: &ModelConfig, mix: Mix) -> Vec<Spec> {
     let (h, n) = (cfg.hidden_size, cfg.num_hidden_layers);
-    let q = |more: bool| match (mix, more) {
-        (Mix::Q8_0, _) => GgmlType::Q8_0,
-        (Mix::Q4KM, false) => GgmlType::Q4K,
-        (Mix::Q4KM, true) => GgmlType::Q6K,
-    };
-    let f32 = GgmlType::F32;
+    let q = |t: GgmlType| if mix == Mix::Q8_0 { GgmlType::Q8_0 } else { t };
+    let more = |i: usize, n: usize| if use_more_bits(i, n) { GgmlType::Q6K } else { GgmlType::Q4K };
+    let attention_layers = cfg.layer_types.iter().filter(|k| **k == LayerKind::FullAttention).count();
+    let (f32, q4) = (GgmlType::F32, GgmlType::Q4K);
     let mut out = Vec::new();
     let mut add = |name: String, shape: Vec<usize>, ty: GgmlType| out.push(Spec { name, shape, ty });
-    add("token_embd.weight".into(), vec![cfg.vocab_size, h], q(false));
+    add("token_embd.weight".into(), vec![cfg.vocab_size, h], q(q4));
+    let mut attention_index = 0;
     for i in 0..n {
         let p = |s: &str| format!("blk.{i}.{s}");
-        let more = use_more_bits(i, n);
         add(p("attn_norm.weight"), vec![h], f32);
         add(p("post_attention_norm.weight"), vec![h], f32);
         match cfg.layer_types[i] {
@@ -61,38 +61,39 @@ fn tensors(cfg: &ModelConfig, mix: Mix) -> Vec<Spec> {
                     cfg.linear_value_head_dim,
                 );
                 let conv = 2 * hk * dk + hv * dv;
-                add(p("attn_qkv.weight"), vec![conv, h], q(more));
-                add(p("attn_gate.weight"), vec![hv * dv, h], q(false));
-                add(p("ssm_beta.weight"), vec![hv, h], q(false));
-                add(p("ssm_alpha.weight"), vec![hv, h], q(false));
+                add(p("attn_qkv.weight"), vec![conv, h], q(GgmlType::Q5K));
+                add(p("attn_gate.weight"), vec![hv * dv, h], q(q4));
+                add(p("ssm_beta.weight"), vec![hv, h], f32);
+                add(p("ssm_alpha.weight"), vec![hv, h], f32);
                 add(p("ssm_dt.bias"), vec![hv], f32);
                 add(p("ssm_a"), vec![hv], f32);
                 add(p("ssm_conv1d.weight"), vec![conv, cfg.linear_conv_kernel_dim], f32);
                 add(p("ssm_norm.weight"), vec![dv], f32);
-                add(p("ssm_out.weight"), vec![h, hv * dv], q(false));
+                add(p("ssm_out.weight"), vec![h, hv * dv], q(q4));
             }
             LayerKind::FullAttention => {
                 let (heads, kv, d) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim);
-                add(p("attn_q.weight"), vec![2 * heads * d, h], q(false));
-                add(p("attn_k.weight"), vec![kv * d, h], q(false));
-                add(p("attn_v.weight"), vec![kv * d, h], q(more));
-                add(p("attn_output.weight"), vec![h, heads * d], q(false));
+                add(p("attn_q.weight"), vec![2 * heads * d, h], q(q4));
+                add(p("attn_k.weight"), vec![kv * d, h], q(q4));
+                add(p("attn_v.weight"), vec![kv * d, h], q(more(attention_index, attention_layers)));
+                add(p("attn_output.weight"), vec![h, heads * d], q(q4));
                 add(p("attn_q_norm.weight"), vec![d], f32);
                 add(p("attn_k_norm.weight"), vec![d], f32);
+                attention_index += 1;
             }
         }
         let (e, ei, si) = (cfg.num_experts, cfg.moe_intermediate_size, cfg.shared_expert_intermediate_size);
         add(p("ffn_gate_inp.weight"), vec![e, h], f32);
         add(p("ffn_gate_inp_shexp.weight"), vec![h], f32);
-        add(p("ffn_gate_shexp.weight"), vec![si, h], q(false));
-        add(p("ffn_up_shexp.weight"), vec![si, h], q(false));
-        add(p("ffn_down_shexp.weight"), vec![h, si], q(more));
-        add(p("ffn_gate_exps.weight"), vec![e, ei, h], q(false));
-        add(p("ffn_up_exps.weight"), vec![e, ei, h], q(false));
-        add(p("ffn_down_exps.weight"), vec![e, h, ei], q(more));
+        add(p("ffn_gate_shexp.weight"), vec![si, h], q(q4));
+        add(p("ffn_up_shexp.weight"), vec![si, h], q(q4));
+        add(p("ffn_down_shexp.weight"), vec![h, si], q(more(i, n)));
+        add(p("ffn_gate_exps.weight"), vec![e, ei, h], q(q4));
+        add(p("ffn_up_exps.weight"), vec![e, ei, h], q(q4));
+        add(p("ffn_down_exps.weight"), vec![e, h, ei], q(more(i, n)));
     }
     add("output_norm.weight".into(), vec![h], f32);
-    add("output.weight".into(), vec![cfg.vocab_size, h], q(true));
+    add("output.weight".into(), vec![cfg.vocab_size, h], q(GgmlType::Q6K));
     out
 }
 
@@ -136,7 +137,7 @@ pub fn write(path: &Path, cfg: &ModelConfig, mix: Mix) -> Result<()> {
     pad(&mut w)?;
     let mut pools = std::collections::HashMap::new();
     for (s, &size) in specs.iter().zip(&sizes) {
-        if s.shape.len() == 1 || s.name.ends_with("ssm_conv1d.weight") || s.name.contains("ffn_gate_inp") {
+        if s.ty == GgmlType::F32 {
             let n: usize = s.shape.iter().product();
             let values: Vec<f32> = (0..n).map(|i| small_value(&s.name, i)).collect();
             w.write_all(&values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
@@ -332,7 +333,8 @@ impl GgmlType {
         let mut out = Vec::with_capacity(values.len() / n * self.block_bytes());
         for v in values.chunks_exact(n) {
             match self {
-                GgmlType::Q4K => quantize_q4k_block(v, &mut out),
+                GgmlType::Q4K => quantize_k_block(v, 4, &mut out),
+                GgmlType::Q5K => quantize_k_block(v, 5, &mut out),
                 GgmlType::Q6K => quantize_q6k_block(v, &mut out),
                 GgmlType::Q8_0 => {
                     let d = f16::from_f32(v.iter().fold(0f32, |m, x| m.max(x.abs())) / 127.0);
@@ -354,14 +356,16 @@ impl GgmlType {
     }
 }
 
-/// One Q4_K block: per 32 values a 6-bit scale and a 6-bit min (w = d·sc·q − dmin·m).
-fn quantize_q4k_block(v: &[f32], out: &mut Vec<u8>) {
+/// One Q4_K (`bits` 4) or Q5_K (5) block: per 32 values a 6-bit scale and a 6-bit min
+/// (w = d·sc·q − dmin·m); Q5_K's fifth bits in 32 bytes before the nibbles.
+fn quantize_k_block(v: &[f32], bits: u32, out: &mut Vec<u8>) {
+    let top = ((1u32 << bits) - 1) as f32;
     let (mut scale, mut min) = ([0f32; 8], [0f32; 8]);
     for j in 0..8 {
         let sub = &v[32 * j..32 * j + 32];
         let lo = sub.iter().fold(0f32, |m, &x| m.min(x));
         let hi = sub.iter().fold(lo, |m, &x| m.max(x));
-        scale[j] = (hi - lo) / 15.0;
+        scale[j] = (hi - lo) / top;
         min[j] = -lo;
     }
     let d = f16::from_f32(scale.iter().fold(1e-8f32, |m, &x| m.max(x)) / 63.0);
@@ -386,13 +390,17 @@ fn quantize_q4k_block(v: &[f32], out: &mut Vec<u8>) {
             if s == 0.0 {
                 0
             } else {
-                ((v[c] + o) / s).round().clamp(0.0, 15.0) as u8
+                ((v[c] + o) / s).round().clamp(0.0, top) as u8
             }
         })
         .collect();
+    if bits == 5 {
+        // bit s of qh[l] is the fifth bit of value l of sub-block s
+        out.extend((0..32).map(|l| (0..8).fold(0u8, |h, s| h | (((q[32 * s + l] >> 4) & 1) << s))));
+    }
     for pair in 0..4 {
         for l in 0..32 {
-            out.push(q[64 * pair + l] | (q[64 * pair + 32 + l] << 4));
+            out.push((q[64 * pair + l] & 15) | ((q[64 * pair + 32 + l] & 15) << 4));
         }
     }
 }
@@ -437,7 +445,14 @@ mod tests {
     fn quantised_blocks_dequantise_near_the_values() {
         let values: Vec<f32> =
             (0..4 * 256).map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0 + (i % 3) as f32 * 0.1).collect();
-        for (t, tol) in [(GgmlType::Q4K, 0.09), (GgmlType::Q6K, 0.02), (GgmlType::Q8_0, 0.005), (GgmlType::F32, 0.0)] {
+        let cases = [
+            (GgmlType::Q4K, 0.09),
+            (GgmlType::Q5K, 0.045),
+            (GgmlType::Q6K, 0.02),
+            (GgmlType::Q8_0, 0.005),
+            (GgmlType::F32, 0.0),
+        ];
+        for (t, tol) in cases {
             let blocks = t.quantize(&values).unwrap();
             assert_eq!(blocks.len(), t.bytes_for(values.len()));
             let mut back = vec![0f32; values.len()];
@@ -445,7 +460,7 @@ mod tests {
             let worst = values.iter().zip(&back).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
             assert!(worst <= tol, "{t:?}: worst error {worst}");
         }
-        assert!(GgmlType::Q5K.quantize(&values).is_none(), "no quantiser for Q5_K");
+        assert!(GgmlType::Q3K.quantize(&values).is_none(), "no quantiser for Q3_K");
     }
 
     #[test]
