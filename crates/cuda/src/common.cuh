@@ -494,14 +494,16 @@ __device__ __forceinline__ float2 int4_group(unsigned int word) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4- and 6-bit expert rows: the int4 layout above and GGUF's Q4_K and Q6_K repacked at load
-// (`kquant.rs`), all three with their 4-bit values in the int4 word order. A format F gives
+// 4- to 6-bit expert rows: the int4 layout above and GGUF's Q4_K, Q5_K and Q6_K repacked at load
+// (`kquant.rs`), all with their low 4 bits in the int4 word order. A format F gives
+//   F::HIGH                         the bits above the low 4 (0, Q5_K's 1, Q6_K's 2), in a plane
+//                                   after the low bits;
 //   F::row_bytes(K)                 bytes of a row of K columns (a multiple of 16);
 //   F::affine(row, K, col)          the affine map of the column group holding `col`:
 //                                   w = (f + shift) · s − m, f the pair's f16 value (q − 8 for the
-//                                   4-bit formats, q − 32 for Q6_K);
+//                                   4-bit formats, q − 16 for Q5_K, q − 32 for Q6_K);
 //   F::dot(row, K, col, x, xsum)    Σ w · x over the 8·N columns col .. col + 8N (N = 2 or 4
-//                                   words, inside one group of 16 for Q6_K's scales), x as 4N
+//                                   words, inside one group; Q6_K's scales are per 16), x as 4N
 //                                   scaled f16 pairs (to_x16's order) and xsum their true sum.
 // `row` is the row's start, in shared or global memory. The int4 form's sums are the ones its
 // kernels had before the formats were shared (dot · s·UNSCALE + xsum · s·(8 − z)).
@@ -520,24 +522,37 @@ struct Int4Format {
 };
 
 // Q4_K: after the values, each 256-column block's 16 bytes as ggml stores them (d, dmin f16,
-// then the 12 bytes of 6-bit (sc, m) pairs, one per 32 columns): w = d·sc·q − dmin·m.
+// then the 12 bytes of 6-bit (sc, m) pairs, one per 32 columns): w = d·sc·q − dmin·m. Q5_K: the
+// same with q's fifth bits in a plane between (a word per 32 columns: the pair at nibble
+// position p of low word u has its bits at 4u + p and 16 + 4u + p).
+__device__ __forceinline__ Affine k_block_affine(const unsigned char* b, int col, float shift) {
+    const unsigned int dm = *reinterpret_cast<const unsigned int*>(b);
+    const unsigned char* q = b + 4;
+    const int j = (col % 256) / 32;
+    int sc, m;
+    if (j < 4) {
+        sc = q[j] & 63, m = q[j + 4] & 63;
+    } else {
+        sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4), m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+    const float d = __half2float(__ushort_as_half((unsigned short)(dm & 0xffff)));
+    const float dmin = __half2float(__ushort_as_half((unsigned short)(dm >> 16)));
+    return Affine{d * (float)sc, shift, dmin * (float)m};  // (q − shift + shift)·d·sc − dmin·m
+}
+
 struct Q4KFormat {
     static constexpr int HIGH = 0;
     __host__ __device__ static constexpr int row_bytes(int K) { return K / 2 + K / 16; }
     __device__ static __forceinline__ Affine affine(const unsigned char* row, int K, int col) {
-        const unsigned char* b = row + K / 2 + 16 * (col / 256);
-        const unsigned int dm = *reinterpret_cast<const unsigned int*>(b);
-        const unsigned char* q = b + 4;
-        const int j = (col % 256) / 32;
-        int sc, m;
-        if (j < 4) {
-            sc = q[j] & 63, m = q[j + 4] & 63;
-        } else {
-            sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4), m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-        }
-        const float d = __half2float(__ushort_as_half((unsigned short)(dm & 0xffff)));
-        const float dmin = __half2float(__ushort_as_half((unsigned short)(dm >> 16)));
-        return Affine{d * (float)sc, 8.f, dmin * (float)m};  // (q − 8 + 8)·d·sc − dmin·m
+        return k_block_affine(row + K / 2 + 16 * (col / 256), col, 8.f);
+    }
+};
+
+struct Q5KFormat {
+    static constexpr int HIGH = 1;
+    __host__ __device__ static constexpr int row_bytes(int K) { return K / 2 + K / 8 + K / 16; }
+    __device__ static __forceinline__ Affine affine(const unsigned char* row, int K, int col) {
+        return k_block_affine(row + K / 2 + K / 8 + 16 * (col / 256), col, 16.f);
     }
 };
 
@@ -545,7 +560,7 @@ struct Q4KFormat {
 // pair at nibble position p of low word u has its bits at 2(4u + p) and 16 + 2(4u + p)), the i8
 // scale of every 16 columns, the f16 d of every 256: w = d·sc·(q − 32).
 struct Q6KFormat {
-    static constexpr int HIGH = 1;
+    static constexpr int HIGH = 2;
     __host__ __device__ static constexpr int row_bytes(int K) { return (K / 2 + K / 4 + K / 16 + K / 128 + 15) / 16 * 16; }
     __device__ static __forceinline__ Affine affine(const unsigned char* row, int K, int col) {
         const float sc = (float)(signed char)row[K / 2 + K / 4 + col / 16];
@@ -561,6 +576,13 @@ __device__ __forceinline__ __half2 q6_pair(unsigned int low, unsigned int high, 
     return __hsub2(*reinterpret_cast<const __half2*>(&v), __halves2half2(__ushort_as_half(0x6420), __ushort_as_half(0x6420)));
 }
 
+// A Q5_K pair: the low-bit pair of low word u (of a 32-column group) with its fifth bits, as the
+// f16 pair q − 16.
+__device__ __forceinline__ __half2 q5_pair(unsigned int low, unsigned int high, int u, int s) {
+    const unsigned int v = ((low >> (4 * s)) & 0x000F000Fu) | (((high >> (4 * u + s)) & 0x00010001u) << 4) | 0x64006400u;
+    return __hsub2(*reinterpret_cast<const __half2*>(&v), __halves2half2(__ushort_as_half(0x6410), __ushort_as_half(0x6410)));
+}
+
 // Σ (q − 32) · x · 2^-4 over the 16 columns of low words w0, w1 and their high word.
 __device__ __forceinline__ float dot_q6(unsigned int w0, unsigned int w1, unsigned int high, const __half2* x) {
     __half2 acc = __float2half2_rn(0.f);
@@ -572,13 +594,14 @@ __device__ __forceinline__ float dot_q6(unsigned int w0, unsigned int w1, unsign
     return f.x + f.y;
 }
 
-// Σ w · x over the 8·N columns from `col` of a row in format F (see above). The 4-bit formats'
-// N words share one group (int4: 128 columns, Q4_K: 32); Q6_K takes 16 columns a scale.
+// Σ w · x over the 8·N columns from `col` of a row in format F (see above). The int4, Q4_K and
+// Q5_K formats' N words share one group (int4: 128 columns, Q4_K and Q5_K: 32); Q6_K takes 16
+// columns a scale.
 template <typename F, int N>
 __device__ __forceinline__ float format_dot(const unsigned char* row, int K, int col, const __half2 (&x)[4 * N],
                                             float xsum) {
     const unsigned int* words = reinterpret_cast<const unsigned int*>(row + col / 2);
-    if constexpr (F::HIGH) {
+    if constexpr (F::HIGH == 2) {
         const unsigned int* high = reinterpret_cast<const unsigned int*>(row + K / 2 + col / 4);
         float acc = 0.f;
 #pragma unroll
@@ -596,6 +619,21 @@ __device__ __forceinline__ float format_dot(const unsigned char* row, int K, int
             w[0] = v.x, w[1] = v.y;
         }
         const Affine a = F::affine(row, K, col);
-        return dot_int4<N>(w, x) * (a.s * FP8_X_UNSCALE) + xsum * (a.shift * a.s - a.m);
+        float dot;
+        if constexpr (F::HIGH == 1) {
+            // the 32-column group's fifth bits; this piece's words are u0 .. u0 + N of its four
+            const unsigned int high = *reinterpret_cast<const unsigned int*>(row + K / 2 + (col / 32) * 4);
+            const int u0 = (col % 32) / 8;
+            __half2 acc = __float2half2_rn(0.f);
+#pragma unroll
+            for (int i = 0; i < N; i++)
+#pragma unroll
+                for (int s = 0; s < 4; s++) acc = __hfma2(q5_pair(w[i], high, u0 + i, s), x[4 * i + s], acc);
+            const float2 f = __half22float2(acc);
+            dot = f.x + f.y;
+        } else {
+            dot = dot_int4<N>(w, x);
+        }
+        return dot * (a.s * FP8_X_UNSCALE) + xsum * (a.shift * a.s - a.m);
     }
 }

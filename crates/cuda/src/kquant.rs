@@ -1,4 +1,4 @@
-//! GGUF's Q4_K and Q6_K expert matrices as the kernels read them (`common.cuh`, "4- and 6-bit
+//! GGUF's Q4_K, Q5_K and Q6_K expert matrices as the kernels read them (`common.cuh`, "4- to 6-bit
 //! expert rows"), repacked at load from the file's blocks with no change of value and no change
 //! of size (a Q6_K row of 512 columns gains 12 bytes of padding):
 //!
@@ -6,6 +6,9 @@
 //!   f16 per 256): a row is `cols / 2` bytes of q in the int4 word order (`int4.rs`: one LOP3
 //!   makes two f16 weights), then each 256-column block's 16 bytes as ggml stores them: d, dmin
 //!   and the 12 bytes of packed (sc, m). 144 bytes per 256 columns, as in the file.
+//! - **Q5_K** (Q4_K with a fifth bit, q 0..31): the Q4_K row with, between the values and the
+//!   blocks' 16 bytes, the fifth bits (a 32-bit word per 32 columns, placed as Q6_K's high bits
+//!   are). 176 bytes per 256 columns, as in the file.
 //! - **Q6_K** (w = d·sc·(q − 32), q 0..63, an i8 scale per 16 columns, d f16 per 256): a row is
 //!   `cols / 2` bytes of q's low 4 bits in the int4 word order, then `cols / 4` bytes of the high
 //!   2 bits (a 32-bit word per 16 columns, placed so that one shift and mask puts both weights of
@@ -23,6 +26,7 @@ use solo_model::gguf::GgmlType;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KQuant {
     Q4K,
+    Q5K,
     Q6K,
 }
 
@@ -33,6 +37,7 @@ impl KQuant {
     pub fn of(t: GgmlType) -> Option<KQuant> {
         match t {
             GgmlType::Q4K => Some(KQuant::Q4K),
+            GgmlType::Q5K => Some(KQuant::Q5K),
             GgmlType::Q6K => Some(KQuant::Q6K),
             _ => None,
         }
@@ -41,6 +46,7 @@ impl KQuant {
     pub fn ggml(self) -> GgmlType {
         match self {
             KQuant::Q4K => GgmlType::Q4K,
+            KQuant::Q5K => GgmlType::Q5K,
             KQuant::Q6K => GgmlType::Q6K,
         }
     }
@@ -49,6 +55,7 @@ impl KQuant {
     pub const fn row_bytes(self, cols: usize) -> usize {
         match self {
             KQuant::Q4K => cols / 2 + cols / 16,
+            KQuant::Q5K => cols / 2 + cols / 8 + cols / 16,
             KQuant::Q6K => (cols / 2 + cols / 4 + cols / 16 + cols / 128).div_ceil(16) * 16,
         }
     }
@@ -72,6 +79,7 @@ impl KQuant {
             let start = out.len();
             match self {
                 KQuant::Q4K => q4k_row(row, &mut q, out),
+                KQuant::Q5K => q5k_row(row, &mut q, out),
                 KQuant::Q6K => q6k_row(row, &mut q, out),
             }
             out.resize(start + self.row_bytes(cols), 0);
@@ -86,11 +94,17 @@ impl KQuant {
         let half = |at: usize| f16::from_le_bytes([row[at], row[at + 1]]).to_f32();
         (0..cols)
             .map(|c| match self {
-                KQuant::Q4K => {
-                    let header = cols / 2 + 16 * (c / QK);
+                KQuant::Q4K | KQuant::Q5K => {
+                    let (high, header) = match self {
+                        KQuant::Q4K => (0, cols / 2 + 16 * (c / QK)),
+                        _ => {
+                            let word = u32::from_le_bytes(row[cols / 2 + 4 * (c / 32)..][..4].try_into().unwrap());
+                            (((word >> high_shift5(c % 32)) & 1) << 4, cols / 2 + cols / 8 + 16 * (c / QK))
+                        }
+                    };
                     let (sc, m) = scale_min(&row[header + 4..header + 16], (c % QK) / 32);
                     let (d1, m1) = (half(header) * sc as f32, half(header + 2) * m as f32);
-                    d1 * low_nibble(row, c) as f32 - m1
+                    d1 * (low_nibble(row, c) as u32 | high) as f32 - m1
                 }
                 KQuant::Q6K => {
                     let high = u32::from_le_bytes(row[cols / 2 + 4 * (c / 16)..][..4].try_into().unwrap());
@@ -128,6 +142,13 @@ const fn high_shift(c: usize) -> usize {
     2 * (4 * u + within / 2) + 16 * (within % 2)
 }
 
+/// Where column c % 32's fifth bit sits in its Q5_K word: the low-bit pair (p, its position in
+/// low word u of the four) at bit 4u + p for the even column and 16 more for the odd one.
+const fn high_shift5(c: usize) -> usize {
+    let (u, within) = (c / 8, c % 8);
+    4 * u + within / 2 + 16 * (within % 2)
+}
+
 /// ggml's `get_scale_min_k4`: sub-block j's 6-bit scale and min from a Q4_K block's 12 bytes.
 fn scale_min(q: &[u8], j: usize) -> (u8, u8) {
     if j < 4 {
@@ -157,6 +178,30 @@ fn q4k_row(blocks: &[u8], q: &mut [u8], out: &mut Vec<u8>) {
         out.extend_from_slice(&word_of(chunk).to_le_bytes());
     }
     for block in blocks.chunks_exact(144) {
+        out.extend_from_slice(&block[..16]);
+    }
+}
+
+/// One Q5_K row (its blocks) into the kernels' layout (`q`: room for the row's values).
+fn q5k_row(blocks: &[u8], q: &mut [u8], out: &mut Vec<u8>) {
+    for (b, block) in blocks.chunks_exact(176).enumerate() {
+        let (qh, qs) = (&block[16..48], &block[48..176]);
+        // ggml: sub-block s takes nibble s % 2 of bytes 32 (s / 2) .., its fifth bit from bit s of qh
+        for s in 0..8 {
+            for l in 0..32 {
+                let low = (qs[32 * (s / 2) + l] >> (4 * (s % 2))) & 15;
+                q[b * QK + 32 * s + l] = low | (((qh[l] >> s) & 1) << 4);
+            }
+        }
+    }
+    for chunk in q.chunks_exact(8) {
+        out.extend_from_slice(&word_of(chunk).to_le_bytes());
+    }
+    for chunk in q.chunks_exact(32) {
+        let high = chunk.iter().enumerate().fold(0u32, |w, (c, &v)| w | (((v >> 4) as u32 & 1) << high_shift5(c)));
+        out.extend_from_slice(&high.to_le_bytes());
+    }
+    for block in blocks.chunks_exact(176) {
         out.extend_from_slice(&block[..16]);
     }
 }
@@ -211,7 +256,7 @@ mod tests {
             let mut block: Vec<u8> = (0..t.block_bytes()).map(|_| next() as u8).collect();
             let small = |r: u64| f16::from_f32(0.001 + (r % 1000) as f32 * 1e-5).to_le_bytes();
             match t {
-                GgmlType::Q4K => {
+                GgmlType::Q4K | GgmlType::Q5K => {
                     block[..2].copy_from_slice(&small(next()));
                     block[2..4].copy_from_slice(&small(next()));
                 }
@@ -256,17 +301,21 @@ mod tests {
         let pair = |v: u32| ((v & 0xffff) as f32, (v >> 16) as f32);
         let words: Vec<u32> = (0..n / 8).map(|i| word(col / 2 + 4 * i)).collect();
         match k {
-            KQuant::Q4K => {
-                let b = cols / 2 + 16 * (col / 256);
+            KQuant::Q4K | KQuant::Q5K => {
+                let five = k == KQuant::Q5K;
+                let b = cols / 2 + if five { cols / 8 } else { 0 } + 16 * (col / 256);
                 let (sc, m) = scale_min(&row[b + 4..b + 16], (col % 256) / 32);
                 let (d, dmin) = (half(b), half(b + 2));
-                let (s, shift, mm) = (d * sc as f32, 8.0, dmin * m as f32);
+                let (s, shift, mm) = (d * sc as f32, if five { 16.0 } else { 8.0 }, dmin * m as f32);
+                let high = if five { word(cols / 2 + 4 * (col / 32)) } else { 0 };
+                let u0 = (col % 32) / 8;
                 let mut dot = 0f32;
                 let mut xsum = 0f32;
                 for (i, &w) in words.iter().enumerate() {
                     for p in 0..4 {
-                        let (lo, hi) = pair((w >> (4 * p)) & 0x000F_000F);
-                        dot += (lo - 8.0) * x[8 * i + 2 * p] + (hi - 8.0) * x[8 * i + 2 * p + 1];
+                        let v = ((w >> (4 * p)) & 0x000F_000F) | (((high >> (4 * (u0 + i) + p)) & 0x0001_0001) << 4);
+                        let (lo, hi) = pair(v);
+                        dot += (lo - shift) * x[8 * i + 2 * p] + (hi - shift) * x[8 * i + 2 * p + 1];
                     }
                 }
                 for v in &x[..n] {
@@ -300,7 +349,14 @@ mod tests {
 
     #[test]
     fn the_kernels_lane_arithmetic_gives_the_rows_values() {
-        for (k, cols) in [(KQuant::Q4K, 2048), (KQuant::Q4K, 512), (KQuant::Q6K, 2048), (KQuant::Q6K, 512)] {
+        for (k, cols) in [
+            (KQuant::Q4K, 2048),
+            (KQuant::Q4K, 512),
+            (KQuant::Q5K, 2048),
+            (KQuant::Q5K, 512),
+            (KQuant::Q6K, 2048),
+            (KQuant::Q6K, 512),
+        ] {
             let rows = 3;
             let blocks = random_blocks(k.ggml(), rows * cols / QK, 11 + cols as u64);
             let mut packed = Vec::new();
@@ -326,6 +382,8 @@ mod tests {
     #[test]
     fn sizes_are_the_files() {
         assert_eq!(KQuant::Q4K.row_bytes(2048), 2048 / QK * 144);
+        assert_eq!(KQuant::Q5K.row_bytes(2048), 2048 / QK * 176);
+        assert_eq!(KQuant::Q5K.row_bytes(512), 2 * 176);
         assert_eq!(KQuant::Q6K.row_bytes(2048), 2048 / QK * 210);
         assert_eq!(KQuant::Q4K.row_bytes(512), 2 * 144);
         assert_eq!(KQuant::Q6K.row_bytes(512), 2 * 210 + 12);
@@ -339,6 +397,10 @@ mod tests {
                 assert_eq!(high_shift(8 * u + 2 * p), 2 * (4 * u + p));
                 assert_eq!(high_shift(8 * u + 2 * p + 1), 2 * (4 * u + p) + 16);
                 assert_eq!(position(2 * p), p);
+                for w in 0..4 {
+                    assert_eq!(high_shift5(8 * w + 2 * p), 4 * w + p);
+                    assert_eq!(high_shift5(8 * w + 2 * p + 1), 4 * w + p + 16);
+                }
                 assert_eq!(position(2 * p + 1), 4 + p);
             }
         }

@@ -78,7 +78,7 @@ fn plan_memory(model: &mut CudaModel, asked: Option<usize>) -> Result<()> {
         "solo: GPU memory{}: weights {:.1} GiB{}{note}; context {max_seq} tokens: {:.2} GiB of KV cache and state a sequence; {:.1} GiB free: room for {} at once",
         model.gpu.budget.map_or(String::new(), |b| format!(" (budget {:.1} GiB)", gib(b))),
         gib(model.weights.bytes()),
-        model.weights.repacked_from.as_ref().map_or(String::new(), |t| format!(" (GGUF {t}: Q4_K and Q6_K routed experts as stored, the rest bf16)")),
+        model.weights.repacked_from.as_ref().map_or(String::new(), |t| format!(" (GGUF {t}: Q4_K/Q5_K/Q6_K routed experts as stored, the rest bf16)")),
         gib(per_sequence),
         gib(free),
         free / per_sequence.max(1)
@@ -140,7 +140,7 @@ impl MemoryPlan {
 
 /// `--backend auto`'s choice for a checkpoint directory or GGUF file: this backend when an NVIDIA
 /// GPU is here and the config (`config.json`, or the GGUF metadata) has the real model's widths,
-/// and for a GGUF file (its Q4_K and Q6_K routed experts kept as stored, the rest repacked to
+/// and for a GGUF file (its Q4_K, Q5_K and Q6_K routed experts kept as stored, the rest repacked to
 /// bf16: `weights::repacked_bytes`) when the card (and `--gpu-memory`) can hold its weights;
 /// otherwise the CPU reference.
 pub fn auto_picks_cuda(path: &Path) -> bool {

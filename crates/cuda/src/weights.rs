@@ -134,7 +134,7 @@ pub struct MoeGpu {
     pub down: DevPtr,
     /// For FP8 experts, their block scales.
     pub fp8_scales: Option<ExpertScales>,
-    /// For 4/6-bit experts (an int4 checkpoint's, a GGUF file's Q4_K and Q6_K): `gate_up` and
+    /// For 4/6-bit experts (an int4 checkpoint's, a GGUF file's Q4_K, Q5_K, Q6_K): `gate_up` and
     /// `down` hold the 256 routed experts' rows in their formats (`int4.rs`: [256 × 1024] rows of
     /// 1088 bytes, [256 × 2048] rows of 272; `kquant.rs`) and the shared expert is apart, in bf16.
     pub packed: Option<Packed>,
@@ -462,7 +462,7 @@ pub struct Experts {
 }
 
 /// The kernels' formats of a GGUF layer's routed experts, when they read them as stored: every
-/// gate and up matrix of one type and every down matrix of one, each Q4_K or Q6_K. Other types
+/// gate and up matrix of one type and every down matrix of one, each Q4_K, Q5_K or Q6_K. Other types
 /// (and mixes) go up as bf16.
 pub fn kquant_formats(experts: &[ExpertWeights]) -> Option<(KQuant, KQuant)> {
     let kind = |t: &Tensor| match t.dtype {
@@ -663,7 +663,7 @@ fn check_repacked_fits(gpu: &Gpu, w: &ModelWeights, types: &str) -> Result<()> {
     };
     if need > free {
         bail!(
-            "the GGUF weights need {:.1} GiB of GPU memory and {what} {:.1} GiB (the CUDA backend keeps Q4_K and Q6_K routed experts as stored and repacks the rest to bf16); use --backend cpu, or a GPU with more memory",
+            "the GGUF weights need {:.1} GiB of GPU memory and {what} {:.1} GiB (the CUDA backend keeps Q4_K, Q5_K and Q6_K routed experts as stored and repacks the rest to bf16); use --backend cpu, or a GPU with more memory",
             gib(need),
             gib(free)
         );
@@ -877,7 +877,7 @@ mod tests {
             let e = up.experts(&m.experts, &m.shared_expert).unwrap();
             assert!(e.fp8_scales.is_none());
             if let Some(p) = e.packed {
-                // Q4_K/Q6_K routed experts go up as their rows (kquant.rs), the shared one bf16
+                // Q4_K/Q5_K/Q6_K routed experts go up as their rows (kquant.rs), the shared one bf16
                 let (mut gate_up, mut down) = (Vec::new(), Vec::new());
                 for x in &m.experts {
                     packed_rows(&x.gate, p.gate_up, &mut gate_up).unwrap();
@@ -902,10 +902,10 @@ mod tests {
         for (i, (ptr, bytes)) in want.iter().enumerate() {
             assert!(gpu.download(*ptr, bytes.len()).unwrap() == *bytes, "upload {i} differs from round-to-bf16");
         }
-        eprintln!("{} GGUF uploads equal the CPU reference's values (bf16, or the Q4_K/Q6_K rows)", want.len());
+        eprintln!("{} GGUF uploads equal the CPU reference's values (bf16, or the k-quant rows)", want.len());
     }
 
-    /// Every Q4_K and Q6_K expert matrix of llama.cpp's own fixture files repacks into rows that
+    /// Every Q4_K, Q5_K and Q6_K expert matrix of llama.cpp's own fixture files repacks into rows that
     /// hold the CPU reference's values bit for bit. Those tiny files have no layer the kernels
     /// take whole (their 32-column down matrices cannot be k-quants), so they go up as bf16 and
     /// `repacked_bytes` counts them so; a layer built of Q4_K gate/up and Q6_K down is taken, and
@@ -939,7 +939,7 @@ mod tests {
             all.extend(w.mtp.iter().flat_map(|m| m.tensors()));
             assert_eq!(repacked_bytes(&w), all.into_iter().map(size).sum::<usize>(), "{file}");
         }
-        assert!(checked >= 8, "only {checked} Q4_K/Q6_K matrices in the fixtures");
+        assert!(checked >= 8, "only {checked} Q4_K/Q5_K/Q6_K matrices in the fixtures");
 
         // a Q4_K_M-shaped layer: every gate/up Q4_K, every down Q6_K
         let matrix = |k: KQuant, rows: usize, cols: usize, seed: usize| {
@@ -994,7 +994,7 @@ mod tests {
         );
         assert_eq!(back.layer_types, cfg.layer_types);
         for (i, layer) in w.layers.iter().enumerate() {
-            let (gate_up, down) = kquant_formats(&layer.moe.experts).expect("whole layers of Q4_K/Q6_K experts");
+            let (gate_up, down) = kquant_formats(&layer.moe.experts).expect("whole layers of k-quant experts");
             assert_eq!(gate_up, KQuant::Q4K);
             // llama.cpp's use_more_bits, of 2 layers, picks the last
             assert_eq!(down, [KQuant::Q4K, KQuant::Q6K][i], "layer {i}");

@@ -44,13 +44,17 @@ kernel_file! {
         fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
         fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
         fn moe_decode_block_q4k_q4k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_decode_block_q4k_q5k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
         fn moe_decode_block_q4k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
-        fn moe_decode_block_q6k_q4k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_decode_block_q5k_q5k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_decode_block_q5k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
         fn moe_decode_block_q6k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
         fn moe_gate_up_gemv_int4(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
         fn moe_down_gemv_int4(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
         fn moe_gate_up_gemv_q4k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
         fn moe_down_gemv_q4k(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
+        fn moe_gate_up_gemv_q5k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
+        fn moe_down_gemv_q5k(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
         fn moe_gate_up_gemv_q6k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
         fn moe_down_gemv_q6k(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
         fn moe_decode_block_fp8(w_o: DevPtr, w_o_scales: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, gate_up_scales: DevPtr, down: DevPtr, down_scales: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
@@ -65,11 +69,13 @@ kernel_file! {
         fn moe_gate_up_grouped_fp8(x: DevPtr, gate_up: DevPtr, scales: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_gate_up_grouped_int4(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_gate_up_grouped_q4k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped_q5k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_gate_up_grouped_q6k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_down_grouped(act: DevPtr, down: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_fp8(act: DevPtr, down: DevPtr, scales: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_int4(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_q4k(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
+        fn moe_down_grouped_q5k(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_q6k(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
     }
 }
@@ -328,13 +334,18 @@ fn moe_decode_packed(
     check_decode_shapes(&mixer, w, norm)?;
     ensure!(mixer.w.fp8_scales.is_none(), "moe_decode: 4/6-bit experts with an FP8 output projection");
     let l = Layout::new(scratch, 1)?;
+    use KQuant::{Q4K, Q5K, Q6K};
+    use RowFormat::{Int4, K};
     let kernel = match (packed.gate_up, packed.down) {
-        (RowFormat::Int4, RowFormat::Int4) => moe_decode_cu::moe_decode_block_int4,
-        (RowFormat::K(KQuant::Q4K), RowFormat::K(KQuant::Q4K)) => moe_decode_cu::moe_decode_block_q4k_q4k,
-        (RowFormat::K(KQuant::Q4K), RowFormat::K(KQuant::Q6K)) => moe_decode_cu::moe_decode_block_q4k_q6k,
-        (RowFormat::K(KQuant::Q6K), RowFormat::K(KQuant::Q4K)) => moe_decode_cu::moe_decode_block_q6k_q4k,
-        (RowFormat::K(KQuant::Q6K), RowFormat::K(KQuant::Q6K)) => moe_decode_cu::moe_decode_block_q6k_q6k,
-        other => anyhow::bail!("moe_decode: no kernel for experts in {other:?}"),
+        (Int4, Int4) => moe_decode_cu::moe_decode_block_int4,
+        (K(Q4K), K(Q4K)) => moe_decode_cu::moe_decode_block_q4k_q4k,
+        (K(Q4K), K(Q5K)) => moe_decode_cu::moe_decode_block_q4k_q5k,
+        (K(Q4K), K(Q6K)) => moe_decode_cu::moe_decode_block_q4k_q6k,
+        (K(Q5K), K(Q5K)) => moe_decode_cu::moe_decode_block_q5k_q5k,
+        (K(Q5K), K(Q6K)) => moe_decode_cu::moe_decode_block_q5k_q6k,
+        (K(Q6K), K(Q6K)) => moe_decode_cu::moe_decode_block_q6k_q6k,
+        // a mix llama.cpp's quants do not make: the four-kernel form reads any pair
+        _ => return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch),
     };
     let shared = packed.shared;
     kernel(
@@ -375,7 +386,10 @@ pub fn moe_decode_kernels(
     t: usize,
     scratch: &Scratch,
 ) -> Result<()> {
-    ensure!(w.fp8_scales.is_none(), "moe_decode_kernels: FP8 experts (this form reads bf16, int4, Q4_K and Q6_K)");
+    ensure!(
+        w.fp8_scales.is_none(),
+        "moe_decode_kernels: FP8 experts (this form reads bf16, int4, Q4_K, Q5_K and Q6_K)"
+    );
     check_decode_shapes(&mixer, w, norm)?;
     gemv_tokens_accumulate(gpu, mixer.y, mixer.w, t, h)?;
     let l = Layout::new(scratch, t)?;
@@ -464,11 +478,13 @@ fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: Dev
         let gate_up = match packed.gate_up {
             RowFormat::Int4 => moe_decode_cu::moe_gate_up_gemv_int4,
             RowFormat::K(KQuant::Q4K) => moe_decode_cu::moe_gate_up_gemv_q4k,
+            RowFormat::K(KQuant::Q5K) => moe_decode_cu::moe_gate_up_gemv_q5k,
             RowFormat::K(KQuant::Q6K) => moe_decode_cu::moe_gate_up_gemv_q6k,
         };
         let down = match packed.down {
             RowFormat::Int4 => moe_decode_cu::moe_down_gemv_int4,
             RowFormat::K(KQuant::Q4K) => moe_decode_cu::moe_down_gemv_q4k,
+            RowFormat::K(KQuant::Q5K) => moe_decode_cu::moe_down_gemv_q5k,
             RowFormat::K(KQuant::Q6K) => moe_decode_cu::moe_down_gemv_q6k,
         };
         gate_up(
@@ -537,11 +553,13 @@ fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) ->
         let gate_up_kernel = match packed.gate_up {
             RowFormat::Int4 => moe_experts_cu::moe_gate_up_grouped_int4,
             RowFormat::K(KQuant::Q4K) => moe_experts_cu::moe_gate_up_grouped_q4k,
+            RowFormat::K(KQuant::Q5K) => moe_experts_cu::moe_gate_up_grouped_q5k,
             RowFormat::K(KQuant::Q6K) => moe_experts_cu::moe_gate_up_grouped_q6k,
         };
         let down_kernel = match packed.down {
             RowFormat::Int4 => moe_experts_cu::moe_down_grouped_int4,
             RowFormat::K(KQuant::Q4K) => moe_experts_cu::moe_down_grouped_q4k,
+            RowFormat::K(KQuant::Q5K) => moe_experts_cu::moe_down_grouped_q5k,
             RowFormat::K(KQuant::Q6K) => moe_experts_cu::moe_down_grouped_q6k,
         };
         let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, gemm_shared_bf16);

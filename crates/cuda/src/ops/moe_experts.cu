@@ -212,7 +212,7 @@ struct Fp8Rows {
 template <int K, typename Src, typename F>
 struct QuantRows {
     static constexpr bool CONVERTS = true;
-    static constexpr int STAGE_ROW = GEMM_BK / 2 + (F::HIGH ? GEMM_BK / 4 : 0);  // bytes a row a stage
+    static constexpr int STAGE_ROW = GEMM_BK / 2 + (F::HIGH == 2 ? GEMM_BK / 4 : 0);  // bytes a row a stage
     unsigned char* stages;  // GEMM_STAGES x GEMM_BN x STAGE_ROW bytes
     bf16* tile_s;           // GEMM_BN x AS_STRIDE
     Src src;                // src() → const unsigned char*: the start of this thread's row
@@ -220,7 +220,7 @@ struct QuantRows {
         const int prow = threadIdx.x >> 1, piece = threadIdx.x & 1;
         unsigned char* dst = stages + (s * GEMM_BN + prow) * STAGE_ROW;
         cp_async16(dst + piece * 16, src() + k0 / 2 + piece * 16, true);
-        if constexpr (F::HIGH) {
+        if constexpr (F::HIGH == 2) {
             if (piece == 0) cp_async16(dst + GEMM_BK / 2, src() + K / 2 + k0 / 4, true);
         }
     }
@@ -231,7 +231,7 @@ struct QuantRows {
         const uint4 raw = *reinterpret_cast<const uint4*>(staged + piece * 16);
         const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
         __nv_bfloat162 o[16];
-        if constexpr (F::HIGH) {
+        if constexpr (F::HIGH == 2) {
             const uint2 hw = *reinterpret_cast<const uint2*>(staged + GEMM_BK / 2 + piece * 8);
             const unsigned int high[2] = {hw.x, hw.y};
 #pragma unroll
@@ -247,11 +247,13 @@ struct QuantRows {
             }
         } else {
             const Affine a = F::affine(src(), K, col);
+            // Q5_K: the piece's 32 columns' fifth bits, one word (read from the row, not staged)
+            const unsigned int high = F::HIGH == 1 ? __ldg(reinterpret_cast<const unsigned int*>(src() + K / 2) + col / 32) : 0u;
 #pragma unroll
             for (int i = 0; i < 4; i++)
 #pragma unroll
                 for (int p = 0; p < 4; p++) {
-                    const float2 f = __half22float2(int4_pair(words[i], p));
+                    const float2 f = __half22float2(F::HIGH == 1 ? q5_pair(words[i], high, i, p) : int4_pair(words[i], p));
                     o[4 * i + p] = __floats2bfloat162_rn((f.x + a.shift) * a.s - a.m, (f.y + a.shift) * a.s - a.m);
                 }
         }
@@ -358,6 +360,7 @@ __device__ __forceinline__ unsigned char* b_buffers(unsigned char* smem) {
 #define FMT_INT4 2
 #define FMT_Q4K 3
 #define FMT_Q6K 4
+#define FMT_Q5K 5
 
 // The row format of a quantised FMT.
 template <int FMT>
@@ -367,6 +370,10 @@ struct FormatOf {
 template <>
 struct FormatOf<FMT_Q4K> {
     typedef Q4KFormat F;
+};
+template <>
+struct FormatOf<FMT_Q5K> {
+    typedef Q5KFormat F;
 };
 template <>
 struct FormatOf<FMT_Q6K> {
@@ -488,7 +495,7 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     gate_up_grouped<FMT_FP8>(x, gate_up, scales, nullptr, perm, tiles, total_tiles, act);
 }
 
-// 4/6-bit routed experts (int4, Q4_K, Q6_K): gate_up [256 × 1024] rows of the format; the shared
+// 4/6-bit routed experts (int4, Q4_K, Q5_K, Q6_K): gate_up [256 × 1024] rows of the format; the shared
 // expert bf16 [1024, 2048] apart.
 extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_int4(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
@@ -501,6 +508,12 @@ extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_q4k(
         const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
         bf16* __restrict__ act) {
     gate_up_grouped<FMT_Q4K>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_q5k(
+        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
+        const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
+        bf16* __restrict__ act) {
+    gate_up_grouped<FMT_Q5K>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_q6k(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
@@ -593,6 +606,12 @@ extern "C" __global__ void __launch_bounds__(256, 2) moe_down_grouped_q4k(
         const int* __restrict__ perm, const float* __restrict__ weights, const int4* __restrict__ tiles,
         const int* __restrict__ total_tiles, float* __restrict__ out) {
     down_grouped<FMT_Q4K>(act, down, nullptr, shared, perm, weights, tiles, total_tiles, out);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) moe_down_grouped_q5k(
+        const bf16* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared,
+        const int* __restrict__ perm, const float* __restrict__ weights, const int4* __restrict__ tiles,
+        const int* __restrict__ total_tiles, float* __restrict__ out) {
+    down_grouped<FMT_Q5K>(act, down, nullptr, shared, perm, weights, tiles, total_tiles, out);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) moe_down_grouped_q6k(
         const bf16* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared,

@@ -518,11 +518,13 @@ fn moe_block_int4_matches_cpu() {
     check_packed_block(fixture_int4(), "int4");
 }
 
-/// A Q4_K_M file's layer (gate/up Q4_K, down Q6_K), and the formats the other way round.
+/// The layers llama.cpp's k-quants make: Q4_K_M's (gate/up Q4_K, down Q6_K or Q4_K), Q5_K_S's
+/// (Q5_K throughout), Q6_K's: every format in both places.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn moe_block_and_decode_kquant_match_cpu() {
-    for (gate_up, down) in [(KQuant::Q4K, KQuant::Q6K), (KQuant::Q6K, KQuant::Q4K)] {
+    use KQuant::{Q4K, Q5K, Q6K};
+    for (gate_up, down) in [(Q4K, Q6K), (Q4K, Q4K), (Q5K, Q5K), (Q6K, Q6K)] {
         let f = fixture_kquant(gate_up, down);
         let name = format!("{gate_up:?}/{down:?}");
         check_packed_block(&f, &name);
