@@ -205,10 +205,11 @@ struct Fp8Rows {
     __device__ __forceinline__ const bf16* tile(int) const { return tile_s; }
 };
 
-// The 4/6-bit formats (common.cuh's "4- and 6-bit expert rows": int4, Q4_K, Q6_K): a stage's 64
-// columns of a row are 32 bytes of 4-bit values (and for Q6_K 16 bytes of high bits); thread tid
-// copies row tid/2's 16-byte value piece tid%2 (32 weights; the even thread also the high bits),
-// then widens them, (f + shift) · s − m rounded to bf16, into the one bf16 tile.
+// The 4- to 6-bit formats (common.cuh's "4- to 6-bit expert rows": int4, Q4_K, Q5_K, Q6_K): a
+// stage's 64 columns of a row are 32 bytes of low 4 bits (and for Q6_K 16 bytes of high bits);
+// thread tid copies row tid/2's 16-byte piece tid%2 (32 weights; the even thread also the high
+// bits), then widens them, (f + shift) · s − m rounded to bf16, into the one bf16 tile. Q5_K's
+// fifth bits (a word per 32 columns) are read from the row as the scales are.
 template <int K, typename Src, typename F>
 struct QuantRows {
     static constexpr bool CONVERTS = true;
@@ -359,8 +360,8 @@ __device__ __forceinline__ unsigned char* b_buffers(unsigned char* smem) {
 #define FMT_FP8 1
 #define FMT_INT4 2
 #define FMT_Q4K 3
-#define FMT_Q6K 4
-#define FMT_Q5K 5
+#define FMT_Q5K 4
+#define FMT_Q6K 5
 
 // The row format of a quantised FMT.
 template <int FMT>
@@ -381,7 +382,8 @@ struct FormatOf<FMT_Q6K> {
 };
 
 // Runs the tile with B rows br → weight row `weight_row(br)` of `w` (row length K): bf16, FP8
-// (scales: f32 per 128 x 128 block, K / 128 a block row) or a 4/6-bit format (rows of F::row_bytes(K)).
+// (scales: f32 per 128 x 128 block, K / 128 a block row) or a 4- to 6-bit format (rows of
+// F::row_bytes(K)).
 template <int K, int FMT, typename RowOf>
 __device__ __forceinline__ void expert_tile(const ARows& a, const void* w, const float* scales, RowOf weight_row,
                                             unsigned char* smem, bool live, WarpAcc& acc) {
@@ -414,7 +416,7 @@ __device__ __forceinline__ void expert_tile(const ARows& a, const void* w, const
     }
 }
 
-// An expert's tile in the format of its layer: 4/6-bit layers keep the shared expert (e = 256) in
+// An expert's tile in the format of its layer: 4- to 6-bit layers keep the shared expert (e = 256) in
 // bf16 apart (`shared`, its rows from 0), the other formats as expert 256 of `w`.
 template <int K, int FMT, typename RowOf>
 __device__ __forceinline__ void layer_expert_tile(int e, int rows_per_expert, const ARows& a, const void* w,
@@ -495,7 +497,7 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     gate_up_grouped<FMT_FP8>(x, gate_up, scales, nullptr, perm, tiles, total_tiles, act);
 }
 
-// 4/6-bit routed experts (int4, Q4_K, Q5_K, Q6_K): gate_up [256 × 1024] rows of the format; the shared
+// 4- to 6-bit routed experts (int4, Q4_K, Q5_K, Q6_K): gate_up [256 × 1024] rows of the format; the shared
 // expert bf16 [1024, 2048] apart.
 extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_int4(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
@@ -593,7 +595,7 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     down_grouped<FMT_FP8>(act, down, scales, nullptr, perm, weights, tiles, total_tiles, out);
 }
 
-// 4/6-bit routed experts: down [256 × 2048] rows of the format; the shared expert bf16 [2048, 512]
+// 4- to 6-bit routed experts: down [256 × 2048] rows of the format; the shared expert bf16 [2048, 512]
 // apart.
 extern "C" __global__ void __launch_bounds__(256, 2) moe_down_grouped_int4(
         const bf16* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared,
