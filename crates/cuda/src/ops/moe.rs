@@ -471,8 +471,8 @@ fn group(gpu: &Gpu, t: usize, l: &Layout) -> Result<()> {
     )
 }
 
-/// out (f32 `[t, 2048]`) += the experts of ids/weights for x (bf16 `[t, 2048]`); bf16 or int4
-/// routed experts.
+/// out (f32 `[t, 2048]`) += the experts of ids/weights for x (bf16 `[t, 2048]`); bf16 or 4- to
+/// 6-bit (int4, Q4_K, Q5_K, Q6_K) routed experts.
 fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: DevPtr) -> Result<()> {
     if let Some(packed) = w.packed {
         let gate_up = match packed.gate_up {
