@@ -1,4 +1,4 @@
-"""What the held-out set scripts (heldout_r5.py to heldout_r8.py) share: their
+"""What the held-out set scripts (heldout_r5.py to heldout_r9.py) share: their
 hand-written texts become jsonl documents under crates/gate/tests/corpus/."""
 import json
 import os

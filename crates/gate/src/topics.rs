@@ -429,6 +429,22 @@ const COPULA: &[&[u8]] = &[
     b"bist", b"ist", b"sind", b"war", b"suis", b"est", b"sommes", b"sont", b"etait",
 ];
 
+/// Verbs of calling someone a name, before an origin (`classify_in`), and the words that may
+/// stand between them ("llaman 'el chino'", "call him the", "nennen ihn den", "traitent de").
+#[rustfmt::skip]
+const CALLING: &[&[u8]] = &[
+    b"call", b"calls", b"called", b"calling", b"llaman", b"llamaban", b"llamaron", b"llama", b"nennen", b"nennt",
+    b"nannten", b"nannte", b"appellent", b"appelaient", b"appelle", b"traitent", b"traitaient", b"traite",
+];
+#[rustfmt::skip]
+const CALLED_BETWEEN: &[&[u8]] = &[
+    b"him", b"her", b"me", b"them", b"us", b"a", b"an", b"the", b"el", b"la", b"lo", b"le", b"les", b"los", b"las",
+    b"te", b"nos", b"ihn", b"sie", b"mich", b"uns", b"den", b"die", b"der", b"einen", b"eine", b"de", b"du", b"l",
+    b"m", b"t", b"my", b"his", b"our", b"mi", b"su", b"nuestro", b"mein", b"meinen", b"meine", b"seinen", b"unseren",
+    b"mon", b"ma", b"notre", b"son", b"daughter", b"kid", b"boy", b"girl", b"hijo", b"hija", b"nino", b"nina",
+    b"sohn", b"tochter", b"fils", b"fille",
+];
+
 /// Words of a duration up to now, and its units (`classify_in`).
 const SINCE: &[&[u8]] = &[b"for", b"since", b"seit", b"desde", b"hace", b"depuis", b"llevo", b"lleva"];
 const UNITS: &[&[u8]] = &[
@@ -795,7 +811,15 @@ impl Topics {
             let before_copula = t.0 + t.1 < w.list.len()
                 && w.list[t.0 + t.1].sentence == w.list[t.0].sentence
                 && matches!(w.text(t.0 + t.1), b"bin" | b"bist");
-            if t.2 == Category::Ethnicity && (after_copula || before_copula) {
+            // Or as a name someone is called ("le llaman 'el chino'", "they call my son the …",
+            // "nennen ihn den Türken", "le traitent de rebeu"): a calling verb, then only
+            // pronouns, articles, possessives and a child up to the word.
+            let called = || {
+                (t.0.saturating_sub(6)..t.0).rev().find(|&j| !CALLED_BETWEEN.contains(&w.text(j))).is_some_and(|j| {
+                    w.list[j].sentence == w.list[t.0].sentence && CALLING.contains(&w.text(j)) && t.0 - j <= 5
+                })
+            };
+            if t.2 == Category::Ethnicity && (after_copula || before_copula || called()) {
                 t.3 = 1.0;
             }
         }

@@ -384,6 +384,10 @@ fn an_origin_said_with_a_copula_is_the_persons() {
     // An origin of a thing, or a possessive's "'s", is not.
     assert!(lexicon("Grandma's Turkish coffee recipe: how fine should the grind be?").is_empty());
     assert!(lexicon("The restaurant is Moroccan, what should I order?").is_empty());
+    // Issue #42, ninth round: an origin as the name someone is called.
+    assert_eq!(lexicon("they call my son the Chinese kid at school"), ["ETHNICITY"]);
+    assert_eq!(lexicon("sie nennen meinen Sohn den Türken"), ["ETHNICITY"]);
+    assert!(lexicon("my grandma calls it Turkish delight").is_empty());
 }
 
 #[test]

@@ -251,7 +251,9 @@ fn the_seventh_rounds_held_out_sets() {
 /// (0.740) after it (en 0.708, es 0.792, de 0.792, fr 0.667): short of the 0.95.
 /// Everyday (96, tricky words: a bear market, a prison-break board game, a bar mitzvah present,
 /// customer and tool notes with nothing private): 3 kept local (3.1 %) before and after (a
-/// "debt-free" tagline, a Konfirmation card, a job ad for a Pflegekraft).
+/// "debt-free" tagline, a Konfirmation card, a job ad for a Pflegekraft). The ninth round tuned on
+/// its misses (dev data since): 91 (0.948; en 0.917, es 1.000, de 0.958, fr 0.917), everyday
+/// still 3.
 #[test]
 fn the_eighth_rounds_held_out_sets() {
     let r = evaluate(&Detector::new(), &corpus("topics_everyday_r8.jsonl"));
@@ -261,8 +263,34 @@ fn the_eighth_rounds_held_out_sets() {
     let r = evaluate(&Detector::new(), &corpus("topics_private_r8.jsonl"));
     let t = &r.topics;
     assert_eq!(t.kept_local.of, 96);
-    assert!(t.kept_local.hit >= 71, "{}", r.table());
-    for (lang, floor) in [("en", 0.7), ("es", 0.79), ("de", 0.79), ("fr", 0.66)] {
+    assert!(t.kept_local.hit >= 91, "{}", r.table());
+    for (lang, floor) in [("en", 0.91), ("es", 1.0), ("de", 0.95), ("fr", 0.91)] {
+        let (k, _, _) = &t.per_lang[lang];
+        assert!(k.of == 24 && k.rate() >= floor, "{lang}\n{}", r.table());
+    }
+}
+
+/// The ninth round's held-out sets (scripts/gate/heldout_r9.py), written and committed before
+/// any change of that round and measured once, at its end; never tuned on. Private (96, 24 a
+/// language, first and third person, conditions, procedures and residence papers by their names,
+/// agents' notes, an applicant file, a care report): 86 kept local (0.896; en 0.875, es 0.875, de
+/// 0.875, fr 0.958) before the round and 86 after it, the same 86 (the round's changes, from r8's
+/// misses and from tuning probes, carried to none of the ten misses): short of the 0.95.
+/// Everyday (96, tricky words: a landlord's boiler, a hedge fund, habeas corpus, a pharmacy
+/// assistant's job ad, a diversity workshop, agent and tool notes with nothing private): 2 kept
+/// local (2.1 %) before and after (a church bake sale flyer, a first communion's dessert table,
+/// both RELIGION).
+#[test]
+fn the_ninth_rounds_held_out_sets() {
+    let r = evaluate(&Detector::new(), &corpus("topics_everyday_r9.jsonl"));
+    let t = &r.topics;
+    assert_eq!(t.everyday_flagged.of, 96);
+    assert!(t.everyday_flagged.hit <= 2, "{}", r.table());
+    let r = evaluate(&Detector::new(), &corpus("topics_private_r9.jsonl"));
+    let t = &r.topics;
+    assert_eq!(t.kept_local.of, 96);
+    assert!(t.kept_local.hit >= 86, "{}", r.table());
+    for (lang, floor) in [("en", 0.87), ("es", 0.87), ("de", 0.87), ("fr", 0.95)] {
         let (k, _, _) = &t.per_lang[lang];
         assert!(k.of == 24 && k.rate() >= floor, "{lang}\n{}", r.table());
     }
