@@ -494,14 +494,15 @@ __device__ __forceinline__ float2 int4_group(unsigned int word) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4- to 6-bit expert rows: the int4 layout above and GGUF's Q4_K, Q5_K and Q6_K repacked at load
-// (`kquant.rs`), all with their low 4 bits in the int4 word order. A format F gives
+// 4- to 8-bit expert rows: the int4 layout above and GGUF's Q4_K, Q5_K, Q6_K and Q8_0 repacked at
+// load (`kquant.rs`), the first four with their low 4 bits in the int4 word order. A format F gives
 //   F::HIGH                         the bits above the low 4 (0, Q5_K's 1, Q6_K's 2), in a plane
-//                                   after the low bits;
+//                                   after the low bits; 8 for Q8_0, whose bytes are whole values
+//                                   (q + 128, 4 columns a word in the order c, c + 2, c + 1, c + 3);
 //   F::row_bytes(K)                 bytes of a row of K columns (a multiple of 16);
 //   F::affine(row, K, col)          the affine map of the column group holding `col`:
 //                                   w = (f + shift) · s − m, f the pair's f16 value (q − 8 for the
-//                                   4-bit formats, q − 16 for Q5_K, q − 32 for Q6_K);
+//                                   4-bit formats, q − 16 for Q5_K, q − 32 for Q6_K, q for Q8_0);
 //   F::dot(row, K, col, x, xsum)    Σ w · x over the 8·N columns col .. col + 8N (N = 2 or 4
 //                                   words, inside one group; Q6_K's scales are per 16), x as 4N
 //                                   scaled f16 pairs (to_x16's order) and xsum their true sum.
@@ -569,6 +570,21 @@ struct Q6KFormat {
     }
 };
 
+// Q8_0: the values' bytes, then an f16 d per 32 columns: w = d·q.
+struct Q8Format {
+    static constexpr int HIGH = 8;
+    __host__ __device__ static constexpr int row_bytes(int K) { return K + K / 16; }
+    __device__ static __forceinline__ Affine affine(const unsigned char* row, int K, int col) {
+        return Affine{__half2float(*reinterpret_cast<const __half*>(row + K + 2 * (col / 32))), 0.f, 0.f};
+    }
+};
+
+// A Q8_0 pair: word w's columns (c, c + 1) (s = 0) or (c + 2, c + 3) (s = 1) as the f16 pair q.
+__device__ __forceinline__ __half2 q8_pair(unsigned int w, int s) {
+    const unsigned int v = ((w >> (8 * s)) & 0x00FF00FFu) | 0x64006400u;
+    return __hsub2(*reinterpret_cast<const __half2*>(&v), __halves2half2(__ushort_as_half(0x6480), __ushort_as_half(0x6480)));
+}
+
 // A Q6_K pair: the low-bit pair (int4_pair's columns) with its high bits, as the f16 pair q − 32.
 __device__ __forceinline__ __half2 q6_pair(unsigned int low, unsigned int high, int u, int s) {
     const unsigned int v =
@@ -600,6 +616,22 @@ __device__ __forceinline__ float dot_q6(unsigned int w0, unsigned int w1, unsign
 template <typename F, int N>
 __device__ __forceinline__ float format_dot(const unsigned char* row, int K, int col, const __half2 (&x)[4 * N],
                                             float xsum) {
+    if constexpr (F::HIGH == 8) {
+        // 8·N columns are 2N words of 4; word k's pairs are x[2k], x[2k + 1]
+        const uint4* v = reinterpret_cast<const uint4*>(row + col);
+        __half2 acc = __float2half2_rn(0.f);
+#pragma unroll
+        for (int h = 0; h < N / 2; h++) {
+            const uint4 q = v[h];
+            const unsigned int w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+#pragma unroll
+                for (int s = 0; s < 2; s++) acc = __hfma2(q8_pair(w[k], s), x[8 * h + 2 * k + s], acc);
+        }
+        const float2 f = __half22float2(acc);
+        return (f.x + f.y) * (F::affine(row, K, col).s * FP8_X_UNSCALE);
+    }
     const unsigned int* words = reinterpret_cast<const unsigned int*>(row + col / 2);
     if constexpr (F::HIGH == 2) {
         const unsigned int* high = reinterpret_cast<const unsigned int*>(row + K / 2 + col / 4);

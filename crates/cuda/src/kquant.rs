@@ -14,6 +14,10 @@
 //!   2 bits (a 32-bit word per 16 columns, placed so that one shift and mask puts both weights of
 //!   a low-bit pair above their low bits), then the i8 scales in column order (`cols / 16`), then
 //!   the f16 d of each block (`cols / 128` bytes), padded to 16 bytes. 210 bytes per 256 columns.
+//! - **Q8_0** (w = d·q, q an i8, d f16 per 32 columns): a row is `cols` bytes of q + 128, each
+//!   4 columns' bytes in the order (c, c + 2, c + 1, c + 3) so that one mask of a 32-bit word
+//!   makes the f16 pair of columns (c, c + 1) and a shift and mask that of (c + 2, c + 3), then the
+//!   f16 d of every 32 columns. 34 bytes per 32 columns, as in the file.
 //!
 //! The column order of both formats is ggml's (the value of column c is the value ggml's
 //! dequantisation writes at c), so `decode_row` equals `GgmlType::dequantize` bit for bit.
@@ -28,6 +32,7 @@ pub enum KQuant {
     Q4K,
     Q5K,
     Q6K,
+    Q8_0,
 }
 
 const QK: usize = 256;
@@ -39,6 +44,7 @@ impl KQuant {
             GgmlType::Q4K => Some(KQuant::Q4K),
             GgmlType::Q5K => Some(KQuant::Q5K),
             GgmlType::Q6K => Some(KQuant::Q6K),
+            GgmlType::Q8_0 => Some(KQuant::Q8_0),
             _ => None,
         }
     }
@@ -48,6 +54,7 @@ impl KQuant {
             KQuant::Q4K => GgmlType::Q4K,
             KQuant::Q5K => GgmlType::Q5K,
             KQuant::Q6K => GgmlType::Q6K,
+            KQuant::Q8_0 => GgmlType::Q8_0,
         }
     }
 
@@ -57,6 +64,7 @@ impl KQuant {
             KQuant::Q4K => cols / 2 + cols / 16,
             KQuant::Q5K => cols / 2 + cols / 8 + cols / 16,
             KQuant::Q6K => (cols / 2 + cols / 4 + cols / 16 + cols / 128).div_ceil(16) * 16,
+            KQuant::Q8_0 => cols + cols / 16,
         }
     }
 
@@ -64,8 +72,8 @@ impl KQuant {
     /// `cols / 256` ggml blocks), in the kernels' layout to `out`.
     pub fn repack_into(self, blocks: &[u8], rows: usize, cols: usize, out: &mut Vec<u8>) -> Result<()> {
         let t = self.ggml();
-        ensure!(cols.is_multiple_of(QK), "{} rows of {cols} columns: not whole blocks of {QK}", t.name());
-        let (per_block, per_row) = (t.block_bytes(), cols / QK);
+        ensure!(cols.is_multiple_of(QK), "{} rows of {cols} columns: not a multiple of {QK}", t.name());
+        let (per_block, per_row) = (t.block_bytes(), cols / t.block_elems());
         ensure!(
             blocks.len() == rows * per_row * per_block,
             "{} matrix {rows}x{cols}: {} bytes, not {}",
@@ -80,6 +88,7 @@ impl KQuant {
             match self {
                 KQuant::Q4K => q4k_row(row, &mut q, out),
                 KQuant::Q5K => q5k_row(row, &mut q, out),
+                KQuant::Q8_0 => q8_0_row(row, out),
                 KQuant::Q6K => q6k_row(row, &mut q, out),
             }
             out.resize(start + self.row_bytes(cols), 0);
@@ -105,6 +114,11 @@ impl KQuant {
                     let (sc, m) = scale_min(&row[header + 4..header + 16], (c % QK) / 32);
                     let (d1, m1) = (half(header) * sc as f32, half(header + 2) * m as f32);
                     d1 * (low_nibble(row, c) as u32 | high) as f32 - m1
+                }
+                KQuant::Q8_0 => {
+                    let at = 4 * (c / 4) + [0, 2, 1, 3][c % 4];
+                    let d = half(cols + 2 * (c / 32));
+                    (row[at] ^ 0x80) as i8 as f32 * d
                 }
                 KQuant::Q6K => {
                     let high = u32::from_le_bytes(row[cols / 2 + 4 * (c / 16)..][..4].try_into().unwrap());
@@ -206,6 +220,18 @@ fn q5k_row(blocks: &[u8], q: &mut [u8], out: &mut Vec<u8>) {
     }
 }
 
+/// One Q8_0 row (its blocks) into the kernels' layout.
+fn q8_0_row(blocks: &[u8], out: &mut Vec<u8>) {
+    for block in blocks.chunks_exact(34) {
+        for four in block[2..].chunks_exact(4) {
+            out.extend([four[0], four[2], four[1], four[3]].map(|q| q ^ 0x80));
+        }
+    }
+    for block in blocks.chunks_exact(34) {
+        out.extend_from_slice(&block[..2]);
+    }
+}
+
 /// One Q6_K row (its blocks) into the kernels' layout (`q`: room for the row's values).
 fn q6k_row(blocks: &[u8], q: &mut [u8], out: &mut Vec<u8>) {
     for (b, block) in blocks.chunks_exact(210).enumerate() {
@@ -261,6 +287,7 @@ mod tests {
                     block[2..4].copy_from_slice(&small(next()));
                 }
                 GgmlType::Q6K => block[208..].copy_from_slice(&small(next())),
+                GgmlType::Q8_0 => block[..2].copy_from_slice(&small(next())),
                 _ => unreachable!(),
             }
             out.extend(block);
@@ -274,7 +301,7 @@ mod tests {
             [(KQuant::Q4K, 3, 2048), (KQuant::Q4K, 4, 512), (KQuant::Q6K, 3, 2048), (KQuant::Q6K, 5, 512)]
         {
             let t = k.ggml();
-            let blocks = random_blocks(t, rows * cols / QK, 7 + cols as u64);
+            let blocks = random_blocks(t, rows * cols / t.block_elems(), 7 + cols as u64);
             let mut want = vec![0f32; rows * cols];
             t.dequantize(&blocks, &mut want);
             let mut packed = Vec::new();
@@ -299,6 +326,19 @@ mod tests {
         let half = |at: usize| f16::from_le_bytes([row[at], row[at + 1]]).to_f32();
         // the pair's two values as the f16 (1024 + v) − 1032 (4-bit) or − 1056 (6-bit) gives them
         let pair = |v: u32| ((v & 0xffff) as f32, (v >> 16) as f32);
+        if k == KQuant::Q8_0 {
+            // a word of 4 columns: mask → (c, c + 1), shift and mask → (c + 2, c + 3), each 128 + q
+            let d = half(cols + 2 * (col / 32));
+            let mut dot = 0f32;
+            for i in 0..n / 4 {
+                let w = word(col + 4 * i);
+                for p in 0..2 {
+                    let (lo, hi) = pair((w >> (8 * p)) & 0x00FF_00FF);
+                    dot += (lo - 128.0) * x[4 * i + 2 * p] + (hi - 128.0) * x[4 * i + 2 * p + 1];
+                }
+            }
+            return dot * d;
+        }
         let words: Vec<u32> = (0..n / 8).map(|i| word(col / 2 + 4 * i)).collect();
         match k {
             KQuant::Q4K | KQuant::Q5K => {
@@ -323,6 +363,7 @@ mod tests {
                 }
                 dot * s + xsum * (shift * s - mm)
             }
+            KQuant::Q8_0 => unreachable!("above"),
             KQuant::Q6K => {
                 let mut acc = 0f32;
                 for g in 0..n / 16 {
@@ -356,9 +397,11 @@ mod tests {
             (KQuant::Q5K, 512),
             (KQuant::Q6K, 2048),
             (KQuant::Q6K, 512),
+            (KQuant::Q8_0, 2048),
+            (KQuant::Q8_0, 512),
         ] {
             let rows = 3;
-            let blocks = random_blocks(k.ggml(), rows * cols / QK, 11 + cols as u64);
+            let blocks = random_blocks(k.ggml(), rows * cols / k.ggml().block_elems(), 11 + cols as u64);
             let mut packed = Vec::new();
             k.repack_into(&blocks, rows, cols, &mut packed).unwrap();
             let x: Vec<f32> = (0..cols).map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0).collect();
@@ -385,6 +428,8 @@ mod tests {
         assert_eq!(KQuant::Q5K.row_bytes(2048), 2048 / QK * 176);
         assert_eq!(KQuant::Q5K.row_bytes(512), 2 * 176);
         assert_eq!(KQuant::Q6K.row_bytes(2048), 2048 / QK * 210);
+        assert_eq!(KQuant::Q8_0.row_bytes(2048), 2048 / 32 * 34);
+        assert_eq!(KQuant::Q8_0.row_bytes(512), 512 / 32 * 34);
         assert_eq!(KQuant::Q4K.row_bytes(512), 2 * 144);
         assert_eq!(KQuant::Q6K.row_bytes(512), 2 * 210 + 12);
     }
@@ -411,6 +456,6 @@ mod tests {
         let e = KQuant::Q6K.repack_into(&[0u8; 100], 1, 256, &mut Vec::new()).unwrap_err().to_string();
         assert!(e.contains("Q6_K") && e.contains("100 bytes"), "{e}");
         let e = KQuant::Q4K.repack_into(&[0u8; 72], 1, 128, &mut Vec::new()).unwrap_err().to_string();
-        assert!(e.contains("not whole blocks"), "{e}");
+        assert!(e.contains("not a multiple of 256"), "{e}");
     }
 }

@@ -116,7 +116,7 @@ impl Maker<'_> {
         let (q6, d) = match k {
             KQuant::Q4K => (0, s / 32.0),
             KQuant::Q6K => (1, s / 512.0),
-            KQuant::Q5K => anyhow::bail!("the synthetic Q4_K_M layout has no Q5_K rows"),
+            KQuant::Q5K | KQuant::Q8_0 => anyhow::bail!("the synthetic Q4_K_M layout has no {k:?} rows"),
         };
         let launch = Launch::new((4096, 1, 1), 256, 0);
         synthetic_cu::fill_random_kquant_rows(self.gpu, launch, buf.ptr(), rows as i64, cols as i32, q6, self.seed, d)?;

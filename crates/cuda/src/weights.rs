@@ -462,11 +462,12 @@ pub struct Experts {
 }
 
 /// The kernels' formats of a GGUF layer's routed experts, when they read them as stored: every
-/// gate and up matrix of one type and every down matrix of one, each Q4_K, Q5_K or Q6_K. Other types
+/// gate and up matrix of one type and every down matrix of one, each Q4_K, Q5_K, Q6_K or Q8_0. Other types
 /// (and mixes) go up as bf16.
 pub fn kquant_formats(experts: &[ExpertWeights]) -> Option<(KQuant, KQuant)> {
+    // (the kernels' widths are multiples of 256; a tiny test model's may not be)
     let kind = |t: &Tensor| match t.dtype {
-        DType::Ggml(g) => KQuant::of(g),
+        DType::Ggml(g) if t.row_len().is_multiple_of(256) => KQuant::of(g),
         _ => None,
     };
     let first = experts.first()?;

@@ -49,6 +49,7 @@ kernel_file! {
         fn moe_decode_block_q5k_q5k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
         fn moe_decode_block_q5k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
         fn moe_decode_block_q6k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_decode_block_q8_0_q8_0(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
         fn moe_gate_up_gemv_int4(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
         fn moe_down_gemv_int4(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
         fn moe_gate_up_gemv_q4k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
@@ -57,6 +58,8 @@ kernel_file! {
         fn moe_down_gemv_q5k(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
         fn moe_gate_up_gemv_q6k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
         fn moe_down_gemv_q6k(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
+        fn moe_gate_up_gemv_q8_0(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
+        fn moe_down_gemv_q8_0(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
         fn moe_decode_block_fp8(w_o: DevPtr, w_o_scales: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, gate_up_scales: DevPtr, down: DevPtr, down_scales: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
     }
 }
@@ -71,12 +74,14 @@ kernel_file! {
         fn moe_gate_up_grouped_q4k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_gate_up_grouped_q5k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_gate_up_grouped_q6k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped_q8_0(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
         fn moe_down_grouped(act: DevPtr, down: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_fp8(act: DevPtr, down: DevPtr, scales: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_int4(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_q4k(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_q5k(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_q6k(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
+        fn moe_down_grouped_q8_0(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
     }
 }
 
@@ -334,7 +339,7 @@ fn moe_decode_packed(
     check_decode_shapes(&mixer, w, norm)?;
     ensure!(mixer.w.fp8_scales.is_none(), "moe_decode: 4/6-bit experts with an FP8 output projection");
     let l = Layout::new(scratch, 1)?;
-    use KQuant::{Q4K, Q5K, Q6K};
+    use KQuant::{Q4K, Q5K, Q6K, Q8_0};
     use RowFormat::{Int4, K};
     let kernel = match (packed.gate_up, packed.down) {
         (Int4, Int4) => moe_decode_cu::moe_decode_block_int4,
@@ -344,6 +349,7 @@ fn moe_decode_packed(
         (K(Q5K), K(Q5K)) => moe_decode_cu::moe_decode_block_q5k_q5k,
         (K(Q5K), K(Q6K)) => moe_decode_cu::moe_decode_block_q5k_q6k,
         (K(Q6K), K(Q6K)) => moe_decode_cu::moe_decode_block_q6k_q6k,
+        (K(Q8_0), K(Q8_0)) => moe_decode_cu::moe_decode_block_q8_0_q8_0,
         // a mix llama.cpp's quants do not make: the four-kernel form reads any pair
         _ => return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch),
     };
@@ -388,7 +394,7 @@ pub fn moe_decode_kernels(
 ) -> Result<()> {
     ensure!(
         w.fp8_scales.is_none(),
-        "moe_decode_kernels: FP8 experts (this form reads bf16, int4, Q4_K, Q5_K and Q6_K)"
+        "moe_decode_kernels: FP8 experts (this form reads bf16, int4, Q4_K, Q5_K, Q6_K and Q8_0)"
     );
     check_decode_shapes(&mixer, w, norm)?;
     gemv_tokens_accumulate(gpu, mixer.y, mixer.w, t, h)?;
@@ -472,7 +478,7 @@ fn group(gpu: &Gpu, t: usize, l: &Layout) -> Result<()> {
 }
 
 /// out (f32 `[t, 2048]`) += the experts of ids/weights for x (bf16 `[t, 2048]`); bf16 or 4- to
-/// 6-bit (int4, Q4_K, Q5_K, Q6_K) routed experts.
+/// 8-bit (int4, Q4_K, Q5_K, Q6_K, Q8_0) routed experts.
 fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: DevPtr) -> Result<()> {
     if let Some(packed) = w.packed {
         let gate_up = match packed.gate_up {
@@ -480,12 +486,14 @@ fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: Dev
             RowFormat::K(KQuant::Q4K) => moe_decode_cu::moe_gate_up_gemv_q4k,
             RowFormat::K(KQuant::Q5K) => moe_decode_cu::moe_gate_up_gemv_q5k,
             RowFormat::K(KQuant::Q6K) => moe_decode_cu::moe_gate_up_gemv_q6k,
+            RowFormat::K(KQuant::Q8_0) => moe_decode_cu::moe_gate_up_gemv_q8_0,
         };
         let down = match packed.down {
             RowFormat::Int4 => moe_decode_cu::moe_down_gemv_int4,
             RowFormat::K(KQuant::Q4K) => moe_decode_cu::moe_down_gemv_q4k,
             RowFormat::K(KQuant::Q5K) => moe_decode_cu::moe_down_gemv_q5k,
             RowFormat::K(KQuant::Q6K) => moe_decode_cu::moe_down_gemv_q6k,
+            RowFormat::K(KQuant::Q8_0) => moe_decode_cu::moe_down_gemv_q8_0,
         };
         gate_up(
             gpu,
@@ -555,12 +563,14 @@ fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) ->
             RowFormat::K(KQuant::Q4K) => moe_experts_cu::moe_gate_up_grouped_q4k,
             RowFormat::K(KQuant::Q5K) => moe_experts_cu::moe_gate_up_grouped_q5k,
             RowFormat::K(KQuant::Q6K) => moe_experts_cu::moe_gate_up_grouped_q6k,
+            RowFormat::K(KQuant::Q8_0) => moe_experts_cu::moe_gate_up_grouped_q8_0,
         };
         let down_kernel = match packed.down {
             RowFormat::Int4 => moe_experts_cu::moe_down_grouped_int4,
             RowFormat::K(KQuant::Q4K) => moe_experts_cu::moe_down_grouped_q4k,
             RowFormat::K(KQuant::Q5K) => moe_experts_cu::moe_down_grouped_q5k,
             RowFormat::K(KQuant::Q6K) => moe_experts_cu::moe_down_grouped_q6k,
+            RowFormat::K(KQuant::Q8_0) => moe_experts_cu::moe_down_grouped_q8_0,
         };
         let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, gemm_shared_bf16);
         gate_up_kernel(gpu, gate_up, x, w.gate_up, packed.shared.gate_up, l.perm, tiles, total, l.act)?;

@@ -339,9 +339,9 @@ extern "C" __global__ void __maxnreg__(96)
 }
 
 // ---------------------------------------------------------------------------------------------
-// moe_decode_block_int4 and its GGUF forms: the routed experts in a 4- or 6-bit row format
-// (common.cuh's "4- to 6-bit expert rows": int4 for GPTQ/AWQ/compressed-tensors, Q4_K, Q5_K, Q6_K
-// for GGUF files; gate/up rows of F::row_bytes(2048) bytes, down rows of F::row_bytes(512)),
+// moe_decode_block_int4 and its GGUF forms: the routed experts in a 4- to 8-bit row format
+// (common.cuh's "4- to 8-bit expert rows": int4 for GPTQ/AWQ/compressed-tensors; Q4_K, Q5_K,
+// Q6_K, Q8_0 for GGUF files; gate/up rows of F::row_bytes(2048) bytes, down rows of F::row_bytes(512)),
 // everything else bf16 as in moe_decode_block (the GPTQ-Int4 release's shape, and a GGUF file's
 // after load: W_o, the router and the shared expert 16-bit). Phases 0 and 1 are
 // moe_decode_head's; phase 2 streams the routed gate/up rows (a warp's rows requested up to
@@ -538,7 +538,7 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
 
 // The fused kernel's instances: int4 (GPTQ, AWQ, compressed-tensors), and the (gate and up, down)
 // formats llama.cpp's k-quant mixes give: Q4_K_M (Q4_K, Q4_K or Q6_K), Q4_K_S (Q4_K, Q4_K or
-// Q5_K), Q5_K_M (Q5_K, Q5_K or Q6_K), Q5_K_S (Q5_K, Q5_K), Q6_K (Q6_K, Q6_K).
+// Q5_K), Q5_K_M (Q5_K, Q5_K or Q6_K), Q5_K_S (Q5_K, Q5_K), Q6_K (Q6_K, Q6_K), Q8_0 (Q8_0, Q8_0).
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_int4(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
@@ -595,12 +595,20 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q6k_q6k(
         unsigned long long* __restrict__ arrivals) {
     moe_decode_block_q<Q6KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
 }
+extern "C" __global__ void __maxnreg__(96) moe_decode_block_q8_0_q8_0(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals) {
+    moe_decode_block_q<Q8Format, Q8Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+}
 
 // ---------------------------------------------------------------------------------------------
 // The 4/6-bit experts' decode GEMVs, the four-kernel form of moe_decode_block_int4 (moe.rs
 // `moe_decode_kernels`) for GPUs where its grid cannot be resident (fewer than 129 SMs, or 99 KB
 // of shared memory: one block an SM), and the few-token expert path: the same row formats and
-// dots as its phases 2 and 3. An instance per format (_int4, _q4k, _q5k, _q6k).
+// dots as its phases 2 and 3. An instance per format (_int4, _q4k, _q5k, _q6k, _q8_0).
 //
 // moe_gate_up_gemv_*: act[t, slot, i] = silu(gate_e[i]·x_t) * (up_e[i]·x_t), e = ids[t, slot]
 // (slot 8: the shared expert, bf16 shared_gate_up [1024, 2048]). Grid (512/8, 9, T), 256
@@ -727,6 +735,17 @@ extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q6k(
         const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out) {
     moe_down_gemv_q<Q6KFormat>(act, down, shared_down, ids, weights, out);
 }
+extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q8_0(
+        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
+        const int* __restrict__ ids, float* __restrict__ act) {
+    moe_gate_up_gemv_q<Q8Format>(x, gate_up, shared_gate_up, ids, act);
+}
+extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q8_0(
+        const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
+        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out) {
+    moe_down_gemv_q<Q8Format>(act, down, shared_down, ids, weights, out);
+}
+
 // ---------------------------------------------------------------------------------------------
 // moe_decode_block_fp8: the same kernel for FP8 weights (e4m3 with f32 scales per 128×128 block,
 // w = q · s): W_o e4m3 [2048, 4096] with scales [16, 32]; gate_up e4m3 [257, 1024, 2048] with

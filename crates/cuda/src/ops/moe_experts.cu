@@ -205,21 +205,28 @@ struct Fp8Rows {
     __device__ __forceinline__ const bf16* tile(int) const { return tile_s; }
 };
 
-// The 4- to 6-bit formats (common.cuh's "4- to 6-bit expert rows": int4, Q4_K, Q5_K, Q6_K): a
-// stage's 64 columns of a row are 32 bytes of low 4 bits (and for Q6_K 16 bytes of high bits);
+// The 4- to 8-bit formats (common.cuh's "4- to 8-bit expert rows": int4, Q4_K, Q5_K, Q6_K, Q8_0):
+// a stage's 64 columns of a row are 32 bytes of low 4 bits (and for Q6_K 16 bytes of high bits;
+// Q8_0: 64 bytes, two 16-byte copies a thread);
 // thread tid copies row tid/2's 16-byte piece tid%2 (32 weights; the even thread also the high
 // bits), then widens them, (f + shift) · s − m rounded to bf16, into the one bf16 tile. Q5_K's
 // fifth bits (a word per 32 columns) are read from the row as the scales are.
 template <int K, typename Src, typename F>
 struct QuantRows {
     static constexpr bool CONVERTS = true;
-    static constexpr int STAGE_ROW = GEMM_BK / 2 + (F::HIGH == 2 ? GEMM_BK / 4 : 0);  // bytes a row a stage
+    // bytes a row a stage: the low 4 bits (+ Q6_K's 2), or Q8_0's whole bytes
+    static constexpr int STAGE_ROW = F::HIGH == 8 ? GEMM_BK : GEMM_BK / 2 + (F::HIGH == 2 ? GEMM_BK / 4 : 0);
     unsigned char* stages;  // GEMM_STAGES x GEMM_BN x STAGE_ROW bytes
     bf16* tile_s;           // GEMM_BN x AS_STRIDE
     Src src;                // src() → const unsigned char*: the start of this thread's row
     __device__ __forceinline__ void load(int k0, int s) {
         const int prow = threadIdx.x >> 1, piece = threadIdx.x & 1;
         unsigned char* dst = stages + (s * GEMM_BN + prow) * STAGE_ROW;
+        if constexpr (F::HIGH == 8) {
+            cp_async16(dst + piece * 32, src() + k0 + piece * 32, true);
+            cp_async16(dst + piece * 32 + 16, src() + k0 + piece * 32 + 16, true);
+            return;
+        }
         cp_async16(dst + piece * 16, src() + k0 / 2 + piece * 16, true);
         if constexpr (F::HIGH == 2) {
             if (piece == 0) cp_async16(dst + GEMM_BK / 2, src() + K / 2 + k0 / 4, true);
@@ -229,9 +236,29 @@ struct QuantRows {
         const int row = threadIdx.x >> 1, piece = threadIdx.x & 1;
         const int col = kt * GEMM_BK + piece * 32;
         const unsigned char* staged = stages + (s * GEMM_BN + row) * STAGE_ROW;
+        __nv_bfloat162 o[16];
+        if constexpr (F::HIGH == 8) {
+            // 32 columns: 8 words of 4, pairs (c, c + 1), (c + 2, c + 3)
+            const Affine a = F::affine(src(), K, col);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint4 raw = *reinterpret_cast<const uint4*>(staged + piece * 32 + 16 * h);
+                const unsigned int w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+#pragma unroll
+                    for (int p = 0; p < 2; p++) {
+                        const float2 f = __half22float2(q8_pair(w[k], p));
+                        o[8 * h + 2 * k + p] = __floats2bfloat162_rn(f.x * a.s, f.y * a.s);
+                    }
+            }
+            uint4* dst = reinterpret_cast<uint4*>(tile_s + row * AS_STRIDE + piece * 32);
+#pragma unroll
+            for (int q = 0; q < 4; q++) dst[q] = *reinterpret_cast<uint4*>(&o[4 * q]);
+            return;
+        }
         const uint4 raw = *reinterpret_cast<const uint4*>(staged + piece * 16);
         const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
-        __nv_bfloat162 o[16];
         if constexpr (F::HIGH == 2) {
             const uint2 hw = *reinterpret_cast<const uint2*>(staged + GEMM_BK / 2 + piece * 8);
             const unsigned int high[2] = {hw.x, hw.y};
@@ -362,6 +389,7 @@ __device__ __forceinline__ unsigned char* b_buffers(unsigned char* smem) {
 #define FMT_Q4K 3
 #define FMT_Q5K 4
 #define FMT_Q6K 5
+#define FMT_Q8_0 6
 
 // The row format of a quantised FMT.
 template <int FMT>
@@ -379,6 +407,10 @@ struct FormatOf<FMT_Q5K> {
 template <>
 struct FormatOf<FMT_Q6K> {
     typedef Q6KFormat F;
+};
+template <>
+struct FormatOf<FMT_Q8_0> {
+    typedef Q8Format F;
 };
 
 // Runs the tile with B rows br → weight row `weight_row(br)` of `w` (row length K): bf16, FP8
@@ -497,7 +529,7 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     gate_up_grouped<FMT_FP8>(x, gate_up, scales, nullptr, perm, tiles, total_tiles, act);
 }
 
-// 4- to 6-bit routed experts (int4, Q4_K, Q5_K, Q6_K): gate_up [256 × 1024] rows of the format; the shared
+// 4- to 8-bit routed experts (int4, Q4_K, Q5_K, Q6_K, Q8_0): gate_up [256 × 1024] rows of the format; the shared
 // expert bf16 [1024, 2048] apart.
 extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_int4(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
@@ -522,6 +554,12 @@ extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_q6k(
         const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
         bf16* __restrict__ act) {
     gate_up_grouped<FMT_Q6K>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_q8_0(
+        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
+        const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
+        bf16* __restrict__ act) {
+    gate_up_grouped<FMT_Q8_0>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
 }
 
 // out[t, c] += weights[t, slot] * (down_e[c] · act[row]) for the rows of one expert tile (row →
@@ -595,7 +633,7 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     down_grouped<FMT_FP8>(act, down, scales, nullptr, perm, weights, tiles, total_tiles, out);
 }
 
-// 4- to 6-bit routed experts: down [256 × 2048] rows of the format; the shared expert bf16 [2048, 512]
+// 4- to 8-bit routed experts: down [256 × 2048] rows of the format; the shared expert bf16 [2048, 512]
 // apart.
 extern "C" __global__ void __launch_bounds__(256, 2) moe_down_grouped_int4(
         const bf16* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared,
@@ -620,4 +658,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) moe_down_grouped_q6k(
         const int* __restrict__ perm, const float* __restrict__ weights, const int4* __restrict__ tiles,
         const int* __restrict__ total_tiles, float* __restrict__ out) {
     down_grouped<FMT_Q6K>(act, down, nullptr, shared, perm, weights, tiles, total_tiles, out);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) moe_down_grouped_q8_0(
+        const bf16* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared,
+        const int* __restrict__ perm, const float* __restrict__ weights, const int4* __restrict__ tiles,
+        const int* __restrict__ total_tiles, float* __restrict__ out) {
+    down_grouped<FMT_Q8_0>(act, down, nullptr, shared, perm, weights, tiles, total_tiles, out);
 }

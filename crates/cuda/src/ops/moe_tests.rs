@@ -518,13 +518,13 @@ fn moe_block_int4_matches_cpu() {
     check_packed_block(fixture_int4(), "int4");
 }
 
-/// The layers llama.cpp's k-quants make: Q4_K_M's (gate/up Q4_K, down Q6_K or Q4_K), Q5_K_S's
-/// (Q5_K throughout), Q6_K's: every format in both places.
+/// The layers llama.cpp's quants make: Q4_K_M's (gate/up Q4_K, down Q6_K or Q4_K), Q5_K_S's
+/// (Q5_K throughout), Q6_K's, Q8_0's: every format in both places.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn moe_block_and_decode_kquant_match_cpu() {
-    use KQuant::{Q4K, Q5K, Q6K};
-    for (gate_up, down) in [(Q4K, Q6K), (Q4K, Q4K), (Q5K, Q5K), (Q6K, Q6K)] {
+    use KQuant::{Q4K, Q5K, Q6K, Q8_0};
+    for (gate_up, down) in [(Q4K, Q6K), (Q4K, Q4K), (Q5K, Q5K), (Q6K, Q6K), (Q8_0, Q8_0)] {
         let f = fixture_kquant(gate_up, down);
         let name = format!("{gate_up:?}/{down:?}");
         check_packed_block(&f, &name);
