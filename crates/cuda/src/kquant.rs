@@ -172,9 +172,13 @@ fn scale_min(q: &[u8], j: usize) -> (u8, u8) {
     }
 }
 
-/// Packs 8 consecutive 4-bit values (column order) into an int4 word.
-fn word_of(values: &[u8]) -> u32 {
-    values.iter().enumerate().fold(0, |w, (c, &v)| w | ((v as u32 & 15) << (4 * position(c))))
+/// Appends the low 4 bits of a row's values `q` (column order) as int4 words: 8 columns a word,
+/// in `position`'s order.
+fn push_low_plane(q: &[u8], out: &mut Vec<u8>) {
+    for chunk in q.chunks_exact(8) {
+        let word = chunk.iter().enumerate().fold(0u32, |w, (c, &v)| w | ((v as u32 & 15) << (4 * position(c))));
+        out.extend_from_slice(&word.to_le_bytes());
+    }
 }
 
 /// One Q4_K row (its blocks) into the kernels' layout (`q`: room for the row's values).
@@ -188,9 +192,7 @@ fn q4k_row(blocks: &[u8], q: &mut [u8], out: &mut Vec<u8>) {
             }
         }
     }
-    for chunk in q.chunks_exact(8) {
-        out.extend_from_slice(&word_of(chunk).to_le_bytes());
-    }
+    push_low_plane(q, out);
     for block in blocks.chunks_exact(144) {
         out.extend_from_slice(&block[..16]);
     }
@@ -208,9 +210,7 @@ fn q5k_row(blocks: &[u8], q: &mut [u8], out: &mut Vec<u8>) {
             }
         }
     }
-    for chunk in q.chunks_exact(8) {
-        out.extend_from_slice(&word_of(chunk).to_le_bytes());
-    }
+    push_low_plane(q, out);
     for chunk in q.chunks_exact(32) {
         let high = chunk.iter().enumerate().fold(0u32, |w, (c, &v)| w | (((v >> 4) as u32 & 1) << high_shift5(c)));
         out.extend_from_slice(&high.to_le_bytes());
@@ -248,9 +248,7 @@ fn q6k_row(blocks: &[u8], q: &mut [u8], out: &mut Vec<u8>) {
             }
         }
     }
-    for chunk in q.chunks_exact(8) {
-        out.extend_from_slice(&word_of(chunk).to_le_bytes());
-    }
+    push_low_plane(q, out);
     for chunk in q.chunks_exact(16) {
         let high = chunk.iter().enumerate().fold(0u32, |w, (c, &v)| w | (((v >> 4) as u32) << high_shift(c)));
         out.extend_from_slice(&high.to_le_bytes());

@@ -4,7 +4,7 @@
 //! the matrices the FP8 release quantises e4m3 with block scales (the rest stays bf16), in the
 //! layout `weights.rs` uploads a checkpoint to.
 
-use crate::kernels::{kernel_file, Launch};
+use crate::kernels::{kernel_file, Launch, Seed};
 use crate::kquant::KQuant;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{
@@ -97,32 +97,34 @@ impl Maker<'_> {
         Ok((ptr, scales))
     }
 
-    /// int4 rows [rows, cols] (`int4.rs`'s layout), w = (q − 8) · s with s ≈ √(3/cols)/8 (an f16).
-    fn int4_rows(&mut self, rows: usize, cols: usize) -> Result<DevPtr> {
-        let buf = self.gpu.alloc(rows * crate::int4::row_bytes(cols))?;
+    /// A buffer of `bytes` that `fill(launch, ptr, seed)` writes: the 4/8-bit rows below.
+    fn rows(&mut self, bytes: usize, fill: impl FnOnce(&Gpu, Launch, DevPtr, Seed) -> Result<()>) -> Result<DevPtr> {
+        let buf = self.gpu.alloc(bytes)?;
         self.seed += 1;
-        let s = (3.0 / cols as f32).sqrt() / 8.0;
-        let launch = Launch::new((4096, 1, 1), 256, 0);
-        synthetic_cu::fill_random_int4_rows(self.gpu, launch, buf.ptr(), rows as i64, cols as i32, self.seed, s)?;
+        fill(self.gpu, Launch::new((4096, 1, 1), 256, 0), buf.ptr(), self.seed)?;
         let ptr = buf.ptr();
         self.buffers.push(buf);
         Ok(ptr)
     }
 
+    /// int4 rows [rows, cols] (`int4.rs`'s layout), w = (q − 8) · s with s ≈ √(3/cols)/8 (an f16).
+    fn int4_rows(&mut self, rows: usize, cols: usize) -> Result<DevPtr> {
+        let s = (3.0 / cols as f32).sqrt() / 8.0;
+        self.rows(rows * crate::int4::row_bytes(cols), |gpu, launch, ptr, seed| {
+            synthetic_cu::fill_random_int4_rows(gpu, launch, ptr, rows as i64, cols as i32, seed, s)
+        })
+    }
+
     fn kquant_rows(&mut self, k: KQuant, rows: usize, cols: usize) -> Result<DevPtr> {
-        let buf = self.gpu.alloc(rows * k.row_bytes(cols))?;
-        self.seed += 1;
         let s = (3.0 / cols as f32).sqrt() / 8.0;
         let (q6, d) = match k {
             KQuant::Q4K => (0, s / 32.0),
             KQuant::Q6K => (1, s / 512.0),
             KQuant::Q5K | KQuant::Q8_0 => anyhow::bail!("the synthetic Q4_K_M layout has no {k:?} rows"),
         };
-        let launch = Launch::new((4096, 1, 1), 256, 0);
-        synthetic_cu::fill_random_kquant_rows(self.gpu, launch, buf.ptr(), rows as i64, cols as i32, q6, self.seed, d)?;
-        let ptr = buf.ptr();
-        self.buffers.push(buf);
-        Ok(ptr)
+        self.rows(rows * k.row_bytes(cols), |gpu, launch, ptr, seed| {
+            synthetic_cu::fill_random_kquant_rows(gpu, launch, ptr, rows as i64, cols as i32, q6, seed, d)
+        })
     }
 
     fn vector(&mut self, len: usize, center: f32, scale: f32) -> Result<Vector> {

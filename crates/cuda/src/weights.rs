@@ -627,10 +627,7 @@ fn repacked_from(w: &ModelWeights) -> Option<String> {
 /// the file's format; the vision tower aside.
 pub fn repacked_bytes(w: &ModelWeights) -> usize {
     let size = |t: &Tensor| if t.shape.len() == 1 { 4 } else { 2 } * t.numel();
-    let mut all = vec![&w.embed_tokens, &w.final_norm, &w.lm_head];
-    all.extend(w.layers.iter().flat_map(|l| l.tensors()));
-    all.extend(w.mtp.iter().flat_map(|m| m.tensors()));
-    let mut bytes: usize = all.into_iter().map(size).sum();
+    let mut bytes = bf16_bytes_of(w);
     // the routed experts read as stored: their rows instead of their bf16
     for layer in w.layers.iter().chain(w.mtp.iter().map(|m| &m.layer)) {
         let experts = &layer.moe.experts;
@@ -643,6 +640,15 @@ pub fn repacked_bytes(w: &ModelWeights) -> usize {
         }
     }
     bytes
+}
+
+/// GPU bytes of `w` all in bf16 (every matrix 2 bytes an element, vectors 4; embed_tokens and
+/// lm_head apart even when tied), the vision tower aside.
+fn bf16_bytes_of(w: &ModelWeights) -> usize {
+    let mut all = vec![&w.embed_tokens, &w.final_norm, &w.lm_head];
+    all.extend(w.layers.iter().flat_map(|l| l.tensors()));
+    all.extend(w.mtp.iter().flat_map(|m| m.tensors()));
+    all.into_iter().map(|t| if t.shape.len() == 1 { 4 } else { 2 } * t.numel()).sum()
 }
 
 /// Says what the GGUF weights take on the GPU, and fails in one line, before converting

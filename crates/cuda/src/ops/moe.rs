@@ -338,7 +338,6 @@ fn moe_decode_packed(
 ) -> Result<()> {
     check_decode_shapes(&mixer, w, norm)?;
     ensure!(mixer.w.fp8_scales.is_none(), "moe_decode: 4/6-bit experts with an FP8 output projection");
-    let l = Layout::new(scratch, 1)?;
     use KQuant::{Q4K, Q5K, Q6K, Q8_0};
     use RowFormat::{Int4, K};
     let kernel = match (packed.gate_up, packed.down) {
@@ -353,6 +352,7 @@ fn moe_decode_packed(
         // a mix llama.cpp's quants do not make: the four-kernel form reads any pair
         _ => return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch),
     };
+    let l = Layout::new(scratch, 1)?;
     let shared = packed.shared;
     kernel(
         gpu,

@@ -539,6 +539,7 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
 // The fused kernel's instances: int4 (GPTQ, AWQ, compressed-tensors), and the (gate and up, down)
 // formats llama.cpp's k-quant mixes give: Q4_K_M (Q4_K, Q4_K or Q6_K), Q4_K_S (Q4_K, Q4_K or
 // Q5_K), Q5_K_M (Q5_K, Q5_K or Q6_K), Q5_K_S (Q5_K, Q5_K), Q6_K (Q6_K, Q6_K), Q8_0 (Q8_0, Q8_0).
+// (each instance written out: kernels.rs checks the launchers against these signatures as written)
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_int4(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,

@@ -252,38 +252,35 @@ struct QuantRows {
                         o[8 * h + 2 * k + p] = __floats2bfloat162_rn(f.x * a.s, f.y * a.s);
                     }
             }
-            uint4* dst = reinterpret_cast<uint4*>(tile_s + row * AS_STRIDE + piece * 32);
+        } else {
+            const uint4 raw = *reinterpret_cast<const uint4*>(staged + piece * 16);
+            const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
+            if constexpr (F::HIGH == 2) {
+                const uint2 hw = *reinterpret_cast<const uint2*>(staged + GEMM_BK / 2 + piece * 8);
+                const unsigned int high[2] = {hw.x, hw.y};
 #pragma unroll
-            for (int q = 0; q < 4; q++) dst[q] = *reinterpret_cast<uint4*>(&o[4 * q]);
-            return;
-        }
-        const uint4 raw = *reinterpret_cast<const uint4*>(staged + piece * 16);
-        const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
-        if constexpr (F::HIGH == 2) {
-            const uint2 hw = *reinterpret_cast<const uint2*>(staged + GEMM_BK / 2 + piece * 8);
-            const unsigned int high[2] = {hw.x, hw.y};
+                for (int g = 0; g < 2; g++) {
+                    const Affine a = F::affine(src(), K, col + 16 * g);
 #pragma unroll
-            for (int g = 0; g < 2; g++) {
-                const Affine a = F::affine(src(), K, col + 16 * g);
+                    for (int i = 2 * g; i < 2 * g + 2; i++)
 #pragma unroll
-                for (int i = 2 * g; i < 2 * g + 2; i++)
+                        for (int p = 0; p < 4; p++) {
+                            const float2 f = __half22float2(q6_pair(words[i], high[g], i & 1, p));
+                            o[4 * i + p] = __floats2bfloat162_rn((f.x + a.shift) * a.s - a.m, (f.y + a.shift) * a.s - a.m);
+                        }
+                }
+            } else {
+                const Affine a = F::affine(src(), K, col);
+                // Q5_K: the piece's 32 columns' fifth bits, one word (read from the row, not staged)
+                const unsigned int high = F::HIGH == 1 ? __ldg(reinterpret_cast<const unsigned int*>(src() + K / 2) + col / 32) : 0u;
+#pragma unroll
+                for (int i = 0; i < 4; i++)
 #pragma unroll
                     for (int p = 0; p < 4; p++) {
-                        const float2 f = __half22float2(q6_pair(words[i], high[g], i & 1, p));
+                        const float2 f = __half22float2(F::HIGH == 1 ? q5_pair(words[i], high, i, p) : int4_pair(words[i], p));
                         o[4 * i + p] = __floats2bfloat162_rn((f.x + a.shift) * a.s - a.m, (f.y + a.shift) * a.s - a.m);
                     }
             }
-        } else {
-            const Affine a = F::affine(src(), K, col);
-            // Q5_K: the piece's 32 columns' fifth bits, one word (read from the row, not staged)
-            const unsigned int high = F::HIGH == 1 ? __ldg(reinterpret_cast<const unsigned int*>(src() + K / 2) + col / 32) : 0u;
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int p = 0; p < 4; p++) {
-                    const float2 f = __half22float2(F::HIGH == 1 ? q5_pair(words[i], high, i, p) : int4_pair(words[i], p));
-                    o[4 * i + p] = __floats2bfloat162_rn((f.x + a.shift) * a.s - a.m, (f.y + a.shift) * a.s - a.m);
-                }
         }
         uint4* dst = reinterpret_cast<uint4*>(tile_s + row * AS_STRIDE + piece * 32);
 #pragma unroll
@@ -531,6 +528,7 @@ extern "C" __global__ void __launch_bounds__(256, 2)
 
 // 4- to 8-bit routed experts (int4, Q4_K, Q5_K, Q6_K, Q8_0): gate_up [256 × 1024] rows of the format; the shared
 // expert bf16 [1024, 2048] apart.
+// (each instance written out: kernels.rs checks the launchers against these signatures as written)
 extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_int4(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
         const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
