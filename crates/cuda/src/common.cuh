@@ -610,6 +610,29 @@ __device__ __forceinline__ float dot_q6(unsigned int w0, unsigned int w1, unsign
     return f.x + f.y;
 }
 
+// This lane's x for rows of HIDDEN: columns j·1024 + 32·lane .. +32 as scaled f16 pairs, and
+// their true-valued sums (the affine formats' offsets).
+struct LaneX4 {
+    __half2 v[2][16];
+    float sum[2];
+    __device__ __forceinline__ void load(const float* xs) {
+        const int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            float total = 0.f;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float f[16];
+                load16(xs + j * 1024 + lane * 32 + h * 16, f);
+                to_x16(f, *reinterpret_cast<__half2(*)[8]>(&v[j][8 * h]));
+#pragma unroll
+                for (int i = 0; i < 16; i++) total += f[i];
+            }
+            sum[j] = total;
+        }
+    }
+};
+
 // Σ w · x over the 8·N columns from `col` of a row in format F (see above). The int4, Q4_K and
 // Q5_K formats' N words share one group (int4: 128 columns, Q4_K and Q5_K: 32); Q6_K takes 16
 // columns a scale.

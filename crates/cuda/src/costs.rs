@@ -130,12 +130,15 @@ pub fn kernel_costs(model: &CudaModel) -> Result<Vec<Cost>> {
     }
 
     // The lm_head: the screen and its rescore (the greedy step's end) against the full bf16 GEMV.
-    let screen = LmHeadScreen::new(gpu, &w.lm_head)?;
     let out = gpu.alloc(64)?;
-    let us = graph_time_us(gpu, 8, &mut |_| screen.argmax(gpu, h, &w.final_norm, eps, out.ptr()))?;
-    add("lm_head screen + rescore (graph)".into(), us, tb((VOCAB * HIDDEN) as f64, us) + " of int8");
+    if w.lm_head.is_bf16() {
+        let screen = LmHeadScreen::new(gpu, &w.lm_head)?;
+        let us = graph_time_us(gpu, 8, &mut |_| screen.argmax(gpu, h, &w.final_norm, eps, out.ptr()))?;
+        add("lm_head screen + rescore (graph)".into(), us, tb((VOCAB * HIDDEN) as f64, us) + " of int8");
+    }
     let us = graph_time_us(gpu, 8, &mut |_| gemv_norm(gpu, h, &w.final_norm, eps, &w.lm_head, y.ptr()))?;
-    add("lm_head full bf16 GEMV (graph)".into(), us, tb(matrix_bytes(&w.lm_head), us));
+    let form = if w.lm_head.is_bf16() { "bf16".to_string() } else { format!("{:?}", w.lm_head.kq.unwrap()) };
+    add(format!("lm_head full {form} GEMV (graph)"), us, tb(matrix_bytes(&w.lm_head), us));
 
     // The MoE block per path and token count.
     let moe = &w.layers[0].moe;
@@ -260,7 +263,7 @@ pub fn kernel_costs(model: &CudaModel) -> Result<Vec<Cost>> {
     Ok(costs)
 }
 
-/// The bytes a GEMV over `m` reads: e4m3 or bf16 weights.
+/// The bytes a GEMV over `m` reads: bf16, e4m3 or a GGUF format's rows.
 fn matrix_bytes(m: &Matrix) -> f64 {
-    (m.rows * m.cols * if m.fp8_scales.is_some() { 1 } else { 2 }) as f64
+    (m.rows * m.row_bytes()) as f64
 }

@@ -176,6 +176,7 @@ pub const SOURCES: &[Source] = &[
     crate::ops::linear::cast_cu::SOURCE,
     crate::ops::linear::gemv_fp8_cu::SOURCE,
     crate::ops::linear::gemv_mma_cu::SOURCE,
+    crate::ops::gemv_q::gemv_q_cu::SOURCE,
     crate::ops::lm_head::lm_head_cu::SOURCE,
     crate::ops::embed::embed_cu::SOURCE,
     crate::ops::sample::argmax_cu::SOURCE,

@@ -96,6 +96,36 @@ impl KQuant {
         Ok(())
     }
 
+    /// The one format that holds every one of `types` exactly, if any: a type alone, or Q5_K for
+    /// Q4_K beside Q5_K (a Q4_K row is a Q5_K row whose fifth bits are 0: `widen_into`).
+    pub fn common(types: &[GgmlType]) -> Option<KQuant> {
+        let formats: Option<Vec<KQuant>> = types.iter().map(|&t| KQuant::of(t)).collect();
+        let formats = formats?;
+        let first = *formats.first()?;
+        if formats.iter().all(|&f| f == first) {
+            return Some(first);
+        }
+        formats.iter().all(|f| matches!(f, KQuant::Q4K | KQuant::Q5K)).then_some(KQuant::Q5K)
+    }
+
+    /// `repack_into` for a matrix stored as `self` going up as `to` (`common`'s choice): a Q4_K
+    /// row gains a plane of zero fifth bits between its values and its blocks' 16 bytes.
+    pub fn repack_as(self, to: KQuant, blocks: &[u8], rows: usize, cols: usize, out: &mut Vec<u8>) -> Result<()> {
+        if self == to {
+            return self.repack_into(blocks, rows, cols, out);
+        }
+        ensure!(self == KQuant::Q4K && to == KQuant::Q5K, "{:?} rows cannot go up as {:?}", self, to);
+        let mut own = Vec::new();
+        self.repack_into(blocks, rows, cols, &mut own)?;
+        out.reserve(rows * to.row_bytes(cols));
+        for row in own.chunks_exact(self.row_bytes(cols)) {
+            out.extend_from_slice(&row[..cols / 2]);
+            out.resize(out.len() + cols / 8, 0);
+            out.extend_from_slice(&row[cols / 2..]);
+        }
+        Ok(())
+    }
+
     /// Row `r` of `rows_bytes` (the kernels' layout) dequantised: the values the kernels compute
     /// with, in ggml's arithmetic (for tests).
     pub fn decode_row(self, rows_bytes: &[u8], cols: usize, r: usize) -> Vec<f32> {
@@ -313,6 +343,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A Q4_K matrix going up as Q5_K (beside Q5_K rows: a GGUF file's GDN qkv and z) decodes to
+    /// its own values bit for bit; `common` picks one format only where it holds every part.
+    #[test]
+    fn q4k_rows_go_up_as_q5k_exactly() {
+        let (rows, cols) = (3, 512);
+        let blocks = random_blocks(GgmlType::Q4K, rows * cols / QK, 11);
+        let mut want = vec![0f32; rows * cols];
+        GgmlType::Q4K.dequantize(&blocks, &mut want);
+        let mut wide = Vec::new();
+        KQuant::Q4K.repack_as(KQuant::Q5K, &blocks, rows, cols, &mut wide).unwrap();
+        assert_eq!(wide.len(), rows * KQuant::Q5K.row_bytes(cols));
+        let got: Vec<f32> = (0..rows).flat_map(|r| KQuant::Q5K.decode_row(&wide, cols, r)).collect();
+        assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "Q4_K as Q5_K changed a value");
+        use GgmlType::*;
+        assert_eq!(KQuant::common(&[Q5K, Q4K]), Some(KQuant::Q5K));
+        assert_eq!(KQuant::common(&[Q4K, Q4K, Q4K]), Some(KQuant::Q4K));
+        assert_eq!(KQuant::common(&[Q4K, Q4K, Q6K]), None, "no exact common format");
+        assert_eq!(KQuant::common(&[Q8_0, Q8_0]), Some(KQuant::Q8_0));
+        assert_eq!(KQuant::common(&[Q4K, Q4_0]), None, "a type with no kernel");
+        assert!(KQuant::Q6K.repack_as(KQuant::Q5K, &[], 0, 256, &mut Vec::new()).is_err());
     }
 
     /// The kernels' arithmetic (common.cuh's `int4_pair`, `q6_pair`, `Q4KFormat::affine`,

@@ -63,15 +63,18 @@ fn plan_memory(model: &mut CudaModel, asked: Option<usize>) -> Result<()> {
     let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
     let (used, total) = model.memory_used()?;
     let budget_left = model.gpu.budget_left();
-    let screen = ops::lm_head::LmHeadScreen::bytes(&model.weights.lm_head);
+    // a GGUF lm_head read as stored has no screen: its GEMV reads fewer bytes than the screen's
+    let screenable = model.weights.lm_head.is_bf16();
+    let screen = if screenable { ops::lm_head::LmHeadScreen::bytes(&model.weights.lm_head) } else { 0 };
     let plan = MemoryPlan::new(total - used, budget_left, screen, asked, model.max_seq, |n| model.sequence_bytes_at(n));
-    model.screened_lm_head = plan.screened;
+    model.screened_lm_head = plan.screened && screenable;
     model.max_seq = plan.max_seq;
     let (max_seq, free) = (plan.max_seq, plan.free);
     let per_sequence = model.sequence_bytes_at(max_seq);
     let note = match (budget_left, plan.screened) {
         (None, _) => String::new(),
-        (Some(_), true) => format!(", the lm_head screen {:.2} GiB", gib(screen)),
+        (Some(_), true) if screenable => format!(", the lm_head screen {:.2} GiB", gib(screen)),
+        (Some(_), true) => String::new(),
         (Some(_), false) => ", no lm_head screen (the budget is short)".into(),
     };
     eprintln!(

@@ -193,6 +193,7 @@ impl CudaModel {
             Some(_) => Some(MtpIo::new(&gpu, PREFILL_CHUNK, hidden, config.vocab_size)?),
             None => None,
         };
+        let screened_lm_head = weights.lm_head.is_bf16();
         Ok(CudaModel {
             dequantized,
             mtp_io,
@@ -206,7 +207,7 @@ impl CudaModel {
             scratch,
             io,
             screen: Default::default(),
-            screened_lm_head: true,
+            screened_lm_head,
             graphs: std::array::from_fn(|_| GraphCache::new(GRAPHS_KEPT)),
         })
     }

@@ -245,9 +245,14 @@ impl CudaModel {
         Ok(self.token_states.borrow())
     }
 
-    /// Whether `decode_tokens` takes t tokens: 1 ..= MAX_TOKENS, bf16 weights.
+    /// Whether `decode_tokens` takes t tokens: 1 ..= MAX_TOKENS, bf16 weights (a GGUF model's
+    /// experts may be as stored; its mixers and lm_head bf16).
     pub(crate) fn can_decode_tokens(&self, t: usize) -> bool {
-        (1..=MAX_TOKENS).contains(&t) && self.weights.precision == Precision::Bf16
+        let w = &self.weights;
+        (1..=MAX_TOKENS).contains(&t)
+            && w.precision == Precision::Bf16
+            && w.lm_head.is_bf16()
+            && w.layers.iter().chain(w.mtp.iter().map(|m| &m.layer)).all(|l| l.mixer_bf16())
     }
 
     /// Runs `tokens` at positions `state.position ..` and returns their logits (f32 [t, vocab],

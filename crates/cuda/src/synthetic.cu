@@ -58,14 +58,16 @@ extern "C" __global__ void fill_random_int4_rows(unsigned int* __restrict__ dst,
     }
 }
 
-// GGUF expert rows (kquant.rs: Q4_K, or Q6_K when `q6`) of `cols` columns: random values (and
-// high bits, and Q4_K's packed 6-bit scales and mins, Q6_K's i8 scales), every block's d the f16
-// `scale` (Q4_K's dmin 8 · scale), so the weights span about ±8 · 63 · scale (Q4_K) or
-// ±32 · 128 · scale (Q6_K).
-extern "C" __global__ void fill_random_kquant_rows(unsigned int* __restrict__ dst, long long rows, int cols, int q6,
+// GGUF rows (kquant.rs: `format` 0 Q4_K, 1 Q5_K, 2 Q6_K) of `cols` columns: random values (and
+// high bits, and the K formats' packed 6-bit scales and mins, Q6_K's i8 scales), every block's d
+// the f16 `scale` (Q4_K's and Q5_K's dmin 8 · scale), so the weights span about ±8 · 63 · scale
+// (Q4_K; twice that for Q5_K) or ±32 · 128 · scale (Q6_K).
+extern "C" __global__ void fill_random_kquant_rows(unsigned int* __restrict__ dst, long long rows, int cols, int format,
                                                    unsigned long long seed, float scale) {
     pdl_wait();
-    const int row_words = q6 ? Q6KFormat::row_bytes(cols) / 4 : Q4KFormat::row_bytes(cols) / 4;
+    const int row_bytes = format == 2 ? Q6KFormat::row_bytes(cols) : format == 1 ? Q5KFormat::row_bytes(cols) : Q4KFormat::row_bytes(cols);
+    const int row_words = row_bytes / 4;
+    const int headers = format == 1 ? cols / 2 + cols / 8 : cols / 2;  // Q4_K/Q5_K: the blocks' 16 bytes
     const unsigned int d = (unsigned int)__half_as_ushort(__float2half_rn(scale));
     const unsigned int dmin = (unsigned int)__half_as_ushort(__float2half_rn(8.f * scale));
     const long long n = rows * row_words;
@@ -74,10 +76,10 @@ extern "C" __global__ void fill_random_kquant_rows(unsigned int* __restrict__ ds
         const unsigned int hi = (unsigned int)((hash_uniform(seed, 2 * i) + 1.f) * 8388608.f) & 0xffffu;
         const unsigned int lo = (unsigned int)((hash_uniform(seed, 2 * i + 1) + 1.f) * 8388608.f) & 0xffffu;
         unsigned int word = hi << 16 | lo;
-        if (q6) {
+        if (format == 2) {
             const int ds = cols / 2 + cols / 4 + cols / 16;
             if (o >= ds) word = o < ds + cols / 128 ? d | d << 16 : 0u;
-        } else if (o >= cols / 2 && (o - cols / 2) % 16 == 0) {
+        } else if (o >= headers && (o - headers) % 16 == 0) {
             word = d | dmin << 16;
         }
         dst[i] = word;

@@ -21,7 +21,7 @@ kernel_file! {
         fn fill_random_f32(dst: DevPtr, n: i64, seed: Seed, center: f32, scale: f32);
         fn fill_random_fp8(dst: DevPtr, n: i64, seed: Seed, center: f32, scale: f32);
         fn fill_random_int4_rows(dst: DevPtr, rows: i64, cols: i32, seed: Seed, scale: f32);
-        fn fill_random_kquant_rows(dst: DevPtr, rows: i64, cols: i32, q6: i32, seed: Seed, scale: f32);
+        fn fill_random_kquant_rows(dst: DevPtr, rows: i64, cols: i32, format: i32, seed: Seed, scale: f32);
     }
 }
 
@@ -54,11 +54,15 @@ struct Maker<'g> {
     fp8: bool,
     /// Whether the routed experts are made int4 (the GPTQ-Int4 release's shape).
     int4: bool,
-    /// A GGUF Q4_K_M file's routed experts: gate/up Q4_K, down Q6_K in every other layer (as
-    /// llama.cpp's `use_more_bits` gives about half the down matrices 6 bits) and Q4_K between.
+    /// A GGUF Q4_K_M file's shape: routed experts gate/up Q4_K, down Q6_K in every other layer
+    /// (as llama.cpp's `use_more_bits` gives about half the down matrices 6 bits) and Q4_K
+    /// between; the mixers' in-projections, embedding and lm_head as stored (see
+    /// `random_weights_as`).
     gguf_q4km: bool,
     /// MoE layers made so far.
     moe_layers: usize,
+    /// Attention layers made so far.
+    attention_layers: usize,
 }
 
 impl Maker<'_> {
@@ -85,7 +89,7 @@ impl Maker<'_> {
             return self.matrix(rows, cols);
         }
         let (ptr, scales) = self.fp8_rows(rows, cols)?;
-        Ok(Matrix { ptr, rows, cols, fp8_scales: Some(scales) })
+        Ok(Matrix { ptr, rows, cols, fp8_scales: Some(scales), kq: None })
     }
 
     /// e4m3 [rows, cols] U(±448) and f32 scales [rows/128, cols/128] ≈ √(3/cols)/448, a power of
@@ -117,14 +121,20 @@ impl Maker<'_> {
 
     fn kquant_rows(&mut self, k: KQuant, rows: usize, cols: usize) -> Result<DevPtr> {
         let s = (3.0 / cols as f32).sqrt() / 8.0;
-        let (q6, d) = match k {
+        let (format, d) = match k {
             KQuant::Q4K => (0, s / 32.0),
-            KQuant::Q6K => (1, s / 512.0),
-            KQuant::Q5K | KQuant::Q8_0 => anyhow::bail!("the synthetic Q4_K_M layout has no {k:?} rows"),
+            KQuant::Q5K => (1, s / 64.0),
+            KQuant::Q6K => (2, s / 512.0),
+            KQuant::Q8_0 => anyhow::bail!("the synthetic Q4_K_M layout has no {k:?} rows"),
         };
         self.rows(rows * k.row_bytes(cols), |gpu, launch, ptr, seed| {
-            synthetic_cu::fill_random_kquant_rows(gpu, launch, ptr, rows as i64, cols as i32, q6, seed, d)
+            synthetic_cu::fill_random_kquant_rows(gpu, launch, ptr, rows as i64, cols as i32, format, seed, d)
         })
+    }
+
+    /// A random [rows, cols] matrix as stored in `k` (a GGUF file's mixers, embedding, lm_head).
+    fn kquant_matrix(&mut self, k: KQuant, rows: usize, cols: usize) -> Result<Matrix> {
+        Ok(Matrix { ptr: self.kquant_rows(k, rows, cols)?, rows, cols, fp8_scales: None, kq: Some(k) })
     }
 
     fn vector(&mut self, len: usize, center: f32, scale: f32) -> Result<Vector> {
@@ -134,7 +144,16 @@ impl Maker<'_> {
 
 /// One random bf16 matrix [rows, cols] as the synthetic model's are made, with the buffer that owns it.
 pub fn random_matrix(gpu: &Gpu, rows: usize, cols: usize, seed: u64) -> Result<(Matrix, DevBuf)> {
-    let mut m = Maker { gpu, seed, buffers: Vec::new(), fp8: false, int4: false, gguf_q4km: false, moe_layers: 0 };
+    let mut m = Maker {
+        gpu,
+        seed,
+        buffers: Vec::new(),
+        fp8: false,
+        int4: false,
+        gguf_q4km: false,
+        moe_layers: 0,
+        attention_layers: 0,
+    };
     let w = m.matrix(rows, cols)?;
     Ok((w, m.buffers.pop().unwrap()))
 }
@@ -184,11 +203,16 @@ fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<Mo
         "the synthetic int4 model has groups of {}",
         crate::int4::GROUP
     );
-    let mut m = Maker { gpu, seed: 0x5017, buffers: Vec::new(), fp8, int4, gguf_q4km, moe_layers: 0 };
+    let mut m =
+        Maker { gpu, seed: 0x5017, buffers: Vec::new(), fp8, int4, gguf_q4km, moe_layers: 0, attention_layers: 0 };
     let h = cfg.hidden_size;
-    let embed_tokens = m.matrix(cfg.vocab_size, h)?;
+    // a Q4_K_M file: the embedding Q4_K, the lm_head Q6_K, both read as stored
+    let (embed_tokens, lm_head) = if gguf_q4km {
+        (m.kquant_matrix(KQuant::Q4K, cfg.vocab_size, h)?, m.kquant_matrix(KQuant::Q6K, cfg.vocab_size, h)?)
+    } else {
+        (m.matrix(cfg.vocab_size, h)?, m.matrix(cfg.vocab_size, h)?)
+    };
     let final_norm = m.vector(h, 1.0, 0.1)?;
-    let lm_head = m.matrix(cfg.vocab_size, h)?;
     let layers = cfg.layer_types.iter().map(|&kind| random_layer(&mut m, cfg, kind)).collect::<Result<Vec<_>>>()?;
     // The MTP head: random too (it proposes tokens the main model rejects; `solo bench --accept`
     // replays drafts instead).
@@ -209,7 +233,7 @@ fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<Mo
         mtp,
         vision: None,
         precision,
-        repacked_from: gguf_q4km.then(|| "Q4_K, Q6_K (synthetic Q4_K_M)".to_string()),
+        repacked_from: gguf_q4km.then(|| "Q4_K, Q5_K, Q6_K (synthetic Q4_K_M)".to_string()),
         buffers: m.buffers,
     })
 }
@@ -219,8 +243,11 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
     let (h, fp8) = (cfg.hidden_size, m.fp8);
     let mixer = match kind {
         LayerKind::GatedDeltaNet => {
-            // FP8: qkv | z quantised, b | a a bf16 matrix of their own (as `weights.rs` uploads)
-            let (in_proj, ba) = if fp8 {
+            // FP8: qkv | z quantised, b | a a bf16 matrix of their own (as `weights.rs` uploads);
+            // Q4_K_M: qkv Q5_K and z Q4_K as one Q5_K matrix, b | a apart in bf16
+            let (in_proj, ba) = if m.gguf_q4km {
+                (m.kquant_matrix(KQuant::Q5K, 8192 + 4096, h)?, m.matrix(64, h)?)
+            } else if fp8 {
                 (m.quantised(8192 + 4096, h)?, m.matrix(64, h)?)
             } else {
                 let all = m.matrix(8192 + 4096 + 64, h)?;
@@ -240,7 +267,14 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
             })
         }
         LayerKind::FullAttention => {
-            let qkv_proj = m.quantised(16 * 512 + 2 * 512, h)?;
+            // Q4_K_M: q, k and v Q4_K as one matrix, or bf16 where v is Q6_K (use_more_bits:
+            // every other attention layer here)
+            m.attention_layers += 1;
+            let qkv_proj = if m.gguf_q4km && m.attention_layers % 2 == 0 {
+                m.kquant_matrix(KQuant::Q4K, 16 * 512 + 2 * 512, h)?
+            } else {
+                m.quantised(16 * 512 + 2 * 512, h)?
+            };
             MixerGpu::FullAttention(AttentionGpu {
                 qkv_proj,
                 q_proj: qkv_proj.rows(0, 16 * 512),
@@ -309,8 +343,16 @@ pub fn real_vision_config() -> solo_model::vision::VisionConfig {
 /// --synthetic --image WxH`).
 pub fn random_vision(gpu: &Gpu, cfg: &solo_model::vision::VisionConfig) -> Result<crate::ops::vision::VisionGpu> {
     use crate::ops::vision::{LinearGpu, NormGpu, VisionBlockGpu, VisionGpu};
-    let mut m =
-        Maker { gpu, seed: 7000, buffers: Vec::new(), fp8: false, int4: false, gguf_q4km: false, moe_layers: 0 };
+    let mut m = Maker {
+        gpu,
+        seed: 7000,
+        buffers: Vec::new(),
+        fp8: false,
+        int4: false,
+        gguf_q4km: false,
+        moe_layers: 0,
+        attention_layers: 0,
+    };
     let linear = |m: &mut Maker, out: usize, inp: usize| -> Result<LinearGpu> {
         Ok(LinearGpu { weight: m.matrix(out, inp)?, bias: m.vector(out, 0.0, 0.02)? })
     };

@@ -7,10 +7,12 @@
 //! shared expert is appended to the routed experts as expert `EXPERTS` (index 256), so one
 //! kernel serves both.
 //!
-//! A GGUF file's ggml blocks (Q4_K, Q8_0, …) have no kernel here: each tensor is dequantised as
-//! ggml does and rounded to bf16 just before its upload (`solo_model::bf16`, one tensor or one
-//! layer's experts at a time, never the whole model in host memory), so the GPU holds the bf16
-//! model and the bf16 kernels run it.
+//! A GGUF file's Q4_K, Q5_K, Q6_K and Q8_0 matrices go up as stored (`kquant.rs` repacks their
+//! blocks with no change of value or size) where a kernel reads them: the routed experts, the
+//! mixers' stacked in-projections (a Q4_K part beside Q5_K ones goes up as Q5_K, exactly), the
+//! embedding and the lm_head. Every other tensor, and other ggml types, is dequantised as ggml
+//! does and rounded to bf16 just before its upload (`solo_model::bf16`, one tensor or one
+//! layer's experts at a time, never the whole model in host memory).
 
 use crate::kquant::KQuant;
 use crate::ops::vision::VisionGpu;
@@ -23,7 +25,8 @@ use solo_model::weights::{AttentionWeights, ExpertWeights, GdnWeights, LayerWeig
 use solo_model::{DType, ModelConfig, ModelWeights, Precision, Tensor};
 use std::borrow::Cow;
 
-/// A matrix `[rows, cols]` on the GPU: bf16, or e4m3 with its block scales.
+/// A matrix `[rows, cols]` on the GPU: bf16, e4m3 with its block scales, or a GGUF file's
+/// Q4_K / Q5_K / Q6_K / Q8_0 rows as stored (`kquant.rs`'s layout).
 #[derive(Clone, Copy, Debug)]
 pub struct Matrix {
     pub ptr: DevPtr,
@@ -31,20 +34,27 @@ pub struct Matrix {
     pub cols: usize,
     /// For an FP8 matrix: f32 `[ceil(rows/128), ceil(cols/128)]`, w = q · s of its block.
     pub fp8_scales: Option<DevPtr>,
+    /// For a GGUF matrix kept as stored: its rows' format.
+    pub kq: Option<KQuant>,
 }
 
 impl Matrix {
     /// A bf16 matrix.
     pub fn bf16(ptr: DevPtr, rows: usize, cols: usize) -> Matrix {
-        Matrix { ptr, rows, cols, fp8_scales: None }
+        Matrix { ptr, rows, cols, fp8_scales: None, kq: None }
     }
 
-    /// Bytes per element.
-    pub fn elem_bytes(&self) -> usize {
-        if self.fp8_scales.is_some() {
-            1
-        } else {
-            2
+    /// Whether the matrix is bf16 (neither FP8 nor a GGUF format).
+    pub fn is_bf16(&self) -> bool {
+        self.fp8_scales.is_none() && self.kq.is_none()
+    }
+
+    /// Bytes of one row.
+    pub fn row_bytes(&self) -> usize {
+        match (self.kq, self.fp8_scales) {
+            (Some(k), _) => k.row_bytes(self.cols),
+            (None, Some(_)) => self.cols,
+            (None, None) => 2 * self.cols,
         }
     }
 
@@ -57,10 +67,11 @@ impl Matrix {
             s + (first / FP8_BLOCK * self.cols.div_ceil(FP8_BLOCK) * 4) as DevPtr
         });
         Matrix {
-            ptr: self.ptr + (first * self.cols * self.elem_bytes()) as DevPtr,
+            ptr: self.ptr + (first * self.row_bytes()) as DevPtr,
             rows: n,
             cols: self.cols,
             fp8_scales,
+            kq: self.kq,
         }
     }
 }
@@ -342,7 +353,7 @@ impl<'g> Uploader<'g> {
         };
         let rows = parts.iter().map(|p| p.shape[0]).sum();
         let ptr = self.upload(&slices(&bytes))?;
-        let whole = Matrix { ptr, rows, cols, fp8_scales };
+        let whole = Matrix { ptr, rows, cols, fp8_scales, kq: None };
         let mut first = 0;
         let views = parts
             .iter()
@@ -353,6 +364,31 @@ impl<'g> Uploader<'g> {
             })
             .collect();
         Ok((whole, views))
+    }
+
+    /// 2-D tensors of a GGUF file stacked row-wise as stored (`KQuant::common` of their types,
+    /// 256-column multiples), and a view of each part; `None` when they have no such format
+    /// (then they go up as `stacked` puts them).
+    pub fn stacked_as_stored(&mut self, parts: &[&Tensor]) -> Result<Option<(Matrix, Vec<Matrix>)>> {
+        let Some(kq) = as_stored_format(parts) else { return Ok(None) };
+        let cols = parts[0].row_len();
+        let mut bytes = Vec::new();
+        for p in parts {
+            let DType::Ggml(t) = p.dtype else { unreachable!() };
+            KQuant::of(t).unwrap().repack_as(kq, p.bytes(), p.shape[0], cols, &mut bytes)?;
+        }
+        let rows = parts.iter().map(|p| p.shape[0]).sum();
+        let whole = Matrix { ptr: self.upload(&[&bytes])?, rows, cols, fp8_scales: None, kq: Some(kq) };
+        let mut first = 0;
+        let views = parts
+            .iter()
+            .map(|p| {
+                let view = whole.rows(first, p.shape[0]);
+                first += p.shape[0];
+                view
+            })
+            .collect();
+        Ok(Some((whole, views)))
     }
 
     /// A tensor as f32, optionally with 1 added (zero-centred norms).
@@ -519,7 +555,12 @@ fn fp8_parts(t: &Tensor) -> Result<(&[u8], Vec<f32>)> {
 
 impl GdnGpu {
     pub fn upload(up: &mut Uploader, g: &GdnWeights) -> Result<Self> {
-        let (in_proj, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a) = if g.in_proj_qkv.dtype == DType::F8E4M3 {
+        let as_stored = up.stacked_as_stored(&[&g.in_proj_qkv, &g.in_proj_z])?;
+        let (in_proj, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a) = if let Some((in_proj, v)) = as_stored {
+            // b and a (F32 in the file) go up as their own bf16 matrix, as in the FP8 release
+            let (_, ba) = up.stacked(&[&g.in_proj_b, &g.in_proj_a])?;
+            (in_proj, v[0], v[1], ba[0], ba[1])
+        } else if g.in_proj_qkv.dtype == DType::F8E4M3 {
             let (in_proj, v) = up.stacked(&[&g.in_proj_qkv, &g.in_proj_z])?;
             let (_, ba) = up.stacked(&[&g.in_proj_b, &g.in_proj_a])?;
             (in_proj, v[0], v[1], ba[0], ba[1])
@@ -544,7 +585,11 @@ impl GdnGpu {
 
 impl AttentionGpu {
     pub fn upload(up: &mut Uploader, a: &AttentionWeights) -> Result<Self> {
-        let (qkv_proj, v) = up.stacked(&[&a.q_proj, &a.k_proj, &a.v_proj])?;
+        let parts = [&a.q_proj, &a.k_proj, &a.v_proj];
+        let (qkv_proj, v) = match up.stacked_as_stored(&parts)? {
+            Some(stacked) => stacked,
+            None => up.stacked(&parts)?,
+        };
         Ok(AttentionGpu {
             qkv_proj,
             q_proj: v[0],
@@ -576,9 +621,15 @@ impl ModelGpu {
             check_repacked_fits(gpu, w, types)?;
         }
         let mut up = Uploader::new(gpu)?;
-        let embed_tokens = up.stacked_bf16(&[&w.embed_tokens])?;
+        let mut as_stored_or_bf16 = |t: &Tensor| -> Result<Matrix> {
+            match up.stacked_as_stored(&[t])? {
+                Some((m, _)) => Ok(m),
+                None => up.stacked_bf16(&[t]),
+            }
+        };
+        let embed_tokens = as_stored_or_bf16(&w.embed_tokens)?;
+        let lm_head = as_stored_or_bf16(&w.lm_head)?;
         let final_norm = up.vector(&w.final_norm, true)?;
-        let lm_head = up.stacked_bf16(&[&w.lm_head])?;
         let mut layers = Vec::new();
         let mut progress = LoadProgress::new(w.bytes());
         progress.add(w.embed_tokens.stored_bytes() + w.final_norm.stored_bytes() + w.lm_head.stored_bytes());
@@ -622,24 +673,51 @@ fn repacked_from(w: &ModelWeights) -> Option<String> {
 }
 
 /// GPU bytes of the weights `ModelGpu::upload` makes of a GGUF model `w`: every matrix 2 bytes an
-/// element (bf16; embed_tokens and lm_head apart even when tied), vectors 4, except the routed
-/// experts of a layer the kernels read as stored (`kquant_formats`), which take their rows in
-/// the file's format; the vision tower aside.
+/// element (bf16; embed_tokens and lm_head apart even when tied), vectors 4, except what the
+/// kernels read as stored, which takes its rows in the file's format: the routed experts of a
+/// layer (`kquant_formats`), the mixers' stacked in-projections, the embedding and the lm_head
+/// (`as_stored_format`); the vision tower aside.
 pub fn repacked_bytes(w: &ModelWeights) -> usize {
-    let size = |t: &Tensor| if t.shape.len() == 1 { 4 } else { 2 } * t.numel();
+    fn as_stored(bytes: &mut usize, parts: &[(&Tensor, KQuant)]) {
+        for (t, k) in parts {
+            *bytes = *bytes - 2 * t.numel() + t.shape[0] * k.row_bytes(t.row_len());
+        }
+    }
     let mut bytes = bf16_bytes_of(w);
-    // the routed experts read as stored: their rows instead of their bf16
+    let stacked = |bytes: &mut usize, parts: &[&Tensor]| {
+        if let Some(k) = as_stored_format(parts) {
+            as_stored(bytes, &parts.iter().map(|&t| (t, k)).collect::<Vec<_>>());
+        }
+    };
+    stacked(&mut bytes, &[&w.embed_tokens]);
+    stacked(&mut bytes, &[&w.lm_head]);
     for layer in w.layers.iter().chain(w.mtp.iter().map(|m| &m.layer)) {
+        match &layer.mixer {
+            Mixer::GatedDeltaNet(g) => stacked(&mut bytes, &[&g.in_proj_qkv, &g.in_proj_z]),
+            Mixer::FullAttention(a) => stacked(&mut bytes, &[&a.q_proj, &a.k_proj, &a.v_proj]),
+        }
         let experts = &layer.moe.experts;
         if let Some((gate_up, down)) = kquant_formats(experts) {
             for e in experts {
-                for (t, k) in [(&e.gate, gate_up), (&e.up, gate_up), (&e.down, down)] {
-                    bytes = bytes - size(t) + t.shape[0] * k.row_bytes(t.row_len());
-                }
+                as_stored(&mut bytes, &[(&e.gate, gate_up), (&e.up, gate_up), (&e.down, down)]);
             }
         }
     }
     bytes
+}
+
+/// The format `Uploader::stacked_as_stored` keeps `parts` in: `KQuant::common` of their ggml
+/// types, for matrices of one width, a multiple of 256.
+fn as_stored_format(parts: &[&Tensor]) -> Option<KQuant> {
+    let cols = parts[0].row_len();
+    let types: Option<Vec<_>> = parts
+        .iter()
+        .map(|p| match p.dtype {
+            DType::Ggml(t) if p.row_len() == cols && p.shape.len() == 2 => Some(t),
+            _ => None,
+        })
+        .collect();
+    KQuant::common(&types?).filter(|_| cols.is_multiple_of(256))
 }
 
 /// GPU bytes of `w` all in bf16 (every matrix 2 bytes an element, vectors 4; embed_tokens and
@@ -658,7 +736,7 @@ fn check_repacked_fits(gpu: &Gpu, w: &ModelWeights, types: &str) -> Result<()> {
     let need = repacked_bytes(w);
     let kept = w.layers.iter().filter(|l| kquant_formats(&l.moe.experts).is_some()).count();
     eprintln!(
-        "solo: GGUF {types} ({:.1} GiB in the file) on the GPU: {:.1} GiB (the routed experts of {kept} of {} layers as stored, the rest bf16)",
+        "solo: GGUF {types} ({:.1} GiB in the file) on the GPU: {:.1} GiB (the routed experts of {kept} of {} layers, and the k-quant in-projections, embedding and lm_head as stored; the rest bf16)",
         gib(w.bytes()),
         gib(need),
         w.layers.len()
@@ -670,7 +748,7 @@ fn check_repacked_fits(gpu: &Gpu, w: &ModelWeights, types: &str) -> Result<()> {
     };
     if need > free {
         bail!(
-            "the GGUF weights need {:.1} GiB of GPU memory and {what} {:.1} GiB (the CUDA backend keeps Q4_K, Q5_K and Q6_K routed experts as stored and repacks the rest to bf16); use --backend cpu, or a GPU with more memory",
+            "the GGUF weights need {:.1} GiB of GPU memory and {what} {:.1} GiB (the CUDA backend keeps Q4_K, Q5_K, Q6_K and Q8_0 experts, in-projections, embedding and lm_head as stored and repacks the rest to bf16); use --backend cpu, or a GPU with more memory",
             gib(need),
             gib(free)
         );
@@ -790,27 +868,34 @@ impl ModelGpu {
 }
 
 impl LayerGpu {
-    /// Bytes of the bf16 copy `dequantized` makes of this layer's FP8 matrices (0 for bf16).
+    /// Bytes of the bf16 copy `dequantized` makes of this layer's FP8 or GGUF-format matrices
+    /// (0 for bf16).
     pub fn dequantized_bytes(&self) -> usize {
-        self.fp8_matrices().iter().map(|m| m.rows * m.cols * 2).sum()
+        self.quantized_matrices().iter().map(|m| m.rows * m.cols * 2).sum()
     }
 
-    /// The FP8 matrices prefill multiplies as a bf16 copy (each stacked matrix once): the
-    /// mixer's. The experts are not among them: the grouped GEMMs read them as they are stored.
-    fn fp8_matrices(&self) -> Vec<Matrix> {
+    /// The FP8 or GGUF-format matrices prefill multiplies as a bf16 copy (each stacked matrix
+    /// once): the mixer's. The experts are not among them: the grouped GEMMs read them as they
+    /// are stored.
+    fn quantized_matrices(&self) -> Vec<Matrix> {
         let mut out = match &self.mixer {
             MixerGpu::GatedDeltaNet(g) => vec![g.in_proj, g.out_proj],
             MixerGpu::FullAttention(a) => vec![a.qkv_proj, a.o_proj],
         };
-        out.retain(|m| m.fp8_scales.is_some());
+        out.retain(|m| !m.is_bf16());
         out
     }
 
-    /// This layer with its mixer's FP8 matrices dequantised (w = q · s, rounded to bf16) into
-    /// `buf`: what prefill's cuBLAS GEMMs multiply. Vectors, bf16 matrices and the FP8 experts
-    /// are shared with `self`; the copy is valid until `buf` is written again.
+    /// Whether every matrix of the mixer is bf16 (what the several-token steps take).
+    pub fn mixer_bf16(&self) -> bool {
+        self.quantized_matrices().is_empty()
+    }
+
+    /// This layer with its mixer's FP8 or GGUF-format matrices dequantised (w = q · s, rounded
+    /// to bf16) into `buf`: what prefill's cuBLAS GEMMs multiply. Vectors, bf16 matrices and the
+    /// experts are shared with `self`; the copy is valid until `buf` is written again.
     pub fn dequantized(&self, gpu: &Gpu, buf: &DevBuf) -> Result<LayerGpu> {
-        if self.fp8_matrices().is_empty() {
+        if self.quantized_matrices().is_empty() {
             return Ok(self.clone());
         }
         if self.dequantized_bytes() > buf.bytes {
@@ -822,7 +907,7 @@ impl LayerGpu {
         }
         let mut at = buf.ptr();
         let mut deq = |m: &Matrix| -> Result<Matrix> {
-            if m.fp8_scales.is_none() {
+            if m.is_bf16() {
                 return Ok(*m);
             }
             let out = Matrix::bf16(at, m.rows, m.cols);

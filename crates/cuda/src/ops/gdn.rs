@@ -227,10 +227,10 @@ fn stacked_projection(
     scratch: &Scratch,
 ) -> Result<StackedProj> {
     ensure!(
-        w.in_proj.rows == PROJ_ROWS && w.in_proj.fp8_scales.is_none(),
+        w.in_proj.rows == PROJ_ROWS && w.in_proj.is_bf16(),
         "the GDN steps for several tokens take the stacked bf16 in-projection ({PROJ_ROWS} rows), not {} rows{}",
         w.in_proj.rows,
-        if w.in_proj.fp8_scales.is_some() { " of FP8" } else { "" }
+        if w.in_proj.is_bf16() { "" } else { " of FP8 or a GGUF format" }
     );
     let proj = scratch.ptr(0);
     gemv_norm_mma(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS)?;

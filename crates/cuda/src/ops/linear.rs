@@ -4,6 +4,7 @@
 //! accumulation on the tensor cores.
 
 use crate::kernels::{kernel_file, Launch};
+use crate::ops::gemv_q;
 use crate::runtime::{DevPtr, Gpu};
 use crate::weights::{Matrix, Vector};
 use anyhow::{anyhow, ensure, Result};
@@ -43,7 +44,7 @@ kernel_file! {
 
 /// y (f32 [t, w.rows]) = x (bf16 [t, w.cols]) · wᵀ.
 pub fn linear(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
-    ensure!(w.fp8_scales.is_none(), "linear: an FP8 matrix (prefill dequantises it first: `dequantize`)");
+    ensure!(w.is_bf16(), "linear: an FP8 or GGUF-format matrix (prefill dequantises it first: `dequantize`)");
     if t == 1 {
         gemv(gpu, x, w, y, false)
     } else {
@@ -86,6 +87,7 @@ pub(crate) fn gemv_blocks(gpu: &Gpu) -> (u32, u32, u32) {
 /// One token: y (f32 [w.rows]) = w · x (bf16 [w.cols], 2048 or 4096 wide), or with
 /// `accumulate`, y += w · x (a residual add folded in).
 pub fn gemv(gpu: &Gpu, x: DevPtr, w: &Matrix, y: DevPtr, accumulate: bool) -> Result<()> {
+    ensure!(w.is_bf16(), "gemv: {}x{} is not bf16", w.rows, w.cols);
     ensure!(w.cols == 2048 || w.cols == 4096, "gemv: input width {} (the kernel takes 2048 or 4096)", w.cols);
     // in 4096: plain tiles of 8 rows (see gemv.cu); in 2048: the streaming grid
     let (grid, shared) = if w.cols == 4096 {
@@ -114,6 +116,9 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
         w.cols,
         norm.len
     );
+    if w.kq.is_some() {
+        return gemv_q::gemv_norm_q(gpu, h, norm, eps, w, None, y, None);
+    }
     if let Some(scales) = w.fp8_scales {
         let launch = Launch::new(gemv_blocks(gpu), 256, FP8_GEMV_SHARED);
         return gemv_fp8_cu::gemv_norm_fp8(gpu, launch, w.ptr, scales, h, norm.ptr, y, w.rows as i32, eps);
@@ -151,8 +156,8 @@ pub fn gemv_norm_mma(
 ) -> Result<()> {
     ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm_mma: {}x{} / norm {} (2048 wide)", w.rows, w.cols, norm.len);
     check_tokens("gemv_norm_mma", w, t, y_stride)?;
-    if w.fp8_scales.is_some() {
-        ensure!(t == 1 && y_stride == w.rows, "gemv_norm_mma: an FP8 matrix takes one token");
+    if !w.is_bf16() {
+        ensure!(t == 1 && y_stride == w.rows, "gemv_norm_mma: an FP8 or GGUF-format matrix takes one token");
         return gemv_norm(gpu, h, norm, eps, w, y);
     }
     let per_launch = mma_tokens_per_launch(gpu);
@@ -179,7 +184,7 @@ pub fn gemv_norm_mma(
 /// y[i·y_stride + r] = w[r] · x[i] for i < t ≤ GEMV_MAX_TOKENS, x bf16 [t, 2048], bf16 w: the
 /// tensor-core GEMV of `gemv_norm_mma` with x given.
 pub fn gemv_mma(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr, y_stride: usize) -> Result<()> {
-    ensure!(w.cols == 2048 && w.fp8_scales.is_none(), "gemv_mma: {}x{} (bf16, 2048 wide)", w.rows, w.cols);
+    ensure!(w.cols == 2048 && w.is_bf16(), "gemv_mma: {}x{} (bf16, 2048 wide)", w.rows, w.cols);
     check_tokens("gemv_mma", w, t, y_stride)?;
     let per_launch = mma_tokens_per_launch(gpu);
     for first in (0..t).step_by(per_launch) {
@@ -195,7 +200,7 @@ pub fn gemv_mma(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr, y_stride:
 /// `linear`, but one token goes through the decode steps' tensor-core GEMV, so that a one-token
 /// forward gives the decode step's bits.
 pub fn project(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
-    if t == 1 && w.cols == 2048 && w.fp8_scales.is_none() {
+    if t == 1 && w.cols == 2048 && w.is_bf16() {
         gemv_mma(gpu, x, w, 1, y, w.rows)
     } else {
         linear(gpu, x, w, t, y)
@@ -218,11 +223,11 @@ pub fn gemv_norm_tokens(
     y_stride: usize,
 ) -> Result<()> {
     ensure!(
-        w.cols == 2048 && norm.len == 2048 && w.fp8_scales.is_none(),
+        w.cols == 2048 && norm.len == 2048 && w.is_bf16(),
         "gemv_norm_tokens: {}x{} {} / norm {} (the kernel takes bf16, 2048 wide)",
         w.rows,
         w.cols,
-        if w.fp8_scales.is_some() { "FP8" } else { "bf16" },
+        if w.is_bf16() { "bf16" } else { "FP8 or GGUF-format" },
         norm.len
     );
     check_tokens("gemv_norm_tokens", w, t, y_stride)?;
@@ -237,7 +242,7 @@ pub fn gemv_norm_tokens(
 /// Each row is read once; each token gets the bits of its own `gemv`.
 pub fn gemv_tokens_accumulate(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
     ensure!(
-        w.cols == 4096 && w.fp8_scales.is_none(),
+        w.cols == 4096 && w.is_bf16(),
         "gemv_tokens_accumulate: {}x{} (the kernel takes bf16, 4096 wide)",
         w.rows,
         w.cols
@@ -266,6 +271,10 @@ pub fn gemv_norm_conv(
     taps: DevPtr,
     mixed: DevPtr,
 ) -> Result<()> {
+    if w.kq.is_some() {
+        let conv = gemv_q::Conv { state: conv_state, taps, mixed };
+        return gemv_q::gemv_norm_q(gpu, h, norm, eps, w, Some(tail), y, Some(conv));
+    }
     if let Some(scales) = w.fp8_scales {
         ensure!(
             w.cols == 2048 && w.rows == 12288 && tail.rows == 64 && tail.fp8_scales.is_none(),
@@ -305,7 +314,10 @@ pub fn gemv_norm_conv(
 /// out (bf16, `w.rows × w.cols`) = the FP8 matrix w dequantised (w = q · s, rounded to bf16):
 /// what prefill multiplies.
 pub fn dequantize(gpu: &Gpu, w: &Matrix, out: DevPtr) -> Result<()> {
-    let Some(scales) = w.fp8_scales else { anyhow::bail!("dequantize: not an FP8 matrix") };
+    if w.kq.is_some() {
+        return gemv_q::dequantize_q(gpu, w, out);
+    }
+    let Some(scales) = w.fp8_scales else { anyhow::bail!("dequantize: not an FP8 or GGUF-format matrix") };
     ensure!(w.cols.is_multiple_of(16), "dequantize: {} columns (a multiple of 16)", w.cols);
     gemv_fp8_cu::dequantize_fp8(
         gpu,

@@ -52,7 +52,12 @@ impl LmHeadScreen {
     }
 
     pub fn new(gpu: &Gpu, w: &Matrix) -> Result<Self> {
-        ensure!(w.cols == 2048, "lm_head screen: width {} (the kernels take 2048)", w.cols);
+        ensure!(
+            w.cols == 2048 && w.is_bf16(),
+            "lm_head screen: {}-wide, bf16: {} (the kernels take bf16, 2048)",
+            w.cols,
+            w.is_bf16()
+        );
         let rows = w.rows;
         let screen = LmHeadScreen {
             w: *w,

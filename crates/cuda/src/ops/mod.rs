@@ -4,6 +4,7 @@
 pub mod attention;
 pub mod embed;
 pub mod gdn;
+pub mod gemv_q;
 pub mod linear;
 pub mod lm_head;
 pub mod moe;

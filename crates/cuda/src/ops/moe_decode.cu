@@ -356,29 +356,6 @@ __host__ __device__ constexpr int gate_up_ring() {
     return 8192 / F::row_bytes(HIDDEN) < 6 ? 8192 / F::row_bytes(HIDDEN) : 6;
 }
 
-// This lane's x for rows of HIDDEN: columns j·1024 + 32·lane .. +32 as scaled f16 pairs, and
-// their true-valued sums (the affine formats' offsets).
-struct LaneX4 {
-    __half2 v[2][16];
-    float sum[2];
-    __device__ __forceinline__ void load(const float* xs) {
-        const int lane = threadIdx.x & 31;
-#pragma unroll
-        for (int j = 0; j < 2; j++) {
-            float total = 0.f;
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float f[16];
-                load16(xs + j * 1024 + lane * 32 + h * 16, f);
-                to_x16(f, *reinterpret_cast<__half2(*)[8]>(&v[j][8 * h]));
-#pragma unroll
-                for (int i = 0; i < 16; i++) total += f[i];
-            }
-            sum[j] = total;
-        }
-    }
-};
-
 // A row of `bytes` (a multiple of 16) into `dst` (shared), one commit group: lane l copies the
 // pieces l, l + 32, ...
 template <int BYTES>

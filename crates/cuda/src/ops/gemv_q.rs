@@ -1,0 +1,227 @@
+//! A GGUF file's mixer in-projections, lm_head and embedding read as stored (`gemv_q.cu`): the
+//! one-token GEMV with the input RMSNorm (and for the GDN in-projection the causal conv) folded
+//! in, the dequantised bf16 copy prefill multiplies, and the embedding lookup. `linear.rs` and
+//! `embed.rs` send a matrix whose `kq` is set here.
+
+use crate::kernels::{kernel_file, Launch};
+use crate::kquant::KQuant;
+use crate::ops::linear::gemv_blocks;
+use crate::runtime::{DevPtr, Gpu};
+use crate::weights::{Matrix, Vector};
+use anyhow::{ensure, Result};
+
+kernel_file! {
+    /// `gemv_q.cu`'s kernels.
+    pub mod gemv_q_cu = "gemv_q.cu" {
+        fn gemv_norm_q_q4k(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
+        fn gemv_norm_q_q5k(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
+        fn gemv_norm_q_q6k(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
+        fn gemv_norm_q_q8_0(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
+        fn dequantize_q(w: DevPtr, rows: i64, cols: i32, format: i32, out: DevPtr);
+        fn embed_q(w: DevPtr, ids: DevPtr, cols: i32, format: i32, h: DevPtr);
+    }
+}
+
+/// The kernels' number of a format (`kquant_value`'s switch).
+fn format_id(k: KQuant) -> i32 {
+    match k {
+        KQuant::Q4K => 0,
+        KQuant::Q5K => 1,
+        KQuant::Q6K => 2,
+        KQuant::Q8_0 => 3,
+    }
+}
+
+/// The conv folded into the GDN in-projection: its window (f32 [3, 8192]), taps (f32 [8192, 4])
+/// and output (f32 [8192]).
+pub struct Conv {
+    pub state: DevPtr,
+    pub taps: DevPtr,
+    pub mixed: DevPtr,
+}
+
+/// One token: y (f32 [w.rows + tail rows]) = [w; tail] · RMSNorm(h) (x rounded to bf16, as the
+/// bf16 GEMVs take it), w [rows, 2048] as stored, `tail` bf16 rows after it; with `conv`, the
+/// first 8192 rows go through the causal conv + SiLU into `conv.mixed` instead of y.
+#[allow(clippy::too_many_arguments)]
+pub fn gemv_norm_q(
+    gpu: &Gpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    w: &Matrix,
+    tail: Option<&Matrix>,
+    y: DevPtr,
+    conv: Option<Conv>,
+) -> Result<()> {
+    let Some(k) = w.kq else { anyhow::bail!("gemv_norm_q: not a GGUF-format matrix") };
+    ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm_q: {}x{} / norm {} (2048 wide)", w.rows, w.cols, norm.len);
+    if let Some(t) = tail {
+        ensure!(t.is_bf16() && t.cols == 2048, "gemv_norm_q: the tail must be bf16, 2048 wide");
+    }
+    if conv.is_some() {
+        ensure!(w.rows > crate::kernels::widths::GDN_CONV_DIM, "gemv_norm_q: a conv over a {}-row matrix", w.rows);
+    }
+    let (tail_ptr, tail_rows) = tail.map_or((0, 0), |t| (t.ptr, t.rows as i32));
+    let Conv { state, taps, mixed } = conv.unwrap_or(Conv { state: 0, taps: 0, mixed: 0 });
+    let kernel = match k {
+        KQuant::Q4K => gemv_q_cu::gemv_norm_q_q4k,
+        KQuant::Q5K => gemv_q_cu::gemv_norm_q_q5k,
+        KQuant::Q6K => gemv_q_cu::gemv_norm_q_q6k,
+        KQuant::Q8_0 => gemv_q_cu::gemv_norm_q_q8_0,
+    };
+    let launch = Launch::new(gemv_blocks(gpu), 256, 0);
+    kernel(gpu, launch, w.ptr, w.rows as i32, tail_ptr, tail_rows, h, norm.ptr, eps, y, state, taps, mixed)
+}
+
+/// out (bf16 [w.rows, w.cols]) = w dequantised (ggml's values, rounded to bf16).
+pub fn dequantize_q(gpu: &Gpu, w: &Matrix, out: DevPtr) -> Result<()> {
+    let Some(k) = w.kq else { anyhow::bail!("dequantize_q: not a GGUF-format matrix") };
+    let launch = Launch::new((4 * gpu.sms, 1, 1), 256, 0);
+    gemv_q_cu::dequantize_q(gpu, launch, w.ptr, w.rows as i64, w.cols as i32, format_id(k), out)
+}
+
+/// h (f32 [t, table.cols]) = table[ids] dequantised, ids i32 [t] on the device.
+pub fn embed_q(gpu: &Gpu, table: &Matrix, ids: DevPtr, t: usize, h: DevPtr) -> Result<()> {
+    let Some(k) = table.kq else { anyhow::bail!("embed_q: not a GGUF-format matrix") };
+    let launch = Launch::new((t as u32, 1, 1), 256, 0);
+    gemv_q_cu::embed_q(gpu, launch, table.ptr, ids, table.cols as i32, format_id(k), h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testutil::*;
+    use solo_model::{DType, Tensor};
+
+    /// A random [rows, cols] matrix as a GGUF file stores it in `k`, and on the GPU as stored.
+    fn stored(k: KQuant, seed: u64, rows: usize, cols: usize) -> (Tensor, Matrix, Vec<crate::runtime::DevBuf>) {
+        let v = random(seed, rows * cols, (3.0 / cols as f32).sqrt());
+        let t = Tensor::from_bytes(DType::Ggml(k.ggml()), vec![rows, cols], &k.ggml().quantize(&v).unwrap());
+        let mut up = crate::weights::Uploader::new(gpu()).unwrap();
+        let (m, _) = up.stacked_as_stored(&[&t]).unwrap().expect("a k-quant matrix goes up as stored");
+        assert_eq!(m.kq, Some(k));
+        (t, m, up.finish().unwrap())
+    }
+
+    fn norm_of(seed: u64) -> (Vec<f32>, Vector, crate::runtime::DevBuf) {
+        let w = random(seed, 2048, 0.3);
+        let b = gpu().upload_f32(&w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+        let v = Vector { ptr: b.ptr(), len: 2048 };
+        (w, v, b)
+    }
+
+    const FORMATS: [KQuant; 4] = [KQuant::Q4K, KQuant::Q5K, KQuant::Q6K, KQuant::Q8_0];
+
+    /// The dequantised copy is ggml's values rounded to bf16, bit for bit; the embedding rows
+    /// are ggml's values, bit for bit.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn dequantize_and_embed_give_ggmls_values() {
+        let gpu = gpu();
+        for k in FORMATS {
+            let (rows, cols) = (37, 2048);
+            let (t, m, _bufs) = stored(k, 3, rows, cols);
+            let want = t.to_f32();
+            let out = gpu.alloc(rows * cols * 2).unwrap();
+            dequantize_q(gpu, &m, out.ptr()).unwrap();
+            let got = bf16_from_bytes(&gpu.download(out.ptr(), rows * cols * 2).unwrap());
+            assert_eq!(got, round_bf16(&want), "{k:?}: dequantised copy");
+            let ids = [5i32, 0, 36, 5];
+            let ib = gpu.upload_i32(&ids).unwrap();
+            let hb = gpu.upload_f32(&vec![f32::NAN; ids.len() * cols]).unwrap();
+            crate::ops::embed::embed(gpu, &m, ib.ptr(), ids.len(), hb.ptr()).unwrap();
+            let got = gpu.download_f32(hb.ptr(), ids.len() * cols).unwrap();
+            let rows_want: Vec<f32> = ids.iter().flat_map(|&i| want[i as usize * cols..][..cols].to_vec()).collect();
+            assert_eq!(got, rows_want, "{k:?}: embedding rows");
+        }
+    }
+
+    /// W · RMSNorm(h) for each format (lm_head-like and odd row counts) against the CPU on
+    /// ggml's values: the f16 dots of the expert kernels (FP8_TOL).
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemv_norm_q_matches_cpu() {
+        let gpu = gpu();
+        let h = random(4, 2048, 3.0);
+        let hb = gpu.upload_f32(&h).unwrap();
+        let (norm_w, norm, _nb) = norm_of(5);
+        let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h, &norm_w, 1e-6));
+        for k in FORMATS {
+            for rows in [9216, 1001, 3] {
+                let (t, m, _bufs) = stored(k, 6 + rows as u64, rows, 2048);
+                let y = gpu.upload_f32(&vec![f32::NAN; rows + 1]).unwrap();
+                crate::ops::linear::gemv_norm(gpu, hb.ptr(), &norm, 1e-6, &m, y.ptr()).unwrap();
+                let got = gpu.download_f32(y.ptr(), rows + 1).unwrap();
+                assert!(got[rows].is_nan(), "{k:?}, {rows} rows: wrote past its rows");
+                assert_close(
+                    &format!("{k:?} W·RMSNorm(h), {rows} rows"),
+                    &got[..rows],
+                    &solo_cpu::ops::matmul(&x, &t),
+                    FP8_TOL,
+                );
+            }
+        }
+    }
+
+    /// The GDN in-projection as stored (qkv Q5_K and z Q4_K going up as one Q5_K matrix, b | a
+    /// bf16 apart) with the conv folded in, against the CPU: y's z/b/a rows, the conv's output
+    /// and the shifted window.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemv_norm_q_conv_matches_cpu() {
+        let gpu = gpu();
+        let conv = 8192;
+        let h = random(14, 2048, 3.0);
+        let hb = gpu.upload_f32(&h).unwrap();
+        let (norm_w, norm, _nb) = norm_of(15);
+        let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h, &norm_w, 1e-6));
+        let quantized = |k: KQuant, seed: u64, rows: usize| {
+            let v = random(seed, rows * 2048, 0.04);
+            Tensor::from_bytes(DType::Ggml(k.ggml()), vec![rows, 2048], &k.ggml().quantize(&v).unwrap())
+        };
+        let (qkv, z) = (quantized(KQuant::Q5K, 16, conv), quantized(KQuant::Q4K, 20, 4096));
+        let ba = Tensor::from_f32_as_bf16(vec![64, 2048], &random(17, 64 * 2048, 0.04));
+        let mut up = crate::weights::Uploader::new(gpu).unwrap();
+        let (w, views) = up.stacked_as_stored(&[&qkv, &z]).unwrap().unwrap();
+        assert_eq!((w.kq, w.rows, views[1].rows), (Some(KQuant::Q5K), conv + 4096, 4096));
+        let tail = up.matrix(&ba).unwrap();
+        let _bufs = up.finish().unwrap();
+        let state: Vec<f32> = random(18, 3 * conv, 1.0);
+        let taps: Vec<f32> = random(19, 4 * conv, 0.6);
+        let (sb, tb) = (gpu.upload_f32(&state).unwrap(), gpu.upload_f32(&taps).unwrap());
+        let rows = w.rows + 64;
+        let y = gpu.upload_f32(&vec![f32::NAN; rows]).unwrap();
+        let mixed = gpu.upload_f32(&vec![f32::NAN; conv]).unwrap();
+        crate::ops::linear::gemv_norm_conv(
+            gpu,
+            hb.ptr(),
+            &norm,
+            1e-6,
+            &w,
+            &tail,
+            y.ptr(),
+            sb.ptr(),
+            tb.ptr(),
+            mixed.ptr(),
+        )
+        .unwrap();
+
+        let mut full = solo_cpu::ops::matmul(&x, &qkv);
+        full.extend(solo_cpu::ops::matmul(&x, &z));
+        full.extend(solo_cpu::ops::matmul(&x, &ba));
+        let got_y = gpu.download_f32(y.ptr(), rows).unwrap();
+        assert_close("as stored in-projection: z, b, a rows", &got_y[conv..], &full[conv..], FP8_TOL);
+        let (mut want_mixed, mut want_state) = (vec![0.0; conv], state.clone());
+        for r in 0..conv {
+            let (s0, s1, s2, v) = (state[r], state[conv + r], state[2 * conv + r], full[r]);
+            let c = taps[4 * r] * s0 + taps[4 * r + 1] * s1 + taps[4 * r + 2] * s2 + taps[4 * r + 3] * v;
+            want_mixed[r] = solo_cpu::ops::silu(c);
+            (want_state[r], want_state[conv + r], want_state[2 * conv + r]) = (s1, s2, v);
+        }
+        let got_mixed = gpu.download_f32(mixed.ptr(), conv).unwrap();
+        assert_close("as stored in-projection: conv output", &got_mixed, &want_mixed, FP8_TOL);
+        let got_state = gpu.download_f32(sb.ptr(), 3 * conv).unwrap();
+        assert_close("as stored in-projection: conv window", &got_state, &want_state, FP8_TOL);
+    }
+}
