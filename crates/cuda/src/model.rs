@@ -933,23 +933,7 @@ mod tests {
         }
         let model = crate::synthetic::random_model(4, 256, solo_model::Precision::Fp8Block128).unwrap();
         assert_eq!(model.weights.precision, solo_model::Precision::Fp8Block128);
-        let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
-        let mut fused = model.try_new_state().unwrap();
-        let first = argmax(&model.prefill(&mut fused, &prompt, Logits::Last).unwrap());
-        let mut unfused = model.copy_state(&fused).unwrap();
-        let mut token = first;
-        let mut worst = 0f32;
-        for step in 0..8 {
-            let la = model.decode(&mut fused, token).unwrap(); // the graph, FP8 kernels
-            let lb = model.prefill(&mut unfused, &[token], Logits::Last).unwrap(); // dequantised forward
-            let scale = lb.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let diff = la.iter().zip(&lb).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
-            assert!(la.iter().all(|v| v.is_finite()), "step {step}: non-finite logits");
-            worst = worst.max(diff / scale);
-            token = argmax(&lb);
-        }
-        eprintln!("FP8 decode step vs dequantised forward: worst max|Δlogit| / max|logit| = {worst:.2e}");
-        assert!(worst < 0.1, "FP8 decode step differs from the dequantised forward by {worst:.2e}");
+        decode_step_matches_one_token_prefill(&model, "FP8");
     }
 
     /// The whole decode step with int4 routed experts (synthetic, the GPTQ-Int4 release's shape:
@@ -963,6 +947,24 @@ mod tests {
         let precision = solo_model::Precision::Int4 { group: crate::int4::GROUP };
         let model = crate::synthetic::random_model(4, 256, precision).unwrap();
         assert_eq!(model.weights.precision, precision);
+        decode_step_matches_one_token_prefill(&model, "int4");
+    }
+
+    /// The same for a GGUF Q4_K_M file's shape (synthetic): the decode step reads the experts,
+    /// the in-projections (`gemv_q.cu`), the embedding and the lm_head as stored; the one-token
+    /// prefill multiplies the mixers' dequantised bf16 copy and the lm_head a token at a time.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gguf_q4_k_m_decode_step_matches_one_token_prefill() {
+        let model = crate::synthetic::random_model_as(4, 256, crate::synthetic::Synthetic::GgufQ4KM).unwrap();
+        assert!(model.weights.lm_head.kq.is_some() && !model.weights.layers[0].mixer_bf16());
+        assert!(!model.screened_lm_head && !model.can_decode_tokens(2));
+        decode_step_matches_one_token_prefill(&model, "GGUF Q4_K_M");
+    }
+
+    /// Prefills a prompt, then for 8 tokens compares the decode step (the graph) with a one-token
+    /// prefill from a copy of the state: worst max|Δlogit| / max|logit| < 0.1 (a bound of wiring).
+    fn decode_step_matches_one_token_prefill(model: &CudaModel, what: &str) {
         let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
         let mut fused = model.try_new_state().unwrap();
         let first = argmax(&model.prefill(&mut fused, &prompt, Logits::Last).unwrap());
@@ -970,15 +972,15 @@ mod tests {
         let mut token = first;
         let mut worst = 0f32;
         for step in 0..8 {
-            let la = model.decode(&mut fused, token).unwrap();
-            let lb = model.prefill(&mut unfused, &[token], Logits::Last).unwrap();
+            let la = model.decode(&mut fused, token).unwrap(); // the graph
+            let lb = model.prefill(&mut unfused, &[token], Logits::Last).unwrap(); // the forward pass
             let scale = lb.iter().fold(0f32, |m, v| m.max(v.abs()));
             let diff = la.iter().zip(&lb).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
-            assert!(la.iter().all(|v| v.is_finite()), "step {step}: non-finite logits");
+            assert!(la.iter().all(|v| v.is_finite()), "{what}, step {step}: non-finite logits");
             worst = worst.max(diff / scale);
             token = argmax(&lb);
         }
-        eprintln!("int4 decode step vs one-token prefill: worst max|Δlogit| / max|logit| = {worst:.2e}");
-        assert!(worst < 0.1, "int4 decode step differs from the one-token prefill by {worst:.2e}");
+        eprintln!("{what} decode step vs one-token prefill: worst max|Δlogit| / max|logit| = {worst:.2e}");
+        assert!(worst < 0.1, "{what} decode step differs from the one-token prefill by {worst:.2e}");
     }
 }

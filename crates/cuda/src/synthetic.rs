@@ -207,12 +207,16 @@ fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<Mo
         Maker { gpu, seed: 0x5017, buffers: Vec::new(), fp8, int4, gguf_q4km, moe_layers: 0, attention_layers: 0 };
     let h = cfg.hidden_size;
     // a Q4_K_M file: the embedding Q4_K, the lm_head Q6_K, both read as stored
-    let (embed_tokens, lm_head) = if gguf_q4km {
-        (m.kquant_matrix(KQuant::Q4K, cfg.vocab_size, h)?, m.kquant_matrix(KQuant::Q6K, cfg.vocab_size, h)?)
-    } else {
-        (m.matrix(cfg.vocab_size, h)?, m.matrix(cfg.vocab_size, h)?)
+    let head = |m: &mut Maker, k: KQuant| {
+        if gguf_q4km {
+            m.kquant_matrix(k, cfg.vocab_size, h)
+        } else {
+            m.matrix(cfg.vocab_size, h)
+        }
     };
+    let embed_tokens = head(&mut m, KQuant::Q4K)?;
     let final_norm = m.vector(h, 1.0, 0.1)?;
+    let lm_head = head(&mut m, KQuant::Q6K)?;
     let layers = cfg.layer_types.iter().map(|&kind| random_layer(&mut m, cfg, kind)).collect::<Result<Vec<_>>>()?;
     // The MTP head: random too (it proposes tokens the main model rejects; `solo bench --accept`
     // replays drafts instead).

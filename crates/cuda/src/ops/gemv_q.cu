@@ -2,7 +2,8 @@
 // the kernels' layout, kquant.rs; common.cuh's "4- to 8-bit expert rows" formats):
 //
 // gemv_norm_q_*:    one token, y[r] = W[r] · x for x = bf16-rounded RMSNorm(h)·w1p (what
-//                   gemv_norm_mma_bf16 multiplies), W [rows, 2048] in the format. With a conv
+//                   gemv_norm_mma_bf16 multiplies), or for w1p null x = h read as bf16 [2048]
+//                   (prefill's normalised rows), W [rows, 2048] in the format. With a conv
 //                   (conv_state not null: the GDN decode step's in-projection, W = [qkv 8192 | z
 //                   4096] and `tail` the bf16 [b 32 | a 32] rows after them) the causal conv +
 //                   SiLU is folded into the qkv rows as gemv_norm_conv_mma_bf16 folds it: mixed
@@ -83,7 +84,8 @@ __device__ __forceinline__ void gemv_norm_q(const unsigned char* __restrict__ w,
     const int gw = blockIdx.x * QG_WARPS + warp, stride = gridDim.x * QG_WARPS * QG_ROWS;
     pdl_wait();
     pdl_trigger();
-    stage_rms_norm(h, w1p, eps, xs, red);
+    if (w1p != nullptr) stage_rms_norm(h, w1p, eps, xs, red);
+    else stage_bf16<HIDDEN>(reinterpret_cast<const bf16*>(h), xs);  // x given (bf16)
     LaneX4 x;
     x.load(xs);
     const int total = rows + tail_rows;

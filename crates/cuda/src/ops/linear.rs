@@ -44,7 +44,10 @@ kernel_file! {
 
 /// y (f32 [t, w.rows]) = x (bf16 [t, w.cols]) · wᵀ.
 pub fn linear(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
-    ensure!(w.is_bf16(), "linear: an FP8 or GGUF-format matrix (prefill dequantises it first: `dequantize`)");
+    if w.kq.is_some() {
+        return gemv_q::linear_q(gpu, x, w, t, y);
+    }
+    ensure!(w.fp8_scales.is_none(), "linear: an FP8 matrix (prefill dequantises it first: `dequantize`)");
     if t == 1 {
         gemv(gpu, x, w, y, false)
     } else {
