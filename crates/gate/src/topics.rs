@@ -999,8 +999,11 @@ fn patient_header(text: &str, w: &Words) -> bool {
     // An age (digits, at most 110) and what follows it in the word ("71f" → "f").
     fn age(t: &[u8]) -> Option<&[u8]> {
         let d = t.iter().take_while(|b| b.is_ascii_digit()).count();
+        if d == 0 || d > 3 {
+            return None;
+        }
         let v = t[..d].iter().fold(0u32, |v, &b| v * 10 + (b - b'0') as u32);
-        (d > 0 && d <= 3 && (1..=110).contains(&v)).then(|| &t[d..])
+        (1..=110).contains(&v).then(|| &t[d..])
     }
     (0..n).any(|i| {
         if !heads_line(i) {
@@ -1009,7 +1012,9 @@ fn patient_header(text: &str, w: &Words) -> bool {
         let t = w.text(i);
         let after = &text[w.list[i].bytes.1 as usize..];
         let abbreviation_next = i + 1 < n && w.list[i + 1].caps;
-        if age(t).is_some_and(|sex| matches!(sex, b"m" | b"f" | b"w" | b"yo")) && after.starts_with(',') && abbreviation_next
+        if age(t).is_some_and(|sex| matches!(sex, b"m" | b"f" | b"w" | b"yo"))
+            && after.starts_with(',')
+            && abbreviation_next
         {
             return true;
         }

@@ -431,3 +431,9 @@ fn a_clinical_notes_header_makes_it_its_patients() {
     assert!(lexicon("summary: 12M, downloads up, cancer awareness app launch").is_empty());
     assert!(lexicon("Patient 3 in the fixture: John, 40, appointment at 10").is_empty());
 }
+
+#[test]
+fn a_long_number_heading_a_line_is_no_age() {
+    // (and does not overflow the age's parse)
+    assert!(lexicon("99999999999999999999M, HTN guidelines explained").is_empty());
+}
