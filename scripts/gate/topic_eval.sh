@@ -4,7 +4,7 @@
 set -e
 cd "$(dirname "$0")/../.."
 cargo build --release -q -p solo-gate --example eval
-for corpus in topics_heldout topics_fresh_test topics_unseen_test topics_blind_test topics_r4_test topics_private_r5 topics_private_r6 topics_private_r7 topics_private_r8 topics_private_r9; do
+for corpus in topics_heldout topics_fresh_test topics_unseen_test topics_blind_test topics_r4_test topics_private_r5 topics_private_r6 topics_private_r7 topics_private_r8 topics_private_r9 topics_private_r10; do
     for mode in lexicon model combined; do
         echo "== $corpus, $mode"
         MODE=$mode ./target/release/examples/eval "crates/gate/tests/corpus/$corpus.jsonl" |

@@ -44,6 +44,7 @@ import train_templates as T  # noqa: E402
 import everyday_templates as E  # noqa: E402
 import everyday_r4 as E4  # noqa: E402
 import train_compose as C  # noqa: E402
+import train_lexicon as LX  # noqa: E402
 
 CATS = ["HEALTH", "FINANCE", "LEGAL", "SEX_LIFE", "RELIGION", "POLITICS", "UNION", "ETHNICITY", "BIOMETRIC",
         "PRIVATE_DOCUMENT"]
@@ -197,6 +198,13 @@ def composed(seed, n, part="train"):
     return C.docs(g, n, LANGS, T.GEN_FRAMES)
 
 
+def lexicon_docs(seed, n, part="train"):
+    """The lexicon's own words in short frames, and the same frames' negatives (train_lexicon.py;
+    its own random stream)."""
+    g = Gen(seed, part)
+    return LX.docs(g, n, LANGS, T.REL, T.GEN_FRAMES)
+
+
 def corpus(seed, n, part="train"):
     g = Gen(seed, part)
     base = mtc.Gen(seed, "dev")
@@ -305,6 +313,7 @@ def main():
     ap.add_argument("--everyday", type=int, default=0, help="composed everyday requests (everyday_templates.py) added; 0: none (the committed model)")
     ap.add_argument("--everyday-r4", type=int, default=0, help="composed everyday requests of everyday_r4.py added; 0: none")
     ap.add_argument("--composed", type=int, default=0, help="composed third-person and note documents (train_compose.py) added; 0: none")
+    ap.add_argument("--lexicon", type=int, default=0, help="documents of the lexicon's words in frames (train_lexicon.py) added; 0: none")
     ap.add_argument("--flag-alone", type=float, default=0.025, help="validation negatives the model alone may flag")
     ap.add_argument("--flag-combined", type=float, default=0.0, help="… beside the lexicon")
     ap.add_argument("--threshold-combined", type=float, default=None,
@@ -317,9 +326,10 @@ def main():
     docs += composed_everyday(11, args.everyday)
     docs += composed_everyday_r4(13, args.everyday_r4)
     docs += composed(15, args.composed)
+    docs += lexicon_docs(17, args.lexicon)
     # Validation, to pick the thresholds: the other fifth of this script's templates, and the fresh
     # corpus's dev half (written apart from them).
-    val = corpus(8, 3000, "val") + salad(10, 500) + composed_everyday(12, args.everyday // 8, "val") + composed_everyday_r4(14, args.everyday_r4 // 8, "val") + read_jsonl(ROOT / "crates/gate/tests/corpus/topics_fresh_dev.jsonl")
+    val = corpus(8, 3000, "val") + salad(10, 500) + composed_everyday(12, args.everyday // 8, "val") + composed_everyday_r4(14, args.everyday_r4 // 8, "val") + lexicon_docs(18, args.lexicon // 8, "val") + read_jsonl(ROOT / "crates/gate/tests/corpus/topics_fresh_dev.jsonl")
     print(f"{len(docs)} training documents, {len(val)} validation", file=sys.stderr)
     X, rows = features(docs, args.bits)
     Y = labels(docs)[rows]

@@ -865,6 +865,11 @@ impl Topics {
                 whole = whole.max(0.6);
             }
         }
+        // A clinical note's header ("Pt 71F, …", "58M, COPD, …", "Pat. 78 J., …", "Pte 82 ans"):
+        // the text is that patient's record.
+        if patient_header(text, w) {
+            whole = whole.max(0.9);
+        }
         anchors.sort_by_key(|a| a.0);
         let record = w.lines >= 3 && w.record_lines + w.value_lines >= 3;
         if record {
@@ -972,6 +977,54 @@ impl Topics {
         w.everyday = !loss && w.list.len() <= EVERYDAY_WORDS && (everyday && w.raw == 0.0 || pet && w.best < THRESHOLD);
         out
     }
+}
+
+/// The words that name a patient at the head of a clinical note, and the units of an age after
+/// one (`patient_header`).
+const PATIENT: &[&[u8]] = &[b"pt", b"pat", b"pac", b"pte", b"patient", b"patiente", b"patientin", b"paciente"];
+const AGE_UNITS: &[&[u8]] =
+    &[b"j", b"jahre", b"a", b"anos", b"ans", b"years", b"yrs", b"yo", b"y", b"m", b"f", b"w", b"h"];
+
+/// Does a line of `text` start as a clinical note does, with a patient's age and sex: "58M, …"
+/// (an age of at most 110 with `m`, `f`, `w` or `yo`, then a comma and a word in capitals: not
+/// "12M, downloads"), or a patient's word and,
+/// within three words, an age with its unit ("Pt 71F", "Pat. 78 J.", "Pac. 64a", "Pte 82 ans",
+/// "paciente de 64 años")? A line here starts the text, follows a line end or a label's colon.
+fn patient_header(text: &str, w: &Words) -> bool {
+    let n = w.list.len();
+    let heads_line = |i: usize| {
+        let before = text[..w.list[i].bytes.0 as usize].trim_end_matches([' ', '\t']);
+        matches!(before.chars().last(), None | Some('\n' | ':'))
+    };
+    // An age (digits, at most 110) and what follows it in the word ("71f" → "f").
+    fn age(t: &[u8]) -> Option<&[u8]> {
+        let d = t.iter().take_while(|b| b.is_ascii_digit()).count();
+        if d == 0 || d > 3 {
+            return None;
+        }
+        let v = t[..d].iter().fold(0u32, |v, &b| v * 10 + (b - b'0') as u32);
+        (1..=110).contains(&v).then(|| &t[d..])
+    }
+    (0..n).any(|i| {
+        if !heads_line(i) {
+            return false;
+        }
+        let t = w.text(i);
+        let after = &text[w.list[i].bytes.1 as usize..];
+        let abbreviation_next = i + 1 < n && w.list[i + 1].caps;
+        if age(t).is_some_and(|sex| matches!(sex, b"m" | b"f" | b"w" | b"yo"))
+            && after.starts_with(',')
+            && abbreviation_next
+        {
+            return true;
+        }
+        PATIENT.contains(&t)
+            && (i + 1..(i + 4).min(n)).any(|j| match age(w.text(j)) {
+                Some(b"") => j + 1 < n && AGE_UNITS.contains(&w.text(j + 1)),
+                Some(unit) => AGE_UNITS.contains(&unit),
+                None => false,
+            })
+    })
 }
 
 /// Does a (folded) word end in a Spanish infinitive's or gerund's "me" or "nos"?

@@ -418,3 +418,22 @@ fn a_duration_up_to_now_is_someones() {
     assert!(lexicon("Plan a trip to Japan for two weeks in April").is_empty());
     assert!(lexicon("How long does chemotherapy last, usually for months?").is_empty());
 }
+
+#[test]
+fn a_clinical_notes_header_makes_it_its_patients() {
+    // Issue #42, tenth round: a note that starts with a patient's age and sex.
+    assert_eq!(lexicon("Pt 66M, COPD, on inhalers, review in a month"), ["HEALTH"]);
+    assert_eq!(lexicon("Pat. 80 J., Diabetes, Insulin erhöht"), ["HEALTH"]);
+    assert_eq!(lexicon("Pac. 70a, cáncer de colon operado, control"), ["HEALTH"]);
+    assert_eq!(lexicon("Pte 75 ans, BPCO, oxygène à domicile"), ["HEALTH"]);
+    // A general question, or an amount where an age would be, is no patient's.
+    assert!(lexicon("What is COPD and how is it treated?").is_empty());
+    assert!(lexicon("summary: 12M, downloads up, cancer awareness app launch").is_empty());
+    assert!(lexicon("Patient 3 in the fixture: John, 40, appointment at 10").is_empty());
+}
+
+#[test]
+fn a_long_number_heading_a_line_is_no_age() {
+    // (and does not overflow the age's parse)
+    assert!(lexicon("99999999999999999999M, HTN guidelines explained").is_empty());
+}

@@ -279,7 +279,8 @@ fn the_eighth_rounds_held_out_sets() {
 /// Everyday (96, tricky words: a landlord's boiler, a hedge fund, habeas corpus, a pharmacy
 /// assistant's job ad, a diversity workshop, agent and tool notes with nothing private): 2 kept
 /// local (2.1 %) before and after (a church bake sale flyer, a first communion's dessert table,
-/// both RELIGION).
+/// both RELIGION). The tenth round (r9 dev data since): 87 (en 0.917; a clinical note's header and
+/// COPD).
 #[test]
 fn the_ninth_rounds_held_out_sets() {
     let r = evaluate(&Detector::new(), &corpus("topics_everyday_r9.jsonl"));
@@ -289,8 +290,32 @@ fn the_ninth_rounds_held_out_sets() {
     let r = evaluate(&Detector::new(), &corpus("topics_private_r9.jsonl"));
     let t = &r.topics;
     assert_eq!(t.kept_local.of, 96);
-    assert!(t.kept_local.hit >= 86, "{}", r.table());
-    for (lang, floor) in [("en", 0.87), ("es", 0.87), ("de", 0.87), ("fr", 0.95)] {
+    assert!(t.kept_local.hit >= 87, "{}", r.table());
+    for (lang, floor) in [("en", 0.91), ("es", 0.87), ("de", 0.87), ("fr", 0.95)] {
+        let (k, _, _) = &t.per_lang[lang];
+        assert!(k.of == 24 && k.rate() >= floor, "{lang}\n{}", r.table());
+    }
+}
+
+/// The tenth round's held-out sets (scripts/gate/heldout_r10.py), written and committed before
+/// any change of that round and measured once, at its end; never tuned on. Private (96, 24 a
+/// language, first and third person, vocabulary chosen apart from the earlier sets': clinical
+/// shorthand, CRM, ticket and intake notes, e-mails to summarise, conditions and papers by names
+/// no earlier set used, slang): 72 kept local (0.750; en 0.750, es 0.708, de 0.708, fr 0.833)
+/// before the round, 74 (0.771; en 0.750, es 0.750, de 0.708, fr 0.875) after it (a clinical
+/// note's header): short of the 0.95. Everyday (96: e-mails to summarise, code, recipes,
+/// travel, shopping, school work, pets, tricky words): 0 kept local before and after.
+#[test]
+fn the_tenth_rounds_held_out_sets() {
+    let r = evaluate(&Detector::new(), &corpus("topics_everyday_r10.jsonl"));
+    let t = &r.topics;
+    assert_eq!(t.everyday_flagged.of, 96);
+    assert!(t.everyday_flagged.hit == 0, "{}", r.table());
+    let r = evaluate(&Detector::new(), &corpus("topics_private_r10.jsonl"));
+    let t = &r.topics;
+    assert_eq!(t.kept_local.of, 96);
+    assert!(t.kept_local.hit >= 74, "{}", r.table());
+    for (lang, floor) in [("en", 0.74), ("es", 0.74), ("de", 0.70), ("fr", 0.87)] {
         let (k, _, _) = &t.per_lang[lang];
         assert!(k.of == 24 && k.rate() >= floor, "{lang}\n{}", r.table());
     }
