@@ -274,7 +274,7 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
             // Q4_K_M: q, k and v Q4_K as one matrix, or bf16 where v is Q6_K (use_more_bits:
             // every other attention layer here)
             m.attention_layers += 1;
-            let qkv_proj = if m.gguf_q4km && m.attention_layers % 2 == 0 {
+            let qkv_proj = if m.gguf_q4km && m.attention_layers.is_multiple_of(2) {
                 m.kquant_matrix(KQuant::Q4K, 16 * 512 + 2 * 512, h)?
             } else {
                 m.quantised(16 * 512 + 2 * 512, h)?

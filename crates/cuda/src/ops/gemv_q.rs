@@ -246,13 +246,7 @@ mod tests {
         full.extend(solo_cpu::ops::matmul(&x, &ba));
         let got_y = gpu.download_f32(y.ptr(), rows).unwrap();
         assert_close("as stored in-projection: z, b, a rows", &got_y[conv..], &full[conv..], KQ_TOL);
-        let (mut want_mixed, mut want_state) = (vec![0.0; conv], state.clone());
-        for r in 0..conv {
-            let (s0, s1, s2, v) = (state[r], state[conv + r], state[2 * conv + r], full[r]);
-            let c = taps[4 * r] * s0 + taps[4 * r + 1] * s1 + taps[4 * r + 2] * s2 + taps[4 * r + 3] * v;
-            want_mixed[r] = solo_cpu::ops::silu(c);
-            (want_state[r], want_state[conv + r], want_state[2 * conv + r]) = (s1, s2, v);
-        }
+        let (want_mixed, want_state) = conv_step_reference(&state, &taps, &full);
         let got_mixed = gpu.download_f32(mixed.ptr(), conv).unwrap();
         assert_close("as stored in-projection: conv output", &got_mixed, &want_mixed, KQ_TOL);
         let got_state = gpu.download_f32(sb.ptr(), 3 * conv).unwrap();

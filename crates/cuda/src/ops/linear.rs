@@ -554,13 +554,7 @@ mod tests {
             got_y[conv..].iter().zip(&plain[conv..]).all(|(a, b)| a.to_bits() == b.to_bits()),
             "in-projection with the conv: z/b/a rows are not gemv_norm_mma's bits"
         );
-        let (mut want_mixed, mut want_state) = (vec![0.0; conv], state.clone());
-        for r in 0..conv {
-            let (s0, s1, s2, v) = (state[r], state[conv + r], state[2 * conv + r], plain[r]);
-            let c = taps[4 * r] * s0 + taps[4 * r + 1] * s1 + taps[4 * r + 2] * s2 + taps[4 * r + 3] * v;
-            want_mixed[r] = solo_cpu::ops::silu(c);
-            (want_state[r], want_state[conv + r], want_state[2 * conv + r]) = (s1, s2, v);
-        }
+        let (want_mixed, want_state) = conv_step_reference(&state, &taps, &plain);
         assert_close("in-projection: conv output", &gpu.download_f32(mixed.ptr(), conv).unwrap(), &want_mixed, 1e-5);
         assert_eq!(gpu.download_f32(sb.ptr(), 3 * conv).unwrap(), want_state, "in-projection: conv window");
     }
@@ -636,13 +630,7 @@ mod tests {
         full.extend(solo_cpu::ops::matmul(&x, &ba));
         let got_y = gpu.download_f32(y.ptr(), rows8 + 64).unwrap();
         assert_close("FP8 in-projection: z, b, a rows", &got_y[conv..], &full[conv..], FP8_TOL);
-        let (mut want_mixed, mut want_state) = (vec![0.0; conv], state.clone());
-        for r in 0..conv {
-            let (s0, s1, s2, v) = (state[r], state[conv + r], state[2 * conv + r], full[r]);
-            let c = taps[4 * r] * s0 + taps[4 * r + 1] * s1 + taps[4 * r + 2] * s2 + taps[4 * r + 3] * v;
-            want_mixed[r] = solo_cpu::ops::silu(c);
-            (want_state[r], want_state[conv + r], want_state[2 * conv + r]) = (s1, s2, v);
-        }
+        let (want_mixed, want_state) = conv_step_reference(&state, &taps, &full);
         assert_close(
             "FP8 in-projection: conv output",
             &gpu.download_f32(mixed.ptr(), conv).unwrap(),

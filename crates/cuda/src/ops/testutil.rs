@@ -65,3 +65,18 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
     eprintln!("{what}: relative error {e:.3e} (tolerance {tol:.0e})");
     assert!(e <= tol, "{what}: relative error {e:.3e} > {tol:.0e}");
 }
+
+/// The GDN decode step's causal conv + SiLU on the CPU, as the in-projection GEMVs fold it: for
+/// the window `state` (f32 [3, channels], oldest first), the taps (f32 [channels, 4]) and the new
+/// qkv row `v` (its first `channels` entries): (the conv's output, the window shifted by v).
+pub fn conv_step_reference(state: &[f32], taps: &[f32], v: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let conv = state.len() / 3;
+    let (mut mixed, mut shifted) = (vec![0.0; conv], state.to_vec());
+    for r in 0..conv {
+        let (s0, s1, s2) = (state[r], state[conv + r], state[2 * conv + r]);
+        let c = taps[4 * r] * s0 + taps[4 * r + 1] * s1 + taps[4 * r + 2] * s2 + taps[4 * r + 3] * v[r];
+        mixed[r] = solo_cpu::ops::silu(c);
+        (shifted[r], shifted[conv + r], shifted[2 * conv + r]) = (s1, s2, v[r]);
+    }
+    (mixed, shifted)
+}
