@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load] [llama-build] [gguf MIX]
+#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; PARITY_ARGS and
 # IMAGE_PARITY_ARGS: more flags for slice_parity.py and slice_parity_image.py)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
@@ -133,6 +133,35 @@ randomise(m, 0, 'hf-router'); m.save_pretrained('$slices/bf16'); make_fp8_checkp
                         -lllama -lggml -lggml-base -Wl,-rpath,$llama/build/bin -o $llama/build/bin/llama-logits) \
                     > "$OUT/llama_build.log" 2>&1 || { tail -20 "$OUT/llama_build.log"; status=1; }
             fi
+            shift ;;
+        gguf-quality)
+            # a 4-layer full-width random GGUF file in llama.cpp's Q4_K_M mix: llama.cpp (built for
+            # the CPU from the carried source, kept in /tmp/llama-cpu while the machine stays warm),
+            # solo's CPU reference and solo's CUDA kernels on the same 64 tokens (48 prefilled, 16
+            # decoded): top-1 agreement and mean KL against llama.cpp (scripts/gguf_quality.py)
+            cpu=/tmp/llama-cpu
+            if [ ! -x $cpu/build/bin/llama-logits ]; then
+                mkdir -p $cpu && tar xzf gpu-bin/llama-src.tgz -C $cpu
+                (cmake -S $cpu -B $cpu/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_CUDA=OFF \
+                    -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF \
+                    -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+                    && timeout 300 cmake --build $cpu/build -j"$(nproc)" --target llama \
+                    && g++ -O2 -std=c++17 -I$cpu/include -I$cpu/ggml/include gpu-bin/llama_logits.cpp -L$cpu/build/bin \
+                        -lllama -lggml -lggml-base -Wl,-rpath,$cpu/build/bin -o $cpu/build/bin/llama-logits) \
+                    > "$OUT/llama_cpu_build.log" 2>&1 || { tail -20 "$OUT/llama_cpu_build.log"; status=1; }
+            fi
+            file=/tmp/solo-quality-q4_k_m.gguf
+            [ -f $file ] || ./gpu-bin/solo random-gguf $file --mix q4_k_m --layers 4 > "$OUT/gguf_quality.log" 2>&1
+            tokens=$(python3 -c "print(','.join(str((i * 7919 + 11) % 240000) for i in range(64)))")
+            timeout 200 $cpu/build/bin/llama-logits $file "$tokens" 48 /tmp/q_llama.f32 >> "$OUT/gguf_quality.log" 2>&1 || status=1
+            for backend in cuda cpu; do
+                timeout 300 ./gpu-bin/solo logits --model $file --tokens "$tokens" --prefill 48 --backend $backend \
+                    --out /tmp/q_solo_$backend.safetensors >> "$OUT/gguf_quality.log" 2>&1 || status=1
+            done
+            python3 scripts/gguf_quality.py llama.cpp-cpu=/tmp/q_llama.f32 solo-cuda=/tmp/q_solo_cuda.safetensors \
+                solo-cpu=/tmp/q_solo_cpu.safetensors 2>&1 | tee -a "$OUT/gguf_quality.log" || status=1
+            python3 scripts/gguf_quality.py solo-cpu=/tmp/q_solo_cpu.safetensors solo-cuda=/tmp/q_solo_cuda.safetensors \
+                2>&1 | tee -a "$OUT/gguf_quality.log" || status=1
             shift ;;
         gguf)
             # one full-size random GGUF file (solo random-gguf: llama.cpp's Q4_K_M or Q8_0 mix), then
