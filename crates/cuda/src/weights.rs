@@ -354,16 +354,7 @@ impl<'g> Uploader<'g> {
         let rows = parts.iter().map(|p| p.shape[0]).sum();
         let ptr = self.upload(&slices(&bytes))?;
         let whole = Matrix { ptr, rows, cols, fp8_scales, kq: None };
-        let mut first = 0;
-        let views = parts
-            .iter()
-            .map(|p| {
-                let view = whole.rows(first, p.shape[0]);
-                first += p.shape[0];
-                view
-            })
-            .collect();
-        Ok((whole, views))
+        Ok((whole, part_views(&whole, parts)))
     }
 
     /// 2-D tensors of a GGUF file stacked row-wise as stored (`KQuant::common` of their types,
@@ -379,16 +370,7 @@ impl<'g> Uploader<'g> {
         }
         let rows = parts.iter().map(|p| p.shape[0]).sum();
         let whole = Matrix { ptr: self.upload(&[&bytes])?, rows, cols, fp8_scales: None, kq: Some(kq) };
-        let mut first = 0;
-        let views = parts
-            .iter()
-            .map(|p| {
-                let view = whole.rows(first, p.shape[0]);
-                first += p.shape[0];
-                view
-            })
-            .collect();
-        Ok(Some((whole, views)))
+        Ok(Some((whole, part_views(&whole, parts))))
     }
 
     /// A tensor as f32, optionally with 1 added (zero-centred norms).
@@ -536,6 +518,19 @@ fn packed_rows(t: &Tensor, format: RowFormat, out: &mut Vec<u8>) -> Result<()> {
 }
 
 /// Borrowed slices of each part, for one upload of their concatenation.
+/// A view of each part of a matrix stacked from `parts`.
+fn part_views(whole: &Matrix, parts: &[&Tensor]) -> Vec<Matrix> {
+    let mut first = 0;
+    parts
+        .iter()
+        .map(|p| {
+            let view = whole.rows(first, p.shape[0]);
+            first += p.shape[0];
+            view
+        })
+        .collect()
+}
+
 fn slices<'a>(parts: &'a [Cow<'a, [u8]>]) -> Vec<&'a [u8]> {
     parts.iter().map(|b| &b[..]).collect()
 }
@@ -555,18 +550,23 @@ fn fp8_parts(t: &Tensor) -> Result<(&[u8], Vec<f32>)> {
 
 impl GdnGpu {
     pub fn upload(up: &mut Uploader, g: &GdnWeights) -> Result<Self> {
-        let as_stored = up.stacked_as_stored(&[&g.in_proj_qkv, &g.in_proj_z])?;
-        let (in_proj, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a) = if let Some((in_proj, v)) = as_stored {
-            // b and a (F32 in the file) go up as their own bf16 matrix, as in the FP8 release
-            let (_, ba) = up.stacked(&[&g.in_proj_b, &g.in_proj_a])?;
-            (in_proj, v[0], v[1], ba[0], ba[1])
-        } else if g.in_proj_qkv.dtype == DType::F8E4M3 {
-            let (in_proj, v) = up.stacked(&[&g.in_proj_qkv, &g.in_proj_z])?;
-            let (_, ba) = up.stacked(&[&g.in_proj_b, &g.in_proj_a])?;
-            (in_proj, v[0], v[1], ba[0], ba[1])
-        } else {
-            let (in_proj, v) = up.stacked(&[&g.in_proj_qkv, &g.in_proj_z, &g.in_proj_b, &g.in_proj_a])?;
-            (in_proj, v[0], v[1], v[2], v[3])
+        // qkv | z as stored (GGUF) or e4m3 (FP8), b | a then a bf16 matrix of their own (F32 in
+        // a GGUF file, bf16 in the FP8 release); otherwise all four stacked in bf16
+        let qkv_z = [&g.in_proj_qkv, &g.in_proj_z];
+        let apart = match up.stacked_as_stored(&qkv_z)? {
+            Some(stacked) => Some(stacked),
+            None if g.in_proj_qkv.dtype == DType::F8E4M3 => Some(up.stacked(&qkv_z)?),
+            None => None,
+        };
+        let (in_proj, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a) = match apart {
+            Some((in_proj, v)) => {
+                let (_, ba) = up.stacked(&[&g.in_proj_b, &g.in_proj_a])?;
+                (in_proj, v[0], v[1], ba[0], ba[1])
+            }
+            None => {
+                let (in_proj, v) = up.stacked(&[&g.in_proj_qkv, &g.in_proj_z, &g.in_proj_b, &g.in_proj_a])?;
+                (in_proj, v[0], v[1], v[2], v[3])
+            }
         };
         Ok(GdnGpu {
             in_proj,
