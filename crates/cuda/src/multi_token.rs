@@ -246,13 +246,9 @@ impl CudaModel {
     }
 
     /// Whether `decode_tokens` takes t tokens: 1 ..= MAX_TOKENS, bf16 weights (a GGUF model's
-    /// experts may be as stored; its mixers and lm_head bf16).
+    /// matrices as stored too: its mixers' and lm_head's GEMVs go a token at a time).
     pub(crate) fn can_decode_tokens(&self, t: usize) -> bool {
-        let w = &self.weights;
-        (1..=MAX_TOKENS).contains(&t)
-            && w.precision == Precision::Bf16
-            && w.lm_head.is_bf16()
-            && w.layers.iter().chain(w.mtp.iter().map(|m| &m.layer)).all(|l| l.mixer_bf16())
+        (1..=MAX_TOKENS).contains(&t) && self.weights.precision == Precision::Bf16
     }
 
     /// Runs `tokens` at positions `state.position ..` and returns their logits (f32 [t, vocab],
@@ -374,7 +370,20 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn decode_tokens_equals_decode_steps() {
-        let model = crate::synthetic::random_model(4, 256, Precision::Bf16).unwrap();
+        decode_tokens_equal_decode_steps(&crate::synthetic::random_model(4, 256, Precision::Bf16).unwrap());
+    }
+
+    /// The same for a GGUF Q4_K_M file's shape (synthetic; the mixers' in-projections and the
+    /// lm_head as stored, their GEMVs a token at a time).
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gguf_decode_tokens_equal_decode_steps() {
+        let model = crate::synthetic::random_model_as(4, 256, crate::synthetic::Synthetic::GgufQ4KM).unwrap();
+        assert!(model.weights.lm_head.kq.is_some());
+        decode_tokens_equal_decode_steps(&model);
+    }
+
+    fn decode_tokens_equal_decode_steps(model: &CudaModel) {
         let vocab = model.config.vocab_size;
         let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
         let mut base = model.try_new_state().unwrap();
@@ -431,9 +440,14 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn decode_batch_equals_decode_per_sequence() {
-        let model = crate::synthetic::random_model(4, 512, Precision::Bf16).unwrap();
+        decode_batch_equals_decode_alone(&crate::synthetic::random_model(4, 512, Precision::Bf16).unwrap());
+        let gguf = crate::synthetic::random_model_as(4, 512, crate::synthetic::Synthetic::GgufQ4KM).unwrap();
+        decode_batch_equals_decode_alone(&gguf);
+    }
+
+    fn decode_batch_equals_decode_alone(model: &CudaModel) {
         let vocab = model.config.vocab_size;
-        let (mut batched, mut alone) = three_sequences(&model);
+        let (mut batched, mut alone) = three_sequences(model);
         let mut tokens = vec![11u32, 22, 33];
         for step in 0..4 {
             let mut refs: Vec<&mut CudaState> = batched.iter_mut().collect();

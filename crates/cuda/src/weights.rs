@@ -886,11 +886,6 @@ impl LayerGpu {
         out
     }
 
-    /// Whether every matrix of the mixer is bf16 (what the several-token steps take).
-    pub fn mixer_bf16(&self) -> bool {
-        self.quantized_matrices().is_empty()
-    }
-
     /// This layer with its mixer's FP8 or GGUF-format matrices dequantised (w = q · s, rounded
     /// to bf16) into `buf`: what prefill's cuBLAS GEMMs multiply. Vectors, bf16 matrices and the
     /// experts are shared with `self`; the copy is valid until `buf` is written again.

@@ -14,6 +14,7 @@
 //! hard-code: 16 key heads, 32 value heads, head dim 128, conv kernel 4.
 
 use crate::kernels::{kernel_file, widths, Launch};
+use crate::ops::gemv_q;
 use crate::ops::linear::{gemv_norm_conv, gemv_norm_mma, linear, project};
 use crate::ops::Scratch;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
@@ -184,13 +185,18 @@ pub fn gdn_decode(
     let buf = GdnBuffers::new(scratch, 1)?;
     // proj f32 [12352] (its qkv part not written: the conv consumes it)
     let StackedProj { qkv: proj, z, b, a } = StackedProj::at(scratch.ptr(0));
-    // b | a, contiguous: inside in_proj (bf16) or their own matrix (FP8, where they stay bf16)
-    ensure!(w.in_proj_a.ptr == w.in_proj_b.ptr + (V_HEADS * w.in_proj_b.cols * 2) as DevPtr, "GDN: a must follow b");
-    let tail = Matrix::bf16(w.in_proj_b.ptr, 2 * V_HEADS, w.in_proj_b.cols);
+    let tail = ba_rows(w)?;
     gemv_norm_conv(gpu, h, norm, eps, &w.in_proj, &tail, proj, state.conv.ptr(), w.conv1d.ptr, buf.mixed)?;
     let recurrent = state.recurrent.ptr();
     decode_step(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, recurrent, recurrent, buf.y)?;
     Ok(buf.y)
+}
+
+/// The b | a rows as one bf16 matrix [64, 2048]: inside in_proj (bf16) or their own matrix (FP8
+/// and GGUF as stored, where they stay bf16).
+fn ba_rows(w: &GdnGpu) -> Result<Matrix> {
+    ensure!(w.in_proj_a.ptr == w.in_proj_b.ptr + (V_HEADS * w.in_proj_b.cols * 2) as DevPtr, "GDN: a must follow b");
+    Ok(Matrix::bf16(w.in_proj_b.ptr, 2 * V_HEADS, w.in_proj_b.cols))
 }
 
 /// The stacked in-projection's output for one token (f32 [12352] = [qkv 8192 | z 4096 | b 32 |
@@ -214,8 +220,9 @@ impl StackedProj {
     }
 }
 
-/// The stacked bf16 in-projection of t tokens' RMSNorm(h) (h f32 [t, 2048]) into scratch
-/// buffer 0, f32 [t, 12352], each row read once for all of them (`gemv_norm_mma`).
+/// The stacked in-projection of t tokens' RMSNorm(h) (h f32 [t, 2048]) into scratch buffer 0,
+/// f32 [t, 12352], each row read once for all of them (`gemv_norm_mma`, bf16); a GGUF
+/// in-projection as stored (qkv | z, with b | a apart) a token at a time (`gemv_q`).
 #[allow(clippy::too_many_arguments)]
 fn stacked_projection(
     gpu: &Gpu,
@@ -226,13 +233,21 @@ fn stacked_projection(
     t: usize,
     scratch: &Scratch,
 ) -> Result<StackedProj> {
+    let proj = scratch.ptr(0);
+    if w.in_proj.kq.is_some() {
+        let tail = ba_rows(w)?;
+        for i in 0..t {
+            let (h, y) = (h + (i * 2048 * 4) as DevPtr, proj + (i * PROJ_ROWS * 4) as DevPtr);
+            gemv_q::gemv_norm_q(gpu, h, norm, eps, &w.in_proj, Some(&tail), y, None)?;
+        }
+        return Ok(StackedProj::at(proj));
+    }
     ensure!(
         w.in_proj.rows == PROJ_ROWS && w.in_proj.is_bf16(),
         "the GDN steps for several tokens take the stacked bf16 in-projection ({PROJ_ROWS} rows), not {} rows{}",
         w.in_proj.rows,
-        if w.in_proj.is_bf16() { "" } else { " of FP8 or a GGUF format" }
+        if w.in_proj.is_bf16() { "" } else { " of FP8" }
     );
-    let proj = scratch.ptr(0);
     gemv_norm_mma(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS)?;
     Ok(StackedProj::at(proj))
 }

@@ -159,8 +159,16 @@ pub fn gemv_norm_mma(
 ) -> Result<()> {
     ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm_mma: {}x{} / norm {} (2048 wide)", w.rows, w.cols, norm.len);
     check_tokens("gemv_norm_mma", w, t, y_stride)?;
-    if !w.is_bf16() {
-        ensure!(t == 1 && y_stride == w.rows, "gemv_norm_mma: an FP8 or GGUF-format matrix takes one token");
+    if w.kq.is_some() {
+        // as stored: a token at a time (each its own decode step's bits)
+        for i in 0..t {
+            let (h, y) = (h + (i * 2048 * 4) as u64, y + (i * y_stride * 4) as u64);
+            gemv_q::gemv_norm_q(gpu, h, norm, eps, w, None, y, None)?;
+        }
+        return Ok(());
+    }
+    if w.fp8_scales.is_some() {
+        ensure!(t == 1 && y_stride == w.rows, "gemv_norm_mma: an FP8 matrix takes one token");
         return gemv_norm(gpu, h, norm, eps, w, y);
     }
     let per_launch = mma_tokens_per_launch(gpu);
@@ -225,12 +233,15 @@ pub fn gemv_norm_tokens(
     y: DevPtr,
     y_stride: usize,
 ) -> Result<()> {
+    if w.kq.is_some() {
+        return gemv_norm_mma(gpu, h, norm, eps, w, t, y, y_stride); // a token at a time
+    }
     ensure!(
-        w.cols == 2048 && norm.len == 2048 && w.is_bf16(),
+        w.cols == 2048 && norm.len == 2048 && w.fp8_scales.is_none(),
         "gemv_norm_tokens: {}x{} {} / norm {} (the kernel takes bf16, 2048 wide)",
         w.rows,
         w.cols,
-        if w.is_bf16() { "bf16" } else { "FP8 or GGUF-format" },
+        if w.is_bf16() { "bf16" } else { "FP8" },
         norm.len
     );
     check_tokens("gemv_norm_tokens", w, t, y_stride)?;
