@@ -137,7 +137,7 @@ pub fn kernel_costs(model: &CudaModel) -> Result<Vec<Cost>> {
         add("lm_head screen + rescore (graph)".into(), us, tb((VOCAB * HIDDEN) as f64, us) + " of int8");
     }
     let us = graph_time_us(gpu, 8, &mut |_| gemv_norm(gpu, h, &w.final_norm, eps, &w.lm_head, y.ptr()))?;
-    let form = if w.lm_head.is_bf16() { "bf16".to_string() } else { format!("{:?}", w.lm_head.kq.unwrap()) };
+    let form = if w.lm_head.is_bf16() { "bf16".to_string() } else { format!("{:?}", w.lm_head.format.unwrap()) };
     add(format!("lm_head full {form} GEMV (graph)"), us, tb(matrix_bytes(&w.lm_head), us));
 
     // The MoE block per path and token count.

@@ -957,7 +957,7 @@ mod tests {
     #[ignore = "needs an NVIDIA GPU"]
     fn gguf_q4_k_m_decode_step_matches_one_token_prefill() {
         let model = crate::synthetic::random_model_as(4, 256, crate::synthetic::Synthetic::GgufQ4KM).unwrap();
-        assert!(model.weights.lm_head.kq.is_some() && !model.screened_lm_head);
+        assert!(model.weights.lm_head.format.is_some() && !model.screened_lm_head);
         decode_step_matches_one_token_prefill(&model, "GGUF Q4_K_M");
     }
 

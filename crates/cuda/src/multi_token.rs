@@ -379,7 +379,7 @@ mod tests {
     #[ignore = "needs an NVIDIA GPU"]
     fn gguf_decode_tokens_equal_decode_steps() {
         let model = crate::synthetic::random_model_as(4, 256, crate::synthetic::Synthetic::GgufQ4KM).unwrap();
-        assert!(model.weights.lm_head.kq.is_some());
+        assert!(model.weights.lm_head.format.is_some());
         decode_tokens_equal_decode_steps(&model);
     }
 

@@ -89,7 +89,7 @@ impl Maker<'_> {
             return self.matrix(rows, cols);
         }
         let (ptr, scales) = self.fp8_rows(rows, cols)?;
-        Ok(Matrix { ptr, rows, cols, fp8_scales: Some(scales), kq: None })
+        Ok(Matrix { ptr, rows, cols, fp8_scales: Some(scales), format: None })
     }
 
     /// e4m3 [rows, cols] U(±448) and f32 scales [rows/128, cols/128] ≈ √(3/cols)/448, a power of
@@ -134,7 +134,13 @@ impl Maker<'_> {
 
     /// A random [rows, cols] matrix as stored in `k` (a GGUF file's mixers, embedding, lm_head).
     fn kquant_matrix(&mut self, k: KQuant, rows: usize, cols: usize) -> Result<Matrix> {
-        Ok(Matrix { ptr: self.kquant_rows(k, rows, cols)?, rows, cols, fp8_scales: None, kq: Some(k) })
+        Ok(Matrix {
+            ptr: self.kquant_rows(k, rows, cols)?,
+            rows,
+            cols,
+            fp8_scales: None,
+            format: Some(RowFormat::K(k)),
+        })
     }
 
     fn vector(&mut self, len: usize, center: f32, scale: f32) -> Result<Vector> {

@@ -25,8 +25,9 @@ use solo_model::weights::{AttentionWeights, ExpertWeights, GdnWeights, LayerWeig
 use solo_model::{DType, ModelConfig, ModelWeights, Precision, Tensor};
 use std::borrow::Cow;
 
-/// A matrix `[rows, cols]` on the GPU: bf16, e4m3 with its block scales, or a GGUF file's
-/// Q4_K / Q5_K / Q6_K / Q8_0 rows as stored (`kquant.rs`'s layout).
+/// A matrix `[rows, cols]` on the GPU: bf16, e4m3 with its block scales, or rows in one of the
+/// 4- to 8-bit formats the kernels read (`RowFormat`: int4, or a GGUF file's Q4_K / Q5_K / Q6_K /
+/// Q8_0 as stored).
 #[derive(Clone, Copy, Debug)]
 pub struct Matrix {
     pub ptr: DevPtr,
@@ -34,25 +35,25 @@ pub struct Matrix {
     pub cols: usize,
     /// For an FP8 matrix: f32 `[ceil(rows/128), ceil(cols/128)]`, w = q · s of its block.
     pub fp8_scales: Option<DevPtr>,
-    /// For a GGUF matrix kept as stored: its rows' format.
-    pub kq: Option<KQuant>,
+    /// For a 4- to 8-bit matrix kept as stored: its rows' format.
+    pub format: Option<RowFormat>,
 }
 
 impl Matrix {
     /// A bf16 matrix.
     pub fn bf16(ptr: DevPtr, rows: usize, cols: usize) -> Matrix {
-        Matrix { ptr, rows, cols, fp8_scales: None, kq: None }
+        Matrix { ptr, rows, cols, fp8_scales: None, format: None }
     }
 
-    /// Whether the matrix is bf16 (neither FP8 nor a GGUF format).
+    /// Whether the matrix is bf16 (neither FP8 nor a row format).
     pub fn is_bf16(&self) -> bool {
-        self.fp8_scales.is_none() && self.kq.is_none()
+        self.fp8_scales.is_none() && self.format.is_none()
     }
 
     /// Bytes of one row.
     pub fn row_bytes(&self) -> usize {
-        match (self.kq, self.fp8_scales) {
-            (Some(k), _) => k.row_bytes(self.cols),
+        match (self.format, self.fp8_scales) {
+            (Some(f), _) => f.row_bytes(self.cols),
             (None, Some(_)) => self.cols,
             (None, None) => 2 * self.cols,
         }
@@ -71,7 +72,7 @@ impl Matrix {
             rows: n,
             cols: self.cols,
             fp8_scales,
-            kq: self.kq,
+            format: self.format,
         }
     }
 }
@@ -353,23 +354,27 @@ impl<'g> Uploader<'g> {
         };
         let rows = parts.iter().map(|p| p.shape[0]).sum();
         let ptr = self.upload(&slices(&bytes))?;
-        let whole = Matrix { ptr, rows, cols, fp8_scales, kq: None };
+        let whole = Matrix { ptr, rows, cols, fp8_scales, format: None };
         Ok((whole, part_views(&whole, parts)))
     }
 
-    /// 2-D tensors of a GGUF file stacked row-wise as stored (`KQuant::common` of their types,
-    /// 256-column multiples), and a view of each part; `None` when they have no such format
+    /// 2-D tensors stacked row-wise in a row format the kernels read (`as_stored_format`: int4,
+    /// or a GGUF file's types), and a view of each part; `None` when they have no such format
     /// (then they go up as `stacked` puts them).
     pub fn stacked_as_stored(&mut self, parts: &[&Tensor]) -> Result<Option<(Matrix, Vec<Matrix>)>> {
-        let Some(kq) = as_stored_format(parts) else { return Ok(None) };
+        let Some(format) = as_stored_format(parts) else { return Ok(None) };
         let cols = parts[0].row_len();
         let mut bytes = Vec::new();
         for p in parts {
-            let DType::Ggml(t) = p.dtype else { unreachable!() };
-            KQuant::of(t).unwrap().repack_as(kq, p.bytes(), p.shape[0], cols, &mut bytes)?;
+            match (format, p.dtype) {
+                (RowFormat::K(to), DType::Ggml(t)) => {
+                    KQuant::of(t).unwrap().repack_as(to, p.bytes(), p.shape[0], cols, &mut bytes)?
+                }
+                _ => packed_rows(p, format, &mut bytes)?,
+            }
         }
         let rows = parts.iter().map(|p| p.shape[0]).sum();
-        let whole = Matrix { ptr: self.upload(&[&bytes])?, rows, cols, fp8_scales: None, kq: Some(kq) };
+        let whole = Matrix { ptr: self.upload(&[&bytes])?, rows, cols, fp8_scales: None, format: Some(format) };
         Ok(Some((whole, part_views(&whole, parts))))
     }
 
@@ -517,7 +522,6 @@ fn packed_rows(t: &Tensor, format: RowFormat, out: &mut Vec<u8>) -> Result<()> {
     crate::int4::repack_into(&m, out)
 }
 
-/// Borrowed slices of each part, for one upload of their concatenation.
 /// A view of each part of a matrix stacked from `parts`.
 fn part_views(whole: &Matrix, parts: &[&Tensor]) -> Vec<Matrix> {
     let mut first = 0;
@@ -531,6 +535,7 @@ fn part_views(whole: &Matrix, parts: &[&Tensor]) -> Vec<Matrix> {
         .collect()
 }
 
+/// Borrowed slices of each part, for one upload of their concatenation.
 fn slices<'a>(parts: &'a [Cow<'a, [u8]>]) -> Vec<&'a [u8]> {
     parts.iter().map(|b| &b[..]).collect()
 }
@@ -678,7 +683,7 @@ fn repacked_from(w: &ModelWeights) -> Option<String> {
 /// layer (`kquant_formats`), the mixers' stacked in-projections, the embedding and the lm_head
 /// (`as_stored_format`); the vision tower aside.
 pub fn repacked_bytes(w: &ModelWeights) -> usize {
-    fn as_stored(bytes: &mut usize, parts: &[(&Tensor, KQuant)]) {
+    fn as_stored(bytes: &mut usize, parts: &[(&Tensor, RowFormat)]) {
         for (t, k) in parts {
             *bytes = *bytes - 2 * t.numel() + t.shape[0] * k.row_bytes(t.row_len());
         }
@@ -699,6 +704,7 @@ pub fn repacked_bytes(w: &ModelWeights) -> usize {
         let experts = &layer.moe.experts;
         if let Some((gate_up, down)) = kquant_formats(experts) {
             for e in experts {
+                let (gate_up, down) = (RowFormat::K(gate_up), RowFormat::K(down));
                 as_stored(&mut bytes, &[(&e.gate, gate_up), (&e.up, gate_up), (&e.down, down)]);
             }
         }
@@ -706,18 +712,26 @@ pub fn repacked_bytes(w: &ModelWeights) -> usize {
     bytes
 }
 
-/// The format `Uploader::stacked_as_stored` keeps `parts` in: `KQuant::common` of their ggml
-/// types, for matrices of one width, a multiple of 256.
-fn as_stored_format(parts: &[&Tensor]) -> Option<KQuant> {
+/// The format `Uploader::stacked_as_stored` keeps `parts` in (matrices of one width): int4 when
+/// all are int4 in groups of 128 without act-order (the expert kernels' rows), else
+/// `KQuant::common` of their ggml types for a width that is a multiple of 256.
+fn as_stored_format(parts: &[&Tensor]) -> Option<RowFormat> {
     let cols = parts[0].row_len();
+    if parts.iter().any(|p| p.row_len() != cols || p.shape.len() != 2) {
+        return None;
+    }
+    let int4 = |p: &&Tensor| p.int4().is_some_and(|(_, g)| g.group == crate::int4::GROUP && g.perm.is_none());
+    if parts.iter().all(int4) && cols.is_multiple_of(crate::int4::GROUP) {
+        return Some(RowFormat::Int4);
+    }
     let types: Option<Vec<_>> = parts
         .iter()
         .map(|p| match p.dtype {
-            DType::Ggml(t) if p.row_len() == cols && p.shape.len() == 2 => Some(t),
+            DType::Ggml(t) => Some(t),
             _ => None,
         })
         .collect();
-    KQuant::common(&types?).filter(|_| cols.is_multiple_of(256))
+    KQuant::common(&types?).filter(|_| cols.is_multiple_of(256)).map(RowFormat::K)
 }
 
 /// GPU bytes of `w` all in bf16 (every matrix 2 bytes an element, vectors 4; embed_tokens and

@@ -37,7 +37,8 @@ fn gguf_tensors_go_up_as_bf16_of_the_cpu_reference() {
         .unwrap()
     {
         Some((m, _)) => {
-            want.push((m.ptr, stored(parts, m.kq.unwrap())));
+            let Some(RowFormat::K(k)) = m.format else { panic!("{:?}: not a GGUF format", m.format) };
+            want.push((m.ptr, stored(parts, k)));
             kept += 1;
         }
         None => {
@@ -217,4 +218,30 @@ fn progress_shows_a_rate_only_once_it_means_something() {
     assert_eq!(later, "loading weights: 5.0 of 10.0 GB, 2.50 GB/s, 2 s left");
     let past = progress_line(11_000_000_000, 10_000_000_000, 1.0);
     assert!(past.ends_with("0 s left"), "{past}");
+}
+
+/// Which stacks go up as stored: int4 in groups of 128 without act-order (an all-linear int4
+/// recipe's projections), a GGUF stack with an exact common format; anything else in bf16.
+#[test]
+fn stacks_go_up_as_stored_only_in_a_format_the_kernels_read() {
+    use crate::int4::{quantize_symmetric, GROUP};
+    use solo_model::int4::GroupQuant;
+    let (rows, cols) = (4, 256);
+    let v: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5).collect();
+    let int4 = |group: usize, perm: Option<Vec<u32>>| {
+        let (packed, scales, _) = quantize_symmetric(&v, rows, cols);
+        let scales = if group == GROUP { scales } else { scales.iter().flat_map(|&s| [s, s]).collect() };
+        Tensor::from_int4(rows, cols, &packed, GroupQuant { group, scales, zeros: None, perm })
+    };
+    let ggml = |k: KQuant| Tensor::from_bytes(DType::Ggml(k.ggml()), vec![rows, cols], &k.ggml().quantize(&v).unwrap());
+    let bf16 = Tensor::from_f32_as_bf16(vec![rows, cols], &v);
+    let (a, b) = (int4(GROUP, None), int4(GROUP, None));
+    assert_eq!(as_stored_format(&[&a, &b]), Some(RowFormat::Int4));
+    assert_eq!(as_stored_format(&[&a, &bf16]), None, "int4 beside bf16");
+    assert_eq!(as_stored_format(&[&int4(64, None)]), None, "groups of 64");
+    assert_eq!(as_stored_format(&[&int4(GROUP, Some((0..cols as u32).rev().collect()))]), None, "act-order");
+    let (q4, q5, q6) = (ggml(KQuant::Q4K), ggml(KQuant::Q5K), ggml(KQuant::Q6K));
+    assert_eq!(as_stored_format(&[&q5, &q4]), Some(RowFormat::K(KQuant::Q5K)));
+    assert_eq!(as_stored_format(&[&q4, &q6]), None, "Q4_K beside Q6_K");
+    assert_eq!(as_stored_format(&[&q4, &a]), None, "Q4_K beside int4");
 }

@@ -12,10 +12,10 @@ kernel_file! {
     }
 }
 
-/// h (f32 [t, width]) = table[ids] for ids: i32 [t] on the device (a GGUF table as stored:
+/// h (f32 [t, width]) = table[ids] for ids: i32 [t] on the device (a table in a row format:
 /// `gemv_q::embed_q`).
 pub fn embed(gpu: &Gpu, table: &Matrix, ids: DevPtr, t: usize, h: DevPtr) -> Result<()> {
-    if table.kq.is_some() {
+    if table.format.is_some() {
         return crate::ops::gemv_q::embed_q(gpu, table, ids, t, h);
     }
     embed_cu::embed_rows(gpu, Launch::new((t as u32, 1, 1), 256, 0), table.ptr, ids, h, table.cols as i32)

@@ -234,7 +234,7 @@ fn stacked_projection(
     scratch: &Scratch,
 ) -> Result<StackedProj> {
     let proj = scratch.ptr(0);
-    if w.in_proj.kq.is_some() {
+    if w.in_proj.format.is_some() {
         let tail = ba_rows(w)?;
         for i in 0..t {
             let (h, y) = (h + (i * 2048 * 4) as DevPtr, proj + (i * PROJ_ROWS * 4) as DevPtr);

@@ -1,5 +1,5 @@
-// A GGUF file's mixer matrices, lm_head and embedding as stored (Q4_K, Q5_K, Q6_K, Q8_0 rows in
-// the kernels' layout, kquant.rs; common.cuh's "4- to 8-bit expert rows" formats):
+// Mixer matrices, lm_head and embedding in a row format as stored (common.cuh's "4- to 8-bit
+// expert rows": int4 rows of int4.rs, a GGUF file's Q4_K, Q5_K, Q6_K, Q8_0 rows of kquant.rs):
 //
 // gemv_norm_q_*:    one token, y[r] = W[r] · x for x = bf16-rounded RMSNorm(h)·w1p (what
 //                   gemv_norm_mma_bf16 multiplies), or for w1p null x = h read as bf16 [2048]
@@ -22,8 +22,9 @@
 #define QG_WARPS 8
 #define QG_ROWS 4
 
-// Column c of a row in format `format` (0 Q4_K, 1 Q5_K, 2 Q6_K, 3 Q8_0), K columns: ggml's value,
-// computed as kquant.rs's decode_row computes it (no fused multiply-add, so the bits agree).
+// Column c of a row in format `format` (0 Q4_K, 1 Q5_K, 2 Q6_K, 3 Q8_0, 4 int4), K columns: the
+// value kquant.rs's (or int4.rs's) decode_row computes, as it computes it (no fused multiply-add,
+// so the bits agree; for the GGUF types, ggml's value).
 __device__ __forceinline__ float kquant_value(const unsigned char* row, int K, int c, int format) {
     if (format == 3) {
         const int at = 4 * (c / 4) + ((c & 1) << 1 | (c & 2) >> 1);  // (c, c + 2, c + 1, c + 3)
@@ -38,6 +39,10 @@ __device__ __forceinline__ float kquant_value(const unsigned char* row, int K, i
         const int u = (c % 16) / 8, within = c % 8;
         q |= ((high >> (2 * (4 * u + within / 2) + 16 * (within % 2))) & 3) << 4;
         return __fmul_rn(Q6KFormat::affine(row, K, c).s, (float)(q - 32));
+    }
+    if (format == 4) {
+        const Affine a = Int4Format::affine(row, K, c);  // shift = 8 − z: (q − z) · s
+        return __fmul_rn((float)(q - 8 + (int)a.shift), a.s);
     }
     Affine a;
     if (format == 1) {
@@ -56,7 +61,8 @@ __device__ __forceinline__ int kquant_row_bytes(int K, int format) {
         case 0: return Q4KFormat::row_bytes(K);
         case 1: return Q5KFormat::row_bytes(K);
         case 2: return Q6KFormat::row_bytes(K);
-        default: return Q8Format::row_bytes(K);
+        case 3: return Q8Format::row_bytes(K);
+        default: return Int4Format::row_bytes(K);
     }
 }
 
@@ -135,6 +141,12 @@ __device__ __forceinline__ void gemv_norm_q(const unsigned char* __restrict__ w,
 }
 
 // (each instance written out: kernels.rs checks the launchers against these signatures as written)
+extern "C" __global__ void __launch_bounds__(256) gemv_norm_q_int4(
+        const unsigned char* __restrict__ w, int rows, const bf16* __restrict__ tail, int tail_rows,
+        const float* __restrict__ h, const float* __restrict__ w1p, float eps, float* __restrict__ y,
+        float* __restrict__ conv_state, const float* __restrict__ taps, float* __restrict__ mixed) {
+    gemv_norm_q<Int4Format>(w, rows, tail, tail_rows, h, w1p, eps, y, conv_state, taps, mixed);
+}
 extern "C" __global__ void __launch_bounds__(256) gemv_norm_q_q4k(
         const unsigned char* __restrict__ w, int rows, const bf16* __restrict__ tail, int tail_rows,
         const float* __restrict__ h, const float* __restrict__ w1p, float eps, float* __restrict__ y,

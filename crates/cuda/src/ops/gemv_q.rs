@@ -1,18 +1,20 @@
-//! A GGUF file's mixer in-projections, lm_head and embedding read as stored (`gemv_q.cu`): the
-//! one-token GEMV with the input RMSNorm (and for the GDN in-projection the causal conv) folded
-//! in, the dequantised bf16 copy prefill multiplies, and the embedding lookup. `linear.rs` and
-//! `embed.rs` send a matrix whose `kq` is set here.
+//! Mixer in-projections, lm_head and embedding read as stored in a row format (`gemv_q.cu`: int4
+//! rows, a GGUF file's Q4_K/Q5_K/Q6_K/Q8_0): the one-token GEMV with the input RMSNorm (and for
+//! the GDN in-projection the causal conv) folded in, the dequantised bf16 copy prefill
+//! multiplies, and the embedding lookup. `linear.rs` and `embed.rs` send a matrix whose `format`
+//! is set here.
 
 use crate::kernels::{kernel_file, Launch};
 use crate::kquant::KQuant;
 use crate::ops::linear::gemv_blocks;
 use crate::runtime::{DevPtr, Gpu};
-use crate::weights::{Matrix, Vector};
+use crate::weights::{Matrix, RowFormat, Vector};
 use anyhow::{ensure, Result};
 
 kernel_file! {
     /// `gemv_q.cu`'s kernels.
     pub mod gemv_q_cu = "gemv_q.cu" {
+        fn gemv_norm_q_int4(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
         fn gemv_norm_q_q4k(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
         fn gemv_norm_q_q5k(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
         fn gemv_norm_q_q6k(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
@@ -23,12 +25,13 @@ kernel_file! {
 }
 
 /// The kernels' number of a format (`kquant_value`'s switch).
-fn format_id(k: KQuant) -> i32 {
-    match k {
-        KQuant::Q4K => 0,
-        KQuant::Q5K => 1,
-        KQuant::Q6K => 2,
-        KQuant::Q8_0 => 3,
+fn format_id(f: RowFormat) -> i32 {
+    match f {
+        RowFormat::K(KQuant::Q4K) => 0,
+        RowFormat::K(KQuant::Q5K) => 1,
+        RowFormat::K(KQuant::Q6K) => 2,
+        RowFormat::K(KQuant::Q8_0) => 3,
+        RowFormat::Int4 => 4,
     }
 }
 
@@ -54,7 +57,7 @@ pub fn gemv_norm_q(
     y: DevPtr,
     conv: Option<Conv>,
 ) -> Result<()> {
-    let Some(k) = w.kq else { anyhow::bail!("gemv_norm_q: not a GGUF-format matrix") };
+    let Some(k) = w.format else { anyhow::bail!("gemv_norm_q: not a row-format matrix") };
     ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm_q: {}x{} / norm {} (2048 wide)", w.rows, w.cols, norm.len);
     if let Some(t) = tail {
         ensure!(t.is_bf16() && t.cols == 2048, "gemv_norm_q: the tail must be bf16, 2048 wide");
@@ -71,7 +74,7 @@ pub fn gemv_norm_q(
 #[allow(clippy::too_many_arguments)]
 fn launch_gemv(
     gpu: &Gpu,
-    k: KQuant,
+    k: RowFormat,
     w: &Matrix,
     tail: DevPtr,
     tail_rows: i32,
@@ -83,10 +86,11 @@ fn launch_gemv(
 ) -> Result<()> {
     let Conv { state, taps, mixed } = conv;
     let kernel = match k {
-        KQuant::Q4K => gemv_q_cu::gemv_norm_q_q4k,
-        KQuant::Q5K => gemv_q_cu::gemv_norm_q_q5k,
-        KQuant::Q6K => gemv_q_cu::gemv_norm_q_q6k,
-        KQuant::Q8_0 => gemv_q_cu::gemv_norm_q_q8_0,
+        RowFormat::Int4 => gemv_q_cu::gemv_norm_q_int4,
+        RowFormat::K(KQuant::Q4K) => gemv_q_cu::gemv_norm_q_q4k,
+        RowFormat::K(KQuant::Q5K) => gemv_q_cu::gemv_norm_q_q5k,
+        RowFormat::K(KQuant::Q6K) => gemv_q_cu::gemv_norm_q_q6k,
+        RowFormat::K(KQuant::Q8_0) => gemv_q_cu::gemv_norm_q_q8_0,
     };
     let launch = Launch::new(gemv_blocks(gpu), 256, 0);
     kernel(gpu, launch, w.ptr, w.rows as i32, tail, tail_rows, h, w1p, eps, y, state, taps, mixed)
@@ -95,7 +99,7 @@ fn launch_gemv(
 /// y (f32 [t, w.rows]) = x (bf16 [t, 2048]) · wᵀ for w as stored, a token at a time (prefill's
 /// logits through a stored lm_head; the mixers' matrices have their bf16 copy for prefill).
 pub fn linear_q(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
-    let Some(k) = w.kq else { anyhow::bail!("linear_q: not a GGUF-format matrix") };
+    let Some(k) = w.format else { anyhow::bail!("linear_q: not a row-format matrix") };
     ensure!(w.cols == 2048, "linear_q: {}x{} (2048 wide)", w.rows, w.cols);
     for i in 0..t {
         let (x, y) = (x + (i * 2048 * 2) as DevPtr, y + (i * w.rows * 4) as DevPtr);
@@ -106,14 +110,14 @@ pub fn linear_q(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result
 
 /// out (bf16 [w.rows, w.cols]) = w dequantised (ggml's values, rounded to bf16).
 pub fn dequantize_q(gpu: &Gpu, w: &Matrix, out: DevPtr) -> Result<()> {
-    let Some(k) = w.kq else { anyhow::bail!("dequantize_q: not a GGUF-format matrix") };
+    let Some(k) = w.format else { anyhow::bail!("dequantize_q: not a row-format matrix") };
     let launch = Launch::new((4 * gpu.sms, 1, 1), 256, 0);
     gemv_q_cu::dequantize_q(gpu, launch, w.ptr, w.rows as i64, w.cols as i32, format_id(k), out)
 }
 
 /// h (f32 [t, table.cols]) = table[ids] dequantised, ids i32 [t] on the device.
 pub fn embed_q(gpu: &Gpu, table: &Matrix, ids: DevPtr, t: usize, h: DevPtr) -> Result<()> {
-    let Some(k) = table.kq else { anyhow::bail!("embed_q: not a GGUF-format matrix") };
+    let Some(k) = table.format else { anyhow::bail!("embed_q: not a row-format matrix") };
     let launch = Launch::new((t as u32, 1, 1), 256, 0);
     gemv_q_cu::embed_q(gpu, launch, table.ptr, ids, table.cols as i32, format_id(k), h)
 }
@@ -124,13 +128,25 @@ mod tests {
     use crate::ops::testutil::*;
     use solo_model::{DType, Tensor};
 
-    /// A random [rows, cols] matrix as a GGUF file stores it in `k`, and on the GPU as stored.
-    fn stored(k: KQuant, seed: u64, rows: usize, cols: usize) -> (Tensor, Matrix, Vec<crate::runtime::DevBuf>) {
+    /// A random [rows, cols] matrix as a checkpoint stores it in format `f` (a GGUF file's blocks;
+    /// int4 in groups of 128 with f16 scales, every fifth group asymmetric), and on the GPU as stored.
+    fn stored(f: RowFormat, seed: u64, rows: usize, cols: usize) -> (Tensor, Matrix, Vec<crate::runtime::DevBuf>) {
         let v = random(seed, rows * cols, (3.0 / cols as f32).sqrt());
-        let t = Tensor::from_bytes(DType::Ggml(k.ggml()), vec![rows, cols], &k.ggml().quantize(&v).unwrap());
+        let t = match f {
+            RowFormat::K(k) => {
+                Tensor::from_bytes(DType::Ggml(k.ggml()), vec![rows, cols], &k.ggml().quantize(&v).unwrap())
+            }
+            RowFormat::Int4 => {
+                use crate::int4::{quantize_symmetric, GROUP};
+                let (packed, scales, _) = quantize_symmetric(&v, rows, cols);
+                let zeros = Some((0..scales.len()).map(|i| if i % 5 == 0 { 6 + (i % 4) as u8 } else { 8 }).collect());
+                let gq = solo_model::int4::GroupQuant { group: GROUP, scales, zeros, perm: None };
+                Tensor::from_int4(rows, cols, &packed, gq)
+            }
+        };
         let mut up = crate::weights::Uploader::new(gpu()).unwrap();
-        let (m, _) = up.stacked_as_stored(&[&t]).unwrap().expect("a k-quant matrix goes up as stored");
-        assert_eq!(m.kq, Some(k));
+        let (m, _) = up.stacked_as_stored(&[&t]).unwrap().expect("the matrix goes up as stored");
+        assert_eq!(m.format, Some(f));
         (t, m, up.finish().unwrap())
     }
 
@@ -141,14 +157,20 @@ mod tests {
         (w, v, b)
     }
 
-    const FORMATS: [KQuant; 4] = [KQuant::Q4K, KQuant::Q5K, KQuant::Q6K, KQuant::Q8_0];
+    const FORMATS: [RowFormat; 5] = [
+        RowFormat::K(KQuant::Q4K),
+        RowFormat::K(KQuant::Q5K),
+        RowFormat::K(KQuant::Q6K),
+        RowFormat::K(KQuant::Q8_0),
+        RowFormat::Int4,
+    ];
 
     /// The bound of these GEMVs: x is held as scaled f16 pairs (2^-11 relative rounding each,
     /// the expert kernels' arithmetic), which leaves 3e-4 to 1.2e-3 on a row's dot (H100).
     const KQ_TOL: f32 = 2e-3;
 
-    /// The dequantised copy is ggml's values rounded to bf16, bit for bit; the embedding rows
-    /// are ggml's values, bit for bit.
+    /// The dequantised copy is the CPU reference's values (ggml's, int4's (q − z)·s) rounded to
+    /// bf16, bit for bit; the embedding rows are those values, bit for bit.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn dequantize_and_embed_give_ggmls_values() {
@@ -218,7 +240,7 @@ mod tests {
         let ba = Tensor::from_f32_as_bf16(vec![64, 2048], &random(17, 64 * 2048, 0.04));
         let mut up = crate::weights::Uploader::new(gpu).unwrap();
         let (w, views) = up.stacked_as_stored(&[&qkv, &z]).unwrap().unwrap();
-        assert_eq!((w.kq, w.rows, views[1].rows), (Some(KQuant::Q5K), conv + 4096, 4096));
+        assert_eq!((w.format, w.rows, views[1].rows), (Some(RowFormat::K(KQuant::Q5K)), conv + 4096, 4096));
         let tail = up.matrix(&ba).unwrap();
         let _bufs = up.finish().unwrap();
         let state: Vec<f32> = random(18, 3 * conv, 1.0);

@@ -44,7 +44,7 @@ kernel_file! {
 
 /// y (f32 [t, w.rows]) = x (bf16 [t, w.cols]) · wᵀ.
 pub fn linear(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
-    if w.kq.is_some() {
+    if w.format.is_some() {
         return gemv_q::linear_q(gpu, x, w, t, y);
     }
     ensure!(w.fp8_scales.is_none(), "linear: an FP8 matrix (prefill dequantises it first: `dequantize`)");
@@ -119,7 +119,7 @@ pub fn gemv_norm(gpu: &Gpu, h: DevPtr, norm: &Vector, eps: f32, w: &Matrix, y: D
         w.cols,
         norm.len
     );
-    if w.kq.is_some() {
+    if w.format.is_some() {
         return gemv_q::gemv_norm_q(gpu, h, norm, eps, w, None, y, None);
     }
     if let Some(scales) = w.fp8_scales {
@@ -159,7 +159,7 @@ pub fn gemv_norm_mma(
 ) -> Result<()> {
     ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm_mma: {}x{} / norm {} (2048 wide)", w.rows, w.cols, norm.len);
     check_tokens("gemv_norm_mma", w, t, y_stride)?;
-    if w.kq.is_some() {
+    if w.format.is_some() {
         // as stored: a token at a time (each its own decode step's bits)
         for i in 0..t {
             let (h, y) = (h + (i * 2048 * 4) as u64, y + (i * y_stride * 4) as u64);
@@ -233,7 +233,7 @@ pub fn gemv_norm_tokens(
     y: DevPtr,
     y_stride: usize,
 ) -> Result<()> {
-    if w.kq.is_some() {
+    if w.format.is_some() {
         return gemv_norm_mma(gpu, h, norm, eps, w, t, y, y_stride); // a token at a time
     }
     ensure!(
@@ -285,7 +285,7 @@ pub fn gemv_norm_conv(
     taps: DevPtr,
     mixed: DevPtr,
 ) -> Result<()> {
-    if w.kq.is_some() {
+    if w.format.is_some() {
         let conv = gemv_q::Conv { state: conv_state, taps, mixed };
         return gemv_q::gemv_norm_q(gpu, h, norm, eps, w, Some(tail), y, Some(conv));
     }
@@ -328,7 +328,7 @@ pub fn gemv_norm_conv(
 /// out (bf16, `w.rows × w.cols`) = the FP8 matrix w dequantised (w = q · s, rounded to bf16):
 /// what prefill multiplies.
 pub fn dequantize(gpu: &Gpu, w: &Matrix, out: DevPtr) -> Result<()> {
-    if w.kq.is_some() {
+    if w.format.is_some() {
         return gemv_q::dequantize_q(gpu, w, out);
     }
     let Some(scales) = w.fp8_scales else { anyhow::bail!("dequantize: not an FP8 or GGUF-format matrix") };

@@ -263,10 +263,15 @@ fn moe_block_fp8_prefill_matches_dequantized_and_cpu() {
         rows: (EXPERTS + 1) * 2 * EXPERT_DIM,
         cols: HIDDEN,
         fp8_scales: Some(s.gate_up),
-        kq: None,
+        format: None,
     };
-    let down =
-        Matrix { ptr: f.gpu.down, rows: (EXPERTS + 1) * HIDDEN, cols: EXPERT_DIM, fp8_scales: Some(s.down), kq: None };
+    let down = Matrix {
+        ptr: f.gpu.down,
+        rows: (EXPERTS + 1) * HIDDEN,
+        cols: EXPERT_DIM,
+        fp8_scales: Some(s.down),
+        format: None,
+    };
     let gu = gpu.alloc(gate_up.rows * gate_up.cols * 2).unwrap();
     let dn = gpu.alloc(down.rows * down.cols * 2).unwrap();
     crate::ops::linear::dequantize(gpu, &gate_up, gu.ptr()).unwrap();
