@@ -138,7 +138,9 @@ randomise(m, 0, 'hf-router'); m.save_pretrained('$slices/bf16'); make_fp8_checkp
             # a 4-layer full-width random GGUF file in llama.cpp's Q4_K_M mix: llama.cpp (built for
             # the CPU from the carried source, kept in /tmp/llama-cpu while the machine stays warm),
             # solo's CPU reference and solo's CUDA kernels on the same 64 tokens (48 prefilled, 16
-            # decoded): top-1 agreement and mean KL against llama.cpp (scripts/gguf_quality.py)
+            # decoded): top-1 agreement and mean KL against llama.cpp (scripts/gguf_quality.py). A
+            # wiring check between solo's CPU and CUDA forms; against llama.cpp it measures the
+            # random file's ties (bench/RESULTS.md), not quality
             cpu=/tmp/llama-cpu
             if [ ! -x $cpu/build/bin/llama-logits ]; then
                 mkdir -p $cpu && tar xzf gpu-bin/llama-src.tgz -C $cpu
