@@ -65,7 +65,21 @@ struct Maker<'g> {
     attention_layers: usize,
 }
 
-impl Maker<'_> {
+impl<'g> Maker<'g> {
+    /// A maker of bf16 weights (no FP8, int4 or GGUF layout) from `seed`.
+    fn bf16(gpu: &'g Gpu, seed: u64) -> Self {
+        Maker {
+            gpu,
+            seed,
+            buffers: Vec::new(),
+            fp8: false,
+            int4: false,
+            gguf_q4km: false,
+            moe_layers: 0,
+            attention_layers: 0,
+        }
+    }
+
     /// A new buffer of n elements of `elem` bytes, filled by `kernel` (a `synthetic_cu` launcher)
     /// with center + scale · U(−1, 1).
     fn fill(&mut self, kernel: Fill, elem: usize, n: usize, center: f32, scale: f32) -> Result<DevPtr> {
@@ -150,16 +164,7 @@ impl Maker<'_> {
 
 /// One random bf16 matrix [rows, cols] as the synthetic model's are made, with the buffer that owns it.
 pub fn random_matrix(gpu: &Gpu, rows: usize, cols: usize, seed: u64) -> Result<(Matrix, DevBuf)> {
-    let mut m = Maker {
-        gpu,
-        seed,
-        buffers: Vec::new(),
-        fp8: false,
-        int4: false,
-        gguf_q4km: false,
-        moe_layers: 0,
-        attention_layers: 0,
-    };
+    let mut m = Maker::bf16(gpu, seed);
     let w = m.matrix(rows, cols)?;
     Ok((w, m.buffers.pop().unwrap()))
 }
@@ -209,8 +214,7 @@ fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<Mo
         "the synthetic int4 model has groups of {}",
         crate::int4::GROUP
     );
-    let mut m =
-        Maker { gpu, seed: 0x5017, buffers: Vec::new(), fp8, int4, gguf_q4km, moe_layers: 0, attention_layers: 0 };
+    let mut m = Maker { fp8, int4, gguf_q4km, ..Maker::bf16(gpu, 0x5017) };
     let h = cfg.hidden_size;
     // a Q4_K_M file: the embedding Q4_K, the lm_head Q6_K, both read as stored
     let head = |m: &mut Maker, k: KQuant| {
@@ -353,16 +357,7 @@ pub fn real_vision_config() -> solo_model::vision::VisionConfig {
 /// --synthetic --image WxH`).
 pub fn random_vision(gpu: &Gpu, cfg: &solo_model::vision::VisionConfig) -> Result<crate::ops::vision::VisionGpu> {
     use crate::ops::vision::{LinearGpu, NormGpu, VisionBlockGpu, VisionGpu};
-    let mut m = Maker {
-        gpu,
-        seed: 7000,
-        buffers: Vec::new(),
-        fp8: false,
-        int4: false,
-        gguf_q4km: false,
-        moe_layers: 0,
-        attention_layers: 0,
-    };
+    let mut m = Maker::bf16(gpu, 7000);
     let linear = |m: &mut Maker, out: usize, inp: usize| -> Result<LinearGpu> {
         Ok(LinearGpu { weight: m.matrix(out, inp)?, bias: m.vector(out, 0.0, 0.02)? })
     };
