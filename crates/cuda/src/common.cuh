@@ -692,3 +692,43 @@ __device__ __forceinline__ float format_dot(const unsigned char* row, int K, int
         return dot * (a.s * FP8_X_UNSCALE) + xsum * (a.shift * a.s - a.m);
     }
 }
+
+// Width of the mixers' outputs, the input of W_o (out_proj / o_proj): GDN 32 heads × 128,
+// attention 16 heads × 256.
+#define MIXER_OUT 4096
+
+// The piece (8 columns) of a mixer's output y that W_o's stored piece q multiplies. A GGUF
+// file's GDN out_proj may keep its 128-column groups in the converter's tiled value-head order
+// (r value heads a key head; r = 1: in order): stored group g is value head (g % hk) · r + g / hk
+// of the release's order, hk = 32 / r.
+__device__ __forceinline__ int tiled_piece(int q, int r) {
+    const int hk = (MIXER_OUT / 128) / r, g = q / 16;
+    return ((g % hk) * r + g / hk) * 16 + q % 16;
+}
+
+// W_o's row in format F (MIXER_OUT columns) · y, for ys y's 512 pieces in W_o's column order
+// (bf16, shared memory): lane l takes columns j·1024 + 32l .. +32 (j = 0..3) in order, x as
+// LaneX4 makes it, then the warp. Phase 0 of moe_decode_block_q and gemv_q.cu's
+// out_proj_tokens_q share it, so both give a token the same bits.
+template <typename F>
+__device__ __forceinline__ float w_o_row_dot(const unsigned char* row, const uint4* ys) {
+    const int lane = threadIdx.x & 31;
+    float acc = 0.f;
+#pragma unroll
+    for (int j = 0; j < MIXER_OUT / 1024; j++) {
+        __half2 v[16];
+        float total = 0.f;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float f[16];
+            const int piece = (j * 1024 + lane * 32 + h * 16) / 8;
+            unpack8(ys[piece], f);
+            unpack8(ys[piece + 1], f + 8);
+            to_x16(f, *reinterpret_cast<__half2(*)[8]>(&v[8 * h]));
+#pragma unroll
+            for (int i = 0; i < 16; i++) total += f[i];
+        }
+        acc += format_dot<F, 4>(row, MIXER_OUT, j * 1024 + lane * 32, v, total);
+    }
+    return warp_sum(acc);
+}

@@ -103,7 +103,7 @@ impl<'g> Maker<'g> {
             return self.matrix(rows, cols);
         }
         let (ptr, scales) = self.fp8_rows(rows, cols)?;
-        Ok(Matrix { ptr, rows, cols, fp8_scales: Some(scales), format: None })
+        Ok(Matrix { ptr, rows, cols, fp8_scales: Some(scales), format: None, tiled_heads: None })
     }
 
     /// e4m3 [rows, cols] U(±448) and f32 scales [rows/128, cols/128] ≈ √(3/cols)/448, a power of
@@ -154,6 +154,7 @@ impl<'g> Maker<'g> {
             cols,
             fp8_scales: None,
             format: Some(RowFormat::K(k)),
+            tiled_heads: None,
         })
     }
 

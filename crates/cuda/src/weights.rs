@@ -20,7 +20,7 @@ use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::staged_upload::StagedUpload;
 use anyhow::{bail, Context, Result};
 use solo_model::bf16::bf16_bytes;
-use solo_model::tensor::FP8_BLOCK;
+use solo_model::tensor::{TiledHeads, FP8_BLOCK};
 use solo_model::weights::{AttentionWeights, ExpertWeights, GdnWeights, LayerWeights, Mixer, MoeWeights, MtpWeights};
 use solo_model::{DType, ModelConfig, ModelWeights, Precision, Tensor};
 use std::borrow::Cow;
@@ -37,12 +37,15 @@ pub struct Matrix {
     pub fp8_scales: Option<DevPtr>,
     /// For a 4- to 8-bit matrix kept as stored: its rows' format.
     pub format: Option<RowFormat>,
+    /// For a GDN out_proj kept as stored from a GGUF file whose blocks span value heads: its
+    /// columns' tiled order (the kernels take y in that order; prefill's copy undoes it).
+    pub tiled_heads: Option<TiledHeads>,
 }
 
 impl Matrix {
     /// A bf16 matrix.
     pub fn bf16(ptr: DevPtr, rows: usize, cols: usize) -> Matrix {
-        Matrix { ptr, rows, cols, fp8_scales: None, format: None }
+        Matrix { ptr, rows, cols, fp8_scales: None, format: None, tiled_heads: None }
     }
 
     /// Whether the matrix is bf16 (neither FP8 nor a row format).
@@ -73,6 +76,7 @@ impl Matrix {
             cols: self.cols,
             fp8_scales,
             format: self.format,
+            tiled_heads: self.tiled_heads,
         }
     }
 }
@@ -354,7 +358,7 @@ impl<'g> Uploader<'g> {
         };
         let rows = parts.iter().map(|p| p.shape[0]).sum();
         let ptr = self.upload(&slices(&bytes))?;
-        let whole = Matrix { ptr, rows, cols, fp8_scales, format: None };
+        let whole = Matrix { ptr, rows, cols, fp8_scales, format: None, tiled_heads: None };
         Ok((whole, part_views(&whole, parts)))
     }
 
@@ -374,8 +378,26 @@ impl<'g> Uploader<'g> {
             }
         }
         let rows = parts.iter().map(|p| p.shape[0]).sum();
-        let whole = Matrix { ptr: self.upload(&[&bytes])?, rows, cols, fp8_scales: None, format: Some(format) };
+        let ptr = self.upload(&[&bytes])?;
+        let tiled_heads = parts[0].tiled_heads;
+        let whole = Matrix { ptr, rows, cols, fp8_scales: None, format: Some(format), tiled_heads };
         Ok(Some((whole, part_views(&whole, parts))))
+    }
+
+    /// A mixer's output projection (out_proj / o_proj, `[2048, 4096]`): as stored when its format
+    /// is `experts`, the layer's routed experts' gate/up format (phase 0 of the fused MoE decode
+    /// kernel reads W_o in that format), else as `matrix` puts it.
+    pub fn mixer_out(&mut self, t: &Tensor, experts: Option<RowFormat>) -> Result<Matrix> {
+        if experts.is_some() && as_stored_format(&[t]) == experts {
+            if let Some((m, _)) = self.stacked_as_stored(&[t])? {
+                return Ok(m);
+            }
+        }
+        if t.tiled_heads.is_some() {
+            // (bf16 in the release's order: the tensor reads its columns so)
+            return self.stacked_bf16(&[t]);
+        }
+        self.matrix(t)
     }
 
     /// A tensor as f32, optionally with 1 added (zero-centred norms).
@@ -501,6 +523,15 @@ pub fn kquant_formats(experts: &[ExpertWeights]) -> Option<(KQuant, KQuant)> {
         .then_some((gate_up, down))
 }
 
+/// The format the routed experts' gate/up rows go up in, when `Uploader::experts` keeps them
+/// packed: int4, or the GGUF k-quant of `kquant_formats`.
+fn experts_gate_up_format(experts: &[ExpertWeights]) -> Option<RowFormat> {
+    if !experts.is_empty() && experts.iter().all(|e| [&e.gate, &e.up, &e.down].iter().all(|t| t.dtype == DType::I4)) {
+        return Some(RowFormat::Int4);
+    }
+    kquant_formats(experts).map(|(gate_up, _)| RowFormat::K(gate_up))
+}
+
 /// A 4/6-bit matrix's rows in the kernels' layout of `format`, appended to `out`. Act-order (an
 /// int4 column permutation) is refused: the kernels read columns in order.
 fn packed_rows(t: &Tensor, format: RowFormat, out: &mut Vec<u8>) -> Result<()> {
@@ -554,7 +585,9 @@ fn fp8_parts(t: &Tensor) -> Result<(&[u8], Vec<f32>)> {
 }
 
 impl GdnGpu {
-    pub fn upload(up: &mut Uploader, g: &GdnWeights) -> Result<Self> {
+    /// `experts`: the layer's routed experts' gate/up format, which out_proj may share
+    /// (`Uploader::mixer_out`).
+    pub fn upload(up: &mut Uploader, g: &GdnWeights, experts: Option<RowFormat>) -> Result<Self> {
         // qkv | z as stored (GGUF) or e4m3 (FP8), b | a then a bf16 matrix of their own (F32 in
         // a GGUF file, bf16 in the FP8 release); otherwise all four stacked in bf16
         let qkv_z = [&g.in_proj_qkv, &g.in_proj_z];
@@ -583,13 +616,14 @@ impl GdnGpu {
             a_log: up.vector(&g.a_log, false)?,
             dt_bias: up.vector(&g.dt_bias, false)?,
             norm: up.vector(&g.norm, false)?,
-            out_proj: up.matrix(&g.out_proj)?,
+            out_proj: up.mixer_out(&g.out_proj, experts)?,
         })
     }
 }
 
 impl AttentionGpu {
-    pub fn upload(up: &mut Uploader, a: &AttentionWeights) -> Result<Self> {
+    /// `experts`: as `GdnGpu::upload`'s.
+    pub fn upload(up: &mut Uploader, a: &AttentionWeights, experts: Option<RowFormat>) -> Result<Self> {
         let parts = [&a.q_proj, &a.k_proj, &a.v_proj];
         let (qkv_proj, v) = match up.stacked_as_stored(&parts)? {
             Some(stacked) => stacked,
@@ -600,7 +634,7 @@ impl AttentionGpu {
             q_proj: v[0],
             k_proj: v[1],
             v_proj: v[2],
-            o_proj: up.matrix(&a.o_proj)?,
+            o_proj: up.mixer_out(&a.o_proj, experts)?,
             q_norm: up.vector(&a.q_norm, true)?,
             k_norm: up.vector(&a.k_norm, true)?,
         })
@@ -697,11 +731,20 @@ pub fn repacked_bytes(w: &ModelWeights) -> usize {
     stacked(&mut bytes, &[&w.embed_tokens]);
     stacked(&mut bytes, &[&w.lm_head]);
     for layer in w.layers.iter().chain(w.mtp.iter().map(|m| &m.layer)) {
-        match &layer.mixer {
-            Mixer::GatedDeltaNet(g) => stacked(&mut bytes, &[&g.in_proj_qkv, &g.in_proj_z]),
-            Mixer::FullAttention(a) => stacked(&mut bytes, &[&a.q_proj, &a.k_proj, &a.v_proj]),
-        }
+        let w_o = match &layer.mixer {
+            Mixer::GatedDeltaNet(g) => {
+                stacked(&mut bytes, &[&g.in_proj_qkv, &g.in_proj_z]);
+                &g.out_proj
+            }
+            Mixer::FullAttention(a) => {
+                stacked(&mut bytes, &[&a.q_proj, &a.k_proj, &a.v_proj]);
+                &a.o_proj
+            }
+        };
         let experts = &layer.moe.experts;
+        if let Some(k) = experts_gate_up_format(experts).filter(|&k| as_stored_format(&[w_o]) == Some(k)) {
+            as_stored(&mut bytes, &[(w_o, k)]); // Uploader::mixer_out's rule
+        }
         if let Some((gate_up, down)) = kquant_formats(experts) {
             for e in experts {
                 let (gate_up, down) = (RowFormat::K(gate_up), RowFormat::K(down));
@@ -719,6 +762,9 @@ fn as_stored_format(parts: &[&Tensor]) -> Option<RowFormat> {
     let cols = parts[0].row_len();
     if parts.iter().any(|p| p.row_len() != cols || p.shape.len() != 2) {
         return None;
+    }
+    if parts.len() > 1 && parts.iter().any(|p| p.tiled_heads.is_some()) {
+        return None; // (one tiled matrix goes up alone: its Matrix carries the order)
     }
     let int4 = |p: &&Tensor| p.int4().is_some_and(|(_, g)| g.group == crate::int4::GROUP && g.perm.is_none());
     if parts.iter().all(int4) && cols.is_multiple_of(crate::int4::GROUP) {
@@ -772,9 +818,10 @@ fn check_repacked_fits(gpu: &Gpu, w: &ModelWeights, types: &str) -> Result<()> {
 
 impl LayerGpu {
     pub fn upload(up: &mut Uploader, layer: &LayerWeights) -> Result<Self> {
+        let experts = experts_gate_up_format(&layer.moe.experts);
         let mixer = match &layer.mixer {
-            Mixer::GatedDeltaNet(g) => MixerGpu::GatedDeltaNet(GdnGpu::upload(up, g)?),
-            Mixer::FullAttention(a) => MixerGpu::FullAttention(AttentionGpu::upload(up, a)?),
+            Mixer::GatedDeltaNet(g) => MixerGpu::GatedDeltaNet(GdnGpu::upload(up, g, experts)?),
+            Mixer::FullAttention(a) => MixerGpu::FullAttention(AttentionGpu::upload(up, a, experts)?),
         };
         Ok(LayerGpu {
             input_norm: up.vector(&layer.input_norm, true)?,

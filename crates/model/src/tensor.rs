@@ -154,6 +154,27 @@ pub struct Tensor {
     pub scales: Option<BlockScales>,
     /// Present exactly when `dtype` is `I4` (a 2-D matrix).
     pub group_quant: Option<Arc<GroupQuant>>,
+    /// Present when a matrix's columns are stored in the GGUF converter's tiled value-head order
+    /// and its blocks span two heads, so that moving them would change the values (a GDN out_proj
+    /// in Q4_K, say): reads give the release's order.
+    pub tiled_heads: Option<TiledHeads>,
+}
+
+/// Columns in `key_heads · r` groups of `width` (one a GDN value head), stored in the GGUF
+/// converter's tiled order: the group of value head h in the release's order (grouped by key
+/// head, r value heads each) is stored group `stored(h)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TiledHeads {
+    pub width: usize,
+    pub key_heads: usize,
+    pub r: usize,
+}
+
+impl TiledHeads {
+    /// The stored group of the release's value head h.
+    pub fn stored(&self, h: usize) -> usize {
+        (h % self.r) * self.key_heads + h / self.r
+    }
 }
 
 impl std::fmt::Debug for Tensor {
@@ -166,7 +187,7 @@ impl Tensor {
     /// The caller guarantees `start + len` lies inside the map and `len` matches shape × dtype.
     pub(crate) fn new(map: Arc<Mmap>, start: usize, len: usize, dtype: DType, shape: Vec<usize>) -> Self {
         debug_assert_eq!(len, dtype.bytes_for(shape.iter().product::<usize>()));
-        Tensor { map, start, len, dtype, shape, scales: None, group_quant: None }
+        Tensor { map, start, len, dtype, shape, scales: None, group_quant: None, tiled_heads: None }
     }
 
     /// This FP8 matrix with its block scales (`scales`: `[ceil(rows/128), ceil(cols/128)]` as f32,
@@ -287,17 +308,33 @@ impl Tensor {
             Tensor::new(self.map.clone(), self.start + first * row_bytes, count * row_bytes, self.dtype, shape);
         view.scales = self.scales.clone().map(|s| BlockScales { first_row: s.first_row + first, ..s });
         view.group_quant = self.group_quant.as_ref().map(|q| Arc::new(q.rows(first, count, self.row_len())));
+        view.tiled_heads = self.tiled_heads;
         view
     }
 
     fn squeeze_first(mut self) -> Tensor {
-        assert!(self.scales.is_none() && self.group_quant.is_none(), "a quantised matrix has no dim to index");
+        assert!(
+            self.scales.is_none() && self.group_quant.is_none() && self.tiled_heads.is_none(),
+            "a quantised or tiled matrix has no dim to index"
+        );
         self.shape.remove(0);
+        self
+    }
+
+    /// This matrix with its columns read as stored in `tiled` order (the caller has checked that
+    /// its width is `tiled`'s groups).
+    pub fn with_tiled_heads(mut self, tiled: TiledHeads) -> Tensor {
+        assert_eq!(self.shape.len(), 2, "tiled heads on {:?}", self);
+        assert_eq!(self.shape[1], tiled.width * tiled.key_heads * tiled.r, "tiled heads {tiled:?} on {:?}", self);
+        self.tiled_heads = Some(tiled);
         self
     }
 
     /// Converts elements `[offset, offset + out.len())` to f32.
     pub fn read_f32(&self, offset: usize, out: &mut [f32]) {
+        if let Some(tiled) = self.tiled_heads {
+            return self.read_tiled(tiled, offset, out);
+        }
         if self.dtype == DType::I4 {
             return self.read_int4(offset, out);
         }
@@ -363,6 +400,25 @@ impl Tensor {
                 row.resize(cols, 0.0);
                 quant.dequant_row(packed, r, &mut row);
                 out[done..done + n].copy_from_slice(&row[c..c + n]);
+            }
+            (at, done) = (at + n, done + n);
+        }
+    }
+
+    /// `read_f32` of a matrix stored in tiled value-head order: each stored row read whole, its
+    /// groups put back in the release's order, then the asked-for part copied out.
+    fn read_tiled(&self, tiled: TiledHeads, offset: usize, out: &mut [f32]) {
+        let cols = self.row_len();
+        let untiled = Tensor { tiled_heads: None, ..self.clone() };
+        let mut stored = vec![0.0; cols];
+        let (mut at, mut done) = (offset, 0);
+        while done < out.len() {
+            let (r, c) = (at / cols, at % cols);
+            let n = (cols - c).min(out.len() - done);
+            untiled.read_f32(r * cols, &mut stored);
+            for (i, o) in out[done..done + n].iter_mut().enumerate() {
+                let col = c + i;
+                *o = stored[tiled.stored(col / tiled.width) * tiled.width + col % tiled.width];
             }
             (at, done) = (at + n, done + n);
         }

@@ -453,7 +453,7 @@ mod tests {
             k_norm: Tensor::from_f32_as_bf16(vec![HEAD_DIM], &random(seed + 5, HEAD_DIM, 0.5)),
         };
         let mut up = Uploader::new(gpu()).unwrap();
-        let w = AttentionGpu::upload(&mut up, &cpu).unwrap();
+        let w = AttentionGpu::upload(&mut up, &cpu, None).unwrap();
         (cpu, w, up.finish().unwrap())
     }
 

@@ -742,7 +742,7 @@ mod tests {
             out_proj: bf(vec![hidden, VALUE_DIM], random(46, hidden * VALUE_DIM, 0.035)),
         };
         let mut up = crate::weights::Uploader::new(gpu).unwrap();
-        let wg = GdnGpu::upload(&mut up, &w).unwrap();
+        let wg = GdnGpu::upload(&mut up, &w, None).unwrap();
         let _weights = up.finish().unwrap();
 
         let (prefill, decode) = (100, 3);

@@ -8,6 +8,7 @@
 //                   4096] and `tail` the bf16 [b 32 | a 32] rows after them) the causal conv +
 //                   SiLU is folded into the qkv rows as gemv_norm_conv_mma_bf16 folds it: mixed
 //                   [8192] = silu(conv), conv_state shifted, y gets z, b, a (its qkv part unwritten).
+// out_proj_tokens_q: h[i] += W_o · y[i] for a few tokens, W_o [2048, 4096] (out_proj, o_proj).
 // dequantize_q:     out (bf16 [rows, cols]) = W dequantised, w = q·s − m in f32 then rounded: the
 //                   copy prefill's cuBLAS GEMMs multiply.
 // embed_q:          h[t] (f32 [t, 2048]) = W[ids[t]] dequantised (the token embedding).
@@ -172,18 +173,67 @@ extern "C" __global__ void __launch_bounds__(256) gemv_norm_q_q8_0(
     gemv_norm_q<Q8Format>(w, rows, tail, tail_rows, h, w1p, eps, y, conv_state, taps, mixed);
 }
 
-// Grid-stride over the rows × cols elements, 8 consecutive columns a thread.
+// out_proj_tokens_q_*: h[i] += W_o · y[i] for t tokens (the MoE block's four-kernel form, the
+// several-token steps), W_o [2048, 4096] in the format, its columns maybe in tiled value-head
+// order (y_tile_r: common.cuh's tiled_piece), y bf16 [t, 4096], h f32 [t, 2048]. Warp c of the
+// grid takes column c and each token gets the bits of moe_decode_block_q's phase 0 (w_o_row_dot).
+template <typename F>
+__device__ __forceinline__ void out_proj_tokens_q(const unsigned char* __restrict__ w, const bf16* __restrict__ y,
+                                                  int t, int y_tile_r, float* __restrict__ h) {
+    __shared__ __align__(16) uint4 ys[MIXER_OUT / 8];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int c = blockIdx.x * QG_WARPS + warp;
+    const unsigned char* row = w + (size_t)c * F::row_bytes(MIXER_OUT);
+    pdl_wait();
+    for (int i = 0; i < t; i++) {
+        __syncthreads();  // every warp is done with the last token's y
+        for (int q = threadIdx.x; q < MIXER_OUT / 8; q += blockDim.x)
+            ys[q] = __ldcg(reinterpret_cast<const uint4*>(y + (size_t)i * MIXER_OUT) + tiled_piece(q, y_tile_r));
+        __syncthreads();
+        const float v = w_o_row_dot<F>(row, ys);
+        if (lane == 0 && c < HIDDEN) h[(size_t)i * HIDDEN + c] += v;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) out_proj_tokens_q_int4(
+        const unsigned char* __restrict__ w, const bf16* __restrict__ y, int t, int y_tile_r, float* __restrict__ h) {
+    out_proj_tokens_q<Int4Format>(w, y, t, y_tile_r, h);
+}
+extern "C" __global__ void __launch_bounds__(256) out_proj_tokens_q_q4k(
+        const unsigned char* __restrict__ w, const bf16* __restrict__ y, int t, int y_tile_r, float* __restrict__ h) {
+    out_proj_tokens_q<Q4KFormat>(w, y, t, y_tile_r, h);
+}
+extern "C" __global__ void __launch_bounds__(256) out_proj_tokens_q_q5k(
+        const unsigned char* __restrict__ w, const bf16* __restrict__ y, int t, int y_tile_r, float* __restrict__ h) {
+    out_proj_tokens_q<Q5KFormat>(w, y, t, y_tile_r, h);
+}
+extern "C" __global__ void __launch_bounds__(256) out_proj_tokens_q_q6k(
+        const unsigned char* __restrict__ w, const bf16* __restrict__ y, int t, int y_tile_r, float* __restrict__ h) {
+    out_proj_tokens_q<Q6KFormat>(w, y, t, y_tile_r, h);
+}
+extern "C" __global__ void __launch_bounds__(256) out_proj_tokens_q_q8_0(
+        const unsigned char* __restrict__ w, const bf16* __restrict__ y, int t, int y_tile_r, float* __restrict__ h) {
+    out_proj_tokens_q<Q8Format>(w, y, t, y_tile_r, h);
+}
+
+// Grid-stride over the rows × cols elements, 8 consecutive columns a thread; a matrix whose
+// column groups of tile_width are in tiled value-head order (tile_r > 1, as tiled_piece) comes
+// out in the release's order.
 extern "C" __global__ void dequantize_q(const unsigned char* __restrict__ w, long long rows, int cols, int format,
-                                        bf16* __restrict__ out) {
+                                        int tile_width, int tile_r, bf16* __restrict__ out) {
     const int row_bytes = kquant_row_bytes(cols, format);
+    const int hk = cols / tile_width / tile_r;  // key heads of a tiled matrix
     const long long pieces = rows * (cols / 8);
     for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < pieces; p += (long long)gridDim.x * blockDim.x) {
         const long long r = p / (cols / 8);
         const int c0 = (int)(p % (cols / 8)) * 8;
+        // the release's value head c0 / tile_width is stored group (h % r) · hk + h / r
+        const int head = c0 / tile_width;
+        const int from = ((head % tile_r) * hk + head / tile_r) * tile_width + c0 % tile_width;
         const unsigned char* row = w + r * row_bytes;
         __align__(16) bf16 v[8];
 #pragma unroll
-        for (int i = 0; i < 8; i++) v[i] = __float2bfloat16(kquant_value(row, cols, c0 + i, format));
+        for (int i = 0; i < 8; i++) v[i] = __float2bfloat16(kquant_value(row, cols, from + i, format));
         *reinterpret_cast<uint4*>(out + r * cols + c0) = *reinterpret_cast<const uint4*>(v);
     }
 }

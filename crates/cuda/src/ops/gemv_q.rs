@@ -1,6 +1,7 @@
-//! Mixer in-projections, lm_head and embedding read as stored in a row format (`gemv_q.cu`: int4
+//! Mixer projections, lm_head and embedding read as stored in a row format (`gemv_q.cu`: int4
 //! rows, a GGUF file's Q4_K/Q5_K/Q6_K/Q8_0): the one-token GEMV with the input RMSNorm (and for
-//! the GDN in-projection the causal conv) folded in, the dequantised bf16 copy prefill
+//! the GDN in-projection the causal conv) folded in, the output projection for a few tokens
+//! (the fused MoE decode kernel reads it itself), the dequantised bf16 copy prefill
 //! multiplies, and the embedding lookup. `linear.rs` and `embed.rs` send a matrix whose `format`
 //! is set here.
 
@@ -19,7 +20,12 @@ kernel_file! {
         fn gemv_norm_q_q5k(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
         fn gemv_norm_q_q6k(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
         fn gemv_norm_q_q8_0(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
-        fn dequantize_q(w: DevPtr, rows: i64, cols: i32, format: i32, out: DevPtr);
+        fn out_proj_tokens_q_int4(w: DevPtr, y: DevPtr, t: i32, y_tile_r: i32, h: DevPtr);
+        fn out_proj_tokens_q_q4k(w: DevPtr, y: DevPtr, t: i32, y_tile_r: i32, h: DevPtr);
+        fn out_proj_tokens_q_q5k(w: DevPtr, y: DevPtr, t: i32, y_tile_r: i32, h: DevPtr);
+        fn out_proj_tokens_q_q6k(w: DevPtr, y: DevPtr, t: i32, y_tile_r: i32, h: DevPtr);
+        fn out_proj_tokens_q_q8_0(w: DevPtr, y: DevPtr, t: i32, y_tile_r: i32, h: DevPtr);
+        fn dequantize_q(w: DevPtr, rows: i64, cols: i32, format: i32, tile_width: i32, tile_r: i32, out: DevPtr);
         fn embed_q(w: DevPtr, ids: DevPtr, cols: i32, format: i32, h: DevPtr);
     }
 }
@@ -108,11 +114,41 @@ pub fn linear_q(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result
     Ok(())
 }
 
-/// out (bf16 [w.rows, w.cols]) = w dequantised (ggml's values, rounded to bf16).
+/// r of an output projection whose columns are in tiled value-head order, as the kernels take
+/// it (`tiled_piece`: 32 groups of 128 columns, r value heads a key head; 1: in order).
+pub(crate) fn y_tile_r(w: &Matrix) -> Result<i32> {
+    let Some(t) = w.tiled_heads else { return Ok(1) };
+    ensure!(
+        t.width == 128 && t.key_heads * t.r == 32 && w.cols == 4096,
+        "an output projection of {} columns in tiled order {t:?} (the kernels take 32 value heads of 128)",
+        w.cols
+    );
+    Ok(t.r as i32)
+}
+
+/// h (f32 [t, 2048]) += y (bf16 [t, 4096]) · wᵀ, w a mixer's output projection [2048, 4096] as
+/// stored (its columns maybe in tiled order): each token the bits of the fused MoE decode
+/// kernel's phase 0 (the four-kernel form, the several-token steps).
+pub fn out_proj_tokens_q(gpu: &Gpu, y: DevPtr, w: &Matrix, t: usize, h: DevPtr) -> Result<()> {
+    let Some(k) = w.format else { anyhow::bail!("out_proj_tokens_q: not a row-format matrix") };
+    ensure!(w.rows == 2048 && w.cols == 4096, "out_proj_tokens_q: {}x{} (2048 x 4096)", w.rows, w.cols);
+    let kernel = match k {
+        RowFormat::Int4 => gemv_q_cu::out_proj_tokens_q_int4,
+        RowFormat::K(KQuant::Q4K) => gemv_q_cu::out_proj_tokens_q_q4k,
+        RowFormat::K(KQuant::Q5K) => gemv_q_cu::out_proj_tokens_q_q5k,
+        RowFormat::K(KQuant::Q6K) => gemv_q_cu::out_proj_tokens_q_q6k,
+        RowFormat::K(KQuant::Q8_0) => gemv_q_cu::out_proj_tokens_q_q8_0,
+    };
+    kernel(gpu, Launch::new((2048 / 8, 1, 1), 256, 0), w.ptr, y, t as i32, y_tile_r(w)?, h)
+}
+
+/// out (bf16 [w.rows, w.cols]) = w dequantised (ggml's values, rounded to bf16), its columns in
+/// the release's order (a tiled output projection's put back).
 pub fn dequantize_q(gpu: &Gpu, w: &Matrix, out: DevPtr) -> Result<()> {
     let Some(k) = w.format else { anyhow::bail!("dequantize_q: not a row-format matrix") };
+    let (width, r) = w.tiled_heads.map_or((8, 1), |t| (t.width as i32, t.r as i32));
     let launch = Launch::new((4 * gpu.sms, 1, 1), 256, 0);
-    gemv_q_cu::dequantize_q(gpu, launch, w.ptr, w.rows as i64, w.cols as i32, format_id(k), out)
+    gemv_q_cu::dequantize_q(gpu, launch, w.ptr, w.rows as i64, w.cols as i32, format_id(k), width, r, out)
 }
 
 /// h (f32 [t, table.cols]) = table[ids] dequantised, ids i32 [t] on the device.

@@ -90,6 +90,9 @@ pub(crate) fn gemv_blocks(gpu: &Gpu) -> (u32, u32, u32) {
 /// One token: y (f32 [w.rows]) = w · x (bf16 [w.cols], 2048 or 4096 wide), or with
 /// `accumulate`, y += w · x (a residual add folded in).
 pub fn gemv(gpu: &Gpu, x: DevPtr, w: &Matrix, y: DevPtr, accumulate: bool) -> Result<()> {
+    if w.format.is_some() && accumulate {
+        return gemv_q::out_proj_tokens_q(gpu, x, w, 1, y);
+    }
     ensure!(w.is_bf16(), "gemv: {}x{} is not bf16", w.rows, w.cols);
     ensure!(w.cols == 2048 || w.cols == 4096, "gemv: input width {} (the kernel takes 2048 or 4096)", w.cols);
     // in 4096: plain tiles of 8 rows (see gemv.cu); in 2048: the streaming grid
@@ -253,8 +256,12 @@ pub fn gemv_norm_tokens(
 
 /// `gemv` with accumulate for t ≤ GEMV_MAX_TOKENS tokens of a 4096-wide bf16 matrix at once (the
 /// multi-token step's out_proj / o_proj): y[i] += w · x[i], x bf16 [t, 4096], y f32 [t, w.rows].
-/// Each row is read once; each token gets the bits of its own `gemv`.
+/// Each row is read once; each token gets the bits of its own `gemv`. A matrix kept as stored in
+/// a row format goes to `gemv_q::out_proj_tokens_q`.
 pub fn gemv_tokens_accumulate(gpu: &Gpu, x: DevPtr, w: &Matrix, t: usize, y: DevPtr) -> Result<()> {
+    if w.format.is_some() {
+        return gemv_q::out_proj_tokens_q(gpu, x, w, t, y);
+    }
     ensure!(
         w.cols == 4096 && w.is_bf16(),
         "gemv_tokens_accumulate: {}x{} (the kernel takes bf16, 4096 wide)",

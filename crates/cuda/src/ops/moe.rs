@@ -23,6 +23,7 @@
 use crate::kernels::widths::{EXPERTS, EXPERT_DIM, HIDDEN, TOP_K};
 use crate::kernels::{kernel_file, Launch};
 use crate::kquant::KQuant;
+use crate::ops::gemv_q;
 use crate::ops::linear::{gemv_tokens_accumulate, linear};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevPtr, Gpu};
@@ -42,14 +43,14 @@ kernel_file! {
     /// `moe_decode.cu`'s kernels.
     pub mod moe_decode_cu = "moe_decode.cu" {
         fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
-        fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
-        fn moe_decode_block_q4k_q4k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
-        fn moe_decode_block_q4k_q5k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
-        fn moe_decode_block_q4k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
-        fn moe_decode_block_q5k_q5k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
-        fn moe_decode_block_q5k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
-        fn moe_decode_block_q6k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
-        fn moe_decode_block_q8_0_q8_0(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32);
+        fn moe_decode_block_q4k_q4k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32);
+        fn moe_decode_block_q4k_q5k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32);
+        fn moe_decode_block_q4k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32);
+        fn moe_decode_block_q5k_q5k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32);
+        fn moe_decode_block_q5k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32);
+        fn moe_decode_block_q6k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32);
+        fn moe_decode_block_q8_0_q8_0(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32);
         fn moe_gate_up_gemv_int4(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
         fn moe_down_gemv_int4(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
         fn moe_gate_up_gemv_q4k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr);
@@ -253,6 +254,10 @@ pub fn moe_decode(
     if let Some(packed) = w.packed {
         return moe_decode_packed(gpu, mixer, w, packed, h, norm, eps, scratch);
     }
+    if mixer.w.format.is_some() {
+        // (bf16 experts beside an output projection as stored: the four kernels read both)
+        return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch);
+    }
     check_decode_shapes(&mixer, w, norm)?;
     let l = Layout::new(scratch, 1)?;
     // 2 blocks on every SM, all resident: the phases meet at grid barriers
@@ -323,8 +328,9 @@ fn moe_decode_fp8(
     )
 }
 
-/// `moe_decode` for 4/6-bit routed experts (the output projection, router and shared expert
-/// bf16): `moe_decode_block_int4`, or its instance for a GGUF layer's (gate/up, down) formats.
+/// `moe_decode` for 4- to 8-bit routed experts (the router and shared expert bf16, the output
+/// projection bf16 or in the experts' gate/up format): `moe_decode_block_int4`, or its instance
+/// for a GGUF layer's (gate/up, down) formats.
 #[allow(clippy::too_many_arguments)]
 fn moe_decode_packed(
     gpu: &Gpu,
@@ -352,6 +358,13 @@ fn moe_decode_packed(
         // a mix llama.cpp's quants do not make: the four-kernel form reads any pair
         _ => return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch),
     };
+    // phase 0 reads W_o bf16 or in the gate/up rows' format; another one takes the four kernels
+    let w_o_rows = match mixer.w.format {
+        None => 0,
+        Some(f) if f == packed.gate_up => 1,
+        Some(_) => return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch),
+    };
+    let y_tile_r = gemv_q::y_tile_r(mixer.w)?;
     let l = Layout::new(scratch, 1)?;
     let shared = packed.shared;
     kernel(
@@ -370,13 +383,16 @@ fn moe_decode_packed(
         l.logits,
         l.act,
         scratch.grid_barrier(),
+        w_o_rows,
+        y_tile_r,
     )
 }
 
 /// `moe_decode` as four kernels, for t ≤ 8 tokens at once (1: the decode step's form on GPUs
-/// with fewer than 129 SMs; more: the multi-token decode step), bf16 weights: h[i] += mixer.w ·
-/// y[i], then h[i] += MoE(RMSNorm(h[i])), for y bf16 `[t, 4096]` and h f32 `[t, 2048]`. The
-/// output projection (`gemv_bf16`'s tiles, accumulating into h) and `moe_route_decode` (norm,
+/// with fewer than 129 SMs; more: the multi-token decode step), weights bf16 or in a row format:
+/// h[i] += mixer.w · y[i], then h[i] += MoE(RMSNorm(h[i])), for y bf16 `[t, 4096]` and h f32
+/// `[t, 2048]`. The output projection (`gemv_bf16`'s tiles, or `out_proj_tokens_q`, accumulating
+/// into h) and `moe_route_decode` (norm,
 /// router, routing) read their matrices once for all the tokens, then the experts' GEMVs run
 /// over every token's slots in one launch each (the shared expert's rows from L2 after the first
 /// token). Every token gets the bits of its own fused `moe_decode`. Scratch buffers 0 and 1, and

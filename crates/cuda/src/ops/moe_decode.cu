@@ -129,16 +129,42 @@ __device__ __forceinline__ const bf16* gate_row(const bf16* gate_up, int expert,
     return gate_up + ((size_t)expert * 2 * EXPERT_DIM + i) * HIDDEN;
 }
 
-// Width of the mixers' outputs, the input of W_o: GDN 32 heads × 128, attention 16 heads × 256.
-#define MIXER_OUT 4096
+// A row of `bytes` (a multiple of 16) into `dst` (shared), one commit group: lane l copies the
+// pieces l, l + 32, ...
+template <int BYTES>
+__device__ __forceinline__ void request_row_bytes(unsigned char* dst, const unsigned char* __restrict__ src) {
+    const int lane = threadIdx.x & 31;
+    constexpr int P = BYTES / 16;
+#pragma unroll
+    for (int k = 0; k < (P + 31) / 32; k++) {
+        const int p = lane + 32 * k;
+        if (p < P) cp_async16(dst + p * 16, src + p * 16, true);
+    }
+    cp_async_commit();
+}
 
-// Phases 0 and 1 of moe_decode_block, which its int4 form shares (W_o, the router and the
-// shared expert are bf16 in both): h[c] += W_o[c] · y (hc keeps it), the router logits, and the
+// W_o's form in moe_decode_head: bf16 only (moe_decode_block), or also rows in a format F
+// (moe_decode_block_q: the experts' gate/up format, where the launch says W_o is stored so).
+struct Bf16Only {};
+template <typename F>
+struct HasRows {
+    static constexpr bool value = true;
+};
+template <>
+struct HasRows<Bf16Only> {
+    static constexpr bool value = false;
+};
+
+// Phases 0 and 1 of moe_decode_block, which its 4- to 8-bit forms share (the router and the
+// shared expert are bf16 in all): h[c] += W_o[c] · y (hc keeps it), the router logits, and the
 // shared expert's (gate, up) pair into act[8]; `base` is the barrier count at the launch's start.
+// W_o is bf16 [2048, 4096], or with w_o_rows rows of WO::row_bytes(4096) bytes whose columns
+// may come in tiled value-head order (y_tile_r, `tiled_piece`; 1: in order).
 // shared_gate_up: bf16 [1024, 2048] (gate rows, then up rows); shared_down: bf16 [2048, 512].
 // Returns past the second barrier, with x = RMSNorm(h) staged in s.xs.
-__device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* __restrict__ w_o,
-                                                const bf16* __restrict__ y, const bf16* __restrict__ router,
+template <typename WO>
+__device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* __restrict__ w_o, int w_o_rows,
+                                                int y_tile_r, const bf16* __restrict__ y, const bf16* __restrict__ router,
                                                 const bf16* __restrict__ shared_gate_up,
                                                 const bf16* __restrict__ shared_down, float* __restrict__ h,
                                                 const float* __restrict__ w1p, float eps, float* __restrict__ logits,
@@ -151,16 +177,27 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
     bf16* ring1 = s.ring[warp][1];
     hc = 0.f;
 
-    // ---- 0. weights first, three commit groups per thread: W_o's row c (8 KB, filling the
+    // ---- 0. weights first, three commit groups per thread: W_o's row c (8 KB bf16, filling the
     // warp's ring), the router row (warp 0 of a block b < 257: row b, into act, which is staged
     // only in phase 3), the shared expert's down row of column c (phase 3). None depends on an
     // earlier kernel: requested before pdl_wait, they stream while the kernel before runs.
-    if (c < HIDDEN) {
-#pragma unroll
-        for (int j = 0; j < MIXER_OUT / 256; j++)
-            cp_async16(ring + j * 256 + lane * 8, w_o + (size_t)c * MIXER_OUT + j * 256 + lane * 8, true);
+    bool rows = false;
+    if constexpr (HasRows<WO>::value) rows = w_o_rows != 0;
+    if constexpr (HasRows<WO>::value) {
+        constexpr int ROW = WO::row_bytes(MIXER_OUT);
+        static_assert(ROW <= 2 * HIDDEN * 2, "a W_o row fits the ring");
+        if (rows && c < HIDDEN)
+            request_row_bytes<ROW>(reinterpret_cast<unsigned char*>(ring),
+                                   reinterpret_cast<const unsigned char*>(w_o) + (size_t)c * ROW);
     }
-    cp_async_commit();
+    if (!rows || c >= HIDDEN) {
+        if (c < HIDDEN) {
+#pragma unroll
+            for (int j = 0; j < MIXER_OUT / 256; j++)
+                cp_async16(ring + j * 256 + lane * 8, w_o + (size_t)c * MIXER_OUT + j * 256 + lane * 8, true);
+        }
+        cp_async_commit();
+    }
     bf16* router_row = reinterpret_cast<bf16*>(&s.act[0][0]);
     if (warp == 0 && blockIdx.x < ROUTER_ROWS) request_row(router_row, router + (size_t)blockIdx.x * HIDDEN);
     else cp_async_commit();
@@ -176,18 +213,27 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
     // block that starts late may already see some of this launch's arrivals: rounded down).
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(base) : "l"(arrivals) : "memory");
     base -= base % G;
-    // y → shared memory (bf16, in xs's 8 KB), then h[c] += W_o[c] · y: each lane its 16 pieces
-    // j·256 + 8·lane in order with dot_piece, then the warp (GemvTile<4096>::dot's order). hc
-    // keeps h[c] for phase 3 (only this warp writes it).
+    // y → shared memory (bf16, in xs's 8 KB, in W_o's column order), then h[c] += W_o[c] · y:
+    // bf16 rows each lane its 16 pieces j·256 + 8·lane in order with dot_piece, then the warp
+    // (GemvTile<4096>::dot's order); rows in a format as w_o_row_dot takes them. hc keeps h[c]
+    // for phase 3 (only this warp writes it).
     {
         uint4* ys = reinterpret_cast<uint4*>(s.xs);
-        const uint4 y0 = __ldcg(reinterpret_cast<const uint4*>(y) + threadIdx.x);
-        const uint4 y1 = __ldcg(reinterpret_cast<const uint4*>(y) + threadIdx.x + 256);
+        const uint4 y0 = __ldcg(reinterpret_cast<const uint4*>(y) + tiled_piece(threadIdx.x, y_tile_r));
+        const uint4 y1 = __ldcg(reinterpret_cast<const uint4*>(y) + tiled_piece(threadIdx.x + 256, y_tile_r));
         const float old = c < HIDDEN && lane == 0 ? __ldcg(h + c) : 0.f;
         ys[threadIdx.x] = y0;
         ys[threadIdx.x + 256] = y1;
         __syncthreads();
-        if (c < HIDDEN) {
+        if constexpr (HasRows<WO>::value) {
+            if (rows && c < HIDDEN) {
+                cp_async_wait<2>();  // W_o's row (the router and shared down rows may still be in flight)
+                __syncwarp();        // (lanes read pieces other lanes copied)
+                hc = old + w_o_row_dot<WO>(reinterpret_cast<const unsigned char*>(ring), ys);
+                if (lane == 0) h[c] = hc;
+            }
+        }
+        if (!rows && c < HIDDEN) {
             cp_async_wait<2>();  // W_o's row (the router and shared down rows may still be in flight)
             float acc = 0.f;
 #pragma unroll
@@ -249,7 +295,7 @@ extern "C" __global__ void __maxnreg__(96)
 
     float hc;
     unsigned long long base;
-    moe_decode_head(s, w_o, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
+    moe_decode_head<Bf16Only>(s, w_o, 0, 1, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
                     h, w1p, eps, logits, act, arrivals, hc, base);
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
@@ -342,9 +388,10 @@ extern "C" __global__ void __maxnreg__(96)
 // moe_decode_block_int4 and its GGUF forms: the routed experts in a 4- to 8-bit row format
 // (common.cuh's "4- to 8-bit expert rows": int4 for GPTQ/AWQ/compressed-tensors; Q4_K, Q5_K,
 // Q6_K, Q8_0 for GGUF files; gate/up rows of F::row_bytes(2048) bytes, down rows of F::row_bytes(512)),
-// everything else bf16 as in moe_decode_block (the GPTQ-Int4 release's shape, and a GGUF file's
-// after load: W_o, the router and the shared expert 16-bit). Phases 0 and 1 are
-// moe_decode_head's; phase 2 streams the routed gate/up rows (a warp's rows requested up to
+// the router and the shared expert bf16 as in moe_decode_block, W_o bf16 (the GPTQ-Int4
+// release's shape) or with w_o_rows in the gate/up rows' format (an all-linear int4 recipe; a
+// GGUF file's out_proj and o_proj, the GDN's columns maybe in tiled order: y_tile_r). Phases 0
+// and 1 are moe_decode_head's; phase 2 streams the routed gate/up rows (a warp's rows requested up to
 // GU::RING at once in its 8 KB ring); phase 3 reads the 8 routed down rows and the shared one
 // (bf16). Lane l owns columns j·1024 + 32l .. +32 of a gate/up row (j = 0, 1) and 16l .. +16 of
 // a down row; the lanes copy a row's 16-byte pieces round-robin, so every lane reads after a
@@ -354,20 +401,6 @@ extern "C" __global__ void __maxnreg__(96)
 template <typename F>
 __host__ __device__ constexpr int gate_up_ring() {
     return 8192 / F::row_bytes(HIDDEN) < 6 ? 8192 / F::row_bytes(HIDDEN) : 6;
-}
-
-// A row of `bytes` (a multiple of 16) into `dst` (shared), one commit group: lane l copies the
-// pieces l, l + 32, ...
-template <int BYTES>
-__device__ __forceinline__ void request_row_bytes(unsigned char* dst, const unsigned char* __restrict__ src) {
-    const int lane = threadIdx.x & 31;
-    constexpr int P = BYTES / 16;
-#pragma unroll
-    for (int k = 0; k < (P + 31) / 32; k++) {
-        const int p = lane + 32 * k;
-        if (p < P) cp_async16(dst + p * 16, src + p * 16, true);
-    }
-    cp_async_commit();
 }
 
 // A lane's piece of a down row · act: its 16 columns (lane · 16 ..) of `row` (landed, the warp
@@ -421,7 +454,8 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
                                                    const bf16* __restrict__ shared_down, float* __restrict__ h,
                                                    const float* __restrict__ w1p, float eps,
                                                    float* __restrict__ logits, float* __restrict__ act,
-                                                   unsigned long long* __restrict__ arrivals) {
+                                                   unsigned long long* __restrict__ arrivals, int w_o_rows,
+                                                   int y_tile_r) {
     constexpr int GU_ROW = GU::row_bytes(HIDDEN), DOWN_ROW = DN::row_bytes(EXPERT_DIM), RING = gate_up_ring<GU>();
     static_assert(TOP_K * DOWN_ROW <= 2 * HIDDEN * 2, "the down rows fit the ring");
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -433,7 +467,7 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
 
     float hc;
     unsigned long long base;
-    moe_decode_head(s, w_o, y, router, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, hc, base);
+    moe_decode_head<GU>(s, w_o, w_o_rows, y_tile_r, y, router, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, hc, base);
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
 
@@ -522,64 +556,64 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_int4(
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals) {
-    moe_decode_block_q<Int4Format, Int4Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
+    moe_decode_block_q<Int4Format, Int4Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q4k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals) {
-    moe_decode_block_q<Q4KFormat, Q4KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
+    moe_decode_block_q<Q4KFormat, Q4KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q5k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals) {
-    moe_decode_block_q<Q4KFormat, Q5KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
+    moe_decode_block_q<Q4KFormat, Q5KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q6k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals) {
-    moe_decode_block_q<Q4KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
+    moe_decode_block_q<Q4KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q5k_q5k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals) {
-    moe_decode_block_q<Q5KFormat, Q5KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
+    moe_decode_block_q<Q5KFormat, Q5KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q5k_q6k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals) {
-    moe_decode_block_q<Q5KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
+    moe_decode_block_q<Q5KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q6k_q6k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals) {
-    moe_decode_block_q<Q6KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
+    moe_decode_block_q<Q6KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q8_0_q8_0(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals) {
-    moe_decode_block_q<Q8Format, Q8Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
+    moe_decode_block_q<Q8Format, Q8Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
 }
 
 // ---------------------------------------------------------------------------------------------

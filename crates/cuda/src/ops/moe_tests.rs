@@ -264,6 +264,7 @@ fn moe_block_fp8_prefill_matches_dequantized_and_cpu() {
         cols: HIDDEN,
         fp8_scales: Some(s.gate_up),
         format: None,
+        tiled_heads: None,
     };
     let down = Matrix {
         ptr: f.gpu.down,
@@ -271,6 +272,7 @@ fn moe_block_fp8_prefill_matches_dequantized_and_cpu() {
         cols: EXPERT_DIM,
         fp8_scales: Some(s.down),
         format: None,
+        tiled_heads: None,
     };
     let gu = gpu.alloc(gate_up.rows * gate_up.cols * 2).unwrap();
     let dn = gpu.alloc(down.rows * down.cols * 2).unwrap();

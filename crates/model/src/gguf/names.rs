@@ -11,13 +11,14 @@
 //!   rows of in_proj_qkv, the rows of in_proj_z / in_proj_a / in_proj_b, A_log, dt_bias, the V
 //!   channels of conv1d and the columns of out_proj. Rows are moved as stored bytes (quantized
 //!   rows stay quantized); out_proj's columns move in whole value heads, as stored bytes when the
-//!   type's block fits in a head, else dequantized to F32 (exact values, 4 bytes each).
+//!   type's block fits in a head, else they stay where they are and the tensor reads them in the
+//!   release's order (`TiledHeads`).
 //! - experts: `ffn_{gate,up,down}_exps` [E, …] (or a fused `ffn_gate_up_exps` [E, 2I, H]).
 //! - MTP: block L (= the main layer count) holds the head's decoder layer; `nextn.eh_proj` is
 //!   `mtp.fc`, `nextn.enorm` / `hnorm` / `shared_head_norm` its three norms.
 
 use crate::config::ModelConfig;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{DType, Tensor, TiledHeads};
 use anyhow::{bail, Result};
 
 type Named = Vec<(String, Result<Tensor, String>)>;
@@ -78,7 +79,7 @@ pub fn to_release(name: &str, tensor: Result<Tensor, String>, cfg: &ModelConfig,
             (format!("{p}linear_attn.conv1d.weight"), t(&conv))
         }
         "ssm_norm.weight" => (format!("{p}linear_attn.norm.weight"), tensor),
-        "ssm_out.weight" => (format!("{p}linear_attn.out_proj.weight"), t(&|x| permute_col_groups(&x, &v_perm, dv))),
+        "ssm_out.weight" => (format!("{p}linear_attn.out_proj.weight"), t(&|x| untile_columns(x, hk, r, dv))),
         "ffn_gate_inp.weight" => (format!("{p}mlp.gate.weight"), tensor),
         "ffn_gate_inp_shexp.weight" => {
             let row = |x: Tensor| Ok(Tensor::from_bytes(x.dtype, vec![1, x.numel()], x.bytes()));
@@ -139,34 +140,30 @@ fn permute_rows(t: &Tensor, perm: &[usize]) -> Result<Tensor, String> {
     Ok(Tensor::from_bytes(t.dtype, t.shape.clone(), &bytes))
 }
 
-/// Columns in groups of `width`: output group g is input group `perm[g]` (a matrix [rows, cols]).
-fn permute_col_groups(t: &Tensor, perm: &[usize], width: usize) -> Result<Tensor, String> {
-    if t.shape.len() != 2 || t.shape[1] != perm.len() * width || perm.iter().enumerate().all(|(i, &p)| i == p) {
-        return Ok(t.clone());
+/// A matrix [rows, key_heads · r · width] whose column groups of `width` (value heads) are in the
+/// converter's tiled order, in the release's order: the groups' bytes moved where the type's
+/// blocks fit inside a group (exact), else the tensor kept as stored and read through
+/// `TiledHeads` (moving the values would re-quantise them; the CUDA backend reads such a matrix
+/// as stored and takes its input in the tiled order).
+fn untile_columns(t: Tensor, key_heads: usize, r: usize, width: usize) -> Result<Tensor, String> {
+    let tiled = TiledHeads { width, key_heads, r };
+    if t.shape.len() != 2 || t.shape[1] != key_heads * r * width || r == 1 {
+        return Ok(t); // a shape mismatch is left to the loader's shape check
+    }
+    if !width.is_multiple_of(t.dtype.block_elems()) {
+        return Ok(t.with_tiled_heads(tiled));
     }
     let (rows, cols) = (t.shape[0], t.shape[1]);
-    if width.is_multiple_of(t.dtype.block_elems()) {
-        let group = t.dtype.bytes_for(width);
-        let row = t.dtype.bytes_for(cols);
-        let mut bytes = Vec::with_capacity(rows * row);
-        for r in 0..rows {
-            for &g in perm {
-                bytes.extend_from_slice(&t.bytes()[r * row + g * group..r * row + (g + 1) * group]);
-            }
-        }
-        return Ok(Tensor::from_bytes(t.dtype, t.shape.clone(), &bytes));
-    }
-    // the type's blocks span value heads: move the dequantized values
-    let mut values = Vec::with_capacity(rows * cols);
-    let mut row = vec![0.0f32; cols];
+    let group = t.dtype.bytes_for(width);
+    let row = t.dtype.bytes_for(cols);
+    let mut bytes = Vec::with_capacity(rows * row);
     for r in 0..rows {
-        t.read_row_f32(r, &mut row);
-        for &g in perm {
-            values.extend_from_slice(&row[g * width..(g + 1) * width]);
+        for h in 0..key_heads * tiled.r {
+            let g = tiled.stored(h);
+            bytes.extend_from_slice(&t.bytes()[r * row + g * group..r * row + (g + 1) * group]);
         }
     }
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    Ok(Tensor::from_bytes(DType::F32, t.shape.clone(), &bytes))
+    Ok(Tensor::from_bytes(t.dtype, t.shape.clone(), &bytes))
 }
 
 /// w = stored - 1, as F32 (exact for stored in [0.5, 2], where the converter's 1 + w lands).
@@ -189,4 +186,48 @@ fn map_f32(t: &Tensor, name: &str, file: &str, f: impl Fn(f32) -> Result<f32, St
     let values = values.map_err(|why| format!("{file}: tensor `{name}` {why}"))?;
     let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
     Ok(Tensor::from_bytes(DType::F32, t.shape.clone(), &bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gguf::GgmlType;
+
+    /// out_proj's value heads come back in the release's order either way: as moved bytes (F32,
+    /// Q8_0: blocks inside a head) or read through `TiledHeads` (Q4_K: blocks across heads), the
+    /// latter reading what the dequantised, moved matrix holds.
+    #[test]
+    fn out_proj_columns_untile_as_bytes_or_as_reads() {
+        let (rows, hk, r, width) = (3, 2, 2, 128);
+        let cols = hk * r * width;
+        let values: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919 % 1013) as f32 / 506.0 - 1.0) * 0.1).collect();
+        let stored = |t: GgmlType| {
+            Tensor::from_bytes(DType::Ggml(t), vec![rows, cols], &t.quantize(&values).expect("quantisable"))
+        };
+        // the release's column c is stored column tiled.stored(c / width) · width + c % width
+        let tiled = TiledHeads { width, key_heads: hk, r };
+        let release = |stored: &[f32]| -> Vec<f32> {
+            (0..rows * cols)
+                .map(|i| {
+                    let (row, c) = (i / cols, i % cols);
+                    stored[row * cols + tiled.stored(c / width) * width + c % width]
+                })
+                .collect()
+        };
+        for t in [GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4K, GgmlType::Q6K] {
+            let file = stored(t);
+            let got = untile_columns(file.clone(), hk, r, width).unwrap();
+            assert_eq!(got.tiled_heads.is_some(), t.block_elems() > width, "{t:?}");
+            let want = release(&file.to_f32());
+            assert_eq!(got.to_f32(), want, "{t:?}");
+            // part of a row, across a row's end, and one row as a view
+            let mut part = vec![0.0; cols + 5];
+            got.read_f32(cols - 100, &mut part);
+            assert_eq!(part, want[cols - 100..2 * cols - 95], "{t:?}");
+            assert_eq!(got.rows(1, 1).to_f32(), want[cols..2 * cols], "{t:?}");
+        }
+        // grouped equals tiled when a key head has one value head
+        let one = stored(GgmlType::Q4K);
+        assert!(untile_columns(one, 4, 1, width).unwrap().tiled_heads.is_none());
+    }
 }
