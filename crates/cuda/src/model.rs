@@ -797,6 +797,7 @@ impl CudaModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::weights::RowFormat;
 
     fn argmax(v: &[f32]) -> u32 {
         v.iter().enumerate().fold((0, f32::NEG_INFINITY), |b, (i, &x)| if x > b.1 { (i, x) } else { b }).0 as u32
@@ -948,11 +949,19 @@ mod tests {
         let model = crate::synthetic::random_model(4, 256, precision).unwrap();
         assert_eq!(model.weights.precision, precision);
         decode_step_matches_one_token_prefill(&model, "int4");
+        // the all-linear recipe: the mixers' projections int4 too, W_o read by the MoE kernel's
+        // phase 0 in the experts' format
+        let model = crate::synthetic::random_model_as(4, 256, crate::synthetic::Synthetic::Int4AllLinear).unwrap();
+        let MixerGpu::GatedDeltaNet(g) = &model.weights.layers[0].mixer else { panic!("layer 0 is a GDN layer") };
+        assert!(g.in_proj.format == Some(RowFormat::Int4) && g.out_proj.format == Some(RowFormat::Int4));
+        decode_step_matches_one_token_prefill(&model, "int4, all linear");
     }
 
     /// The same for a GGUF Q4_K_M file's shape (synthetic): the decode step reads the experts,
-    /// the in-projections (`gemv_q.cu`), the embedding and the lm_head as stored; the one-token
-    /// prefill multiplies the mixers' dequantised bf16 copy and the lm_head a token at a time.
+    /// the in-projections (`gemv_q.cu`), the output projections (the MoE kernel's phase 0; the
+    /// GDN's in tiled value-head order), the embedding and the lm_head as stored; the one-token
+    /// prefill multiplies the mixers' dequantised bf16 copy (out_proj's columns put back in
+    /// order) and the lm_head a token at a time.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn gguf_q4_k_m_decode_step_matches_one_token_prefill() {

@@ -12,6 +12,7 @@ use crate::weights::{
     SharedExpert, Vector,
 };
 use anyhow::Result;
+use solo_model::tensor::TiledHeads;
 use solo_model::{LayerKind, ModelConfig, Precision};
 
 kernel_file! {
@@ -54,6 +55,9 @@ struct Maker<'g> {
     fp8: bool,
     /// Whether the routed experts are made int4 (the GPTQ-Int4 release's shape).
     int4: bool,
+    /// With `int4`: the mixers' projections int4 too (the all-linear recipe; the GDN's b | a
+    /// rows bf16 apart, as `weights.rs` uploads a checkpoint's).
+    int4_all: bool,
     /// A GGUF Q4_K_M file's shape: routed experts gate/up Q4_K, down Q6_K in every other layer
     /// (as llama.cpp's `use_more_bits` gives about half the down matrices 6 bits) and Q4_K
     /// between; the mixers' in-projections, embedding and lm_head as stored (see
@@ -74,6 +78,7 @@ impl<'g> Maker<'g> {
             buffers: Vec::new(),
             fp8: false,
             int4: false,
+            int4_all: false,
             gguf_q4km: false,
             moe_layers: 0,
             attention_layers: 0,
@@ -146,6 +151,26 @@ impl<'g> Maker<'g> {
         })
     }
 
+    /// A random int4 matrix [rows, cols] as stored (an all-linear int4 recipe's mixers).
+    fn int4_matrix(&mut self, rows: usize, cols: usize) -> Result<Matrix> {
+        let ptr = self.int4_rows(rows, cols)?;
+        Ok(Matrix { ptr, rows, cols, fp8_scales: None, format: Some(RowFormat::Int4), tiled_heads: None })
+    }
+
+    /// A mixer's output projection [2048, 4096]: Q4_K for a Q4_K_M file (a GDN's with its columns
+    /// in the converter's tiled value-head order, `gdn`), int4 for the all-linear int4 recipe,
+    /// else as `quantised` makes it.
+    fn output_projection(&mut self, gdn: bool) -> Result<Matrix> {
+        if self.gguf_q4km {
+            let tiled = gdn.then_some(TiledHeads { width: 128, key_heads: 16, r: 2 });
+            return Ok(Matrix { tiled_heads: tiled, ..self.kquant_matrix(KQuant::Q4K, 2048, 4096)? });
+        }
+        if self.int4_all {
+            return self.int4_matrix(2048, 4096);
+        }
+        self.quantised(2048, 4096)
+    }
+
     /// A random [rows, cols] matrix as stored in `k` (a GGUF file's mixers, embedding, lm_head).
     fn kquant_matrix(&mut self, k: KQuant, rows: usize, cols: usize) -> Result<Matrix> {
         Ok(Matrix {
@@ -181,9 +206,12 @@ pub fn random_model(layers: usize, max_seq: usize, precision: Precision) -> Resu
 pub enum Synthetic {
     /// A checkpoint of this precision.
     Checkpoint(Precision),
-    /// A GGUF Q4_K_M file as the CUDA backend holds it: the routed experts' Q4_K and Q6_K rows as
-    /// stored, everything else bf16.
+    /// A GGUF Q4_K_M file as the CUDA backend holds it: the routed experts' Q4_K and Q6_K rows,
+    /// the mixers' in- and output projections, embedding and lm_head as stored (`Maker::gguf_q4km`).
     GgufQ4KM,
+    /// An int4 checkpoint of the all-linear recipe: the routed experts and the mixers'
+    /// projections int4 in groups of 128 (issue #40's second row).
+    Int4AllLinear,
 }
 
 /// `random_model` of either form.
@@ -200,9 +228,10 @@ pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig, precision: Precision) -> Res
 }
 
 fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<ModelGpu> {
-    let (precision, gguf_q4km) = match form {
-        Synthetic::Checkpoint(p) => (p, false),
-        Synthetic::GgufQ4KM => (Precision::Bf16, true),
+    let (precision, gguf_q4km, int4_all) = match form {
+        Synthetic::Checkpoint(p) => (p, false, false),
+        Synthetic::GgufQ4KM => (Precision::Bf16, true, false),
+        Synthetic::Int4AllLinear => (Precision::Int4 { group: crate::int4::GROUP }, false, true),
     };
     crate::weights::check_real_widths(cfg)?;
     let fp8 = precision == Precision::Fp8Block128;
@@ -215,7 +244,7 @@ fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<Mo
         "the synthetic int4 model has groups of {}",
         crate::int4::GROUP
     );
-    let mut m = Maker { fp8, int4, gguf_q4km, ..Maker::bf16(gpu, 0x5017) };
+    let mut m = Maker { fp8, int4, int4_all, gguf_q4km, ..Maker::bf16(gpu, 0x5017) };
     let h = cfg.hidden_size;
     // a Q4_K_M file: the embedding Q4_K, the lm_head Q6_K, both read as stored
     let head = |m: &mut Maker, k: KQuant| {
@@ -262,6 +291,8 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
             // Q4_K_M: qkv Q5_K and z Q4_K as one Q5_K matrix, b | a apart in bf16
             let (in_proj, ba) = if m.gguf_q4km {
                 (m.kquant_matrix(KQuant::Q5K, 8192 + 4096, h)?, m.matrix(64, h)?)
+            } else if m.int4_all {
+                (m.int4_matrix(8192 + 4096, h)?, m.matrix(64, h)?)
             } else if fp8 {
                 (m.quantised(8192 + 4096, h)?, m.matrix(64, h)?)
             } else {
@@ -278,7 +309,7 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
                 a_log: m.vector(32, 1.4, 1.3)?,
                 dt_bias: m.vector(32, 0.0, 1.0)?,
                 norm: m.vector(128, 1.0, 0.1)?,
-                out_proj: m.quantised(h, 4096)?,
+                out_proj: m.output_projection(true)?,
             })
         }
         LayerKind::FullAttention => {
@@ -287,6 +318,8 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
             m.attention_layers += 1;
             let qkv_proj = if m.gguf_q4km && m.attention_layers.is_multiple_of(2) {
                 m.kquant_matrix(KQuant::Q4K, 16 * 512 + 2 * 512, h)?
+            } else if m.int4_all {
+                m.int4_matrix(16 * 512 + 2 * 512, h)?
             } else {
                 m.quantised(16 * 512 + 2 * 512, h)?
             };
@@ -295,7 +328,7 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
                 q_proj: qkv_proj.rows(0, 16 * 512),
                 k_proj: qkv_proj.rows(16 * 512, 512),
                 v_proj: qkv_proj.rows(16 * 512 + 512, 512),
-                o_proj: m.quantised(h, 4096)?,
+                o_proj: m.output_projection(false)?,
                 q_norm: m.vector(256, 1.0, 0.1)?,
                 k_norm: m.vector(256, 1.0, 0.1)?,
             })

@@ -796,7 +796,7 @@ fn check_repacked_fits(gpu: &Gpu, w: &ModelWeights, types: &str) -> Result<()> {
     let need = repacked_bytes(w);
     let kept = w.layers.iter().filter(|l| kquant_formats(&l.moe.experts).is_some()).count();
     eprintln!(
-        "solo: GGUF {types} ({:.1} GiB in the file) on the GPU: {:.1} GiB (the routed experts of {kept} of {} layers, and the k-quant in-projections, embedding and lm_head as stored; the rest bf16)",
+        "solo: GGUF {types} ({:.1} GiB in the file) on the GPU: {:.1} GiB (the routed experts of {kept} of {} layers, and the k-quant in- and output projections, embedding and lm_head as stored; the rest bf16)",
         gib(w.bytes()),
         gib(need),
         w.layers.len()

@@ -24,8 +24,12 @@ pub enum PrecisionArg {
     Fp8,
     /// The GPTQ-Int4 release's shape: the routed experts int4 (groups of 128), the rest bf16.
     Int4,
+    /// The all-linear int4 recipe: the routed experts and the mixers' projections (linear_attn,
+    /// self_attn) int4, the rest bf16.
+    #[value(name = "int4-all")]
+    Int4All,
     /// A GGUF Q4_K_M file as the CUDA backend holds it: the routed experts' Q4_K rows (and Q6_K
-    /// down rows in every other layer) as stored, the rest bf16.
+    /// down rows in every other layer), the mixers' projections, embedding and lm_head as stored.
     #[value(name = "q4_k_m")]
     Q4KM,
 }
@@ -38,6 +42,7 @@ impl From<PrecisionArg> for solo_cuda::synthetic::Synthetic {
             PrecisionArg::Fp8 => Synthetic::Checkpoint(Precision::Fp8Block128),
             PrecisionArg::Int4 => Synthetic::Checkpoint(Precision::Int4 { group: solo_cuda::int4::GROUP }),
             PrecisionArg::Q4KM => Synthetic::GgufQ4KM,
+            PrecisionArg::Int4All => Synthetic::Int4AllLinear,
         }
     }
 }

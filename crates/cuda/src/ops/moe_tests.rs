@@ -295,10 +295,11 @@ fn moe_block_fp8_prefill_matches_dequantized_and_cpu() {
     assert!(err.to_string().contains("FP8"), "{err}");
 }
 
-/// The mixer's output projection the decode tests fold in: w bf16 [2048, 4096], y bf16
-/// [4096], on the GPU, and h + w·y on the CPU for a given h.
+/// The mixer's output projection the decode tests fold in: w [2048, 4096] (bf16, or in a row
+/// format as a checkpoint stores it), y bf16 [4096], on the GPU, and h + w·y on the CPU for a
+/// given h (w as the CPU reads it).
 struct MixerFixture {
-    _w: crate::runtime::DevBuf, // the memory behind w_o
+    _w: Option<crate::runtime::DevBuf>, // the memory behind a bf16 w_o
     w_o: Matrix,
     y: crate::runtime::DevBuf,
     w_f32: Vec<f32>,
@@ -312,7 +313,47 @@ impl MixerFixture {
         let y_f32 = round_bf16(&random(24, MIXER_OUT, 1.0));
         let (w, y) = (gpu.upload(&bf16_bytes(&w_f32)).unwrap(), gpu.upload(&bf16_bytes(&y_f32)).unwrap());
         let w_o = Matrix::bf16(w.ptr(), HIDDEN, MIXER_OUT);
-        MixerFixture { _w: w, w_o, y, w_f32, y_f32 }
+        MixerFixture { _w: Some(w), w_o, y, w_f32, y_f32 }
+    }
+
+    /// W_o stored in `format` (int4 in groups of 128, or ggml blocks), with `tiled` its value
+    /// heads' columns in the GGUF converter's order (16 key heads, 2 value heads each) as a GDN
+    /// out_proj in Q4_K is; uploaded through `Uploader::mixer_out` as a checkpoint's.
+    fn stored(format: RowFormat, tiled: bool) -> Self {
+        use solo_model::tensor::TiledHeads;
+        let values = random(23, HIDDEN * MIXER_OUT, (3.0 / MIXER_OUT as f32).sqrt());
+        let order = TiledHeads { width: 128, key_heads: 16, r: 2 };
+        // the file's columns: the release's value head h at stored group order.stored(h)
+        let mut stored = values.clone();
+        if tiled {
+            for (src, dst) in values.chunks(MIXER_OUT).zip(stored.chunks_mut(MIXER_OUT)) {
+                for h in 0..32 {
+                    let g = order.stored(h);
+                    dst[g * 128..(g + 1) * 128].copy_from_slice(&src[h * 128..(h + 1) * 128]);
+                }
+            }
+        }
+        let t = match format {
+            RowFormat::Int4 => {
+                use crate::int4::{quantize_symmetric, GROUP};
+                let (packed, scales, _) = quantize_symmetric(&stored, HIDDEN, MIXER_OUT);
+                let quant = solo_model::int4::GroupQuant { group: GROUP, scales, zeros: None, perm: None };
+                Tensor::from_int4(HIDDEN, MIXER_OUT, &packed, quant)
+            }
+            RowFormat::K(k) => Tensor::from_bytes(
+                solo_model::DType::Ggml(k.ggml()),
+                vec![HIDDEN, MIXER_OUT],
+                &k.ggml().quantize(&stored).unwrap(),
+            ),
+        };
+        let t = if tiled { t.with_tiled_heads(order) } else { t };
+        let mut up = Uploader::new(gpu()).unwrap();
+        let w_o = up.mixer_out(&t, Some(format)).unwrap();
+        std::mem::forget(up.finish().unwrap());
+        assert_eq!((w_o.format, w_o.tiled_heads.is_some()), (Some(format), tiled));
+        let y_f32 = round_bf16(&random(24, MIXER_OUT, 1.0));
+        let y = gpu().upload(&bf16_bytes(&y_f32)).unwrap();
+        MixerFixture { _w: None, w_o, y, w_f32: t.to_f32(), y_f32 }
     }
 
     fn out(&self) -> MixerOut<'_> {
@@ -545,11 +586,28 @@ fn moe_block_and_decode_kquant_match_cpu() {
     }
 }
 
-/// The 4/6-bit forms of the decode step's MoE kernel (W_o, router and shared expert bf16)
-/// against the CPU over the dequantised experts, over three launches.
+/// The 4- to 8-bit forms of the decode step's MoE kernel (router and shared expert bf16) against
+/// the CPU over the dequantised experts, over three launches: W_o bf16, and W_o in the experts'
+/// gate/up format as stored (for the k-quants of 256-column blocks also with its columns in
+/// tiled value-head order, as a GGUF out_proj's), where the fused kernel and the four kernels
+/// must agree bit for bit and prefill's dequantised copy must be the CPU's W_o.
 fn check_packed_decode(f: &Fixture, name: &str) {
+    let format = f.gpu.packed.unwrap().gate_up;
+    check_packed_decode_with(f, name, MixerFixture::new());
+    check_packed_decode_with(f, &format!("{name}, W_o {format:?}"), MixerFixture::stored(format, false));
+    if matches!(format, RowFormat::K(k) if k != KQuant::Q8_0) {
+        check_packed_decode_with(f, &format!("{name}, W_o {format:?} tiled"), MixerFixture::stored(format, true));
+    }
+}
+
+fn check_packed_decode_with(f: &Fixture, name: &str, mixer: MixerFixture) {
     let gpu = gpu();
-    let mixer = MixerFixture::new();
+    if !mixer.w_o.is_bf16() {
+        let copy = gpu.alloc(HIDDEN * MIXER_OUT * 2).unwrap();
+        crate::ops::linear::dequantize(gpu, &mixer.w_o, copy.ptr()).unwrap();
+        let got = gpu.download(copy.ptr(), HIDDEN * MIXER_OUT * 2).unwrap();
+        assert!(got == bf16_bytes(&mixer.w_f32), "{name}: the dequantised W_o is not the CPU's, rounded");
+    }
     let h = random(21, HIDDEN, 2.0);
     let h1 = mixer.added_to(&h);
     let norm_w = random(22, HIDDEN, 0.3);
@@ -566,6 +624,14 @@ fn check_packed_decode(f: &Fixture, name: &str) {
         moe_decode(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
         let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
         assert_close(&format!("moe_decode {name}, launch {round}"), &got, &want, FP8_TOL);
+        let hb = gpu.upload_f32(&h).unwrap();
+        moe_decode_kernels(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, 1, &scratch).unwrap();
+        let kernels = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
+        let differ = got.iter().zip(&kernels).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+        assert_eq!(
+            differ, 0,
+            "{name}, launch {round}: the fused kernel and the four kernels differ in {differ} values"
+        );
     }
 }
 
