@@ -33,13 +33,14 @@ def log_softmax(x):
 
 def compare(ref, x):
     """ref, x: [rows, vocab] logits. Top-1 agreement, mean and max KL(ref ‖ x) in nats over the
-    rows, and the largest |Δlogit| relative to the largest |logit| of ref."""
+    rows, the largest |Δlogit| relative to the largest |logit| of ref, and the RMS of Δlogit."""
     assert x.shape == ref.shape, f"{x.shape} against the reference's {ref.shape}"
     lp, lq = log_softmax(ref.astype(np.float64)), log_softmax(x.astype(np.float64))
     kl = (np.exp(lp) * (lp - lq)).sum(axis=1)
     return {"rows": ref.shape[0], "top1": float((ref.argmax(axis=1) == x.argmax(axis=1)).mean()),
             "mean_kl": float(kl.mean()), "max_kl": float(kl.max()),
-            "max_rel_dlogit": float(np.abs(x - ref).max() / np.abs(ref).max())}  # fmt: skip
+            "max_rel_dlogit": float(np.abs(x - ref).max() / np.abs(ref).max()),
+            "rms_dlogit": float(np.sqrt(((x - ref).astype(np.float64) ** 2).mean()))}  # fmt: skip
 
 
 def margins(x):

@@ -32,7 +32,7 @@ for a small machine); solo's CPU reference holds the dequantized f32 weights too
     python3 scripts/gguf_slice_quality.py --solo gpu-bin/solo --llama /tmp/llama-cpu/build/bin/llama-logits \\
         --backends cpu,cuda --out $OUT          # on the GPU machine (gpu_run.sh gguf-slice-quality)
 """
-import argparse, json, os, subprocess, sys, time
+import argparse, gc, json, os, subprocess, sys, time
 from pathlib import Path
 
 import numpy as np
@@ -108,12 +108,13 @@ def main():
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--prefill", type=int, default=48)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--margin", type=float, default=8.0, help="make_confident's margin (logits over a random row's σ ≈ 0.9)")
+    ap.add_argument("--margin", type=float, default=12.0, help="make_confident's margin (logits over a random row's σ ≈ 0.9)")
     ap.add_argument("--no-bf16-file", action="store_true", help="skip the engines on the BF16 file (the converter check)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="where transformers runs")
     ap.add_argument("--dir", default="/tmp/solo-gguf-slice", help="the GGUF files and logits")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="gguf_slice_quality.json goes here")
     a = ap.parse_args()
+    backends = [b for b in a.backends.split(",") if b]
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     torch.set_grad_enabled(False)
     mg.mf.transformers.logging.set_verbosity_error()
@@ -126,6 +127,7 @@ def main():
     log(f"slice built on {a.device}: {a.layers} layers, {a.experts} experts, {sum(p.numel() for p in model.parameters()) / 1e9:.2f} B weights")
     logits = {"HF bf16": hf_logits(model, ids[:-1])}
     write_bf16_gguf(model, cfg, bf16_file)
+    gc.collect()  # the writer's copies, before the fp32 model
     log(f"{bf16_file}: {bf16_file.stat().st_size / 1e9:.2f} GB")
     model.float()  # the same values in fp32
     ref = hf_logits(model, ids[:-1])
@@ -144,7 +146,7 @@ def main():
     for kind, path in files:
         logits[f"llama.cpp cpu, {kind}"] = mg.llama_logits(path, tokens, a.prefill, Path(a.llama))
         log(f"llama.cpp cpu on the {kind} file")
-        for backend in a.backends.split(","):
+        for backend in backends:
             logits[f"solo {backend}, {kind}"] = solo_logits(a, backend, path, tokens, d / f"solo_{backend}_{kind}.safetensors")
             log(f"solo {backend} on the {kind} file")
 
@@ -162,26 +164,28 @@ def main():
         report["vs_hf_fp32"][name] = m
     for kind, _ in files:
         llama = logits[f"llama.cpp cpu, {kind}"]
-        for backend in a.backends.split(","):
+        for backend in backends:
             report["vs_llama_cpp"][f"solo {backend}, {kind}"] = gq.compare(llama, logits[f"solo {backend}, {kind}"])
-        if "cpu" in a.backends.split(",") and "cuda" in a.backends.split(","):
+        if "cpu" in backends and "cuda" in backends:
             report["vs_llama_cpp"][f"solo cuda vs solo cpu, {kind}"] = gq.compare(logits[f"solo cpu, {kind}"], logits[f"solo cuda, {kind}"])
+    for name, x in [("HF fp32", ref)] + list(logits.items()):  # for a later look: [tokens, vocab] f32
+        x.astype("<f4").tofile(d / (name.replace(" ", "_").replace(",", "") + ".f32"))
     out = Path(a.out) / "gguf_slice_quality.json"
     out.write_text(json.dumps(report, indent=1) + "\n")
 
     print(f"\n{a.layers} layers at full width, {a.experts} experts, {a.tokens} tokens ({a.prefill} prefilled, "
           f"{a.tokens - a.prefill} decoded); HF fp32's top-1 is the planted token in {planted * 100:.0f} % of rows, "
           f"top-1 gap min {gap.min():.1f} σ (median {np.median(gap):.1f} σ), top-1 probability median {np.median(p1):.3f}")  # fmt: skip
-    print(f"{'against HF fp32':>24} | {'top-1':>7} | {'mean KL':>9} | {'prefill KL':>10} | {'decode KL':>9} | {'max KL':>9}")
+    print(f"{'against HF fp32':>24} | {'top-1':>7} | {'mean KL':>9} | {'prefill KL':>10} | {'decode KL':>9} | {'max KL':>9} | {'RMS Δlogit':>10}")
     for name, m in report["vs_hf_fp32"].items():
         print(f"{name:>24} | {m['top1'] * 100:6.2f}% | {m['mean_kl']:9.2e} | {m['mean_kl_prefill']:10.2e} | "
-              f"{m['mean_kl_decode']:9.2e} | {m['max_kl']:9.2e}")  # fmt: skip
+              f"{m['mean_kl_decode']:9.2e} | {m['max_kl']:9.2e} | {m['rms_dlogit']:10.3f}")  # fmt: skip
     print(f"{'against llama.cpp':>24} | {'top-1':>7} | {'mean KL':>9}")
     for name, m in report["vs_llama_cpp"].items():
         print(f"{name:>24} | {m['top1'] * 100:6.2f}% | {m['mean_kl']:9.2e}")
     line = report["vs_hf_fp32"]["llama.cpp cpu, Q4_K_M"]["mean_kl"]
     ok = True
-    for backend in a.backends.split(","):
+    for backend in backends:
         kl = report["vs_hf_fp32"][f"solo {backend}, Q4_K_M"]["mean_kl"]
         verdict = "PASS" if kl <= line else "FAIL"
         ok &= kl <= line
