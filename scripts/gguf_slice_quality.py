@@ -47,8 +47,11 @@ from slice_parity import make_confident, randomise, real_config  # noqa: E402
 FTYPE_Q4_K_M = mg.FTYPE_Q4_K_M
 
 
-def log(msg, t0=[time.time()]):
-    print(f"[{time.time() - t0[0]:6.0f} s] {msg}", flush=True)
+START = time.time()
+
+
+def log(msg):
+    print(f"[{time.time() - START:6.0f} s] {msg}", flush=True)
 
 
 def build_slice(a, device):
