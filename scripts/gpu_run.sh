@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality]
+#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; PARITY_ARGS and
 # IMAGE_PARITY_ARGS: more flags for slice_parity.py and slice_parity_image.py)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
 #   gpu-bin/solo             (cargo build --release -p solo)
 #   gpu-bin/solo_cuda_tests  (the solo-cuda unit-test binary: cargo test --release -p solo-cuda --no-run)
-#   gpu-bin/llama-src.tgz, gpu-bin/llama_logits.cpp  (for llama-build: scripts/pack_llama_cpp.sh)
+#   gpu-bin/llama-src.tgz, gpu-bin/llama_logits.cpp, gpu-bin/pylib  (for llama-build and the gguf steps:
+#   scripts/pack_llama_cpp.sh)
 # Writes logs and JSON under $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/solo-out}
@@ -26,6 +27,20 @@ torch.manual_seed(0)
 with torch.device('cuda'): m = Qwen3_5MoeForCausalLM(real_config(4)).to(torch.bfloat16)
 randomise(m, 0, 'hf-router'); m.save_pretrained('$slice')") > "$OUT/slice.log" 2>&1 || status=1
     cp fixtures/tiny-a/chat_template.jinja "$slice/" && python3 scripts/serve_load.py --make-tokenizer "$slice"
+}
+# llama.cpp built for the CPU from the carried source (scripts/pack_llama_cpp.sh), kept in
+# /tmp/llama-cpu while the machine stays warm: the gguf-quality steps' llama-logits.
+cpu=/tmp/llama-cpu
+build_llama_cpu() {
+    [ -x $cpu/build/bin/llama-logits ] && return
+    mkdir -p $cpu && tar xzf gpu-bin/llama-src.tgz -C $cpu
+    (cmake -S $cpu -B $cpu/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_CUDA=OFF \
+        -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+        && timeout 300 cmake --build $cpu/build -j"$(nproc)" --target llama \
+        && g++ -O2 -std=c++17 -I$cpu/include -I$cpu/ggml/include gpu-bin/llama_logits.cpp -L$cpu/build/bin \
+            -lllama -lggml -lggml-base -Wl,-rpath,$cpu/build/bin -o $cpu/build/bin/llama-logits) \
+        > "$OUT/llama_cpu_build.log" 2>&1 || { tail -20 "$OUT/llama_cpu_build.log"; status=1; }
 }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -141,17 +156,7 @@ randomise(m, 0, 'hf-router'); m.save_pretrained('$slices/bf16'); make_fp8_checkp
             # decoded): top-1 agreement and mean KL against llama.cpp (scripts/gguf_quality.py). A
             # wiring check between solo's CPU and CUDA forms; against llama.cpp it measures the
             # random file's ties (bench/RESULTS.md), not quality
-            cpu=/tmp/llama-cpu
-            if [ ! -x $cpu/build/bin/llama-logits ]; then
-                mkdir -p $cpu && tar xzf gpu-bin/llama-src.tgz -C $cpu
-                (cmake -S $cpu -B $cpu/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_CUDA=OFF \
-                    -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF \
-                    -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-                    && timeout 300 cmake --build $cpu/build -j"$(nproc)" --target llama \
-                    && g++ -O2 -std=c++17 -I$cpu/include -I$cpu/ggml/include gpu-bin/llama_logits.cpp -L$cpu/build/bin \
-                        -lllama -lggml -lggml-base -Wl,-rpath,$cpu/build/bin -o $cpu/build/bin/llama-logits) \
-                    > "$OUT/llama_cpu_build.log" 2>&1 || { tail -20 "$OUT/llama_cpu_build.log"; status=1; }
-            fi
+            build_llama_cpu
             file=/tmp/solo-quality-q4_k_m.gguf
             [ -f $file ] || ./gpu-bin/solo random-gguf $file --mix q4_k_m --layers 4 > "$OUT/gguf_quality.log" 2>&1
             tokens=$(python3 -c "print(','.join(str((i * 7919 + 11) % 240000) for i in range(64)))")
@@ -164,6 +169,19 @@ randomise(m, 0, 'hf-router'); m.save_pretrained('$slices/bf16'); make_fp8_checkp
                 solo-cpu=/tmp/q_solo_cpu.safetensors 2>&1 | tee -a "$OUT/gguf_quality.log" || status=1
             python3 scripts/gguf_quality.py solo-cpu=/tmp/q_solo_cpu.safetensors solo-cuda=/tmp/q_solo_cuda.safetensors \
                 2>&1 | tee -a "$OUT/gguf_quality.log" || status=1
+            shift ;;
+        gguf-slice-quality)
+            # issue #48's quality line: a 4-layer full-width slice with the release's 256 experts
+            # (slice_parity.py's hf-router-confident weights) written as a BF16 GGUF and quantized
+            # to Q4_K_M by libllama; transformers fp32 (the reference) and bf16 on the GPU,
+            # llama.cpp's CPU build, solo's CPU reference and solo's CUDA kernels on the Q4_K_M
+            # and BF16 files, 64 tokens (48 prefilled, 16 decoded): top-1 and mean KL to HF fp32,
+            # and solo against llama.cpp (scripts/gguf_slice_quality.py; gpu-bin/pylib: the
+            # `gguf` package, from scripts/pack_llama_cpp.sh)
+            build_llama_cpu
+            PYTHONPATH=gpu-bin/pylib LLAMA_THREADS=$(nproc) PYTHONUNBUFFERED=1 timeout 480 python3 scripts/gguf_slice_quality.py \
+                --solo gpu-bin/solo --llama $cpu/build/bin/llama-logits --experts 256 --backends cpu,cuda \
+                --dir /tmp/solo-gguf-slice --out "$OUT" 2>&1 | grep -v '^\.*$' | tee "$OUT/gguf_slice_quality.log" || status=1
             shift ;;
         gguf)
             # one full-size random GGUF file (solo random-gguf: llama.cpp's Q4_K_M or Q8_0 mix), then

@@ -18,6 +18,8 @@
 //     but not the tool's source): FTYPE is a llama_ftype number (15 = Q4_K_M), each REGEX=TYPE
 //     forces the tensors whose names match REGEX to the ggml_type number TYPE.
 //
+// Threads: LLAMA_THREADS (default 2) for the quantizer and the logits recorder.
+//
 // The KV cache is f32 and flash attention off, so that on f32 weights the only differences from
 // solo's f32 reference are the order of sums.
 #include "llama.h"
@@ -27,6 +29,11 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+static int threads() {
+    const char * s = getenv("LLAMA_THREADS");
+    return s && atoi(s) > 0 ? atoi(s) : 2;
+}
 
 static void quiet(ggml_log_level level, const char * text, void *) {
     if (level >= GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
@@ -133,7 +140,7 @@ int main(int argc, char ** argv) {
         for (size_t i = 0; i < overrides.size(); i++) overrides[i].pattern = patterns[i].c_str();
         overrides.push_back({nullptr, GGML_TYPE_COUNT});
         llama_model_quantize_params qp = llama_model_quantize_default_params();
-        qp.nthread = 2;
+        qp.nthread = threads();
         qp.ftype = (llama_ftype) atoi(argv[4]);
         qp.tt_overrides = overrides.size() > 1 ? overrides.data() : nullptr;
         return llama_model_quantize(argv[2], argv[3], &qp) == 0 ? 0 : 1;
@@ -171,7 +178,7 @@ int main(int argc, char ** argv) {
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = 256;
     cp.n_batch = cp.n_ubatch = 256;
-    cp.n_threads = cp.n_threads_batch = 2;
+    cp.n_threads = cp.n_threads_batch = threads();
     cp.type_k = cp.type_v = GGML_TYPE_F32;
     cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
     llama_context * ctx = llama_init_from_model(model, cp);

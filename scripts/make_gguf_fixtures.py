@@ -191,10 +191,20 @@ def stays_f32(name: str, x: np.ndarray) -> bool:
 
 
 def write_gguf(path: Path, tc, tensors: dict[str, np.ndarray], tok, ids, template: str, dtype: str, mtp: bool) -> None:
+    w = gguf_writer(path, tc, tok, ids, template, dtype, mtp)
+    for name, x in tensors.items():
+        add_tensor(w, name, x, dtype)
+    finish_gguf(w)
+
+
+def gguf_writer(path: Path, tc, tok, ids, template: str, dtype: str, mtp: bool, title="solo tiny qwen35moe fixture"):
+    """A GGUFWriter with write_gguf's metadata (the model's and the vocabulary's), no tensors yet:
+    add them with add_tensor (a tensor at a time, so that a large model need not be held twice),
+    then finish_gguf."""
     w = gguf.GGUFWriter(str(path), "qwen35moe")
     n = tc.num_hidden_layers
     w.add_type(gguf.GGUFType.MODEL)
-    w.add_name("solo tiny qwen35moe fixture")
+    w.add_name(title)
     w.add_file_type(gguf.LlamaFileType.ALL_F32 if dtype == "f32" else gguf.LlamaFileType.MOSTLY_BF16)
     w.add_context_length(tc.max_position_embeddings)
     w.add_block_count(n + (1 if mtp else 0))
@@ -246,20 +256,27 @@ def write_gguf(path: Path, tc, tensors: dict[str, np.ndarray], tok, ids, templat
     w.add_bos_token_id(ids["<|endoftext|>"])
     w.add_add_bos_token(False)
     w.add_chat_template(template)
-    for name, x in tensors.items():
-        if dtype == "f32" or stays_f32(name, x):
-            w.add_tensor(name, x.astype(np.float32))
-        else:
-            w.add_tensor(name, gguf.quants.quantize(x, gguf.GGMLQuantizationType.BF16), raw_dtype=gguf.GGMLQuantizationType.BF16)
+    return w
+
+
+def add_tensor(w: gguf.GGUFWriter, name: str, x: np.ndarray, dtype: str) -> None:
+    """One tensor (a gguf_tensors value) in the converter's type for a `dtype` file (f32, bf16)."""
+    if dtype == "f32" or stays_f32(name, x):
+        w.add_tensor(name, x.astype(np.float32))
+    else:
+        w.add_tensor(name, gguf.quants.quantize(x, gguf.GGMLQuantizationType.BF16), raw_dtype=gguf.GGMLQuantizationType.BF16)
+
+
+def finish_gguf(w: gguf.GGUFWriter) -> None:
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
 
 
-def llama_logits(path: Path, tokens: list[int]) -> np.ndarray:
+def llama_logits(path: Path, tokens: list[int], prefill: int = PREFILL, llama: Path = LLAMA) -> np.ndarray:
     with tempfile.NamedTemporaryFile(suffix=".f32") as f:
-        subprocess.run([str(LLAMA), str(path), ",".join(map(str, tokens)), str(PREFILL), f.name], check=True)
+        subprocess.run([str(llama), str(path), ",".join(map(str, tokens)), str(prefill), f.name], check=True)
         return np.fromfile(f.name, dtype=np.float32).reshape(len(tokens), -1)
 
 
@@ -284,8 +301,8 @@ def dequantized_copy(src: Path, dst: Path) -> None:
     w.close()
 
 
-def quantize(src: Path, dst: Path, ftype: int, overrides=()) -> None:
-    args = [str(LLAMA), "--quantize", str(src), str(dst), str(ftype)] + [f"^{re}\\.weight$={t}" for re, t in overrides]
+def quantize(src: Path, dst: Path, ftype: int, overrides=(), llama: Path = LLAMA) -> None:
+    args = [str(llama), "--quantize", str(src), str(dst), str(ftype)] + [f"^{re}\\.weight$={t}" for re, t in overrides]
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

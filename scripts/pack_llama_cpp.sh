@@ -3,7 +3,8 @@
 # fetches it: libllama, ggml's CPU and CUDA backends, no other backend) into
 # gpu-bin/llama-src.tgz (~3.5 MB) for the GPU machine, which has no network: `gpu_run.sh
 # llama-build` builds it there with CUDA, `gpu_run.sh gguf` runs it beside solo on one file.
-# Not part of CI.
+# Also the `gguf` Python package (pure Python, not on the GPU machine) into gpu-bin/pylib for
+# `gpu_run.sh gguf-slice-quality`. Not part of CI.
 #
 # Usage: scripts/pack_llama_cpp.sh [VERSION]
 set -euo pipefail
@@ -19,4 +20,5 @@ others=(sycl vulkan opencl metal hexagon cann musa hip openvino et webgpu zdnn r
 tar czf "$ROOT/gpu-bin/llama-src.tgz" -C "$SRC" "${others[@]/#/--exclude=ggml/src/ggml-}" \
     CMakeLists.txt cmake ggml src include vendor LICENSE
 cp "$ROOT/scripts/llama_logits.cpp" "$ROOT/gpu-bin/"
+python3 -m pip install -q --no-deps --upgrade --target "$ROOT/gpu-bin/pylib" gguf==0.19.0
 ls -l "$ROOT/gpu-bin/llama-src.tgz" >&2
