@@ -181,8 +181,7 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
     // warp's ring), the router row (warp 0 of a block b < 257: row b, into act, which is staged
     // only in phase 3), the shared expert's down row of column c (phase 3). None depends on an
     // earlier kernel: requested before pdl_wait, they stream while the kernel before runs.
-    bool rows = false;
-    if constexpr (HasRows<WO>::value) rows = w_o_rows != 0;
+    const bool rows = HasRows<WO>::value && w_o_rows != 0;
     if constexpr (HasRows<WO>::value) {
         constexpr int ROW = WO::row_bytes(MIXER_OUT);
         static_assert(ROW <= 2 * HIDDEN * 2, "a W_o row fits the ring");
