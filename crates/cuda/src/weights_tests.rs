@@ -206,6 +206,13 @@ fn a_random_q4_k_m_file_reads_back_and_its_experts_stay_packed() {
         packed_rows(t, RowFormat::K(down), &mut out).unwrap();
         let want = t.to_f32();
         assert_eq!(down.decode_row(&out, t.row_len(), 3), want[3 * t.row_len()..4 * t.row_len()]);
+        // the output projection is Q4_K as the gate/up experts: it goes up as stored
+        let w_o = match &layer.mixer {
+            Mixer::GatedDeltaNet(g) => &g.out_proj,
+            Mixer::FullAttention(a) => &a.o_proj,
+        };
+        let experts = experts_gate_up_format(&layer.moe.experts);
+        assert_eq!((experts, as_stored_format(&[w_o])), (Some(RowFormat::K(KQuant::Q4K)), experts), "layer {i}");
     }
     assert!(repacked_bytes(&w) < bf16_bytes_of(&w));
 }
