@@ -337,23 +337,26 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
     let experts = cfg.num_experts + 1; // + the shared expert
     let mut packed = None;
     m.moe_layers += 1;
-    let shared_parts = |m: &mut Maker| -> Result<SharedExpert> {
+    // (rows: the shared expert's rows are in the routed experts' buffers too, as expert 256)
+    let shared_parts = |m: &mut Maker, rows: bool| -> Result<SharedExpert> {
         let gate_up = m.fill(synthetic_cu::fill_random_bf16, 2, 1024 * h, 0.0, (3.0 / h as f32).sqrt())?;
         let down = m.fill(synthetic_cu::fill_random_bf16, 2, h * 512, 0.0, (3.0f32 / 512.0).sqrt())?;
-        Ok(SharedExpert { gate_up, down })
+        Ok(SharedExpert { gate_up, down, rows })
     };
     let (gate_up, down, fp8_scales) = if m.gguf_q4km {
+        // a Q4_K_M file's shared expert has the routed experts' types: its rows go up as stored
+        // beside its bf16 copy
         let down_format = if m.moe_layers % 2 == 1 { KQuant::Q6K } else { KQuant::Q4K };
-        let gate_up = m.kquant_rows(KQuant::Q4K, cfg.num_experts * 1024, h)?;
-        let down = m.kquant_rows(down_format, cfg.num_experts * h, 512)?;
-        let shared = shared_parts(m)?;
+        let gate_up = m.kquant_rows(KQuant::Q4K, experts * 1024, h)?;
+        let down = m.kquant_rows(down_format, experts * h, 512)?;
+        let shared = shared_parts(m, true)?;
         packed = Some(Packed { gate_up: RowFormat::K(KQuant::Q4K), down: RowFormat::K(down_format), shared });
         (gate_up, down, None)
     } else if m.int4 {
         // the routed experts int4, the shared one bf16 apart
         let gate_up = m.int4_rows(cfg.num_experts * 1024, h)?;
         let down = m.int4_rows(cfg.num_experts * h, 512)?;
-        let shared = shared_parts(m)?;
+        let shared = shared_parts(m, false)?;
         packed = Some(Packed { gate_up: RowFormat::Int4, down: RowFormat::Int4, shared });
         (gate_up, down, None)
     } else if fp8 {

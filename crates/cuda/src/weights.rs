@@ -185,12 +185,15 @@ pub struct Packed {
     pub shared: SharedExpert,
 }
 
-/// The shared expert of an int4 layer, bf16: gate_up [1024, 2048] (gate rows, then up rows),
-/// down [2048, 512].
+/// The shared expert of a layer of packed experts, bf16: gate_up [1024, 2048] (gate rows, then
+/// up rows), down [2048, 512] (prefill's grouped GEMMs read these); with `rows`, also as stored
+/// in the routed experts' formats, appended to their buffers as expert `EXPERTS` (the decode
+/// kernels read those).
 #[derive(Clone, Copy, Debug)]
 pub struct SharedExpert {
     pub gate_up: DevPtr,
     pub down: DevPtr,
+    pub rows: bool,
 }
 
 impl MoeGpu {
@@ -466,7 +469,12 @@ impl<'g> Uploader<'g> {
     ) -> Result<Experts> {
         // an expert's rows a task (a layer's are ~0.5 GB at full size)
         use rayon::prelude::*;
-        let parts = experts
+        // the shared expert's rows too, when its matrices have the routed ones' formats
+        let shared_rows = [(&shared.gate, gate_up_format), (&shared.up, gate_up_format), (&shared.down, down_format)]
+            .iter()
+            .all(|(t, f)| as_stored_format(&[t]) == Some(*f));
+        let with_shared: Vec<&ExpertWeights> = experts.iter().chain(shared_rows.then_some(shared)).collect();
+        let parts = with_shared
             .par_iter()
             .enumerate()
             .map(|(i, e)| {
@@ -482,7 +490,7 @@ impl<'g> Uploader<'g> {
         let down = self.upload(&parts.iter().map(|p| &p.1[..]).collect::<Vec<_>>())?;
         let shared_gate_up = self.stacked_bf16(&[&shared.gate, &shared.up])?.ptr;
         let shared_down = self.stacked_bf16(&[&shared.down])?.ptr;
-        let shared = SharedExpert { gate_up: shared_gate_up, down: shared_down };
+        let shared = SharedExpert { gate_up: shared_gate_up, down: shared_down, rows: shared_rows };
         Ok(Experts {
             gate_up,
             down,
@@ -746,9 +754,20 @@ pub fn repacked_bytes(w: &ModelWeights) -> usize {
             as_stored(&mut bytes, &[(w_o, k)]); // Uploader::mixer_out's rule
         }
         if let Some((gate_up, down)) = kquant_formats(experts) {
+            let (gate_up, down) = (RowFormat::K(gate_up), RowFormat::K(down));
             for e in experts {
-                let (gate_up, down) = (RowFormat::K(gate_up), RowFormat::K(down));
                 as_stored(&mut bytes, &[(&e.gate, gate_up), (&e.up, gate_up), (&e.down, down)]);
+            }
+            // the shared expert's rows as stored beside its bf16 copy (`experts_packed`)
+            let s = &layer.moe.shared_expert;
+            if [(&s.gate, gate_up), (&s.up, gate_up), (&s.down, down)]
+                .iter()
+                .all(|(t, f)| as_stored_format(&[t]) == Some(*f))
+            {
+                bytes += [(&s.gate, gate_up), (&s.up, gate_up), (&s.down, down)]
+                    .iter()
+                    .map(|(t, f)| t.shape[0] * f.row_bytes(t.row_len()))
+                    .sum::<usize>();
             }
         }
     }

@@ -143,8 +143,38 @@ __device__ __forceinline__ void request_row_bytes(unsigned char* dst, const unsi
     cp_async_commit();
 }
 
-// W_o's form in moe_decode_head: bf16 only (moe_decode_block), or also rows in a format F
-// (moe_decode_block_q: the experts' gate/up format, where the launch says W_o is stored so).
+// A lane's piece of a down row · act: its 16 columns (lane · 16 ..) of `row` (landed, the warp
+// synced) times a, the slot's activations at those columns (f32). The caller sums the lanes.
+template <typename F>
+__device__ __forceinline__ float down_lane_dot_q(const unsigned char* row, int lane, const float (&a)[16]) {
+    __half2 ah[8];
+    to_x16(a, ah);
+    float asum = 0.f;
+#pragma unroll
+    for (int i = 0; i < 16; i++) asum += a[i];
+    return format_dot<F, 2>(row, EXPERT_DIM, lane * 16, ah, asum);
+}
+
+// A gate or up row (landed, and the warp synced) · x.
+template <typename F>
+__device__ __forceinline__ float expert_row_dot_q(const unsigned char* row, const LaneX4& x) {
+    const int lane = threadIdx.x & 31;
+    float acc = 0.f;
+#pragma unroll
+    for (int j = 0; j < 2; j++) acc += format_dot<F, 4>(row, HIDDEN, j * 1024 + lane * 32, x.v[j], x.sum[j]);
+    return warp_sum(acc);
+}
+
+template <typename F>
+__device__ __forceinline__ const unsigned char* gate_row_q(const unsigned char* gate_up, int expert, int i) {
+    return gate_up + ((size_t)expert * 2 * EXPERT_DIM + i) * F::row_bytes(HIDDEN);
+}
+
+// What moe_decode_head reads in a row format besides bf16 (moe_decode_block_q; the bf16 kernel
+// passes none and instantiates with Bf16Only): W_o (w_o: its rows in the gate/up format GU, its
+// columns maybe in tiled value-head order, y_tile_r; 1: in order), and the shared expert
+// (shared: its rows appended to the routed experts' buffers gate_up and down as expert
+// SHARED_EXPERT, gate/up in GU, down in DN).
 struct Bf16Only {};
 template <typename F>
 struct HasRows {
@@ -154,17 +184,22 @@ template <>
 struct HasRows<Bf16Only> {
     static constexpr bool value = false;
 };
+struct HeadRows {
+    int w_o, y_tile_r, shared;
+    const unsigned char* gate_up;
+    const unsigned char* down;
+};
 
-// Phases 0 and 1 of moe_decode_block, which its 4- to 8-bit forms share (the router and the
-// shared expert are bf16 in all): h[c] += W_o[c] · y (hc keeps it), the router logits, and the
-// shared expert's (gate, up) pair into act[8]; `base` is the barrier count at the launch's start.
-// W_o is bf16 [2048, 4096], or with w_o_rows rows of WO::row_bytes(4096) bytes whose columns
-// may come in tiled value-head order (y_tile_r, `tiled_piece`; 1: in order).
-// shared_gate_up: bf16 [1024, 2048] (gate rows, then up rows); shared_down: bf16 [2048, 512].
-// Returns past the second barrier, with x = RMSNorm(h) staged in s.xs.
-template <typename WO>
-__device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* __restrict__ w_o, int w_o_rows,
-                                                int y_tile_r, const bf16* __restrict__ y, const bf16* __restrict__ router,
+// Phases 0 and 1 of moe_decode_block, which its 4- to 8-bit forms share (the router bf16 in
+// all): h[c] += W_o[c] · y (hc keeps it), the router logits, and the shared expert's (gate, up)
+// pair into act[8]; `base` is the barrier count at the launch's start. W_o is bf16 [2048, 4096]
+// and the shared expert bf16 (shared_gate_up [1024, 2048], gate rows then up rows; shared_down
+// [2048, 512]), or either in rows as `q` says. Returns past the second barrier, with x =
+// RMSNorm(h) staged in s.xs and, for shared rows, the shared expert's down row of column c in
+// s.shared_down.
+template <typename GU, typename DN>
+__device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* __restrict__ w_o, HeadRows q,
+                                                const bf16* __restrict__ y, const bf16* __restrict__ router,
                                                 const bf16* __restrict__ shared_gate_up,
                                                 const bf16* __restrict__ shared_down, float* __restrict__ h,
                                                 const float* __restrict__ w1p, float eps, float* __restrict__ logits,
@@ -181,9 +216,10 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
     // warp's ring), the router row (warp 0 of a block b < 257: row b, into act, which is staged
     // only in phase 3), the shared expert's down row of column c (phase 3). None depends on an
     // earlier kernel: requested before pdl_wait, they stream while the kernel before runs.
-    const bool rows = HasRows<WO>::value && w_o_rows != 0;
-    if constexpr (HasRows<WO>::value) {
-        constexpr int ROW = WO::row_bytes(MIXER_OUT);
+    const bool rows = HasRows<GU>::value && q.w_o != 0;
+    const bool shared_rows = HasRows<GU>::value && q.shared != 0;
+    if constexpr (HasRows<GU>::value) {
+        constexpr int ROW = GU::row_bytes(MIXER_OUT);
         static_assert(ROW <= 2 * HIDDEN * 2, "a W_o row fits the ring");
         if (rows && c < HIDDEN)
             request_row_bytes<ROW>(reinterpret_cast<unsigned char*>(ring),
@@ -200,13 +236,23 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
     bf16* router_row = reinterpret_cast<bf16*>(&s.act[0][0]);
     if (warp == 0 && blockIdx.x < ROUTER_ROWS) request_row(router_row, router + (size_t)blockIdx.x * HIDDEN);
     else cp_async_commit();
-    if (c < HIDDEN) {
-#pragma unroll
-        for (int j = 0; j < EXPERT_DIM / 256; j++)
-            cp_async16(&s.shared_down[warp][j * 256 + lane * 8], shared_down + (size_t)c * EXPERT_DIM + j * 256 + lane * 8,
-                       true);
+    if constexpr (HasRows<DN>::value) {
+        constexpr int ROW = DN::row_bytes(EXPERT_DIM);
+        static_assert(ROW <= EXPERT_DIM * 2, "a down row fits shared_down");
+        if (shared_rows && c < HIDDEN)
+            request_row_bytes<ROW>(reinterpret_cast<unsigned char*>(s.shared_down[warp]),
+                                   q.down + ((size_t)SHARED_EXPERT * HIDDEN + c) * ROW);
+        else if (shared_rows) cp_async_commit();
     }
-    cp_async_commit();
+    if (!shared_rows) {
+        if (c < HIDDEN) {
+#pragma unroll
+            for (int j = 0; j < EXPERT_DIM / 256; j++)
+                cp_async16(&s.shared_down[warp][j * 256 + lane * 8],
+                           shared_down + (size_t)c * EXPERT_DIM + j * 256 + lane * 8, true);
+        }
+        cp_async_commit();
+    }
     pdl_wait();
     // The barrier count at this launch's start: the last launch is done, so a multiple of G (a
     // block that starts late may already see some of this launch's arrivals: rounded down).
@@ -218,17 +264,17 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
     // for phase 3 (only this warp writes it).
     {
         uint4* ys = reinterpret_cast<uint4*>(s.xs);
-        const uint4 y0 = __ldcg(reinterpret_cast<const uint4*>(y) + tiled_piece(threadIdx.x, y_tile_r));
-        const uint4 y1 = __ldcg(reinterpret_cast<const uint4*>(y) + tiled_piece(threadIdx.x + 256, y_tile_r));
+        const uint4 y0 = __ldcg(reinterpret_cast<const uint4*>(y) + tiled_piece(threadIdx.x, q.y_tile_r));
+        const uint4 y1 = __ldcg(reinterpret_cast<const uint4*>(y) + tiled_piece(threadIdx.x + 256, q.y_tile_r));
         const float old = c < HIDDEN && lane == 0 ? __ldcg(h + c) : 0.f;
         ys[threadIdx.x] = y0;
         ys[threadIdx.x + 256] = y1;
         __syncthreads();
-        if constexpr (HasRows<WO>::value) {
+        if constexpr (HasRows<GU>::value) {
             if (rows && c < HIDDEN) {
                 cp_async_wait<2>();  // W_o's row (the router and shared down rows may still be in flight)
                 __syncwarp();        // (lanes read pieces other lanes copied)
-                hc = old + w_o_row_dot<WO>(reinterpret_cast<const unsigned char*>(ring), ys);
+                hc = old + w_o_row_dot<GU>(reinterpret_cast<const unsigned char*>(ring), ys);
                 if (lane == 0) h[c] = hc;
             }
         }
@@ -249,7 +295,16 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
     // The ring is free again: a warp whose first (gate, up) pair is the shared expert's (pair gw <
     // 512) requests it now; it needs no routing and is taken before the routing (phase 1).
     const bool shared_first = gw < PAIRS;
-    if (shared_first) {
+    if constexpr (HasRows<GU>::value) {
+        constexpr int ROW = GU::row_bytes(HIDDEN);
+        static_assert(2 * ROW <= 2 * HIDDEN * 2, "a (gate, up) pair fits the ring");
+        unsigned char* r = reinterpret_cast<unsigned char*>(ring);
+        if (shared_first && shared_rows) {
+            request_row_bytes<ROW>(r, gate_row_q<GU>(q.gate_up, SHARED_EXPERT, gw));
+            request_row_bytes<ROW>(r + ROW, gate_row_q<GU>(q.gate_up, SHARED_EXPERT, gw + EXPERT_DIM));
+        }
+    }
+    if (shared_first && !shared_rows) {
         request_row(ring, shared_gate_up + (size_t)gw * HIDDEN);
         request_row(ring1, shared_gate_up + (size_t)(gw + EXPERT_DIM) * HIDDEN);
     }
@@ -266,7 +321,19 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
     // The (gate, up) pairs are numbered shared expert first: pair p < 512 is the shared expert's
     // row pair p, pair 512 + q the routed one q = slot·512 + i; warp gw takes pairs gw, gw + W, ...
     // (rows k = 2m + (0 gate, 1 up) of pair gw + m·W); a shared pair is always a warp's first.
-    if (shared_first) {
+    if constexpr (HasRows<GU>::value) {
+        if (shared_first && shared_rows) {
+            // as moe_gate_up_gemv_q takes a routed pair (the same bits)
+            const unsigned char* r = reinterpret_cast<const unsigned char*>(ring);
+            LaneX4 x;
+            x.load(s.xs);
+            cp_async_wait<0>();
+            __syncwarp();  // (lanes read pieces other lanes copied)
+            const float g = expert_row_dot_q<GU>(r, x), u = expert_row_dot_q<GU>(r + GU::row_bytes(HIDDEN), x);
+            if (lane == 0) act[TOP_K * EXPERT_DIM + gw] = silu(g) * u;
+        }
+    }
+    if (shared_first && !shared_rows) {
         LaneX x;
         x.load(s.xs);
         cp_async_wait<0>();
@@ -294,7 +361,7 @@ extern "C" __global__ void __maxnreg__(96)
 
     float hc;
     unsigned long long base;
-    moe_decode_head<Bf16Only>(s, w_o, 0, 1, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
+    moe_decode_head<Bf16Only, Bf16Only>(s, w_o, HeadRows{0, 1, 0, nullptr, nullptr}, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
                     h, w1p, eps, logits, act, arrivals, hc, base);
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
@@ -386,47 +453,21 @@ extern "C" __global__ void __maxnreg__(96)
 // ---------------------------------------------------------------------------------------------
 // moe_decode_block_int4 and its GGUF forms: the routed experts in a 4- to 8-bit row format
 // (common.cuh's "4- to 8-bit expert rows": int4 for GPTQ/AWQ/compressed-tensors; Q4_K, Q5_K,
-// Q6_K, Q8_0 for GGUF files; gate/up rows of F::row_bytes(2048) bytes, down rows of F::row_bytes(512)),
-// the router and the shared expert bf16 as in moe_decode_block, W_o bf16 (the GPTQ-Int4
-// release's shape) or with w_o_rows in the gate/up rows' format (an all-linear int4 recipe; a
-// GGUF file's out_proj and o_proj, the GDN's columns maybe in tiled order: y_tile_r). Phases 0
-// and 1 are moe_decode_head's; phase 2 streams the routed gate/up rows (a warp's rows requested up to
-// GU::RING at once in its 8 KB ring); phase 3 reads the 8 routed down rows and the shared one
-// (bf16). Lane l owns columns j·1024 + 32l .. +32 of a gate/up row (j = 0, 1) and 16l .. +16 of
-// a down row; the lanes copy a row's 16-byte pieces round-robin, so every lane reads after a
-// __syncwarp.
+// Q6_K, Q8_0 for GGUF files; gate/up rows of F::row_bytes(2048) bytes, down rows of
+// F::row_bytes(512)), the router bf16. W_o and the shared expert are bf16 (the GPTQ-Int4
+// release's shape), or where the launch says so in the experts' formats: w_o_rows (an
+// all-linear int4 recipe's W_o; a GGUF file's out_proj and o_proj, the GDN's columns maybe in
+// tiled order: y_tile_r) and shared_rows (a GGUF file's shared expert, appended to the routed
+// ones' buffers). Phases 0 and 1 are moe_decode_head's; phase 2 streams the routed gate/up rows
+// (a warp's rows requested up to GU::RING at once in its 8 KB ring); phase 3 reads the 8 routed
+// down rows and the shared one. Lane l owns columns j·1024 + 32l .. +32 of a gate/up row (j = 0,
+// 1) and 16l .. +16 of a down row; the lanes copy a row's 16-byte pieces round-robin, so every
+// lane reads after a __syncwarp.
 
 // Rows of a format in flight per warp in phase 2 (8 KB ring).
 template <typename F>
 __host__ __device__ constexpr int gate_up_ring() {
     return 8192 / F::row_bytes(HIDDEN) < 6 ? 8192 / F::row_bytes(HIDDEN) : 6;
-}
-
-// A lane's piece of a down row · act: its 16 columns (lane · 16 ..) of `row` (landed, the warp
-// synced) times a, the slot's activations at those columns (f32). The caller sums the lanes.
-template <typename F>
-__device__ __forceinline__ float down_lane_dot_q(const unsigned char* row, int lane, const float (&a)[16]) {
-    __half2 ah[8];
-    to_x16(a, ah);
-    float asum = 0.f;
-#pragma unroll
-    for (int i = 0; i < 16; i++) asum += a[i];
-    return format_dot<F, 2>(row, EXPERT_DIM, lane * 16, ah, asum);
-}
-
-// A gate or up row (landed, and the warp synced) · x.
-template <typename F>
-__device__ __forceinline__ float expert_row_dot_q(const unsigned char* row, const LaneX4& x) {
-    const int lane = threadIdx.x & 31;
-    float acc = 0.f;
-#pragma unroll
-    for (int j = 0; j < 2; j++) acc += format_dot<F, 4>(row, HIDDEN, j * 1024 + lane * 32, x.v[j], x.sum[j]);
-    return warp_sum(acc);
-}
-
-template <typename F>
-__device__ __forceinline__ const unsigned char* gate_row_q(const unsigned char* gate_up, int expert, int i) {
-    return gate_up + ((size_t)expert * 2 * EXPERT_DIM + i) * F::row_bytes(HIDDEN);
 }
 
 // The 8 routed down rows of column c (ids: the slots' experts) into `rows` (8 rows of
@@ -454,7 +495,7 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
                                                    const float* __restrict__ w1p, float eps,
                                                    float* __restrict__ logits, float* __restrict__ act,
                                                    unsigned long long* __restrict__ arrivals, int w_o_rows,
-                                                   int y_tile_r) {
+                                                   int y_tile_r, int shared_rows) {
     constexpr int GU_ROW = GU::row_bytes(HIDDEN), DOWN_ROW = DN::row_bytes(EXPERT_DIM), RING = gate_up_ring<GU>();
     static_assert(TOP_K * DOWN_ROW <= 2 * HIDDEN * 2, "the down rows fit the ring");
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -466,7 +507,8 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
 
     float hc;
     unsigned long long base;
-    moe_decode_head<GU>(s, w_o, w_o_rows, y_tile_r, y, router, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, hc, base);
+    moe_decode_head<GU, DN>(s, w_o, HeadRows{w_o_rows, y_tile_r, shared_rows, gate_up, down}, y, router, shared_gate_up,
+                            shared_down, h, w1p, eps, logits, act, arrivals, hc, base);
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
 
@@ -535,6 +577,8 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
             float part;
             if (slot < TOP_K) {
                 part = down_lane_dot_q<DN>(ring + slot * DOWN_ROW, lane, a);
+            } else if (shared_rows) {
+                part = down_lane_dot_q<DN>(reinterpret_cast<const unsigned char*>(s.shared_down[warp]), lane, a);
             } else {
                 const bf16* w = s.shared_down[warp] + lane * 16;
                 part = dot8(*reinterpret_cast<const uint4*>(w), a) + dot8(*reinterpret_cast<const uint4*>(w + 8), a + 8);
@@ -555,64 +599,64 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_int4(
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
-    moe_decode_block_q<Int4Format, Int4Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Int4Format, Int4Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q4k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
-    moe_decode_block_q<Q4KFormat, Q4KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q4KFormat, Q4KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q5k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
-    moe_decode_block_q<Q4KFormat, Q5KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q4KFormat, Q5KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q6k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
-    moe_decode_block_q<Q4KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q4KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q5k_q5k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
-    moe_decode_block_q<Q5KFormat, Q5KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q5KFormat, Q5KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q5k_q6k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
-    moe_decode_block_q<Q5KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q5KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q6k_q6k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
-    moe_decode_block_q<Q6KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q6KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q8_0_q8_0(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
         const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r) {
-    moe_decode_block_q<Q8Format, Q8Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r);
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q8Format, Q8Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -622,13 +666,15 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q8_0_q8_0(
 // dots as its phases 2 and 3. An instance per format (_int4, _q4k, _q5k, _q6k, _q8_0).
 //
 // moe_gate_up_gemv_*: act[t, slot, i] = silu(gate_e[i]·x_t) * (up_e[i]·x_t), e = ids[t, slot]
-// (slot 8: the shared expert, bf16 shared_gate_up [1024, 2048]). Grid (512/8, 9, T), 256
+// (slot 8: the shared expert, bf16 shared_gate_up [1024, 2048], or with shared_rows expert
+// SHARED_EXPERT of gate_up, as the fused kernel's head takes it). Grid (512/8, 9, T), 256
 // threads, a warp per intermediate row i: its two rows through its own ring. x bf16 [T, 2048].
 // Dynamic shared memory: 8 warps × 8 KB + x f32 [2048] = 73,728 bytes.
 template <typename F>
 __device__ __forceinline__ void moe_gate_up_gemv_q(const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up,
                                                    const bf16* __restrict__ shared_gate_up,
-                                                   const int* __restrict__ ids, float* __restrict__ act) {
+                                                   const int* __restrict__ ids, float* __restrict__ act,
+                                                   int shared_rows) {
     constexpr int GU_ROW = F::row_bytes(HIDDEN);
     extern __shared__ __align__(16) unsigned char smem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -638,8 +684,8 @@ __device__ __forceinline__ void moe_gate_up_gemv_q(const bf16* __restrict__ x, c
     pdl_wait();
     pdl_trigger();
     float g, u;
-    if (slot < TOP_K) {
-        const int e = __ldcg(ids + t * SLOTS + slot);
+    if (slot < TOP_K || shared_rows) {
+        const int e = slot < TOP_K ? __ldcg(ids + t * SLOTS + slot) : SHARED_EXPERT;
         request_row_bytes<GU_ROW>(ring, gate_row_q<F>(gate_up, e, i));
         request_row_bytes<GU_ROW>(ring + GU_ROW, gate_row_q<F>(gate_up, e, EXPERT_DIM + i));
         stage_bf16<HIDDEN>(x + (size_t)t * HIDDEN, xs);
@@ -664,14 +710,16 @@ __device__ __forceinline__ void moe_gate_up_gemv_q(const bf16* __restrict__ x, c
 }
 
 // moe_down_gemv_*: out[t, c] += Σ_slot weights[t, slot] · (down_e[c] · act[t, slot]), the 8
-// routed rows in the format, the shared expert's bf16 (shared_down [2048, 512]); phase 3's sums
-// in its order. Grid (2048/8, 1, T), 256 threads, a warp per output column c.
+// routed rows in the format, the shared expert's bf16 (shared_down [2048, 512]) or with
+// shared_rows its row in `down` (expert SHARED_EXPERT); phase 3's sums in its order. Grid
+// (2048/8, 1, T), 256 threads, a warp per output column c.
 template <typename F>
 __device__ __forceinline__ void moe_down_gemv_q(const float* __restrict__ act, const unsigned char* __restrict__ down,
                                                 const bf16* __restrict__ shared_down, const int* __restrict__ ids,
-                                                const float* __restrict__ weights, float* __restrict__ out) {
+                                                const float* __restrict__ weights, float* __restrict__ out,
+                                                int shared_rows) {
     constexpr int DOWN_ROW = F::row_bytes(EXPERT_DIM);
-    __shared__ __align__(16) unsigned char rows[MOE_WARPS][TOP_K * DOWN_ROW];
+    __shared__ __align__(16) unsigned char rows[MOE_WARPS][(TOP_K + 1) * DOWN_ROW];
     __shared__ int slot_ids[MOE_WARPS][TOP_K];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int c = blockIdx.x * MOE_WARPS + warp, t = blockIdx.z;
@@ -680,8 +728,11 @@ __device__ __forceinline__ void moe_down_gemv_q(const float* __restrict__ act, c
     if (lane < TOP_K) slot_ids[warp][lane] = __ldcg(ids + t * SLOTS + lane);
     __syncwarp();
     request_down_rows<F>(rows[warp], down, slot_ids[warp], c);
+    unsigned char* shared_row = rows[warp] + TOP_K * DOWN_ROW;
+    if (shared_rows) request_row_bytes<DOWN_ROW>(shared_row, down + ((size_t)SHARED_EXPERT * HIDDEN + c) * DOWN_ROW);
     const bf16* sd = shared_down + (size_t)c * EXPERT_DIM + lane * 16;
-    const uint4 sw0 = *reinterpret_cast<const uint4*>(sd), sw1 = *reinterpret_cast<const uint4*>(sd + 8);
+    uint4 sw0 = make_uint4(0, 0, 0, 0), sw1 = sw0;
+    if (!shared_rows) sw0 = *reinterpret_cast<const uint4*>(sd), sw1 = *reinterpret_cast<const uint4*>(sd + 8);
     cp_async_wait<0>();
     __syncwarp();
     float acc = 0.f;
@@ -697,6 +748,8 @@ __device__ __forceinline__ void moe_down_gemv_q(const float* __restrict__ act, c
         float part;
         if (slot < TOP_K) {
             part = down_lane_dot_q<F>(rows[warp] + slot * DOWN_ROW, lane, a);
+        } else if (shared_rows) {
+            part = down_lane_dot_q<F>(shared_row, lane, a);
         } else {
             part = dot8(sw0, a) + dot8(sw1, a + 8);
         }
@@ -708,53 +761,53 @@ __device__ __forceinline__ void moe_down_gemv_q(const float* __restrict__ act, c
 
 extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_int4(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, float* __restrict__ act) {
-    moe_gate_up_gemv_q<Int4Format>(x, gate_up, shared_gate_up, ids, act);
+        const int* __restrict__ ids, float* __restrict__ act, int shared_rows) {
+    moe_gate_up_gemv_q<Int4Format>(x, gate_up, shared_gate_up, ids, act, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_int4(
         const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
-        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out) {
-    moe_down_gemv_q<Int4Format>(act, down, shared_down, ids, weights, out);
+        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out, int shared_rows) {
+    moe_down_gemv_q<Int4Format>(act, down, shared_down, ids, weights, out, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q4k(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, float* __restrict__ act) {
-    moe_gate_up_gemv_q<Q4KFormat>(x, gate_up, shared_gate_up, ids, act);
+        const int* __restrict__ ids, float* __restrict__ act, int shared_rows) {
+    moe_gate_up_gemv_q<Q4KFormat>(x, gate_up, shared_gate_up, ids, act, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q4k(
         const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
-        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out) {
-    moe_down_gemv_q<Q4KFormat>(act, down, shared_down, ids, weights, out);
+        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out, int shared_rows) {
+    moe_down_gemv_q<Q4KFormat>(act, down, shared_down, ids, weights, out, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q5k(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, float* __restrict__ act) {
-    moe_gate_up_gemv_q<Q5KFormat>(x, gate_up, shared_gate_up, ids, act);
+        const int* __restrict__ ids, float* __restrict__ act, int shared_rows) {
+    moe_gate_up_gemv_q<Q5KFormat>(x, gate_up, shared_gate_up, ids, act, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q5k(
         const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
-        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out) {
-    moe_down_gemv_q<Q5KFormat>(act, down, shared_down, ids, weights, out);
+        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out, int shared_rows) {
+    moe_down_gemv_q<Q5KFormat>(act, down, shared_down, ids, weights, out, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q6k(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, float* __restrict__ act) {
-    moe_gate_up_gemv_q<Q6KFormat>(x, gate_up, shared_gate_up, ids, act);
+        const int* __restrict__ ids, float* __restrict__ act, int shared_rows) {
+    moe_gate_up_gemv_q<Q6KFormat>(x, gate_up, shared_gate_up, ids, act, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q6k(
         const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
-        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out) {
-    moe_down_gemv_q<Q6KFormat>(act, down, shared_down, ids, weights, out);
+        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out, int shared_rows) {
+    moe_down_gemv_q<Q6KFormat>(act, down, shared_down, ids, weights, out, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q8_0(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, float* __restrict__ act) {
-    moe_gate_up_gemv_q<Q8Format>(x, gate_up, shared_gate_up, ids, act);
+        const int* __restrict__ ids, float* __restrict__ act, int shared_rows) {
+    moe_gate_up_gemv_q<Q8Format>(x, gate_up, shared_gate_up, ids, act, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q8_0(
         const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
-        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out) {
-    moe_down_gemv_q<Q8Format>(act, down, shared_down, ids, weights, out);
+        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out, int shared_rows) {
+    moe_down_gemv_q<Q8Format>(act, down, shared_down, ids, weights, out, shared_rows);
 }
 
 // ---------------------------------------------------------------------------------------------

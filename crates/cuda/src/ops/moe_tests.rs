@@ -484,10 +484,10 @@ fn moe_decode_fp8_matches_cpu() {
     }
 }
 
-/// `fixture()`'s layer with its routed experts rounded by `q` (expert index, its matrix), the
-/// router and the shared expert bf16 as they were, uploaded through `MoeGpu::upload` as a
-/// checkpoint's.
-fn fixture_packed(q: impl Fn(usize, &Tensor) -> Tensor + Sync) -> Fixture {
+/// `fixture()`'s layer with its routed experts rounded by `q` (expert index, its matrix), and
+/// with `shared` the shared expert too (as expert `EXPERTS`), the router bf16 as it was,
+/// uploaded through `MoeGpu::upload` as a checkpoint's.
+fn fixture_packed(shared: bool, q: impl Fn(usize, &Tensor) -> Tensor + Sync) -> Fixture {
     let bf = fixture();
     let qe =
         |(i, e): (usize, &ExpertWeights)| ExpertWeights { gate: q(i, &e.gate), up: q(i, &e.up), down: q(i, &e.down) };
@@ -503,10 +503,14 @@ fn fixture_packed(q: impl Fn(usize, &Tensor) -> Tensor + Sync) -> Fixture {
     let cpu = MoeWeights {
         router: bf.cpu.router.clone(),
         experts: experts.into_iter().map(|e| e.unwrap()).collect(),
-        shared_expert: ExpertWeights {
-            gate: bf.cpu.shared_expert.gate.clone(),
-            up: bf.cpu.shared_expert.up.clone(),
-            down: bf.cpu.shared_expert.down.clone(),
+        shared_expert: if shared {
+            qe((EXPERTS, &bf.cpu.shared_expert))
+        } else {
+            ExpertWeights {
+                gate: bf.cpu.shared_expert.gate.clone(),
+                up: bf.cpu.shared_expert.up.clone(),
+                down: bf.cpu.shared_expert.down.clone(),
+            }
         },
         shared_expert_gate: bf.cpu.shared_expert_gate.clone(),
     };
@@ -524,7 +528,7 @@ fn fixture_int4() -> &'static Fixture {
     F.get_or_init(|| {
         use crate::int4::{quantize_symmetric, GROUP};
         use solo_model::int4::GroupQuant;
-        let f = fixture_packed(|e, t| {
+        let f = fixture_packed(false, |e, t| {
             let (rows, cols) = (t.shape[0], t.shape[1]);
             let (packed, scales, _) = quantize_symmetric(&t.to_f32(), rows, cols);
             let zeros = e
@@ -537,16 +541,17 @@ fn fixture_int4() -> &'static Fixture {
     })
 }
 
-/// `fixture()`'s layer as a GGUF file would hold it: gate and up in `gate_up`, down in `down`
-/// (ggml blocks, read as stored on the GPU, dequantised by ggml's rules on the CPU).
+/// `fixture()`'s layer as a GGUF file would hold it: gate and up in `gate_up`, down in `down`,
+/// the shared expert's too (ggml blocks, read as stored on the GPU, dequantised by ggml's rules
+/// on the CPU).
 fn fixture_kquant(gate_up: KQuant, down: KQuant) -> Fixture {
-    let f = fixture_packed(|_, t| {
+    let f = fixture_packed(true, |_, t| {
         let k = if t.shape[1] == HIDDEN { gate_up } else { down };
         let blocks = k.ggml().quantize(&t.to_f32()).unwrap();
         Tensor::from_bytes(solo_model::DType::Ggml(k.ggml()), t.shape.clone(), &blocks)
     });
     let p = f.gpu.packed.expect("Q4_K/Q6_K experts go up as stored");
-    assert_eq!((p.gate_up, p.down), (RowFormat::K(gate_up), RowFormat::K(down)));
+    assert_eq!((p.gate_up, p.down, p.shared.rows), (RowFormat::K(gate_up), RowFormat::K(down), true));
     f
 }
 
@@ -586,9 +591,9 @@ fn moe_block_and_decode_kquant_match_cpu() {
     }
 }
 
-/// The 4- to 8-bit forms of the decode step's MoE kernel (router and shared expert bf16) against
-/// the CPU over the dequantised experts, over three launches: W_o bf16, and W_o in the experts'
-/// gate/up format as stored (for the k-quants of 256-column blocks also with its columns in
+/// The 4- to 8-bit forms of the decode step's MoE kernel (the router bf16; the shared expert
+/// bf16 for int4, as stored for the k-quants) against the CPU over the dequantised experts, over
+/// three launches: W_o bf16, and W_o in the experts' gate/up format as stored (for the k-quants of 256-column blocks also with its columns in
 /// tiled value-head order, as a GGUF out_proj's), where the fused kernel and the four kernels
 /// must agree bit for bit and prefill's dequantised copy must be the CPU's W_o.
 fn check_packed_decode(f: &Fixture, name: &str) {
