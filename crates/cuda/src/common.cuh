@@ -693,6 +693,18 @@ __device__ __forceinline__ float format_dot(const unsigned char* row, int K, int
     }
 }
 
+// A kernel's template argument for "bf16 rows, no row format" where it takes a row format F or
+// bf16 (HasRows<F>::value tells which, for `if constexpr`).
+struct Bf16Only {};
+template <typename F>
+struct HasRows {
+    static constexpr bool value = true;
+};
+template <>
+struct HasRows<Bf16Only> {
+    static constexpr bool value = false;
+};
+
 // Width of the mixers' outputs, the input of W_o (out_proj / o_proj): GDN 32 heads × 128,
 // attention 16 heads × 256.
 #define MIXER_OUT 4096

@@ -313,21 +313,26 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
             })
         }
         LayerKind::FullAttention => {
-            // Q4_K_M: q, k and v Q4_K as one matrix, or bf16 where v is Q6_K (use_more_bits:
-            // every other attention layer here)
+            // Q4_K_M: q, k and v Q4_K as one matrix, or q and k Q4_K with v Q6_K apart
+            // (use_more_bits: every other attention layer here)
             m.attention_layers += 1;
-            let qkv_proj = if m.gguf_q4km && m.attention_layers.is_multiple_of(2) {
-                m.kquant_matrix(KQuant::Q4K, 16 * 512 + 2 * 512, h)?
+            let (qkv_proj, v_proj) = if m.gguf_q4km && m.attention_layers.is_multiple_of(2) {
+                let qkv = m.kquant_matrix(KQuant::Q4K, 16 * 512 + 2 * 512, h)?;
+                (qkv, qkv.rows(16 * 512 + 512, 512))
+            } else if m.gguf_q4km {
+                (m.kquant_matrix(KQuant::Q4K, 16 * 512 + 512, h)?, m.kquant_matrix(KQuant::Q6K, 512, h)?)
             } else if m.int4_all {
-                m.int4_matrix(16 * 512 + 2 * 512, h)?
+                let qkv = m.int4_matrix(16 * 512 + 2 * 512, h)?;
+                (qkv, qkv.rows(16 * 512 + 512, 512))
             } else {
-                m.quantised(16 * 512 + 2 * 512, h)?
+                let qkv = m.quantised(16 * 512 + 2 * 512, h)?;
+                (qkv, qkv.rows(16 * 512 + 512, 512))
             };
             MixerGpu::FullAttention(AttentionGpu {
                 qkv_proj,
                 q_proj: qkv_proj.rows(0, 16 * 512),
                 k_proj: qkv_proj.rows(16 * 512, 512),
-                v_proj: qkv_proj.rows(16 * 512 + 512, 512),
+                v_proj,
                 o_proj: m.output_projection(false)?,
                 q_norm: m.vector(256, 1.0, 0.1)?,
                 k_norm: m.vector(256, 1.0, 0.1)?,

@@ -116,7 +116,10 @@ pub struct GdnGpu {
 
 #[derive(Clone)]
 pub struct AttentionGpu {
-    /// [9216, 2048]: q_proj, k_proj, v_proj stacked (one decode GEMV); the next three are views
+    /// [9216, 2048]: q_proj, k_proj, v_proj stacked (one decode GEMV); the next three are views.
+    /// Or, with v apart (`v_apart`: a GGUF file's Q6_K v beside Q4_K or Q5_K q and k, kept as
+    /// stored), [8704, 2048]: q_proj and k_proj, v_proj a matrix of its own that the decode GEMV
+    /// reads as its tail.
     pub qkv_proj: Matrix,
     /// [16·512, 2048]: per head 256 query rows then 256 gate rows
     pub q_proj: Matrix,
@@ -633,9 +636,15 @@ impl AttentionGpu {
     /// `experts`: as `GdnGpu::upload`'s.
     pub fn upload(up: &mut Uploader, a: &AttentionWeights, experts: Option<RowFormat>) -> Result<Self> {
         let parts = [&a.q_proj, &a.k_proj, &a.v_proj];
-        let (qkv_proj, v) = match up.stacked_as_stored(&parts)? {
-            Some(stacked) => stacked,
-            None => up.stacked(&parts)?,
+        let (qkv_proj, v) = if v_apart_formats(a).is_some() {
+            let (qk, views) = up.stacked_as_stored(&parts[..2])?.expect("q and k share a format");
+            let (v, _) = up.stacked_as_stored(&parts[2..])?.expect("v has a format");
+            (qk, vec![views[0], views[1], v])
+        } else {
+            match up.stacked_as_stored(&parts)? {
+                Some(stacked) => stacked,
+                None => up.stacked(&parts)?,
+            }
         };
         Ok(AttentionGpu {
             qkv_proj,
@@ -646,6 +655,13 @@ impl AttentionGpu {
             q_norm: up.vector(&a.q_norm, true)?,
             k_norm: up.vector(&a.k_norm, true)?,
         })
+    }
+}
+
+impl AttentionGpu {
+    /// Whether v_proj is a matrix of its own after the q|k stack (see `qkv_proj`).
+    pub fn v_apart(&self) -> bool {
+        self.qkv_proj.rows == self.q_proj.rows + self.k_proj.rows
     }
 }
 
@@ -745,7 +761,10 @@ pub fn repacked_bytes(w: &ModelWeights) -> usize {
                 &g.out_proj
             }
             Mixer::FullAttention(a) => {
-                stacked(&mut bytes, &[&a.q_proj, &a.k_proj, &a.v_proj]);
+                match v_apart_formats(a) {
+                    Some((qk, v)) => as_stored(&mut bytes, &[(&a.q_proj, qk), (&a.k_proj, qk), (&a.v_proj, v)]),
+                    None => stacked(&mut bytes, &[&a.q_proj, &a.k_proj, &a.v_proj]),
+                }
                 &a.o_proj
             }
         };
@@ -797,6 +816,17 @@ fn as_stored_format(parts: &[&Tensor]) -> Option<RowFormat> {
         })
         .collect();
     KQuant::common(&types?).filter(|_| cols.is_multiple_of(256)).map(RowFormat::K)
+}
+
+/// The formats of an attention layer's q|k stack and of its v kept apart as stored, where the
+/// three share no format but the decode GEMV reads v as a tail after q and k (`gemv_q::tail_format`:
+/// Q6_K after Q4_K or Q5_K).
+fn v_apart_formats(a: &AttentionWeights) -> Option<(RowFormat, RowFormat)> {
+    if as_stored_format(&[&a.q_proj, &a.k_proj, &a.v_proj]).is_some() {
+        return None;
+    }
+    let (qk, v) = (as_stored_format(&[&a.q_proj, &a.k_proj])?, as_stored_format(&[&a.v_proj])?);
+    crate::ops::gemv_q::tail_format(qk, v).map(|_| (qk, v))
 }
 
 /// GPU bytes of `w` all in bf16 (every matrix 2 bytes an element, vectors 4; embed_tokens and
@@ -960,6 +990,7 @@ impl LayerGpu {
     fn quantized_matrices(&self) -> Vec<Matrix> {
         let mut out = match &self.mixer {
             MixerGpu::GatedDeltaNet(g) => vec![g.in_proj, g.out_proj],
+            MixerGpu::FullAttention(a) if a.v_apart() => vec![a.qkv_proj, a.v_proj, a.o_proj],
             MixerGpu::FullAttention(a) => vec![a.qkv_proj, a.o_proj],
         };
         out.retain(|m| !m.is_bf16());
@@ -1000,6 +1031,13 @@ impl LayerGpu {
             }
             MixerGpu::FullAttention(a) => {
                 let (q, k) = (a.q_proj.rows, a.k_proj.rows);
+                if a.v_apart() {
+                    // q|k then v, dequantised into adjacent rows: one stacked bf16 matrix
+                    let qk = deq(&a.qkv_proj)?;
+                    let v = deq(&a.v_proj)?;
+                    debug_assert_eq!(v.ptr, qk.ptr + (qk.rows * qk.cols * 2) as DevPtr);
+                    a.qkv_proj = Matrix::bf16(qk.ptr, q + k + v.rows, qk.cols);
+                }
                 a.qkv_proj = deq(&a.qkv_proj)?;
                 a.q_proj = a.qkv_proj.rows(0, q);
                 a.k_proj = a.qkv_proj.rows(q, k);

@@ -125,14 +125,21 @@ fn gguf_q4k_q6k_experts_repack_to_the_cpu_references_values() {
                 checked += 1;
             }
         }
-        // no layer's experts are taken; the stacks a kernel reads as stored count at their rows
+        // no layer's experts are taken; the stacks a kernel reads as stored count at their rows (a
+        // Q6_K v beside Q4_K q and k apart)
         let mut stacks: Vec<Vec<&Tensor>> = vec![vec![&w.embed_tokens], vec![&w.lm_head]];
+        let mut apart = 0;
         for layer in &w.layers {
-            stacks.push(match &layer.mixer {
-                Mixer::GatedDeltaNet(g) => vec![&g.in_proj_qkv, &g.in_proj_z],
-                Mixer::FullAttention(a) => vec![&a.q_proj, &a.k_proj, &a.v_proj],
-            });
+            match &layer.mixer {
+                Mixer::GatedDeltaNet(g) => stacks.push(vec![&g.in_proj_qkv, &g.in_proj_z]),
+                Mixer::FullAttention(a) if v_apart_formats(a).is_some() => {
+                    apart += 1;
+                    stacks.extend([vec![&a.q_proj, &a.k_proj], vec![&a.v_proj]]);
+                }
+                Mixer::FullAttention(a) => stacks.push(vec![&a.q_proj, &a.k_proj, &a.v_proj]),
+            }
         }
+        eprintln!("{file}: {apart} attention layers with v apart");
         let mut saved = 0;
         for parts in &stacks {
             if let Some(k) = as_stored_format(parts) {
@@ -251,4 +258,30 @@ fn stacks_go_up_as_stored_only_in_a_format_the_kernels_read() {
     assert_eq!(as_stored_format(&[&q5, &q4]), Some(RowFormat::K(KQuant::Q5K)));
     assert_eq!(as_stored_format(&[&q4, &q6]), None, "Q4_K beside Q6_K");
     assert_eq!(as_stored_format(&[&q4, &a]), None, "Q4_K beside int4");
+}
+
+/// An attention layer's q/k/v go up as one stack when they share a format; q|k in Q4_K or Q5_K
+/// beside a Q6_K v (llama.cpp's Q4_K_M and Q5_K_M in half the layers) go up as the stack and v
+/// apart, as stored, and `repacked_bytes` counts them at their rows; any other mix is bf16.
+#[test]
+fn q_and_k_beside_a_q6k_v_go_up_with_v_apart() {
+    let matrix = |k: KQuant, rows: usize, seed: usize| {
+        let v: Vec<f32> = (0..rows * 256).map(|i| (((i + seed) * 7919) % 1000) as f32 / 1000.0 - 0.5).collect();
+        Tensor::from_bytes(DType::Ggml(k.ggml()), vec![rows, 256], &k.ggml().quantize(&v).unwrap())
+    };
+    let layer = |q: KQuant, v: KQuant| AttentionWeights {
+        q_proj: matrix(q, 8, 1),
+        k_proj: matrix(q, 4, 2),
+        v_proj: matrix(v, 4, 3),
+        o_proj: matrix(q, 256, 4),
+        q_norm: Tensor::from_f32_as_bf16(vec![4], &[0.0; 4]),
+        k_norm: Tensor::from_f32_as_bf16(vec![4], &[0.0; 4]),
+    };
+    use KQuant::{Q4K, Q5K, Q6K, Q8_0};
+    let (k, q6) = (RowFormat::K, RowFormat::K(Q6K));
+    assert_eq!(v_apart_formats(&layer(Q4K, Q6K)), Some((k(Q4K), q6)));
+    assert_eq!(v_apart_formats(&layer(Q5K, Q6K)), Some((k(Q5K), q6)));
+    assert_eq!(v_apart_formats(&layer(Q4K, Q5K)), None, "a Q4_K row is a Q5_K row: one stack");
+    assert_eq!(v_apart_formats(&layer(Q4K, Q4K)), None);
+    assert_eq!(v_apart_formats(&layer(Q8_0, Q6K)), None, "no kernel reads Q6_K after Q8_0");
 }

@@ -9,6 +9,7 @@
 //! kernels; no launch shape depends on it, so a decode step can be captured in a CUDA graph.
 
 use crate::kernels::{kernel_file, Launch};
+use crate::ops::gemv_q;
 use crate::ops::linear::{gemv_norm_mma, linear, project};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
@@ -211,7 +212,7 @@ pub fn attention_decode(
     let f32_at = |i: usize| proj + (i * 4) as DevPtr;
     let (qg, k, v) = (proj, f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
     let (q, gated) = (scratch.ptr(1), scratch.ptr(2));
-    gemv_norm_mma(gpu, h, norm, eps, &w.qkv_proj, 1, proj, w.qkv_proj.rows)?;
+    qkv_projection(gpu, w, h, norm, eps, 1, proj)?;
     qk_norm_rope(gpu, w, qg, k, v, 1, pos, rope, cache, q)?;
     attend(gpu, q, qg, 1, pos, cache, scratch, gated)?;
     Ok(gated)
@@ -232,10 +233,25 @@ fn qkv_tokens(
     t: usize,
     scratch: &Scratch,
 ) -> Result<DevPtr> {
-    ensure!(w.qkv_proj.rows == PROJ, "attention: stacked q/k/v of {} rows, not {PROJ}", w.qkv_proj.rows);
     let proj = scratch.ptr(0);
-    gemv_norm_mma(gpu, h, norm, eps, &w.qkv_proj, t, proj, PROJ)?;
+    qkv_projection(gpu, w, h, norm, eps, t, proj)?;
     Ok(proj)
+}
+
+/// y (f32 [t, PROJ]) = the stacked q/k/v projection of t ≤ 8 tokens' RMSNorm(h): one
+/// `gemv_norm_mma` over `qkv_proj`, or with v apart (`AttentionGpu::v_apart`: a GGUF file's Q6_K v)
+/// `gemv_norm_q` a token at a time with v as its tail.
+fn qkv_projection(gpu: &Gpu, w: &AttentionGpu, h: DevPtr, norm: &Vector, eps: f32, t: usize, y: DevPtr) -> Result<()> {
+    let rows = w.qkv_proj.rows + if w.v_apart() { w.v_proj.rows } else { 0 };
+    ensure!(rows == PROJ, "attention: stacked q/k/v of {rows} rows, not {PROJ}");
+    if w.v_apart() {
+        for i in 0..t {
+            let (h, y) = (h + (i * 2048 * 4) as DevPtr, y + (i * PROJ * 4) as DevPtr);
+            gemv_q::gemv_norm_q(gpu, h, norm, eps, &w.qkv_proj, Some(&w.v_proj), y, None)?;
+        }
+        return Ok(());
+    }
+    gemv_norm_mma(gpu, h, norm, eps, &w.qkv_proj, t, y, PROJ)
 }
 
 /// `attention_decode` for t ≤ 8 consecutive tokens of one sequence (h f32 `[t, 2048]`; the

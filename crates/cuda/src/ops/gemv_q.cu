@@ -79,8 +79,21 @@ __device__ __forceinline__ float tail_row_dot(const bf16* __restrict__ row, cons
     return warp_sum(acc);
 }
 
-template <typename F>
-__device__ __forceinline__ void gemv_norm_q(const unsigned char* __restrict__ w, int rows, const bf16* __restrict__ tail,
+// A tail row in format T (landed in global memory) · x, as gemv_norm_q dots its own rows.
+template <typename T>
+__device__ __forceinline__ float tail_row_dot_q(const unsigned char* __restrict__ row, const LaneX4& x) {
+    const int lane = threadIdx.x & 31;
+    float acc = 0.f;
+#pragma unroll
+    for (int j = 0; j < 2; j++) acc += format_dot<T, 4>(row, HIDDEN, j * 1024 + lane * 32, x.v[j], x.sum[j]);
+    return warp_sum(acc);
+}
+
+// TAIL: the tail rows' form, bf16 (Bf16Only: the GDN's b | a) or a row format (an attention
+// layer's v rows in Q6_K beside q and k in Q4_K or Q5_K, as llama.cpp's Q4_K_M and Q5_K_M give
+// half the layers).
+template <typename F, typename TAIL = Bf16Only>
+__device__ __forceinline__ void gemv_norm_q(const unsigned char* __restrict__ w, int rows, const void* __restrict__ tail,
                                             int tail_rows, const float* __restrict__ h, const float* __restrict__ w1p,
                                             float eps, float* __restrict__ y, float* __restrict__ conv_state,
                                             const float* __restrict__ taps, float* __restrict__ mixed) {
@@ -124,8 +137,12 @@ __device__ __forceinline__ void gemv_norm_q(const unsigned char* __restrict__ w,
             const int r = r0 + i;
             float v;
             if (r < rows) v = warp_sum(acc[i]);
-            else if (r < total) v = tail_row_dot(tail + (size_t)(r - rows) * HIDDEN, xs);
-            else v = 0.f;
+            else if (r < total) {
+                if constexpr (HasRows<TAIL>::value)
+                    v = tail_row_dot_q<TAIL>(
+                        reinterpret_cast<const unsigned char*>(tail) + (size_t)(r - rows) * TAIL::row_bytes(HIDDEN), x);
+                else v = tail_row_dot(reinterpret_cast<const bf16*>(tail) + (size_t)(r - rows) * HIDDEN, xs);
+            } else v = 0.f;
             if (lane == i) mine_v = v;
         }
         if (lane < QG_ROWS && mine < total) {
@@ -171,6 +188,20 @@ extern "C" __global__ void __launch_bounds__(256) gemv_norm_q_q8_0(
         const float* __restrict__ h, const float* __restrict__ w1p, float eps, float* __restrict__ y,
         float* __restrict__ conv_state, const float* __restrict__ taps, float* __restrict__ mixed) {
     gemv_norm_q<Q8Format>(w, rows, tail, tail_rows, h, w1p, eps, y, conv_state, taps, mixed);
+}
+
+// q and k in Q4_K or Q5_K with v's rows in Q6_K as the tail (conv_state null)
+extern "C" __global__ void __launch_bounds__(256) gemv_norm_q_q4k_tail_q6k(
+        const unsigned char* __restrict__ w, int rows, const unsigned char* __restrict__ tail, int tail_rows,
+        const float* __restrict__ h, const float* __restrict__ w1p, float eps, float* __restrict__ y,
+        float* __restrict__ conv_state, const float* __restrict__ taps, float* __restrict__ mixed) {
+    gemv_norm_q<Q4KFormat, Q6KFormat>(w, rows, tail, tail_rows, h, w1p, eps, y, conv_state, taps, mixed);
+}
+extern "C" __global__ void __launch_bounds__(256) gemv_norm_q_q5k_tail_q6k(
+        const unsigned char* __restrict__ w, int rows, const unsigned char* __restrict__ tail, int tail_rows,
+        const float* __restrict__ h, const float* __restrict__ w1p, float eps, float* __restrict__ y,
+        float* __restrict__ conv_state, const float* __restrict__ taps, float* __restrict__ mixed) {
+    gemv_norm_q<Q5KFormat, Q6KFormat>(w, rows, tail, tail_rows, h, w1p, eps, y, conv_state, taps, mixed);
 }
 
 // out_proj_tokens_q_*: h[i] += W_o · y[i] for t tokens (the MoE block's four-kernel form, the

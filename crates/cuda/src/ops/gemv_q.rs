@@ -20,6 +20,8 @@ kernel_file! {
         fn gemv_norm_q_q5k(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
         fn gemv_norm_q_q6k(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
         fn gemv_norm_q_q8_0(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
+        fn gemv_norm_q_q4k_tail_q6k(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
+        fn gemv_norm_q_q5k_tail_q6k(w: DevPtr, rows: i32, tail: DevPtr, tail_rows: i32, h: DevPtr, w1p: DevPtr, eps: f32, y: DevPtr, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr);
         fn out_proj_tokens_q_int4(w: DevPtr, y: DevPtr, t: i32, y_tile_r: i32, h: DevPtr);
         fn out_proj_tokens_q_q4k(w: DevPtr, y: DevPtr, t: i32, y_tile_r: i32, h: DevPtr);
         fn out_proj_tokens_q_q5k(w: DevPtr, y: DevPtr, t: i32, y_tile_r: i32, h: DevPtr);
@@ -50,8 +52,9 @@ pub struct Conv {
 }
 
 /// One token: y (f32 [w.rows + tail rows]) = [w; tail] · RMSNorm(h) (x rounded to bf16, as the
-/// bf16 GEMVs take it), w [rows, 2048] as stored, `tail` bf16 rows after it; with `conv`, the
-/// first 8192 rows go through the causal conv + SiLU into `conv.mixed` instead of y.
+/// bf16 GEMVs take it), w [rows, 2048] as stored, `tail` rows after it: bf16, or Q6_K after Q4_K
+/// or Q5_K rows (`tail_format`); with `conv`, the first 8192 rows go through the causal conv +
+/// SiLU into `conv.mixed` instead of y.
 #[allow(clippy::too_many_arguments)]
 pub fn gemv_norm_q(
     gpu: &Gpu,
@@ -66,7 +69,17 @@ pub fn gemv_norm_q(
     let Some(k) = w.format else { anyhow::bail!("gemv_norm_q: not a row-format matrix") };
     ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm_q: {}x{} / norm {} (2048 wide)", w.rows, w.cols, norm.len);
     if let Some(t) = tail {
-        ensure!(t.is_bf16() && t.cols == 2048, "gemv_norm_q: the tail must be bf16, 2048 wide");
+        ensure!(t.cols == 2048, "gemv_norm_q: the tail must be 2048 wide");
+        if let Some(f) = t.format {
+            ensure!(
+                conv.is_none() && tail_format(k, f).is_some(),
+                "gemv_norm_q: a {f:?} tail after {k:?} rows (the kernels take Q6_K after Q4_K or Q5_K)"
+            );
+            let kernel = tail_format(k, f).unwrap();
+            let launch = Launch::new(gemv_blocks(gpu), 256, 0);
+            return kernel(gpu, launch, w.ptr, w.rows as i32, t.ptr, t.rows as i32, h, norm.ptr, eps, y, 0, 0, 0);
+        }
+        ensure!(t.is_bf16(), "gemv_norm_q: the tail must be bf16 or in a row format");
     }
     if conv.is_some() {
         ensure!(w.rows > crate::kernels::widths::GDN_CONV_DIM, "gemv_norm_q: a conv over a {}-row matrix", w.rows);
@@ -74,6 +87,21 @@ pub fn gemv_norm_q(
     let (tail_ptr, tail_rows) = tail.map_or((0, 0), |t| (t.ptr, t.rows as i32));
     let conv = conv.unwrap_or(Conv { state: 0, taps: 0, mixed: 0 });
     launch_gemv(gpu, k, w, tail_ptr, tail_rows, h, norm.ptr, eps, y, conv)
+}
+
+type GemvQ =
+    fn(&Gpu, Launch, DevPtr, i32, DevPtr, i32, DevPtr, DevPtr, f32, DevPtr, DevPtr, DevPtr, DevPtr) -> Result<()>;
+
+/// The kernel of rows in format `rows` followed by a tail in format `tail`, where there is one
+/// (an attention layer's q and k beside a Q6_K v, as llama.cpp's Q4_K_M and Q5_K_M make half the
+/// layers).
+pub(crate) fn tail_format(rows: RowFormat, tail: RowFormat) -> Option<GemvQ> {
+    use KQuant::{Q4K, Q5K, Q6K};
+    match (rows, tail) {
+        (RowFormat::K(Q4K), RowFormat::K(Q6K)) => Some(gemv_q_cu::gemv_norm_q_q4k_tail_q6k),
+        (RowFormat::K(Q5K), RowFormat::K(Q6K)) => Some(gemv_q_cu::gemv_norm_q_q5k_tail_q6k),
+        _ => None,
+    }
 }
 
 /// `gemv_norm_q_*` for format k (w1p 0: `h` is bf16 x).
@@ -253,6 +281,30 @@ mod tests {
                     FP8_TOL,
                 );
             }
+        }
+    }
+
+    /// An attention layer's q|k in Q4_K or Q5_K with its v rows in Q6_K as the tail (one launch),
+    /// against the CPU on ggml's values.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemv_norm_q_with_a_q6k_tail_matches_cpu() {
+        let gpu = gpu();
+        let h = random(7, 2048, 3.0);
+        let hb = gpu.upload_f32(&h).unwrap();
+        let (norm_w, norm, _nb) = norm_of(8);
+        let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h, &norm_w, 1e-6));
+        let q6k = RowFormat::K(KQuant::Q6K);
+        for k in [KQuant::Q4K, KQuant::Q5K] {
+            let (qk, m, _b1) = stored(RowFormat::K(k), 9, 8704, 2048);
+            let (v, tail, _b2) = stored(q6k, 10, 512, 2048);
+            let y = gpu.upload_f32(&vec![f32::NAN; 9216 + 1]).unwrap();
+            gemv_norm_q(gpu, hb.ptr(), &norm, 1e-6, &m, Some(&tail), y.ptr(), None).unwrap();
+            let got = gpu.download_f32(y.ptr(), 9216 + 1).unwrap();
+            assert!(got[9216].is_nan(), "{k:?}: wrote past its rows");
+            let mut want = solo_cpu::ops::matmul(&x, &qk);
+            want.extend(solo_cpu::ops::matmul(&x, &v));
+            assert_close(&format!("{k:?} q|k with a Q6_K tail"), &got[..9216], &want, FP8_TOL);
         }
     }
 

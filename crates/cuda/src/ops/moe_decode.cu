@@ -171,19 +171,10 @@ __device__ __forceinline__ const unsigned char* gate_row_q(const unsigned char* 
 }
 
 // What moe_decode_head reads in a row format besides bf16 (moe_decode_block_q; the bf16 kernel
-// passes none and instantiates with Bf16Only): W_o (w_o: its rows in the gate/up format GU, its
+// passes none and instantiates with common.cuh's Bf16Only): W_o (w_o: its rows in the gate/up format GU, its
 // columns maybe in tiled value-head order, y_tile_r; 1: in order), and the shared expert
 // (shared: its rows appended to the routed experts' buffers gate_up and down as expert
 // SHARED_EXPERT, gate/up in GU, down in DN).
-struct Bf16Only {};
-template <typename F>
-struct HasRows {
-    static constexpr bool value = true;
-};
-template <>
-struct HasRows<Bf16Only> {
-    static constexpr bool value = false;
-};
 struct HeadRows {
     int w_o, y_tile_r, shared;
     const unsigned char* gate_up;
