@@ -7,6 +7,7 @@
 //! model with random weights directly in GPU memory for `solo bench`; `profile` times kernels
 //! within a decode step, `costs` times ops alone (`solo bench --kernels`).
 
+pub mod as_stored;
 pub mod costs;
 pub mod int4;
 pub mod kernels;
@@ -81,7 +82,7 @@ fn plan_memory(model: &mut CudaModel, asked: Option<usize>) -> Result<()> {
         "solo: GPU memory{}: weights {:.1} GiB{}{note}; context {max_seq} tokens: {:.2} GiB of KV cache and state a sequence; {:.1} GiB free: room for {} at once",
         model.gpu.budget.map_or(String::new(), |b| format!(" (budget {:.1} GiB)", gib(b))),
         gib(model.weights.bytes()),
-        model.weights.repacked_from.as_ref().map_or(String::new(), |t| format!(" (GGUF {t}: Q4_K/Q5_K/Q6_K routed experts as stored, the rest bf16)")),
+        model.weights.repacked_from.as_ref().map_or(String::new(), |t| format!(" (GGUF {t}: the experts, mixer projections, embedding and lm_head as stored where the kernels read their types, the rest bf16)")),
         gib(per_sequence),
         gib(free),
         free / per_sequence.max(1)

@@ -1,6 +1,7 @@
 //! `weights.rs`'s tests.
 
 use super::*;
+use crate::as_stored::bf16_bytes_of;
 
 /// A GGUF file's ggml tensors go up as round-to-bf16 of the CPU reference's values, through
 /// every path the model's upload takes (a matrix, stacked matrices, a layer's experts with the
