@@ -86,12 +86,9 @@ pub fn repacked_bytes(w: &ModelWeights) -> usize {
             for e in experts {
                 as_stored(&mut bytes, &[(&e.gate, gate_up), (&e.up, gate_up), (&e.down, down)]);
             }
-            // the shared expert's rows as stored beside its bf16 copy (`experts_packed`)
+            // the shared expert's rows as stored beside its bf16 copy
             let s = &layer.moe.shared_expert;
-            if [(&s.gate, gate_up), (&s.up, gate_up), (&s.down, down)]
-                .iter()
-                .all(|(t, f)| as_stored_format(&[t]) == Some(*f))
-            {
+            if shared_rows_as_stored(s, gate_up, down) {
                 bytes += [(&s.gate, gate_up), (&s.up, gate_up), (&s.down, down)]
                     .iter()
                     .map(|(t, f)| t.shape[0] * f.row_bytes(t.row_len()))
@@ -136,6 +133,14 @@ pub(crate) fn v_apart_formats(a: &AttentionWeights) -> Option<(RowFormat, RowFor
     }
     let (qk, v) = (as_stored_format(&[&a.q_proj, &a.k_proj])?, as_stored_format(&[&a.v_proj])?);
     crate::ops::gemv_q::tail_format(qk, v).map(|_| (qk, v))
+}
+
+/// Whether a layer's shared expert goes up as stored too, beside its bf16 copy
+/// (`Uploader::experts`): when its matrices have the packed routed experts' formats.
+pub(crate) fn shared_rows_as_stored(shared: &ExpertWeights, gate_up: RowFormat, down: RowFormat) -> bool {
+    [(&shared.gate, gate_up), (&shared.up, gate_up), (&shared.down, down)]
+        .iter()
+        .all(|(t, f)| as_stored_format(&[t]) == Some(*f))
 }
 
 /// GPU bytes of `w` all in bf16 (every matrix 2 bytes an element, vectors 4; embed_tokens and

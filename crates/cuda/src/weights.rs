@@ -14,7 +14,10 @@
 //! does and rounded to bf16 just before its upload (`solo_model::bf16`, one tensor or one
 //! layer's experts at a time, never the whole model in host memory).
 
-use crate::as_stored::{as_stored_format, check_repacked_fits, experts_gate_up_format, repacked_from, v_apart_formats};
+use crate::as_stored::{
+    as_stored_format, check_repacked_fits, experts_gate_up_format, repacked_from, shared_rows_as_stored,
+    v_apart_formats,
+};
 pub use crate::as_stored::{kquant_formats, repacked_bytes};
 use crate::kquant::KQuant;
 use crate::ops::vision::VisionGpu;
@@ -401,11 +404,7 @@ impl<'g> Uploader<'g> {
                 return Ok(m);
             }
         }
-        if t.tiled_heads.is_some() {
-            // (bf16 in the release's order: the tensor reads its columns so)
-            return self.stacked_bf16(&[t]);
-        }
-        self.matrix(t)
+        self.matrix(t) // (a tiled matrix reads its columns in the release's order)
     }
 
     /// A tensor as f32, optionally with 1 added (zero-centred norms).
@@ -474,10 +473,7 @@ impl<'g> Uploader<'g> {
     ) -> Result<Experts> {
         // an expert's rows a task (a layer's are ~0.5 GB at full size)
         use rayon::prelude::*;
-        // the shared expert's rows too, when its matrices have the routed ones' formats
-        let shared_rows = [(&shared.gate, gate_up_format), (&shared.up, gate_up_format), (&shared.down, down_format)]
-            .iter()
-            .all(|(t, f)| as_stored_format(&[t]) == Some(*f));
+        let shared_rows = shared_rows_as_stored(shared, gate_up_format, down_format);
         let with_shared: Vec<&ExpertWeights> = experts.iter().chain(shared_rows.then_some(shared)).collect();
         let parts = with_shared
             .par_iter()
@@ -632,9 +628,7 @@ impl AttentionGpu {
             k_norm: up.vector(&a.k_norm, true)?,
         })
     }
-}
 
-impl AttentionGpu {
     /// Whether v_proj is a matrix of its own after the q|k stack (see `qkv_proj`).
     pub fn v_apart(&self) -> bool {
         self.qkv_proj.rows == self.q_proj.rows + self.k_proj.rows
