@@ -10,7 +10,10 @@
 //!   sum over the slots, added to the residual stream), its phases meeting at grid barriers. Its
 //!   four-kernel form (`moe_decode_kernels`, the same bits; GPUs with fewer than 129 SMs, and
 //!   the multi-token step's several tokens at once): `gemv_bf16` → `moe_route_decode` (norm,
-//!   router, routing) → `moe_gate_up_gemv` → `moe_down_gemv`.
+//!   router, routing) → `moe_gate_up_gemv` → `moe_down_gemv`. Packed experts (int4, a GGUF
+//!   file's k-quants) have their own instances, which also read the output projection and the
+//!   shared expert in the experts' formats when the checkpoint stores them so
+//!   (`out_proj_tokens_q` in the four-kernel form; `SharedExpert::rows`).
 //! - Few tokens (`t <= GEMV_MAX_T`): the same two expert GEMVs after `moe_route`.
 //! - Prefill: `moe_plan` + `moe_permute` group the (token, slot) pairs by expert (counting sort on
 //!   the device), then the grouped tensor-core GEMMs `moe_gate_up_grouped` (SwiGLU fused, bf16
