@@ -593,9 +593,10 @@ fn moe_block_and_decode_kquant_match_cpu() {
 
 /// The 4- to 8-bit forms of the decode step's MoE kernel (the router bf16; the shared expert
 /// bf16 for int4, as stored for the k-quants) against the CPU over the dequantised experts, over
-/// three launches: W_o bf16, and W_o in the experts' gate/up format as stored (for the k-quants of 256-column blocks also with its columns in
-/// tiled value-head order, as a GGUF out_proj's), where the fused kernel and the four kernels
-/// must agree bit for bit and prefill's dequantised copy must be the CPU's W_o.
+/// three launches: W_o bf16, and W_o in the experts' gate/up format as stored (for the k-quants
+/// of 256-column blocks also with its columns in tiled value-head order, as a GGUF out_proj's).
+/// The fused kernel and the four kernels must agree bit for bit, and prefill's dequantised copy
+/// of W_o must be the CPU's, rounded.
 fn check_packed_decode(f: &Fixture, name: &str) {
     let format = f.gpu.packed.unwrap().gate_up;
     check_packed_decode_with(f, name, MixerFixture::new());
