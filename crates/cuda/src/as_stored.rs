@@ -27,13 +27,14 @@ pub fn kquant_formats(experts: &[ExpertWeights]) -> Option<(KQuant, KQuant)> {
         .then_some((gate_up, down))
 }
 
-/// The format the routed experts' gate/up rows go up in, when `Uploader::experts` keeps them
-/// packed: int4, or the GGUF k-quant of `kquant_formats`.
-pub(crate) fn experts_gate_up_format(experts: &[ExpertWeights]) -> Option<RowFormat> {
+/// The (gate/up, down) formats `Uploader::experts` keeps a layer's routed experts packed in:
+/// int4 when every matrix is int4, else the GGUF k-quants of `kquant_formats`; `None` when they go
+/// up bf16 or FP8.
+pub(crate) fn packed_formats(experts: &[ExpertWeights]) -> Option<(RowFormat, RowFormat)> {
     if !experts.is_empty() && experts.iter().all(|e| [&e.gate, &e.up, &e.down].iter().all(|t| t.dtype == DType::I4)) {
-        return Some(RowFormat::Int4);
+        return Some((RowFormat::Int4, RowFormat::Int4));
     }
-    kquant_formats(experts).map(|(gate_up, _)| RowFormat::K(gate_up))
+    kquant_formats(experts).map(|(gate_up, down)| (RowFormat::K(gate_up), RowFormat::K(down)))
 }
 
 /// A GGUF model's ggml types, largest first (`Q4_K, Q6_K, Q8_0`); `None` for a safetensors one.
@@ -78,7 +79,7 @@ pub fn repacked_bytes(w: &ModelWeights) -> usize {
             }
         };
         let experts = &layer.moe.experts;
-        if let Some(k) = experts_gate_up_format(experts).filter(|&k| as_stored_format(&[w_o]) == Some(k)) {
+        if let Some((k, _)) = packed_formats(experts).filter(|&(k, _)| as_stored_format(&[w_o]) == Some(k)) {
             as_stored(&mut bytes, &[(w_o, k)]); // Uploader::mixer_out's rule
         }
         if let Some((gate_up, down)) = kquant_formats(experts) {

@@ -15,8 +15,7 @@
 //! layer's experts at a time, never the whole model in host memory).
 
 use crate::as_stored::{
-    as_stored_format, check_repacked_fits, experts_gate_up_format, repacked_from, shared_rows_as_stored,
-    v_apart_formats,
+    as_stored_format, check_repacked_fits, packed_formats, repacked_from, shared_rows_as_stored, v_apart_formats,
 };
 pub use crate::as_stored::{kquant_formats, repacked_bytes};
 use crate::kquant::KQuant;
@@ -422,11 +421,8 @@ impl<'g> Uploader<'g> {
     /// in the kernels' int4 rows (`int4.rs`) with the shared expert apart in bf16.
     pub fn experts(&mut self, experts: &[ExpertWeights], shared: &ExpertWeights) -> Result<Experts> {
         let routed = |e: &ExpertWeights| [&e.gate, &e.up, &e.down].map(|t| t.dtype);
-        if experts.iter().all(|e| routed(e) == [DType::I4; 3]) {
-            return self.experts_packed(experts, shared, RowFormat::Int4, RowFormat::Int4);
-        }
-        if let Some((gate_up, down)) = kquant_formats(experts) {
-            return self.experts_packed(experts, shared, RowFormat::K(gate_up), RowFormat::K(down));
+        if let Some((gate_up, down)) = packed_formats(experts) {
+            return self.experts_packed(experts, shared, gate_up, down);
         }
         let all: Vec<&ExpertWeights> = experts.iter().chain(std::iter::once(shared)).collect();
         if all.iter().any(|e| routed(e).contains(&DType::I4)) {
@@ -701,7 +697,7 @@ impl ModelGpu {
 
 impl LayerGpu {
     pub fn upload(up: &mut Uploader, layer: &LayerWeights) -> Result<Self> {
-        let experts = experts_gate_up_format(&layer.moe.experts);
+        let experts = packed_formats(&layer.moe.experts).map(|(gate_up, _)| gate_up);
         let mixer = match &layer.mixer {
             Mixer::GatedDeltaNet(g) => MixerGpu::GatedDeltaNet(GdnGpu::upload(up, g, experts)?),
             Mixer::FullAttention(a) => MixerGpu::FullAttention(AttentionGpu::upload(up, a, experts)?),

@@ -247,25 +247,22 @@ extern "C" __global__ void __launch_bounds__(256) out_proj_tokens_q_q8_0(
     out_proj_tokens_q<Q8Format>(w, y, t, y_tile_r, h);
 }
 
-// Grid-stride over the rows × cols elements, 8 consecutive columns a thread; a matrix whose
-// column groups of tile_width are in tiled value-head order (tile_r > 1, as tiled_piece) comes
-// out in the release's order.
+// Grid-stride over the rows × cols elements, 8 consecutive columns a thread. An output
+// projection whose columns are in tiled value-head order (tile_r > 1: MIXER_OUT columns,
+// `tiled_piece`) comes out in the release's order: stored piece q goes to y's piece.
 extern "C" __global__ void dequantize_q(const unsigned char* __restrict__ w, long long rows, int cols, int format,
-                                        int tile_width, int tile_r, bf16* __restrict__ out) {
+                                        int tile_r, bf16* __restrict__ out) {
     const int row_bytes = kquant_row_bytes(cols, format);
-    const int hk = cols / tile_width / tile_r;  // key heads of a tiled matrix
     const long long pieces = rows * (cols / 8);
     for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < pieces; p += (long long)gridDim.x * blockDim.x) {
         const long long r = p / (cols / 8);
         const int c0 = (int)(p % (cols / 8)) * 8;
-        // the release's value head c0 / tile_width is stored group (h % r) · hk + h / r
-        const int head = c0 / tile_width;
-        const int from = ((head % tile_r) * hk + head / tile_r) * tile_width + c0 % tile_width;
+        const int to = tile_r == 1 ? c0 : tiled_piece(c0 / 8, tile_r) * 8;
         const unsigned char* row = w + r * row_bytes;
         __align__(16) bf16 v[8];
 #pragma unroll
-        for (int i = 0; i < 8; i++) v[i] = __float2bfloat16(kquant_value(row, cols, from + i, format));
-        *reinterpret_cast<uint4*>(out + r * cols + c0) = *reinterpret_cast<const uint4*>(v);
+        for (int i = 0; i < 8; i++) v[i] = __float2bfloat16(kquant_value(row, cols, c0 + i, format));
+        *reinterpret_cast<uint4*>(out + r * cols + to) = *reinterpret_cast<const uint4*>(v);
     }
 }
 

@@ -27,7 +27,7 @@ kernel_file! {
         fn out_proj_tokens_q_q5k(w: DevPtr, y: DevPtr, t: i32, y_tile_r: i32, h: DevPtr);
         fn out_proj_tokens_q_q6k(w: DevPtr, y: DevPtr, t: i32, y_tile_r: i32, h: DevPtr);
         fn out_proj_tokens_q_q8_0(w: DevPtr, y: DevPtr, t: i32, y_tile_r: i32, h: DevPtr);
-        fn dequantize_q(w: DevPtr, rows: i64, cols: i32, format: i32, tile_width: i32, tile_r: i32, out: DevPtr);
+        fn dequantize_q(w: DevPtr, rows: i64, cols: i32, format: i32, tile_r: i32, out: DevPtr);
         fn embed_q(w: DevPtr, ids: DevPtr, cols: i32, format: i32, h: DevPtr);
     }
 }
@@ -71,11 +71,9 @@ pub fn gemv_norm_q(
     if let Some(t) = tail {
         ensure!(t.cols == 2048, "gemv_norm_q: the tail must be 2048 wide");
         if let Some(f) = t.format {
-            ensure!(
-                conv.is_none() && tail_format(k, f).is_some(),
-                "gemv_norm_q: a {f:?} tail after {k:?} rows (the kernels take Q6_K after Q4_K or Q5_K)"
-            );
-            let kernel = tail_format(k, f).unwrap();
+            let Some(kernel) = tail_format(k, f).filter(|_| conv.is_none()) else {
+                anyhow::bail!("gemv_norm_q: a {f:?} tail after {k:?} rows (the kernels take Q6_K after Q4_K or Q5_K)")
+            };
             let launch = Launch::new(gemv_blocks(gpu), 256, 0);
             return kernel(gpu, launch, w.ptr, w.rows as i32, t.ptr, t.rows as i32, h, norm.ptr, eps, y, 0, 0, 0);
         }
@@ -174,9 +172,8 @@ pub fn out_proj_tokens_q(gpu: &Gpu, y: DevPtr, w: &Matrix, t: usize, h: DevPtr) 
 /// the release's order (a tiled output projection's put back).
 pub fn dequantize_q(gpu: &Gpu, w: &Matrix, out: DevPtr) -> Result<()> {
     let Some(k) = w.format else { anyhow::bail!("dequantize_q: not a row-format matrix") };
-    let (width, r) = w.tiled_heads.map_or((8, 1), |t| (t.width as i32, t.r as i32));
     let launch = Launch::new((4 * gpu.sms, 1, 1), 256, 0);
-    gemv_q_cu::dequantize_q(gpu, launch, w.ptr, w.rows as i64, w.cols as i32, format_id(k), width, r, out)
+    gemv_q_cu::dequantize_q(gpu, launch, w.ptr, w.rows as i64, w.cols as i32, format_id(k), y_tile_r(w)?, out)
 }
 
 /// h (f32 [t, table.cols]) = table[ids] dequantised, ids i32 [t] on the device.

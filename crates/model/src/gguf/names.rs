@@ -43,8 +43,8 @@ pub fn to_release(name: &str, tensor: Result<Tensor, String>, cfg: &ModelConfig,
     let (hk, hv, dv) = (cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_value_head_dim);
     let key_dim = cfg.gdn_key_dim();
     // GGUF value head of release value head h (identity when Hk = Hv)
-    let r = hv / hk.max(1);
-    let v_perm: Vec<usize> = (0..hv).map(|h| (h % r) * hk + h / r).collect();
+    let tiled = TiledHeads { width: dv, key_heads: hk, r: hv / hk.max(1) };
+    let v_perm: Vec<usize> = (0..hv).map(|h| tiled.stored(h)).collect();
     let t = |f: &dyn Fn(Tensor) -> Result<Tensor, String>| tensor.clone().and_then(f);
     let out = match rest {
         "attn_norm.weight" => (format!("{p}input_layernorm.weight"), t(&|x| minus_one(&x, name, file))),
@@ -79,7 +79,7 @@ pub fn to_release(name: &str, tensor: Result<Tensor, String>, cfg: &ModelConfig,
             (format!("{p}linear_attn.conv1d.weight"), t(&conv))
         }
         "ssm_norm.weight" => (format!("{p}linear_attn.norm.weight"), tensor),
-        "ssm_out.weight" => (format!("{p}linear_attn.out_proj.weight"), t(&|x| untile_columns(x, hk, r, dv))),
+        "ssm_out.weight" => (format!("{p}linear_attn.out_proj.weight"), t(&|x| untile_columns(x, tiled))),
         "ffn_gate_inp.weight" => (format!("{p}mlp.gate.weight"), tensor),
         "ffn_gate_inp_shexp.weight" => {
             let row = |x: Tensor| Ok(Tensor::from_bytes(x.dtype, vec![1, x.numel()], x.bytes()));
@@ -145,8 +145,8 @@ fn permute_rows(t: &Tensor, perm: &[usize]) -> Result<Tensor, String> {
 /// blocks fit inside a group (exact), else the tensor kept as stored and read through
 /// `TiledHeads` (moving the values would re-quantise them; the CUDA backend reads such a matrix
 /// as stored and takes its input in the tiled order).
-fn untile_columns(t: Tensor, key_heads: usize, r: usize, width: usize) -> Result<Tensor, String> {
-    let tiled = TiledHeads { width, key_heads, r };
+fn untile_columns(t: Tensor, tiled: TiledHeads) -> Result<Tensor, String> {
+    let TiledHeads { width, key_heads, r } = tiled;
     if t.shape.len() != 2 || t.shape[1] != key_heads * r * width || r == 1 {
         return Ok(t); // a shape mismatch is left to the loader's shape check
     }
@@ -216,7 +216,7 @@ mod tests {
         };
         for t in [GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4K, GgmlType::Q6K] {
             let file = stored(t);
-            let got = untile_columns(file.clone(), hk, r, width).unwrap();
+            let got = untile_columns(file.clone(), tiled).unwrap();
             assert_eq!(got.tiled_heads.is_some(), t.block_elems() > width, "{t:?}");
             let want = release(&file.to_f32());
             assert_eq!(got.to_f32(), want, "{t:?}");
@@ -228,6 +228,6 @@ mod tests {
         }
         // grouped equals tiled when a key head has one value head
         let one = stored(GgmlType::Q4K);
-        assert!(untile_columns(one, 4, 1, width).unwrap().tiled_heads.is_none());
+        assert!(untile_columns(one, TiledHeads { width, key_heads: 4, r: 1 }).unwrap().tiled_heads.is_none());
     }
 }
