@@ -24,7 +24,7 @@ use crate::mtp::MtpState;
 use crate::ops::{add_in_place, matmul, rms_norm_one_plus};
 use anyhow::{bail, ensure, Context, Result};
 use solo_model::image::ImagePatches;
-use solo_model::lora::{LayerLora, LoraAdapter};
+use solo_model::lora::{LayerLora, LoraAdapter, LoraSupport};
 use solo_model::sampler::Sampler;
 use solo_model::vision::{VisionConfig, VisionWeights};
 use solo_model::weights::{LayerWeights, Mixer};
@@ -143,6 +143,10 @@ impl Backend for CpuModel {
             .collect();
         let mtp = self.weights.mtp.as_ref().map(|_| MtpState::default());
         Ok(CpuState { position: 0, rope_delta: 0, layers, mtp, verified: Vec::new(), adapter: None })
+    }
+
+    fn lora_support(&self) -> LoraSupport {
+        LoraSupport::All
     }
 
     fn set_adapter(&self, state: &mut CpuState, adapter: Option<Arc<LoraAdapter>>) -> Result<()> {

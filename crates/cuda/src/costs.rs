@@ -147,7 +147,7 @@ pub fn kernel_costs(model: &CudaModel) -> Result<Vec<Cost>> {
             continue; // FP8 and int4 experts have only the grouped path
         }
         let reps = if t >= 512 { 5 } else { 200 };
-        let us = time_us(gpu, reps, &mut || moe_block_path(gpu, moe, x.ptr(), t, &scratch, y.ptr(), grouped))?;
+        let us = time_us(gpu, reps, &mut || moe_block_path(gpu, moe, x.ptr(), t, &scratch, None, y.ptr(), grouped))?;
         let path = if grouped { "grouped" } else { "gemv" };
         // Every (token, expert) pair reading its expert: 9 × 3 × 512 × 2048 bf16, and the router.
         let bytes = (t * (TOP_K + 1) * 3 * EXPERT_DIM * HIDDEN * 2 + EXPERTS * HIDDEN * 2) as f64;
@@ -164,7 +164,7 @@ pub fn kernel_costs(model: &CudaModel) -> Result<Vec<Cost>> {
         let us = time_us(gpu, 200, &mut || attend(gpu, q, qg, 1, pos.ptr(), &cache, &scratch, gated))?;
         add(format!("decode attend at context {ctx}"), us, tb(ctx as f64 * 2.0 * position_bytes, us) + " of KV");
         let us = time_us(gpu, 200, &mut || {
-            attention_mixer(gpu, a0, x.ptr(), 1, pos.ptr(), Rope::ROW, &cache, &scratch, y.ptr())
+            attention_mixer(gpu, a0, x.ptr(), 1, pos.ptr(), Rope::ROW, &cache, &scratch, None, y.ptr())
         })?;
         add(format!("decode attention mixer at context {ctx}"), us, String::new());
     }

@@ -178,6 +178,7 @@ pub const SOURCES: &[Source] = &[
     crate::ops::linear::gemv_mma_cu::SOURCE,
     crate::ops::gemv_q::gemv_q_cu::SOURCE,
     crate::ops::lm_head::lm_head_cu::SOURCE,
+    crate::ops::lora::lora_cu::SOURCE,
     crate::ops::embed::embed_cu::SOURCE,
     crate::ops::sample::argmax_cu::SOURCE,
     crate::ops::sample::sample_topk_cu::SOURCE,

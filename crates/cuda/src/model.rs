@@ -21,6 +21,7 @@
 //! the device); or the screened lm_head's exact top-k logits and the GPU sampler (`decode_pick`,
 //! one token at a time: the server's step).
 
+mod adapters;
 mod images;
 
 use crate::mtp::{MtpIo, MtpStateGpu, VerifyBackup, VerifyMark};
@@ -29,15 +30,18 @@ use crate::ops::attention::{attention_decode, attention_mixer, KvCacheGpu, Rope}
 use crate::ops::gdn::{gdn_decode, gdn_mixer, GdnStateGpu};
 use crate::ops::linear::{gemv_norm, linear};
 use crate::ops::lm_head::LmHeadScreen;
+use crate::ops::lora::LoraGpu;
 use crate::ops::moe::{moe_block, moe_decode, MixerOut};
 use crate::ops::{embed::embed, norm, sample, Scratch};
 use crate::runtime::{DevBuf, DevPtr, Gpu, GraphCache};
 use crate::weights::{MixerGpu, ModelGpu};
 use anyhow::{anyhow, bail, ensure, Result};
 use solo_model::image::ImagePatches;
+use solo_model::lora::{LoraAdapter, LoraSupport};
 use solo_model::sampler::{Sampler, SamplerConfig};
 use solo_model::{Backend, Draft, Logits, ModelConfig, ModelWeights, PromptImage};
 use std::cell::RefCell;
+use std::sync::{Arc, Weak};
 
 /// Tokens per prefill launch sequence: longer prompts are prefilled in chunks of this size.
 pub const PREFILL_CHUNK: usize = 4096;
@@ -63,9 +67,13 @@ pub struct CudaModel {
     /// Whether `decode_greedy` and `decode_pick` use the screened lm_head (default) or the full
     /// one (`solo bench --full-lm-head`); both choose the same tokens.
     pub screened_lm_head: bool,
-    /// Per `StepEnd`, the decode step's graphs by the id of the state each was captured for: up
-    /// to `GRAPHS_KEPT`, so that the server's several running sequences each keep theirs.
-    graphs: [GraphCache<u64>; 4],
+    /// Per `StepEnd`, the decode step's graphs by the id of the state each was captured for and
+    /// of its adapter's upload (0: none): up to `GRAPHS_KEPT`, so that the server's several
+    /// running sequences each keep theirs.
+    graphs: [GraphCache<(u64, u64)>; 4],
+    /// The adapters uploaded for the sequences that run with them (`Backend::set_adapter`),
+    /// freed with the last sequence (or prefix-cache snapshot) that holds one.
+    pub(crate) adapters: RefCell<Vec<Weak<LoraGpu>>>,
     /// Sequences the server is done with (`Backend::release_state`), kept whole for the next
     /// `new_state` / `resume`: no allocation, and their decode graphs stay captured. At most
     /// `SPARE_STATES`, each of `max_seq` capacity.
@@ -130,6 +138,9 @@ pub struct CudaState {
     pub mtp: Option<MtpStateGpu>,
     /// Set by `verify` until `keep_verified`.
     pub(crate) verify: Option<VerifyMark>,
+    /// The LoRA adapter it runs with (`Backend::set_adapter`): then every step of it takes the
+    /// layer-by-layer forward (`ops::lora`).
+    pub(crate) lora: Option<Arc<LoraGpu>>,
 }
 
 impl CudaState {
@@ -209,6 +220,7 @@ impl CudaModel {
             screen: Default::default(),
             screened_lm_head,
             graphs: std::array::from_fn(|_| GraphCache::new(GRAPHS_KEPT)),
+            adapters: RefCell::new(Vec::new()),
         })
     }
 
@@ -222,6 +234,13 @@ impl CudaModel {
     /// `forward` from the embedded tokens in `io.h` (f32 [t, hidden]) at rotary positions `rope`
     /// (a prompt piece with an image: `images.rs`).
     pub(crate) fn forward_embedded(&self, state: &CudaState, t: usize, rope: Rope) -> Result<()> {
+        self.layers_forward(state, t, rope)?;
+        sample::advance_position(&self.gpu, state.pos.ptr(), t)
+    }
+
+    /// `forward_embedded` but for advancing the device position: the layers, with the state's
+    /// adapter if it has one.
+    fn layers_forward(&self, state: &CudaState, t: usize, rope: Rope) -> Result<()> {
         let (gpu, w, io, eps) = (&self.gpu, &self.weights, &self.io, self.config.rms_norm_eps);
         let (h, x, delta) = (io.h.ptr(), io.x.ptr(), io.delta.ptr());
         norm::rms_norm(gpu, h, &w.layers[0].input_norm, t, eps, x)?;
@@ -234,21 +253,22 @@ impl CudaModel {
                 }
                 None => layer,
             };
+            let lora = state.lora.as_deref().map(|l| (l, &l.layers[i]));
             match (&layer.mixer, layer_state) {
                 (MixerGpu::GatedDeltaNet(m), LayerStateGpu::GatedDeltaNet(s)) => {
-                    gdn_mixer(gpu, m, x, t, s, &self.scratch, delta)?;
+                    gdn_mixer(gpu, m, x, t, s, &self.scratch, lora, delta)?;
                 }
                 (MixerGpu::FullAttention(m), LayerStateGpu::FullAttention(kv)) => {
-                    attention_mixer(gpu, m, x, t, state.pos.ptr(), rope, kv, &self.scratch, delta)?;
+                    attention_mixer(gpu, m, x, t, state.pos.ptr(), rope, kv, &self.scratch, lora, delta)?;
                 }
                 _ => bail!("layer {i}: state and weights disagree on the layer kind"),
             }
             norm::add_rms_norm(gpu, h, delta, &layer.post_attention_norm, t, eps, x)?;
-            moe_block(gpu, &layer.moe, x, t, &self.scratch, delta)?;
+            moe_block(gpu, &layer.moe, x, t, &self.scratch, lora, delta)?;
             let next_norm = w.layers.get(i + 1).map_or(&w.final_norm, |l| &l.input_norm);
             norm::add_rms_norm(gpu, h, delta, next_norm, t, eps, x)?;
         }
-        sample::advance_position(gpu, state.pos.ptr(), t)
+        Ok(())
     }
 
     /// The decode step's layers for the token at `io.ids[0]`, leaving the residual stream in
@@ -337,12 +357,19 @@ impl CudaModel {
         if matches!(end, StepEnd::Screened | StepEnd::ScreenedSampled) {
             self.screen()?; // made before a capture: it allocates and launches
         }
-        self.graphs[end as usize].launch(&self.gpu, state.id, || self.decode_kernels(state, end))
+        let key = (state.id, state.lora.as_ref().map_or(0, |l| l.id));
+        self.graphs[end as usize].launch(&self.gpu, key, || self.decode_kernels(state, end))
     }
 
     /// The kernels of one decode step (what the graph holds).
     fn decode_kernels(&self, state: &CudaState, end: StepEnd) -> Result<()> {
-        self.decode_forward(state)?;
+        if state.lora.is_some() {
+            // with an adapter: the layer-by-layer forward of one token (`ops::lora`)
+            embed(&self.gpu, &self.weights.embed_tokens, self.io.ids.ptr(), 1, self.io.h.ptr())?;
+            self.layers_forward(state, 1, state.text_rope())?;
+        } else {
+            self.decode_forward(state)?;
+        }
         let (gpu, w, io, vocab, eps) =
             (&self.gpu, &self.weights, &self.io, self.config.vocab_size, self.config.rms_norm_eps);
         let (h, logits) = (io.h.ptr(), io.logits.ptr());
@@ -541,11 +568,12 @@ impl Backend for CudaModel {
 
     fn decode_batch(&self, states: &mut [&mut CudaState], tokens: &[u32]) -> Result<Vec<f32>> {
         ensure!(states.len() == tokens.len(), "{} states for {} tokens", states.len(), tokens.len());
-        // the batched step takes up to MAX_TOKENS sequences of bf16 weights; FP8 decodes in turn
+        // the batched step takes up to MAX_TOKENS sequences of bf16 weights without adapters;
+        // FP8, and sequences with an adapter among them, decode in turn
         let most = crate::multi_token::MAX_TOKENS;
         let mut rows = Vec::new();
         for (states, tokens) in states.chunks_mut(most).zip(tokens.chunks(most)) {
-            if self.can_decode_tokens(tokens.len()) {
+            if self.can_decode_tokens(tokens.len()) && states.iter().all(|s| s.lora.is_none()) {
                 rows.extend(self.batch_step(states, tokens)?);
             } else {
                 for (state, &token) in states.iter_mut().zip(tokens) {
@@ -567,12 +595,12 @@ impl Backend for CudaModel {
         if !pickable || states.len() != tokens.len() || samplers.len() != tokens.len() {
             return None;
         }
-        // Up to 8 sequences of bf16 weights in one batched step; FP8 picks in turns.
+        // Up to 8 sequences of bf16 weights without adapters in one batched step; else in turns.
         let most = crate::multi_token::MAX_TOKENS;
         let mut picks = Vec::with_capacity(tokens.len());
         let chunks = states.chunks_mut(most).zip(tokens.chunks(most)).zip(samplers.chunks_mut(most));
         for ((states, tokens), samplers) in chunks {
-            let picked = if self.can_decode_tokens(tokens.len()) {
+            let picked = if self.can_decode_tokens(tokens.len()) && states.iter().all(|s| s.lora.is_none()) {
                 self.batch_step_pick(states, tokens, samplers)
             } else {
                 let each = states.iter_mut().zip(tokens).zip(samplers.iter_mut());
@@ -627,6 +655,18 @@ impl Backend for CudaModel {
 
     fn keep_verified(&self, state: &mut CudaState, n: usize) -> Result<()> {
         self.mtp_keep(state, n)
+    }
+
+    fn lora_support(&self) -> LoraSupport {
+        LoraSupport::NoExperts
+    }
+
+    fn set_adapter(&self, state: &mut CudaState, adapter: Option<Arc<LoraAdapter>>) -> Result<()> {
+        state.lora = match adapter {
+            Some(a) => Some(self.upload_adapter(&a)?),
+            None => None,
+        };
+        Ok(())
     }
 
     fn position(&self, state: &CudaState) -> usize {
@@ -705,7 +745,7 @@ impl CudaModel {
             None => None,
         };
         let pos = self.gpu.alloc(8)?; // position 0, rotary delta 0
-        Ok(CudaState { id, position: 0, rope_delta: 0, capacity, pos, layers, mtp, verify: None })
+        Ok(CudaState { id, position: 0, rope_delta: 0, capacity, pos, layers, mtp, verify: None, lora: None })
     }
 
     /// An independent copy of `state` on the device that can go on to `max_seq` tokens (a
@@ -750,6 +790,7 @@ impl CudaModel {
         };
         dst.position = state.position;
         dst.verify = None;
+        dst.lora = state.lora.clone();
         Ok(())
     }
 
@@ -765,6 +806,7 @@ impl CudaModel {
         self.gpu.set_i32(state.rope_delta_ptr(), 0)?;
         state.position = 0;
         state.rope_delta = 0;
+        state.lora = None;
         if let Some(m) = &mut state.mtp {
             m.reset();
         }

@@ -166,9 +166,9 @@ impl CudaModel {
         linear(gpu, x, &w.fc_hidden, m, delta)?;
         norm::add_rms_norm(gpu, a, delta, &layer.input_norm, m, eps, x)?;
         // the head turns by its positions alone, images or not (as crates/cpu/src/mtp.rs does)
-        attention_mixer(gpu, attn, x, m, s.pos.ptr(), Rope::ROW, &s.kv, &self.scratch, delta)?;
+        attention_mixer(gpu, attn, x, m, s.pos.ptr(), Rope::ROW, &s.kv, &self.scratch, None, delta)?;
         norm::add_rms_norm(gpu, a, delta, &layer.post_attention_norm, m, eps, x)?;
-        moe_block(gpu, &layer.moe, x, m, &self.scratch, delta)?;
+        moe_block(gpu, &layer.moe, x, m, &self.scratch, None, delta)?;
         norm::add_rms_norm(gpu, a, delta, &w.norm, m, eps, x)
     }
 
@@ -240,7 +240,7 @@ impl CudaModel {
         self.check_room(state, t)?;
         let (_, io) = self.head()?;
         let (seen, has_pending) = state.mtp.as_ref().map_or((0, false), |s| (s.seen, s.has_pending));
-        let multi_token = self.can_decode_tokens(t);
+        let multi_token = self.can_decode_tokens(t) && state.lora.is_none();
         let mark = VerifyMark { start: state.position, tokens: tokens.to_vec(), seen, has_pending, multi_token };
         if multi_token {
             let logits = self.decode_tokens(state, tokens)?;

@@ -5,7 +5,7 @@
 
 use crate::config::ModelConfig;
 use crate::image::ImagePatches;
-use crate::lora::LoraAdapter;
+use crate::lora::{LoraAdapter, LoraSupport};
 use crate::sampler::Sampler;
 use anyhow::{bail, ensure, Result};
 use std::sync::Arc;
@@ -126,15 +126,21 @@ pub trait Backend {
 
     /// Runs `state` with the LoRA adapter `adapter` (`None`: without one) from its next token on;
     /// snapshots and resumed copies keep it. `decode_batch` then applies each row's own adapter
-    /// (a GPU backend: A and B of each matrix uploaded once per `LoraAdapter::id` in bf16, the
-    /// state holding its slot, the batched step reading one adapter index per row). The default
-    /// refuses adapters: a backend that runs them overrides this.
+    /// (the CUDA backend: each adapter uploaded once in bf16 and shared by the sequences that run
+    /// it; a batch with adapters in it decodes its rows in turn). The default refuses adapters: a
+    /// backend that runs them overrides this.
     fn set_adapter(&self, state: &mut Self::State, adapter: Option<Arc<LoraAdapter>>) -> Result<()> {
         let _ = state;
         match adapter {
             None => Ok(()),
-            Some(a) => bail!("this backend does not run LoRA adapters ({}); the CPU backend does", a.dir.display()),
+            Some(a) => LoraSupport::Nothing.check(&a),
         }
+    }
+
+    /// Which matrices its adapters may adapt (`set_adapter` refuses the others; the server
+    /// checks each adapter it loads against this). The default: none.
+    fn lora_support(&self) -> LoraSupport {
+        LoraSupport::Nothing
     }
 
     /// Number of tokens the sequence holds.

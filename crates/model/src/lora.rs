@@ -166,6 +166,46 @@ pub struct LoraAdapter {
     pub bytes: usize,
 }
 
+/// Which matrices a backend's kernels adapt (`Backend::lora_support`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoraSupport {
+    /// None: the backend runs no adapters.
+    Nothing,
+    /// The mixers' projections and the router, not the shared or routed experts (CUDA, so far).
+    NoExperts,
+    /// Every matrix an adapter may target (the CPU reference).
+    All,
+}
+
+impl LoraSupport {
+    /// Refuses, in one line naming the adapter and what it adapts, an adapter the backend cannot
+    /// run.
+    pub fn check(self, adapter: &LoraAdapter) -> Result<()> {
+        let dir = adapter.dir.display();
+        match self {
+            LoraSupport::All => Ok(()),
+            LoraSupport::Nothing => bail!("this backend does not run LoRA adapters ({dir}); the CPU backend does"),
+            LoraSupport::NoExperts => {
+                let shared = [Target::SharedGate, Target::SharedUp, Target::SharedDown];
+                for (i, l) in adapter.layers.iter().enumerate() {
+                    let what = if l.experts.iter().any(|e| e.gate_up.is_some() || e.down.is_some()) {
+                        "the routed experts"
+                    } else if shared.iter().any(|t| l.get(*t).is_some()) {
+                        "the shared expert"
+                    } else {
+                        continue;
+                    };
+                    bail!(
+                        "LoRA adapter {dir}: it adapts {what} (layer {i}), which the GPU kernels do not run yet \
+                         (they adapt the attention and GDN projections and the router); --backend cpu runs it"
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// What `adapter_config.json` says that the weights need.
@@ -538,4 +578,47 @@ fn experts(
     let (h, inter) = (cfg.hidden_size, cfg.moe_intermediate_size);
     let shape = if param == 0 { [2 * inter, h] } else { [h, inter] };
     pair(config, shape, cfg.num_experts, a, b).map(|pairs| (param, pairs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An adapter of the shared or the routed experts is refused by a backend without them, in
+    /// one line that names the adapter, what it adapts and the backend that runs it; one of the
+    /// mixers and the router is not; a backend without adapters refuses every one.
+    #[test]
+    fn backends_refuse_what_they_do_not_adapt_in_one_line() {
+        let p = LoraPair {
+            a: Tensor::from_f32_as_bf16(vec![4, 256], &[0.0; 1024]),
+            b: Tensor::from_f32_as_bf16(vec![8, 4], &[0.0; 32]),
+            scale: 1.0,
+        };
+        let adapter = |layer: LayerLora| LoraAdapter {
+            id: 7,
+            dir: "my-adapter".into(),
+            rank: 4,
+            layers: vec![LayerLora::default(), layer],
+            matrices: 1,
+            bytes: 0,
+        };
+        let with = |t: Target| adapter(LayerLora { linears: [(t, p.clone())].into(), experts: Vec::new() });
+        for t in [Target::QProj, Target::InProjZ, Target::OutProj, Target::Router, Target::SharedExpertGate] {
+            LoraSupport::NoExperts.check(&with(t)).unwrap();
+            LoraSupport::All.check(&with(t)).unwrap();
+        }
+        let e = LoraSupport::NoExperts.check(&with(Target::SharedUp)).unwrap_err().to_string();
+        assert!(
+            e.contains("my-adapter") && e.contains("the shared expert (layer 1)") && e.contains("--backend cpu"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+        let experts = vec![ExpertLora { gate_up: None, down: Some(p.clone()) }];
+        let routed = adapter(LayerLora { linears: Default::default(), experts });
+        let e = LoraSupport::NoExperts.check(&routed).unwrap_err().to_string();
+        assert!(e.contains("the routed experts (layer 1)"), "{e}");
+        LoraSupport::All.check(&routed).unwrap();
+        let e = LoraSupport::Nothing.check(&with(Target::QProj)).unwrap_err().to_string();
+        assert!(e.contains("my-adapter") && e.contains("CPU backend"), "{e}");
+    }
 }

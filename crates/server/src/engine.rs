@@ -15,7 +15,7 @@ use crate::images::PromptImagePatches;
 use crate::metrics::Metrics;
 use crate::prefix_cache::PrefixCache;
 use anyhow::Result;
-use solo_model::lora::LoraAdapter;
+use solo_model::lora::{LoraAdapter, LoraSupport};
 use solo_model::sampler::Sampler;
 use solo_model::sampling::Extras;
 use solo_model::{Backend, ModelConfig};
@@ -195,6 +195,8 @@ pub struct Spawned {
     pub model: ModelConfig,
     /// Whether the backend takes images (`Backend::image_support`; the reason if not).
     pub image_support: Result<(), String>,
+    /// What the backend's LoRA adapters may adapt (`Backend::lora_support`).
+    pub lora_support: LoraSupport,
     /// The engine thread: it ends, dropping the backend, once every `EngineHandle` is gone and
     /// the running jobs are done.
     pub thread: std::thread::JoinHandle<()>,
@@ -214,7 +216,7 @@ where
     F: FnOnce() -> Result<B> + Send + 'static,
 {
     let (jobs, mut queue) = mpsc::channel::<Job>(max_queue.max(1));
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(ModelConfig, Result<(), String>)>>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(ModelConfig, Result<(), String>, LoraSupport)>>();
     let engine_metrics = metrics.clone();
     let thread = std::thread::Builder::new().name("solo-engine".into()).spawn(move || {
         let backend = match load() {
@@ -225,15 +227,15 @@ where
             }
         };
         let images = backend.image_support().map_err(|e| format!("{e:#}"));
-        let _ = ready_tx.send(Ok((backend.config().clone(), images)));
+        let _ = ready_tx.send(Ok((backend.config().clone(), images, backend.lora_support())));
         let metrics = engine_metrics;
         let mut cache = PrefixCache::new(config.cache_entries, config.cache_bytes);
         let cx = Context { backend: &backend, tokenizer: &tokenizer, config: &config, metrics: &metrics };
         schedule(&cx, &mut cache, &mut queue);
     })?;
-    let (model, image_support) =
+    let (model, image_support, lora_support) =
         ready_rx.recv().map_err(|_| anyhow::anyhow!("the engine thread died while loading the model"))??;
-    Ok(Spawned { engine: EngineHandle { jobs, metrics }, model, image_support, thread })
+    Ok(Spawned { engine: EngineHandle { jobs, metrics }, model, image_support, lora_support, thread })
 }
 
 /// The engine's loop: admit, step every running sequence once, repeat; returns when the job

@@ -224,11 +224,11 @@ where
         cache_entries: config.cache_entries,
         cache_bytes: config.cache_bytes,
     };
-    let engine::Spawned { engine, model, image_support, thread: engine_thread } =
+    let engine::Spawned { engine, model, image_support, lora_support, thread: engine_thread } =
         engine::spawn(load, text.tokenizer.clone(), engine_config, metrics.clone(), config.max_queue)?;
     let vision = vision_for(config, &model, image_support);
     let max_seq = config.max_seq.map_or(model.max_position_embeddings, |n| n.min(model.max_position_embeddings));
-    let lora = lora::Adapters::new(model.clone());
+    let lora = lora::Adapters::new(model.clone(), lora_support);
     for (name, dir) in &config.lora {
         let a = lora.load(name, dir).with_context(|| format!("LoRA adapter `{name}`"))?;
         eprintln!(

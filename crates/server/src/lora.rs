@@ -16,7 +16,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use solo_model::lora::LoraAdapter;
+use solo_model::lora::{LoraAdapter, LoraSupport};
 use solo_model::ModelConfig;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,6 +25,8 @@ use std::sync::{Arc, RwLock};
 /// The adapters being served, by model id.
 pub struct Adapters {
     model: ModelConfig,
+    /// What the backend's adapters may adapt: a loaded adapter is checked against it.
+    support: LoraSupport,
     loaded: RwLock<BTreeMap<String, Served>>,
 }
 
@@ -36,13 +38,14 @@ pub struct Served {
 }
 
 impl Adapters {
-    pub fn new(model: ModelConfig) -> Self {
-        Adapters { model, loaded: RwLock::new(BTreeMap::new()) }
+    pub fn new(model: ModelConfig, support: LoraSupport) -> Self {
+        Adapters { model, support, loaded: RwLock::new(BTreeMap::new()) }
     }
 
     /// Reads and checks the adapter in `dir` and serves it as `name`.
     pub fn load(&self, name: &str, dir: &Path) -> anyhow::Result<Arc<LoraAdapter>> {
         let adapter = Arc::new(LoraAdapter::load(dir, &self.model)?);
+        self.support.check(&adapter)?;
         let served = Served { adapter: adapter.clone(), created: handlers::unix_now() };
         self.loaded.write().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), served);
         Ok(adapter)

@@ -60,7 +60,8 @@ pub struct ServeArgs {
     no_batch_decode: bool,
     /// Serve the PEFT LoRA adapter in DIR as the model id NAME beside the base model
     /// (repeatable); a request's `model` picks it. More load at run time through
-    /// `POST /v1/load_lora_adapter`. CPU backend for now.
+    /// `POST /v1/load_lora_adapter`. The CUDA backend runs adapters of the attention and GDN
+    /// projections and the router; the CPU backend runs any.
     #[arg(long = "lora", value_name = "NAME=DIR", value_parser = lora_arg)]
     lora: Vec<(String, PathBuf)>,
     /// Images in chat requests: most images in one request.
@@ -266,9 +267,6 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     config.speculate = args.speculate;
     config.max_batch = args.max_batch;
     config.batch_decode = !args.no_batch_decode;
-    if cuda && !args.lora.is_empty() {
-        anyhow::bail!("--lora: LoRA adapters run on the CPU backend so far (--backend cpu); the CUDA kernels do not take them yet");
-    }
     config.lora = args.lora;
     config.image_limits = solo_server::images::ImageLimits {
         max_bytes: args.max_image_mb << 20,

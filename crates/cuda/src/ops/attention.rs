@@ -11,6 +11,7 @@
 use crate::kernels::{kernel_file, Launch};
 use crate::ops::gemv_q;
 use crate::ops::linear::{gemv_norm_mma, linear, project};
+use crate::ops::lora::{self, Out};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{AttentionGpu, Vector};
@@ -36,9 +37,7 @@ kernel_file! {
     }
 }
 
-#[cfg(test)]
-use crate::kernels::widths::HIDDEN;
-use crate::kernels::widths::{ATTN_HEADS as HEADS, HEAD_DIM, KV_HEADS};
+use crate::kernels::widths::{ATTN_HEADS as HEADS, HEAD_DIM, HIDDEN, KV_HEADS};
 /// Most split-K chunks per call (`COMBINE_MAX_SPLITS` in attention.cu: one combine thread each).
 const MAX_SPLITS: usize = 256;
 /// Dims per `attn_combine_sliced` block (`COMBINE_SLICE`).
@@ -163,6 +162,7 @@ impl KvCacheGpu {
 /// bf16 `[t, 4096]`; buffer 2 = gated attention output bf16 `[t, 4096]`; buffers 3 and 4 =
 /// split-K partials (f32 `[splits, t·16, 256]` and `[splits, t·16, 2]`). Decode gets its full
 /// split count (`3·132 / 2 = 198` chunks) when `scratch.max_tokens >= 100`.
+/// With an adapter (`lora`), its terms join the projections' outputs (`ops::lora`).
 #[allow(clippy::too_many_arguments)]
 pub fn attention_mixer(
     gpu: &Gpu,
@@ -173,6 +173,7 @@ pub fn attention_mixer(
     rope: Rope,
     cache: &KvCacheGpu,
     scratch: &Scratch,
+    lora: lora::Adapter,
     out: DevPtr,
 ) -> Result<()> {
     ensure!(t >= 1 && t <= scratch.max_tokens, "attention: {t} tokens but scratch holds {}", scratch.max_tokens);
@@ -185,9 +186,12 @@ pub fn attention_mixer(
     project(gpu, x, &w.q_proj, t, qg)?;
     project(gpu, x, &w.k_proj, t, k)?;
     project(gpu, x, &w.v_proj, t, v)?;
+    let outs = [(qg, HEADS * 2 * HEAD_DIM), (k, KV_HEADS * HEAD_DIM), (v, KV_HEADS * HEAD_DIM)];
+    lora::add(gpu, lora, |l| &l.input, x, t, &outs.map(|(ptr, stride)| Out { ptr, stride }))?;
     qk_norm_rope(gpu, w, qg, k, v, t, pos, rope, cache, q)?;
     attend(gpu, q, qg, t, pos, cache, scratch, gated)?;
-    linear(gpu, gated, &w.o_proj, t, out)
+    linear(gpu, gated, &w.o_proj, t, out)?;
+    lora::add(gpu, lora, |l| &l.output, gated, t, &[Out { ptr: out, stride: HIDDEN }])
 }
 
 /// The decode step's attention sub-layer for one token on the residual stream h (f32 `[2048]`),
@@ -512,7 +516,7 @@ mod tests {
         let pos = gpu.upload_i32(&[start as i32]).unwrap();
         let out = gpu.upload_f32(&vec![f32::NAN; t * HIDDEN]).unwrap();
         poison_scratch(scratch);
-        attention_mixer(gpu, w, xb.ptr(), t, pos.ptr(), Rope::ROW, cache, scratch, out.ptr()).unwrap();
+        attention_mixer(gpu, w, xb.ptr(), t, pos.ptr(), Rope::ROW, cache, scratch, None, out.ptr()).unwrap();
         let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
         let want = attention_forward(cfg, cpu_w, None, x, start, cpu_cache);
         assert_close(what, &got, &want, tol);

@@ -16,6 +16,7 @@
 use crate::kernels::{kernel_file, widths, Launch};
 use crate::ops::gemv_q;
 use crate::ops::linear::{gemv_norm_conv, gemv_norm_mma, linear, project};
+use crate::ops::lora::{self, Out};
 use crate::ops::Scratch;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{GdnGpu, Matrix, Vector};
@@ -141,7 +142,9 @@ impl GdnBuffers {
 /// The mixer: x bf16 [t, 2048] (normalised input) → out f32 [t, 2048] (not added to the residual).
 /// Advances `state` by t tokens. Uses scratch buffers 0–3 (see `GdnBuffers`); x and out must not
 /// be in them. t == 1 runs the fused decode step: fixed launch shapes, no host sync, no allocation
-/// (graph-capturable). t ≤ scratch.max_tokens.
+/// (graph-capturable). t ≤ scratch.max_tokens. With an adapter (`lora`), its terms join the
+/// projections' outputs (`ops::lora`).
+#[allow(clippy::too_many_arguments)]
 pub fn gdn_mixer(
     gpu: &Gpu,
     w: &GdnGpu,
@@ -149,6 +152,7 @@ pub fn gdn_mixer(
     t: usize,
     state: &GdnStateGpu,
     scratch: &Scratch,
+    lora: lora::Adapter,
     out: DevPtr,
 ) -> Result<()> {
     let buf = GdnBuffers::new(scratch, t)?;
@@ -157,6 +161,8 @@ pub fn gdn_mixer(
     project(gpu, x, &w.in_proj_z, t, buf.z)?;
     project(gpu, x, &w.in_proj_b, t, buf.b)?;
     project(gpu, x, &w.in_proj_a, t, buf.a)?;
+    let outs = [(buf.qkv, CONV_DIM), (buf.z, VALUE_DIM), (buf.b, V_HEADS), (buf.a, V_HEADS)];
+    lora::add(gpu, lora, |l| &l.input, x, t, &outs.map(|(ptr, stride)| Out { ptr, stride }))?;
     let (conv, recurrent) = (state.conv.ptr(), state.recurrent.ptr());
     conv_silu(gpu, buf.qkv, conv, conv, w.conv1d.ptr, t, buf.mixed)?;
     if t == 1 {
@@ -164,7 +170,8 @@ pub fn gdn_mixer(
     } else {
         prefill_delta(gpu, &consts, &buf, state.recurrent.ptr(), t)?;
     }
-    linear(gpu, buf.y, &w.out_proj, t, out)
+    linear(gpu, buf.y, &w.out_proj, t, out)?;
+    lora::add(gpu, lora, |l| &l.output, buf.y, t, &[Out { ptr: out, stride: widths::HIDDEN }])
 }
 
 /// The decode step's GDN sub-layer for one token on the residual stream h (f32 [2048]), all but
@@ -762,7 +769,7 @@ mod tests {
             solo_cpu::gdn::gdn_forward(&cfg, &w, None, &x[..prefill * hidden], &mut cpu_state, DeltaRule::Chunked);
         let x_gpu = gpu.upload(&bf16_bytes(&x[..prefill * hidden])).unwrap();
         let out = nan_f32(prefill * hidden);
-        gdn_mixer(gpu, &wg, x_gpu.ptr(), prefill, &state, &scratch, out.ptr()).unwrap();
+        gdn_mixer(gpu, &wg, x_gpu.ptr(), prefill, &state, &scratch, None, out.ptr()).unwrap();
         let got = gpu.download_f32(out.ptr(), prefill * hidden).unwrap();
         assert_close("mixer prefill T=100: output", &got, &want, 1e-2);
         check_state("mixer prefill T=100", &cpu_state);
@@ -773,7 +780,7 @@ mod tests {
             let want = solo_cpu::gdn::gdn_forward(&cfg, &w, None, row, &mut cpu_state, DeltaRule::Recurrent);
             let x_gpu = gpu.upload(&bf16_bytes(row)).unwrap();
             let out = nan_f32(hidden);
-            gdn_mixer(gpu, &wg, x_gpu.ptr(), 1, &state, &scratch, out.ptr()).unwrap();
+            gdn_mixer(gpu, &wg, x_gpu.ptr(), 1, &state, &scratch, None, out.ptr()).unwrap();
             let got = gpu.download_f32(out.ptr(), hidden).unwrap();
             assert_close(&format!("mixer decode {i}: output"), &got, &want, 1e-2);
             check_state(&format!("mixer decode {i}"), &cpu_state);

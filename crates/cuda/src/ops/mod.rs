@@ -7,6 +7,7 @@ pub mod gdn;
 pub mod gemv_q;
 pub mod linear;
 pub mod lm_head;
+pub mod lora;
 pub mod moe;
 pub mod norm;
 pub mod sample;

@@ -28,6 +28,7 @@ use crate::kernels::{kernel_file, Launch};
 use crate::kquant::KQuant;
 use crate::ops::gemv_q;
 use crate::ops::linear::{gemv_tokens_accumulate, linear};
+use crate::ops::lora::{self, Out};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevPtr, Gpu};
 use crate::weights::{ExpertScales, Matrix, MoeGpu, Packed, RowFormat, Vector};
@@ -199,22 +200,34 @@ impl Layout {
 /// out (f32 `[t, 2048]`, overwritten, not added to the residual) = Σ routed w_e·expert_e(x) +
 /// sigmoid(x·w_sg)·shared(x), for x bf16 `[t, 2048]` (normalised input). Scratch buffers 0 and 1.
 /// FP8 and int4 experts take the grouped GEMMs at every `t` (the expert GEMVs read bf16).
-pub fn moe_block(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, scratch: &Scratch, out: DevPtr) -> Result<()> {
-    moe_block_path(gpu, w, x, t, scratch, out, t > GEMV_MAX_T || !w.is_bf16())
+/// With an adapter (`lora`), its router term goes into the router logits (LoRA on the routed
+/// and shared experts has no GPU form: `lora::LoraGpu::upload` refuses it).
+pub fn moe_block(
+    gpu: &Gpu,
+    w: &MoeGpu,
+    x: DevPtr,
+    t: usize,
+    scratch: &Scratch,
+    lora: lora::Adapter,
+    out: DevPtr,
+) -> Result<()> {
+    moe_block_path(gpu, w, x, t, scratch, lora, out, t > GEMV_MAX_T || !w.is_bf16())
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn moe_block_path(
     gpu: &Gpu,
     w: &MoeGpu,
     x: DevPtr,
     t: usize,
     scratch: &Scratch,
+    lora: lora::Adapter,
     out: DevPtr,
     grouped: bool,
 ) -> Result<()> {
     ensure!(grouped || w.fp8_scales.is_none(), "moe_block: the expert GEMVs read bf16 or int4 experts, not FP8");
     let l = Layout::new(scratch, t)?;
-    route(gpu, w, x, t, &l, grouped)?;
+    route(gpu, w, x, t, &l, lora, grouped)?;
     gpu.zero(out, t * HIDDEN * 4)?; // both expert paths add into `out`
     if grouped {
         group(gpu, t, &l)?;
@@ -453,9 +466,15 @@ fn check_decode_shapes(mixer: &MixerOut, w: &MoeGpu, norm: &Vector) -> Result<()
 }
 
 /// Router logits, then ids/weights `[t, 9]`; with `count`, also the per-expert token counts.
-fn route(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, count: bool) -> Result<()> {
+fn route(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, lora: lora::Adapter, count: bool) -> Result<()> {
     ensure!(w.router.rows == ROUTER_ROWS, "MoE router has {} rows, expected {ROUTER_ROWS}", w.router.rows);
     linear(gpu, x, &w.router, t, l.logits)?;
+    // the router's rows, then the shared expert's gate (row 256)
+    let outs = [
+        Out { ptr: l.logits, stride: ROUTER_ROWS },
+        Out { ptr: l.logits + (EXPERTS * 4) as DevPtr, stride: ROUTER_ROWS },
+    ];
+    lora::add(gpu, lora, |l| &l.router, x, t, &outs)?;
     if count {
         gpu.zero(l.counts, (EXPERTS + 1) * 4)?;
     }

@@ -124,7 +124,7 @@ fn route_and_grouping_match_cpu() {
     let scratch = Scratch::new(gpu, t).unwrap();
     poison_scratch(&scratch);
     let l = Layout::new(&scratch, t).unwrap();
-    route(gpu, &f.gpu, xb.ptr(), t, &l, true).unwrap();
+    route(gpu, &f.gpu, xb.ptr(), t, &l, None, true).unwrap();
     group(gpu, t, &l).unwrap();
 
     // Routing from the GPU's own logits (256 experts' of each token's 257): exact ids, weights
@@ -194,7 +194,7 @@ fn run_block(w: &MoeGpu, t: usize, grouped: bool, x: &[f32]) -> Vec<f32> {
     let out = gpu.upload_f32(&vec![f32::NAN; t * HIDDEN]).unwrap();
     let scratch = Scratch::new(gpu, t).unwrap();
     poison_scratch(&scratch);
-    moe_block_path(gpu, w, xb.ptr(), t, &scratch, out.ptr(), grouped).unwrap();
+    moe_block_path(gpu, w, xb.ptr(), t, &scratch, None, out.ptr(), grouped).unwrap();
     gpu.download_f32(out.ptr(), t * HIDDEN).unwrap()
 }
 
@@ -283,7 +283,7 @@ fn moe_block_fp8_prefill_matches_dequantized_and_cpu() {
         let x = input(seed, t);
         let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
         let out = gpu.alloc(t * HIDDEN * 4).unwrap();
-        moe_block(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), out.ptr()).unwrap();
+        moe_block(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), None, out.ptr()).unwrap();
         let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
         let dequantized = run_block(&bf16, t, true, &x);
         assert_close(&format!("FP8 grouped vs dequantised bf16 grouped, t={t}"), &got, &dequantized, 1e-6);
@@ -291,7 +291,7 @@ fn moe_block_fp8_prefill_matches_dequantized_and_cpu() {
         check_against_cpu(f, &format!("moe_block FP8 t={t} (grouped)"), &got, &want, &x, 1e-2);
     }
     let scratch = Scratch::new(gpu, 2).unwrap();
-    let err = moe_block_path(gpu, &f.gpu, 0, 2, &scratch, 0, false).unwrap_err();
+    let err = moe_block_path(gpu, &f.gpu, 0, 2, &scratch, None, 0, false).unwrap_err();
     assert!(err.to_string().contains("FP8"), "{err}");
 }
 
@@ -563,7 +563,7 @@ fn check_packed_block(f: &Fixture, name: &str) {
         let x = input(seed, t);
         let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
         let out = gpu.alloc(t * HIDDEN * 4).unwrap();
-        moe_block_path(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), out.ptr(), grouped).unwrap();
+        moe_block_path(gpu, &f.gpu, xb.ptr(), t, &Scratch::new(gpu, t).unwrap(), None, out.ptr(), grouped).unwrap();
         let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
         let want = moe_forward(&f.cfg, &f.cpu, None, &x);
         let form = if grouped { "grouped" } else { "GEMVs" };

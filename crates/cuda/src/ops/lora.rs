@@ -1,0 +1,278 @@
+//! LoRA adapters on the GPU (the formula and its reference: crates/cpu/src/lora.rs): an adapted
+//! matrix W gives
+//!
+//! ```text
+//! y = W x + s · B (A x)          A: [r, in], B: [out, r]
+//! ```
+//!
+//! the low-rank term added to the product's output, never merged into W, so one copy of the
+//! weights (of any format) serves every adapter and the base model.
+//!
+//! The adapted matrices that read the same input form a **site**: a layer's input projections
+//! (GDN in_proj_qkv | z | b | a; attention q | k | v), its output projection (out_proj / o_proj),
+//! and its router (the 256 router rows and the shared expert's gate, one matrix here). A site
+//! stacks its matrices' A into one [Σr, in] matrix, so its term takes two launches whatever it
+//! adapts: u = A x (`lora_shrink` for one token, cuBLAS for more), then for each matrix
+//! y += s · B u (`lora_expand`, into that matrix's output).
+//!
+//! Where it runs: the layer-by-layer forward (`CudaModel::forward`, prefill), which a sequence
+//! with an adapter also takes for its decode steps (one token; captured as a graph like the
+//! fused step) and its verify steps. The fused decode kernels and the multi-token steps run
+//! only the base model. The shared and routed experts' adapters have no GPU form yet: such an
+//! adapter is refused in one line (`LoraGpu::upload`) and runs on the CPU backend.
+
+use crate::kernels::{kernel_file, Launch};
+use crate::ops::linear::gemm;
+use crate::runtime::{DevBuf, DevPtr, Gpu};
+use crate::weights::Matrix;
+use anyhow::{ensure, Result};
+use solo_model::lora::{LayerLora, LoraAdapter, LoraPair, LoraSupport, Target};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+kernel_file! {
+    /// `lora.cu`'s kernels.
+    pub mod lora_cu = "lora.cu" {
+        fn lora_shrink(x: DevPtr, a: DevPtr, u: DevPtr, rows: i32, in_dim: i32);
+        fn lora_expand(u: DevPtr, u_stride: i32, b: DevPtr, rank: i32, scale: f32, y: DevPtr, y_stride: i32, rows: i32, tokens: i32);
+    }
+}
+
+/// Tokens `lora_expand` takes a block (`LORA_TOKENS` in lora.cu).
+const EXPAND_TOKENS: usize = 8;
+
+/// Where a site's term goes: f32 rows `stride` apart, the matrix's outputs from `ptr` on.
+#[derive(Clone, Copy, Debug)]
+pub struct Out {
+    pub ptr: DevPtr,
+    pub stride: usize,
+}
+
+/// One adapted matrix of a site.
+struct Part {
+    /// bf16 [rows, rank]
+    b: DevBuf,
+    rows: usize,
+    rank: usize,
+    scale: f32,
+    /// Its A's first row in the site's stacked A (its entries of u).
+    u_col: usize,
+    /// Which of the site's outputs it adds into (the index of its target in the site's list).
+    output: usize,
+}
+
+/// The adapted matrices that read one input.
+pub struct Site {
+    /// bf16 [Σr, in]: the parts' A, stacked.
+    a: DevBuf,
+    rank_sum: usize,
+    in_dim: usize,
+    parts: Vec<Part>,
+}
+
+impl Site {
+    /// The site of `targets` (in the order of the outputs `apply` will be given) in `lora`, or
+    /// `None` when the adapter adapts none of them.
+    fn upload(gpu: &Gpu, lora: &LayerLora, targets: &[Target]) -> Result<Option<Site>> {
+        let pairs: Vec<(usize, &LoraPair)> =
+            targets.iter().enumerate().filter_map(|(i, t)| lora.get(*t).map(|p| (i, p))).collect();
+        Site::of_pairs(gpu, &pairs)
+    }
+
+    /// The site of `(output, pair)`s, all of one input width.
+    pub fn of_pairs(gpu: &Gpu, pairs: &[(usize, &LoraPair)]) -> Result<Option<Site>> {
+        let Some((_, first)) = pairs.first() else { return Ok(None) };
+        let in_dim = first.a.shape[1];
+        ensure!(in_dim % 256 == 0, "LoRA: an input width of {in_dim} (the GPU kernels take multiples of 256)");
+        let (mut a, mut parts, mut u_col) = (Vec::new(), Vec::new(), 0);
+        for &(output, p) in pairs {
+            let rank = p.rank();
+            ensure!(p.a.shape[1] == in_dim, "LoRA: one site's A matrices differ in width");
+            ensure!(rank <= solo_model::lora::MAX_RANK, "LoRA: rank {rank} (at most {})", solo_model::lora::MAX_RANK);
+            a.extend(to_bf16(&p.a.to_f32()));
+            let rows = p.b.shape[0];
+            parts.push(Part { b: gpu.upload(&to_bf16(&p.b.to_f32()))?, rows, rank, scale: p.scale, u_col, output });
+            u_col += rank;
+        }
+        Ok(Some(Site { a: gpu.upload(&a)?, rank_sum: u_col, in_dim, parts }))
+    }
+
+    /// Adds the site's term for `t` tokens of x (bf16 [t, in]) into `outputs` (indexed as the
+    /// site's targets), with `u` (f32 [t, Σr]) as scratch.
+    pub fn apply(&self, gpu: &Gpu, x: DevPtr, t: usize, u: DevPtr, outputs: &[Out]) -> Result<()> {
+        if t == 1 {
+            let blocks = self.rank_sum.div_ceil(8) as u32;
+            let launch = Launch::new((blocks, 1, 1), 256, 0);
+            lora_cu::lora_shrink(gpu, launch, x, self.a.ptr(), u, self.rank_sum as i32, self.in_dim as i32)?;
+        } else {
+            gemm(gpu, x, &Matrix::bf16(self.a.ptr(), self.rank_sum, self.in_dim), t, u)?;
+        }
+        for p in &self.parts {
+            let out = outputs[p.output];
+            let grid = (p.rows.div_ceil(256) as u32, t.div_ceil(EXPAND_TOKENS) as u32, 1);
+            lora_cu::lora_expand(
+                gpu,
+                Launch::new(grid, 256, 0),
+                u + (p.u_col * 4) as DevPtr,
+                self.rank_sum as i32,
+                p.b.ptr(),
+                p.rank as i32,
+                p.scale,
+                out.ptr,
+                out.stride as i32,
+                p.rows as i32,
+                t as i32,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A layer's sites.
+#[derive(Default)]
+pub struct LayerLoraGpu {
+    /// GDN: in_proj_qkv, in_proj_z, in_proj_b, in_proj_a; attention: q_proj, k_proj, v_proj.
+    pub input: Option<Site>,
+    /// out_proj / o_proj.
+    pub output: Option<Site>,
+    /// The router's 256 rows, then the shared expert's gate.
+    pub router: Option<Site>,
+}
+
+/// The input projections' targets of a GDN layer and of an attention layer, in their outputs' order.
+pub const GDN_INPUT: [Target; 4] = [Target::InProjQkv, Target::InProjZ, Target::InProjB, Target::InProjA];
+pub const ATTENTION_INPUT: [Target; 3] = [Target::QProj, Target::KProj, Target::VProj];
+pub const ROUTER: [Target; 2] = [Target::Router, Target::SharedExpertGate];
+
+/// An adapter in GPU memory (bf16), with the scratch its terms use.
+pub struct LoraGpu {
+    /// Unique per upload: the decode graphs captured with it are keyed on it.
+    pub id: u64,
+    /// `LoraAdapter::id` of what it holds.
+    pub adapter: u64,
+    pub layers: Vec<LayerLoraGpu>,
+    /// f32 [max_tokens, the largest site's Σr]: u.
+    u: DevBuf,
+}
+
+impl LoraGpu {
+    /// Uploads `adapter` for forward calls of up to `max_tokens` tokens. Refuses, in one line, an
+    /// adapter of the shared or routed experts (which only the CPU backend runs).
+    pub fn upload(gpu: &Gpu, adapter: &LoraAdapter, max_tokens: usize) -> Result<LoraGpu> {
+        LoraSupport::NoExperts.check(adapter)?;
+        let mut layers = Vec::with_capacity(adapter.layers.len());
+        for l in &adapter.layers {
+            let input = match Site::upload(gpu, l, &GDN_INPUT)? {
+                Some(s) => Some(s),
+                None => Site::upload(gpu, l, &ATTENTION_INPUT)?,
+            };
+            let output = match Site::upload(gpu, l, &[Target::OutProj])? {
+                Some(s) => Some(s),
+                None => Site::upload(gpu, l, &[Target::OProj])?,
+            };
+            layers.push(LayerLoraGpu { input, output, router: Site::upload(gpu, l, &ROUTER)? });
+        }
+        let widest = layers
+            .iter()
+            .flat_map(|l| [&l.input, &l.output, &l.router])
+            .filter_map(|s| s.as_ref().map(|s| s.rank_sum))
+            .max()
+            .unwrap_or(1);
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Ok(LoraGpu {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            adapter: adapter.id,
+            layers,
+            u: gpu.alloc(max_tokens * widest * 4)?,
+        })
+    }
+
+    /// The scratch for u.
+    pub fn u(&self) -> DevPtr {
+        self.u.ptr()
+    }
+}
+
+/// A layer's adapter as the mixers and the MoE block take it: the upload (its scratch) and the
+/// layer's sites. `None`: the base model.
+pub type Adapter<'a> = Option<(&'a LoraGpu, &'a LayerLoraGpu)>;
+
+/// Adds the term of the layer's site that `site` picks (when the adapter has it) for x (bf16
+/// [t, in]) into `outputs`.
+pub fn add(
+    gpu: &Gpu,
+    adapter: Adapter,
+    site: impl Fn(&LayerLoraGpu) -> &Option<Site>,
+    x: DevPtr,
+    t: usize,
+    outputs: &[Out],
+) -> Result<()> {
+    match adapter {
+        Some((lora, layer)) => match site(layer) {
+            Some(s) => s.apply(gpu, x, t, lora.u(), outputs),
+            None => Ok(()),
+        },
+        None => Ok(()),
+    }
+}
+
+fn to_bf16(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| half::bf16::from_f32(*x).to_le_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testutil::*;
+    use solo_model::Tensor;
+
+    fn pair(seed: u64, rank: usize, rows: usize, cols: usize, scale: f32) -> LoraPair {
+        let a = Tensor::from_f32_as_bf16(vec![rank, cols], &random(seed, rank * cols, 0.05));
+        let b = Tensor::from_f32_as_bf16(vec![rows, rank], &random(seed + 1, rows * rank, 0.5));
+        LoraPair { a, b, scale }
+    }
+
+    /// What the site adds for token rows x (f32, already bf16 values): per part, s · B (A x).
+    fn reference(pairs: &[(usize, &LoraPair)], x: &[f32], t: usize, outs: &mut [Vec<f32>], strides: &[usize]) {
+        for &(o, p) in pairs {
+            let (a, b) = (p.a.to_f32(), p.b.to_f32());
+            let (r, cols, rows) = (p.rank(), p.a.shape[1], p.b.shape[0]);
+            for ti in 0..t {
+                let xr = &x[ti * cols..(ti + 1) * cols];
+                let u: Vec<f64> =
+                    (0..r).map(|k| (0..cols).map(|c| a[k * cols + c] as f64 * xr[c] as f64).sum()).collect();
+                for i in 0..rows {
+                    let d: f64 = (0..r).map(|k| b[i * r + k] as f64 * u[k]).sum();
+                    outs[o][ti * strides[o] + i] += (p.scale as f64 * d) as f32;
+                }
+            }
+        }
+    }
+
+    /// A site of three matrices (ranks 16, 8 and 40, one output skipped) adds s · B (A x) into
+    /// the right rows of strided outputs, for one token (`lora_shrink`) and more (cuBLAS), over
+    /// outputs that already hold values; what lies past a matrix's rows stays as it was.
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn site_adds_the_low_rank_term() {
+        let gpu = gpu();
+        for (cols, t) in [(2048, 1), (2048, 3), (4096, 1), (2048, 37)] {
+            let (p0, p2, p3) = (pair(1, 16, 700, cols, 2.0), pair(3, 8, 32, cols, 0.5), pair(5, 40, 300, cols, 1.25));
+            let pairs = [(0, &p0), (2, &p2), (3, &p3)];
+            let site = Site::of_pairs(gpu, &pairs).unwrap().unwrap();
+            let strides = [704usize, 64, 40, 320];
+            let x = round_bf16(&random(7, t * cols, 1.0));
+            let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
+            let mut want: Vec<Vec<f32>> =
+                strides.iter().enumerate().map(|(i, s)| random(20 + i as u64, t * s, 1.0)).collect();
+            let bufs: Vec<DevBuf> = want.iter().map(|v| gpu.upload_f32(v).unwrap()).collect();
+            let outs: Vec<Out> = bufs.iter().zip(strides).map(|(b, stride)| Out { ptr: b.ptr(), stride }).collect();
+            let u = gpu.alloc(t * site.rank_sum * 4).unwrap();
+            site.apply(gpu, xb.ptr(), t, u.ptr(), &outs).unwrap();
+            reference(&pairs, &x, t, &mut want, &strides);
+            for (i, (b, w)) in bufs.iter().zip(&want).enumerate() {
+                let got = gpu.download_f32(b.ptr(), w.len()).unwrap();
+                assert_close(&format!("in {cols}, {t} tokens, output {i}"), &got, w, 1e-5);
+            }
+        }
+    }
+}
