@@ -71,9 +71,9 @@ pub struct CudaModel {
     /// of its adapter's upload (0: none): up to `GRAPHS_KEPT`, so that the server's several
     /// running sequences each keep theirs.
     graphs: [GraphCache<(u64, u64)>; 4],
-    /// The adapters uploaded for the sequences that run with them (`Backend::set_adapter`),
-    /// freed with the last sequence (or prefix-cache snapshot) that holds one.
-    pub(crate) adapters: RefCell<Vec<Weak<LoraGpu>>>,
+    /// The adapters uploaded for the sequences that run with them (`Backend::set_adapter`), each
+    /// kept while its `LoraAdapter` lives (`model/adapters.rs`).
+    pub(crate) adapters: RefCell<Vec<(Weak<LoraAdapter>, Arc<LoraGpu>)>>,
     /// Sequences the server is done with (`Backend::release_state`), kept whole for the next
     /// `new_state` / `resume`: no allocation, and their decode graphs stay captured. At most
     /// `SPARE_STATES`, each of `max_seq` capacity.
@@ -662,6 +662,7 @@ impl Backend for CudaModel {
     }
 
     fn set_adapter(&self, state: &mut CudaState, adapter: Option<Arc<LoraAdapter>>) -> Result<()> {
+        self.drop_released_adapters();
         state.lora = match adapter {
             Some(a) => Some(self.upload_adapter(&a)?),
             None => None,

@@ -12,7 +12,9 @@ use crate::weights::{
     SharedExpert, Vector,
 };
 use anyhow::Result;
+use solo_model::lora::{LayerLora, LoraAdapter, LoraPair, Target};
 use solo_model::tensor::TiledHeads;
+use solo_model::Tensor;
 use solo_model::{LayerKind, ModelConfig, Precision};
 
 kernel_file! {
@@ -446,5 +448,73 @@ mod tests {
             (27, 1152, 72, 1536, 48)
         );
         assert!(v.gelu_tanh && v.unsupported().is_none());
+    }
+}
+
+/// The bf16 matrix that LoRA `target` adapts in layer `i` of `model` (the router's rows and the
+/// shared expert's gate are rows of one matrix). Panics for a target the layer lacks.
+pub fn adapted_matrix(model: &crate::model::CudaModel, i: usize, target: Target) -> Matrix {
+    let layer = &model.weights.layers[i];
+    let router = &layer.moe.router;
+    match (&layer.mixer, target) {
+        (_, Target::Router) => Matrix::bf16(router.ptr, 256, router.cols),
+        (_, Target::SharedExpertGate) => Matrix::bf16(router.ptr + (256 * router.cols * 2) as u64, 1, router.cols),
+        (MixerGpu::GatedDeltaNet(g), Target::InProjQkv) => g.in_proj_qkv,
+        (MixerGpu::GatedDeltaNet(g), Target::InProjZ) => g.in_proj_z,
+        (MixerGpu::GatedDeltaNet(g), Target::InProjB) => g.in_proj_b,
+        (MixerGpu::GatedDeltaNet(g), Target::InProjA) => g.in_proj_a,
+        (MixerGpu::GatedDeltaNet(g), Target::OutProj) => g.out_proj,
+        (MixerGpu::FullAttention(a), Target::QProj) => a.q_proj,
+        (MixerGpu::FullAttention(a), Target::KProj) => a.k_proj,
+        (MixerGpu::FullAttention(a), Target::VProj) => a.v_proj,
+        (MixerGpu::FullAttention(a), Target::OProj) => a.o_proj,
+        _ => panic!("layer {i}: no {target:?} here"),
+    }
+}
+
+/// A random LoRA adapter of rank `rank` on every projection of the mixers (attention q/k/v/o,
+/// GDN in_proj_qkv/z/b/a and out_proj), and with `router` the router and the shared expert's
+/// gate; scale 2, A U(±√(3/in)), B `b` · U(±√(3/rank)): the term is ~`2b` of the product's size
+/// (`solo bench --lora-rank`, the GPU tests).
+pub fn random_adapter(model: &crate::model::CudaModel, rank: usize, seed: u64, b: f32, router: bool) -> LoraAdapter {
+    let tensor = |seed, shape: [usize; 2], scale: f32| {
+        let mut rng = solo_model::sampler::SplitMix(seed);
+        let v: Vec<f32> = (0..shape[0] * shape[1]).map(|_| scale * (2.0 * rng.next_f32() - 1.0)).collect();
+        Tensor::from_f32_as_bf16(shape.to_vec(), &v)
+    };
+    let layers: Vec<LayerLora> = (0..model.weights.layers.len())
+        .map(|i| {
+            let mut targets = match model.weights.layers[i].mixer {
+                MixerGpu::GatedDeltaNet(_) => {
+                    vec![Target::InProjQkv, Target::InProjZ, Target::InProjB, Target::InProjA, Target::OutProj]
+                }
+                MixerGpu::FullAttention(_) => vec![Target::QProj, Target::KProj, Target::VProj, Target::OProj],
+            };
+            if router {
+                targets.extend([Target::Router, Target::SharedExpertGate]);
+            }
+            let linears = targets
+                .into_iter()
+                .enumerate()
+                .map(|(j, t)| {
+                    let m = adapted_matrix(model, i, t);
+                    let s = seed * 1000 + (i * 16 + j) as u64 * 2;
+                    let a = tensor(s, [rank, m.cols], (3.0 / m.cols as f32).sqrt());
+                    let b = tensor(s + 1, [m.rows, rank], b * (3.0 / rank as f32).sqrt());
+                    (t, LoraPair { a, b, scale: 2.0 })
+                })
+                .collect();
+            LayerLora { linears, experts: Vec::new() }
+        })
+        .collect();
+    let matrices = layers.iter().map(|l| l.linears.len()).sum();
+    let bytes = layers.iter().flat_map(|l| l.linears.values()).map(|p| p.a.stored_bytes() + p.b.stored_bytes()).sum();
+    LoraAdapter {
+        id: 1_000_000 + seed,
+        dir: format!("synthetic rank-{rank} adapter").into(),
+        rank,
+        layers,
+        matrices,
+        bytes,
     }
 }

@@ -12,9 +12,11 @@
 //! sampler), each over `decode_steps` tokens.
 
 use anyhow::{bail, ensure, Context, Result};
+use solo_model::lora::{LoraAdapter, LoraSupport};
 use solo_model::sampler::{argmax, Sampler, SamplerConfig, SplitMix};
 use solo_model::{Backend, Logits, Precision};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// `--precision` of `solo bench --synthetic`.
@@ -139,6 +141,25 @@ pub struct BenchArgs {
     /// and a 256-token text (the tower, then the text model's prefill of as many tokens).
     #[arg(long, value_name = "WxH", value_parser = parse_image_size, requires = "synthetic")]
     pub image: Option<(usize, usize)>,
+    /// With --synthetic: prefill and decode with a random LoRA adapter of this rank (0: none),
+    /// on what --lora-targets names. Run once without it for the base figures.
+    #[arg(long, default_value_t = 0, requires = "synthetic")]
+    pub lora_rank: usize,
+    /// What the --lora-rank adapter adapts.
+    #[arg(long, value_enum, default_value_t = LoraTargets::Attn)]
+    pub lora_targets: LoraTargets,
+}
+
+/// `--lora-targets` of `solo bench`.
+#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
+pub enum LoraTargets {
+    /// The attention and GDN projections (q/k/v/o, in_proj_qkv/z/b/a, out_proj).
+    Attn,
+    /// Those and the router (with the shared expert's gate).
+    #[value(name = "attn-router")]
+    AttnRouter,
+    /// Every linear layer, the shared and routed experts too (the CUDA kernels refuse it so far).
+    All,
 }
 
 /// `--image WxH`: pixels, each a multiple of 32 (16-pixel patches merged 2×2).
@@ -225,6 +246,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     }
     model.screened_lm_head = !args.full_lm_head;
     let vocab = model.config.vocab_size;
+    let lora = bench_adapter(&model, &args)?;
     let mut state = model.try_new_state()?;
     let mut rows = Vec::new();
     let mut profiles = Vec::new();
@@ -237,6 +259,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         let mut spec_rounds = Vec::new();
         for round in 0..=args.rounds {
             model.reset(&mut state)?;
+            model.set_adapter(&mut state, lora.clone())?;
             let t0 = Instant::now();
             let logits = model.prefill(&mut state, &prompt, Logits::Last)?;
             let ttft = t0.elapsed().as_secs_f64();
@@ -323,6 +346,15 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "model: {source}; batch 1; {} decode steps; median of {} rounds after 1 warm-up",
         args.decode_steps, args.rounds
     );
+    if let Some(a) = &lora {
+        println!(
+            "LoRA: {} ({} matrices, {:.1} MB; --lora-targets {:?})",
+            a.dir.display(),
+            a.matrices,
+            a.bytes as f64 / 1e6,
+            args.lora_targets
+        );
+    }
     if model.screened_lm_head {
         let counts: Vec<String> = rows.iter().map(|r| r.screen_candidates.to_string()).collect();
         println!(
@@ -390,6 +422,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "kernels": model.gpu.target.describe(), "sms": model.gpu.sms,
         "state": "f32 recurrent state, bf16 KV cache",
         "model": source, "decode_steps": args.decode_steps, "rounds": args.rounds,
+        "lora": lora.as_ref().map(|a| serde_json::json!({"rank": a.rank, "matrices": a.matrices, "targets": format!("{:?}", args.lora_targets)})),
         "gpu_memory_used_bytes": used, "gpu_memory_total_bytes": total, "results": rows,
     });
     if let Some(path) = args.json {
@@ -690,6 +723,25 @@ fn image_ttft(
         print_profile(&format!("the vision tower on a {w}x{h} image"), &kernels);
     }
     Ok(())
+}
+
+/// `--lora-rank`'s adapter (B's entries a tenth of the product's size), checked against what the
+/// backend adapts; `None` without one.
+fn bench_adapter(model: &solo_cuda::model::CudaModel, args: &BenchArgs) -> Result<Option<Arc<LoraAdapter>>> {
+    if args.lora_rank == 0 {
+        return Ok(None);
+    }
+    if !(1..=solo_model::lora::MAX_RANK).contains(&args.lora_rank) {
+        bail!("--lora-rank {}: ranks go up to {}", args.lora_rank, solo_model::lora::MAX_RANK);
+    }
+    if args.lora_targets == LoraTargets::All && model.lora_support() != LoraSupport::All {
+        bail!(
+            "--lora-targets all: the CUDA kernels adapt the attention and GDN projections and the router, not the \
+             shared or routed experts yet (--lora-targets attn or attn-router)"
+        );
+    }
+    let router = args.lora_targets == LoraTargets::AttnRouter;
+    Ok(Some(Arc::new(solo_cuda::synthetic::random_adapter(model, args.lora_rank, 1, 0.05, router))))
 }
 
 fn synthetic_prompt(len: usize, vocab: usize) -> Vec<u32> {
