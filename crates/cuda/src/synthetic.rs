@@ -437,20 +437,6 @@ pub fn random_vision(gpu: &Gpu, cfg: &solo_model::vision::VisionConfig) -> Resul
     })
 }
 
-#[cfg(test)]
-mod tests {
-    /// The release's vision widths as the CUDA tower reads them (no GPU needed).
-    #[test]
-    fn the_real_vision_config() {
-        let v = super::real_vision_config();
-        assert_eq!(
-            (v.depth, v.hidden_size, v.head_dim(), v.patch_len(), v.position_grid_side()),
-            (27, 1152, 72, 1536, 48)
-        );
-        assert!(v.gelu_tanh && v.unsupported().is_none());
-    }
-}
-
 /// The bf16 matrix that LoRA `target` adapts in layer `i` of `model` (the router's rows and the
 /// shared expert's gate are rows of one matrix). Panics for a target the layer lacks.
 pub fn adapted_matrix(model: &crate::model::CudaModel, i: usize, target: Target) -> Matrix {
@@ -516,5 +502,19 @@ pub fn random_adapter(model: &crate::model::CudaModel, rank: usize, seed: u64, b
         layers,
         matrices,
         bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The release's vision widths as the CUDA tower reads them (no GPU needed).
+    #[test]
+    fn the_real_vision_config() {
+        let v = super::real_vision_config();
+        assert_eq!(
+            (v.depth, v.hidden_size, v.head_dim(), v.patch_len(), v.position_grid_side()),
+            (27, 1152, 72, 1536, 48)
+        );
+        assert!(v.gelu_tanh && v.unsupported().is_none());
     }
 }
