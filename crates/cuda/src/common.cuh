@@ -744,3 +744,73 @@ __device__ __forceinline__ float w_o_row_dot(const unsigned char* row, const uin
     }
     return warp_sum(acc);
 }
+
+// ---- LoRA in the decode step's kernels (ops/lora.rs): an adapted site's term y += s · B (A x),
+// computed beside the product. A LoraSite (device memory, built by lora.rs: `LoraSite::device`)
+// is the site's A stacked [rank_sum, in] and its parts: part p adds its term into output rows
+// [first, first + rows), with B [rows, rank] and u's entries [u_col, u_col + rank).
+#define LORA_PARTS 4
+#define LORA_FUSED_RANKS 64  // most of u a fused kernel keeps per token (Σ rank of a site)
+struct LoraPart {
+    int first, rows, rank, u_col;
+    float scale;
+    int pad;
+    const bf16* b;
+};
+struct LoraSite {
+    const bf16* a;
+    int rank_sum, parts;
+    LoraPart part[LORA_PARTS];
+};
+static_assert(sizeof(LoraPart) == 32 && sizeof(LoraSite) == 144, "LoraSite::device in lora.rs");
+
+// u[t·LORA_FUSED_RANKS + j] = A[j] · x[t] for j < rank_sum, t < tokens: x bf16 [tokens][in] in
+// shared memory, A bf16 [rank_sum, in] from global (L2: every block reads it). Warp w takes rows
+// w, w + 8, ...; lane l columns 8l .. 8l + 8 of every 256, then the warp. The caller syncs the
+// block before reading u. in % 256 == 0, tokens ≤ 8, blockDim 256.
+__device__ __forceinline__ void lora_shrink_block(const LoraSite* __restrict__ site, const bf16* x, int in,
+                                                  int tokens, float* u) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const bf16* a = site->a;
+    const int rank_sum = site->rank_sum;
+    for (int j = warp; j < rank_sum; j += 8) {
+        const bf16* row = a + (size_t)j * in;
+        float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        for (int c = lane * 8; c < in; c += 256) {
+            float w[8];
+            unpack8(__ldg(reinterpret_cast<const uint4*>(row + c)), w);
+#pragma unroll
+            for (int t = 0; t < 8; t++) {
+                if (t < tokens) {
+                    float xv[8];
+                    unpack8(*reinterpret_cast<const uint4*>(x + (size_t)t * in + c), xv);
+#pragma unroll
+                    for (int k = 0; k < 8; k++) acc[t] += w[k] * xv[k];
+                }
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            if (t < tokens) {
+                const float v = warp_sum(acc[t]);
+                if (lane == 0) u[t * LORA_FUSED_RANKS + j] = v;
+            }
+        }
+    }
+}
+
+// The site's term for output row r of token t: s · B[r − first] · u[t] of the part that holds r
+// (0 where none does).
+__device__ __forceinline__ float lora_term(const LoraSite* __restrict__ site, const float* u, int r, int t) {
+    for (int p = 0; p < site->parts; p++) {
+        const LoraPart& q = site->part[p];
+        if (r >= q.first && r < q.first + q.rows) {
+            const bf16* b = q.b + (size_t)(r - q.first) * q.rank;
+            const float* ut = u + t * LORA_FUSED_RANKS + q.u_col;
+            float acc = 0.f;
+            for (int k = 0; k < q.rank; k++) acc += __bfloat162float(b[k]) * ut[k];
+            return q.scale * acc;
+        }
+    }
+    return 0.f;
+}

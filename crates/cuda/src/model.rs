@@ -280,12 +280,19 @@ impl CudaModel {
         let h = io.h.ptr();
         embed(gpu, &w.embed_tokens, io.ids.ptr(), 1, h)?;
         for (i, (layer, layer_state)) in w.layers.iter().zip(&state.layers).enumerate() {
+            // a LoRA adapter's sites in their fused forms (`ops::lora`; 0: none)
+            let lora = state.lora.as_ref().map(|l| &l.layers[i]);
+            let fused = |site: &Option<crate::ops::lora::Site>| site.as_ref().map_or(0, |s| s.fused());
+            let (lora_in, lora_out) = lora.map_or((0, 0), |l| (fused(&l.input), fused(&l.output)));
             let mixer_out = match (&layer.mixer, layer_state) {
-                (MixerGpu::GatedDeltaNet(m), LayerStateGpu::GatedDeltaNet(s)) => {
-                    MixerOut { w: &m.out_proj, y: gdn_decode(gpu, m, h, &layer.input_norm, eps, s, &self.scratch)? }
-                }
+                (MixerGpu::GatedDeltaNet(m), LayerStateGpu::GatedDeltaNet(s)) => MixerOut {
+                    w: &m.out_proj,
+                    y: gdn_decode(gpu, m, h, &layer.input_norm, eps, s, &self.scratch, lora_in)?,
+                    lora: lora_out,
+                },
                 (MixerGpu::FullAttention(m), LayerStateGpu::FullAttention(kv)) => MixerOut {
                     w: &m.o_proj,
+                    lora: lora_out,
                     y: attention_decode(
                         gpu,
                         m,
@@ -296,6 +303,7 @@ impl CudaModel {
                         state.text_rope(),
                         kv,
                         &self.scratch,
+                        lora_in,
                     )?,
                 },
                 _ => bail!("layer {i}: state and weights disagree on the layer kind"),
@@ -363,12 +371,13 @@ impl CudaModel {
 
     /// The kernels of one decode step (what the graph holds).
     fn decode_kernels(&self, state: &CudaState, end: StepEnd) -> Result<()> {
-        if state.lora.is_some() {
-            // with an adapter: the layer-by-layer forward of one token (`ops::lora`)
-            embed(&self.gpu, &self.weights.embed_tokens, self.io.ids.ptr(), 1, self.io.h.ptr())?;
-            self.layers_forward(state, 1, state.text_rope())?;
-        } else {
-            self.decode_forward(state)?;
+        match &state.lora {
+            Some(lora) if !self.fuses(lora) => {
+                // an adapter the fused kernels do not take: the layer-by-layer forward of one token
+                embed(&self.gpu, &self.weights.embed_tokens, self.io.ids.ptr(), 1, self.io.h.ptr())?;
+                self.layers_forward(state, 1, state.text_rope())?;
+            }
+            _ => self.decode_forward(state)?,
         }
         let (gpu, w, io, vocab, eps) =
             (&self.gpu, &self.weights, &self.io, self.config.vocab_size, self.config.rms_norm_eps);

@@ -338,7 +338,7 @@ impl CudaModel {
                     (&m.o_proj, y)
                 }
             };
-            let mixer = MixerOut { w: out_proj, y };
+            let mixer = MixerOut::plain(out_proj, y);
             moe_decode_kernels(gpu, mixer, &layer.moe, h, &layer.post_attention_norm, eps, n, &self.scratch)?;
         }
         gemv_norm_tokens(gpu, h, &w.final_norm, eps, &w.lm_head, n, s.logits.ptr(), vocab)

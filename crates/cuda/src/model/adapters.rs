@@ -5,6 +5,8 @@
 
 use super::CudaModel;
 use crate::ops::lora::LoraGpu;
+use crate::ops::moe::fused_decode_fits;
+use crate::weights::MixerGpu;
 use anyhow::{ensure, Result};
 use solo_model::lora::LoraAdapter;
 use std::sync::Arc;
@@ -26,6 +28,19 @@ impl CudaModel {
         Ok(lora)
     }
 
+    /// Whether the fused decode step takes `lora` (`ops::lora`): its sites all have fused forms,
+    /// and the layers' mixers and experts are bf16 on a GPU that runs the fused MoE kernel.
+    pub(crate) fn fuses(&self, lora: &LoraGpu) -> bool {
+        let bf16_layers = self.weights.layers.iter().all(|l| {
+            let mixer = match &l.mixer {
+                MixerGpu::GatedDeltaNet(m) => m.in_proj.is_bf16() && m.out_proj.is_bf16(),
+                MixerGpu::FullAttention(m) => m.qkv_proj.is_bf16() && !m.v_apart() && m.o_proj.is_bf16(),
+            };
+            mixer && l.moe.fp8_scales.is_none() && l.moe.packed.is_none()
+        });
+        lora.fused && bf16_layers && fused_decode_fits(&self.gpu)
+    }
+
     /// Lets go of the copies of adapters the caller has dropped (`Backend::set_adapter`).
     pub(crate) fn drop_released_adapters(&self) {
         self.adapters.borrow_mut().retain(|(a, _)| a.strong_count() > 0);
@@ -39,13 +54,17 @@ mod tests {
     use crate::synthetic::{adapted_matrix, random_adapter, random_model};
     use solo_model::{Backend, Logits, Precision};
 
-    /// Writes W + s·B·A (rounded to bf16) over each matrix `adapter` adapts.
-    fn merge(model: &CudaModel, adapter: &LoraAdapter) {
+    /// Writes W + s·B·A (rounded to bf16) over each matrix `adapter` adapts; returns what was
+    /// there (`restore`).
+    fn merge(model: &CudaModel, adapter: &LoraAdapter) -> Vec<(u64, Vec<u8>)> {
         let gpu = &model.gpu;
+        let mut saved = Vec::new();
         for (i, l) in adapter.layers.iter().enumerate() {
             for (&t, p) in &l.linears {
                 let m = adapted_matrix(model, i, t);
-                let mut w = crate::ops::testutil::bf16_from_bytes(&gpu.download(m.ptr, m.rows * m.cols * 2).unwrap());
+                let bytes = gpu.download(m.ptr, m.rows * m.cols * 2).unwrap();
+                let mut w = crate::ops::testutil::bf16_from_bytes(&bytes);
+                saved.push((m.ptr, bytes));
                 let (a, b) = (p.a.to_f32(), p.b.to_f32());
                 let rank = p.rank();
                 for r in 0..m.rows {
@@ -58,60 +77,99 @@ mod tests {
                 gpu.write(m.ptr, &crate::ops::testutil::bf16_bytes(&w)).unwrap();
             }
         }
+        saved
+    }
+
+    fn restore(model: &CudaModel, saved: Vec<(u64, Vec<u8>)>) {
+        for (ptr, bytes) in saved {
+            model.gpu.write(ptr, &bytes).unwrap();
+        }
     }
 
     fn bits(a: &[f32]) -> Vec<u32> {
         a.iter().map(|v| v.to_bits()).collect()
     }
 
-    /// A sequence with an adapter of the mixers' projections and the router: its prefill and
-    /// decode steps (the graph) give the logits of the base model whose matrices hold the merged
-    /// W + s·B·A, up to bf16's rounding of the merge; its decode steps are its one-token
-    /// prefills' bits; an adapter whose B is zero gives the base model's bits; a batch of a
-    /// sequence with the adapter and one without gives each its own step.
+    /// The logits of a sequence run with `lora`: its prefill's last row, then each decode step's
+    /// (the graph), and beside them the same tokens' one-token prefills (the layer-by-layer
+    /// forward).
+    struct Run {
+        steps: Vec<Vec<f32>>,
+        forward: Vec<Vec<f32>>,
+    }
+
+    const PROMPT: usize = 40;
+    const TOKENS: [u32; 4] = [11, 22, 33, 44];
+
+    fn run(model: &CudaModel, lora: Option<Arc<LoraAdapter>>) -> Run {
+        let prompt: Vec<u32> = (0..PROMPT as u32).map(|i| i * 7919 % 200_000).collect();
+        let mut s = model.try_new_state().unwrap();
+        model.set_adapter(&mut s, lora).unwrap();
+        let first = model.prefill(&mut s, &prompt, Logits::Last).unwrap();
+        let mut one = model.copy_state(&s).unwrap();
+        let (mut steps, mut forward) = (vec![first.clone()], vec![first]);
+        for &t in &TOKENS {
+            steps.push(model.decode(&mut s, t).unwrap());
+            forward.push(model.prefill(&mut one, &[t], Logits::Last).unwrap());
+        }
+        Run { steps, forward }
+    }
+
+    fn same_bits(what: &str, a: &[Vec<f32>], b: &[Vec<f32>]) {
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            assert_eq!(bits(x), bits(y), "{what}: row {i} differs");
+        }
+    }
+
+    /// Sequences with a rank-16 adapter of the mixers' projections, in the fused decode step
+    /// (`fused`) and, with the router adapted too, the layer-by-layer forward: both give the
+    /// logits of the base model whose matrices hold the merged W + s·B·A (up to bf16's rounding
+    /// of the merge), through prefill and decode; the fused step agrees with the forward; an
+    /// adapter whose B is zero gives the base model's bits in either form; a batch of a
+    /// sequence with an adapter and one without gives each its own step.
     #[test]
     #[ignore = "needs a GPU"]
     fn adapted_steps_match_merged_weights() {
         let model = random_model(4, 256, Precision::Bf16).unwrap();
-        let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
-        let tokens = [11u32, 22, 33, 44];
-        let run = |lora: Option<Arc<LoraAdapter>>| {
-            let mut s = model.try_new_state().unwrap();
-            model.set_adapter(&mut s, lora).unwrap();
-            let mut rows = vec![model.prefill(&mut s, &prompt, Logits::Last).unwrap()];
-            let mut one = model.copy_state(&s).unwrap();
-            for &t in &tokens {
-                let step = model.decode(&mut s, t).unwrap();
-                let prefilled = model.prefill(&mut one, &[t], Logits::Last).unwrap();
-                assert_eq!(bits(&step), bits(&prefilled), "decode step vs one-token prefill, token {t}");
-                rows.push(step);
+        let base = run(&model, None);
+        same_bits("base: decode steps vs one-token prefills", &base.steps, &base.forward);
+        for router in [false, true] {
+            let what = if router { "forward (router adapted)" } else { "fused" };
+            let zero = Arc::new(random_adapter(&model, 16, 1, 0.0, router));
+            assert_eq!(model.upload_adapter(&zero).map(|l| model.fuses(&l)).unwrap(), !router, "{what}");
+            let z = run(&model, Some(zero));
+            same_bits(&format!("{what}, B zero: decode"), &z.steps, &base.steps);
+            same_bits(&format!("{what}, B zero: forward"), &z.forward, &base.forward);
+
+            let lora = Arc::new(random_adapter(&model, 16, 2, 0.05, router));
+            let adapted = run(&model, Some(lora.clone()));
+            if router {
+                same_bits("forward: decode steps vs one-token prefills", &adapted.steps, &adapted.forward);
             }
-            rows
-        };
-        let base = run(None);
-        let zero = run(Some(Arc::new(random_adapter(&model, 16, 1, 0.0, true))));
-        for (i, (b, z)) in base.iter().zip(&zero).enumerate() {
-            assert_eq!(bits(b), bits(z), "row {i}: an adapter whose B is zero changes the logits");
+            let saved = merge(&model, &lora);
+            let merged = run(&model, None);
+            restore(&model, saved);
+            for i in 0..=TOKENS.len() {
+                let (a, f, m, b) = (&adapted.steps[i], &adapted.forward[i], &merged.steps[i], &base.steps[i]);
+                let (err, forward, moved) = (rel_err(a, m), rel_err(a, f), rel_err(b, m));
+                eprintln!("{what}, row {i}: vs merged {err:.2e}, vs forward {forward:.2e}; base vs merged {moved:.2e}");
+                assert!(moved > 2e-2, "{what}, row {i}: the adapter hardly moves the logits ({moved:.2e})");
+                assert!(err < 2e-2 && err < 0.2 * moved, "{what}, row {i}: adapter vs merged {err:.2e} ({moved:.2e})");
+                assert!(forward < 1e-2, "{what}, row {i}: decode step vs forward {forward:.2e}");
+            }
         }
-        let lora = Arc::new(random_adapter(&model, 16, 2, 0.05, true));
-        // a batch of a sequence with the adapter and one without: each its own decode step
-        let (mut with, mut without) = (model.try_new_state().unwrap(), model.try_new_state().unwrap());
-        model.set_adapter(&mut with, Some(lora.clone())).unwrap();
-        for s in [&mut with, &mut without] {
+        // a batch of a sequence with an adapter and one without: each its own decode step
+        let lora = Arc::new(random_adapter(&model, 16, 3, 0.05, false));
+        let prompt: Vec<u32> = (0..PROMPT as u32).map(|i| i * 7919 % 200_000).collect();
+        let mut states: Vec<_> = (0..4).map(|_| model.try_new_state().unwrap()).collect();
+        for (i, s) in states.iter_mut().enumerate() {
+            model.set_adapter(s, (i % 2 == 0).then(|| lora.clone())).unwrap();
             model.prefill(s, &prompt, Logits::Last).unwrap();
         }
-        let batch = model.decode_batch(&mut [&mut with, &mut without], &[tokens[0], tokens[0]]).unwrap();
-        let adapted = run(Some(lora.clone()));
+        let [a, b, c, d] = &mut states[..] else { unreachable!() };
+        let batch = model.decode_batch(&mut [a, b], &[TOKENS[0], TOKENS[0]]).unwrap();
         let vocab = model.config.vocab_size;
-        assert_eq!(bits(&batch[..vocab]), bits(&adapted[1]), "the batch's adapted row");
-        assert_eq!(bits(&batch[vocab..]), bits(&base[1]), "the batch's base row");
-        merge(&model, &lora);
-        let merged = run(None);
-        for (i, ((a, m), b)) in adapted.iter().zip(&merged).zip(&base).enumerate() {
-            let (err, moved) = (rel_err(a, m), rel_err(b, m));
-            eprintln!("row {i}: adapter vs merged {err:.2e}; base vs merged {moved:.2e}");
-            assert!(moved > 2e-2, "row {i}: the adapter hardly moves the logits ({moved:.2e})");
-            assert!(err < 2e-2 && err < 0.2 * moved, "row {i}: adapter vs merged {err:.2e} (base {moved:.2e})");
-        }
+        assert_eq!(bits(&batch[..vocab]), bits(&model.decode(c, TOKENS[0]).unwrap()), "the batch's adapted row");
+        assert_eq!(bits(&batch[vocab..]), bits(&model.decode(d, TOKENS[0]).unwrap()), "the batch's base row");
     }
 }

@@ -199,6 +199,7 @@ pub fn attention_mixer(
 /// Attention(RMSNorm(h; norm)) = o_proj · gated. The input norm is folded into one GEMV over the
 /// stacked q/k/v projections; o_proj and its residual add are the first phase of the MoE kernel
 /// (`moe::moe_decode`). Fixed launch shapes, no host sync (graph-capturable). Scratch buffers 0–4.
+/// `lora`: a LoRA adapter's q/k/v site in its fused form (bf16), or 0.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_decode(
     gpu: &Gpu,
@@ -210,13 +211,14 @@ pub fn attention_decode(
     rope: Rope,
     cache: &KvCacheGpu,
     scratch: &Scratch,
+    lora: DevPtr,
 ) -> Result<DevPtr> {
     // proj f32 [9216] = [q and gate 16·512 | k 512 | v 512]
     let proj = scratch.ptr(0);
     let f32_at = |i: usize| proj + (i * 4) as DevPtr;
     let (qg, k, v) = (proj, f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
     let (q, gated) = (scratch.ptr(1), scratch.ptr(2));
-    qkv_projection(gpu, w, h, norm, eps, 1, proj)?;
+    qkv_projection(gpu, w, h, norm, eps, 1, proj, lora)?;
     qk_norm_rope(gpu, w, qg, k, v, 1, pos, rope, cache, q)?;
     attend(gpu, q, qg, 1, pos, cache, scratch, gated)?;
     Ok(gated)
@@ -238,14 +240,25 @@ fn qkv_tokens(
     scratch: &Scratch,
 ) -> Result<DevPtr> {
     let proj = scratch.ptr(0);
-    qkv_projection(gpu, w, h, norm, eps, t, proj)?;
+    qkv_projection(gpu, w, h, norm, eps, t, proj, 0)?;
     Ok(proj)
 }
 
 /// y (f32 [t, PROJ]) = the stacked q/k/v projection of t ≤ 8 tokens' RMSNorm(h): one
 /// `gemv_norm_mma` over `qkv_proj`, or with v apart (`AttentionGpu::v_apart`: a GGUF file's Q6_K v)
 /// `gemv_norm_q` a token at a time with v as its tail.
-fn qkv_projection(gpu: &Gpu, w: &AttentionGpu, h: DevPtr, norm: &Vector, eps: f32, t: usize, y: DevPtr) -> Result<()> {
+/// `lora`: a LoRA adapter's site in its fused form (bf16), or 0.
+#[allow(clippy::too_many_arguments)]
+fn qkv_projection(
+    gpu: &Gpu,
+    w: &AttentionGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    t: usize,
+    y: DevPtr,
+    lora: DevPtr,
+) -> Result<()> {
     let rows = w.qkv_proj.rows + if w.v_apart() { w.v_proj.rows } else { 0 };
     ensure!(rows == PROJ, "attention: stacked q/k/v of {rows} rows, not {PROJ}");
     if w.v_apart() {
@@ -255,7 +268,8 @@ fn qkv_projection(gpu: &Gpu, w: &AttentionGpu, h: DevPtr, norm: &Vector, eps: f3
         }
         return Ok(());
     }
-    gemv_norm_mma(gpu, h, norm, eps, &w.qkv_proj, t, y, PROJ)
+    ensure!(lora == 0 || !w.v_apart(), "attention: a LoRA site with v apart");
+    gemv_norm_mma(gpu, h, norm, eps, &w.qkv_proj, t, y, PROJ, lora)
 }
 
 /// `attention_decode` for t ≤ 8 consecutive tokens of one sequence (h f32 `[t, 2048]`; the

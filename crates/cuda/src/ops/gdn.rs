@@ -179,7 +179,8 @@ pub fn gdn_mixer(
 /// advancing `state` by one token. The input norm and the causal conv are folded into one GEMV
 /// over the stacked input projections; out_proj and its residual add are the first phase of the
 /// MoE kernel (`moe::moe_decode`). Fixed launch shapes, no host sync (graph-capturable). Scratch
-/// buffers 0, 1, 3.
+/// buffers 0, 1, 3. `lora`: a LoRA adapter's in-projection site in its fused form (bf16), or 0.
+#[allow(clippy::too_many_arguments)]
 pub fn gdn_decode(
     gpu: &Gpu,
     w: &GdnGpu,
@@ -188,12 +189,13 @@ pub fn gdn_decode(
     eps: f32,
     state: &GdnStateGpu,
     scratch: &Scratch,
+    lora: DevPtr,
 ) -> Result<DevPtr> {
     let buf = GdnBuffers::new(scratch, 1)?;
     // proj f32 [12352] (its qkv part not written: the conv consumes it)
     let StackedProj { qkv: proj, z, b, a } = StackedProj::at(scratch.ptr(0));
     let tail = ba_rows(w)?;
-    gemv_norm_conv(gpu, h, norm, eps, &w.in_proj, &tail, proj, state.conv.ptr(), w.conv1d.ptr, buf.mixed)?;
+    gemv_norm_conv(gpu, h, norm, eps, &w.in_proj, &tail, proj, state.conv.ptr(), w.conv1d.ptr, buf.mixed, lora)?;
     let recurrent = state.recurrent.ptr();
     decode_step(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, recurrent, recurrent, buf.y)?;
     Ok(buf.y)
@@ -255,7 +257,7 @@ fn stacked_projection(
         w.in_proj.rows,
         if w.in_proj.is_bf16() { "" } else { " of FP8" }
     );
-    gemv_norm_mma(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS)?;
+    gemv_norm_mma(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS, 0)?;
     Ok(StackedProj::at(proj))
 }
 

@@ -22,7 +22,10 @@
 // XOR-swizzled by row, so that ldmatrix reads them without bank conflicts), and keeps its B
 // fragments (its column range of every token's x: 16 k-steps × 2 registers) for the whole
 // kernel. The 8 warps' partial sums meet in shared memory and are added in warp order.
-// Dynamic shared memory: the rings (128 KB), then x bf16 [tokens][2048]. The forms for 99 KB of
+// Dynamic shared memory: the rings (128 KB), then x bf16 [tokens][2048], then with a LoRA site
+// (`lora`, else null) its u f32 [tokens][LORA_FUSED_RANKS]: every block computes u = A x itself
+// (A from L2, while its first tiles stream in) and adds each row's term s · B[r] · u as it stores
+// the row (lora_term in common.cuh). The forms for 99 KB of
 // shared memory (SOLO_BIG_SHARED 0) give each warp a 1-tile ring (64 KB): a warp requests its
 // next tile once it has read this one, and a launch takes at most 6 tokens (linear.rs splits).
 
@@ -132,9 +135,21 @@ struct NothingAhead {
     __device__ __forceinline__ void operator()(int) const {}
 };
 
+// u = A x of the block's LoRA site into shared memory after x (see the top), when there is one.
+__device__ __forceinline__ float* mma_lora_u(unsigned char* smem, const LoraSite* lora, int tokens) {
+    const bf16* xb = reinterpret_cast<const bf16*>(smem + MMA_RING_BYTES);
+    float* u = reinterpret_cast<float*>(smem + MMA_RING_BYTES + tokens * HIDDEN * 2);
+    if (lora != nullptr) {
+        lora_shrink_block(lora, xb, HIDDEN, tokens, u);
+        __syncthreads();
+    }
+    return u;
+}
+
 extern "C" __global__ void __launch_bounds__(256, 1)
     gemv_norm_mma_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
-                       float* __restrict__ y, int out_dim, int y_stride, int tokens, float eps) {
+                       float* __restrict__ y, int out_dim, int y_stride, int tokens, float eps,
+                       const LoraSite* __restrict__ lora) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
     __shared__ float part[2][MMA_WARPS][16][MMA_TOKENS];
@@ -143,8 +158,14 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     pdl_trigger();
     bf16* xb = reinterpret_cast<bf16*>(smem + MMA_RING_BYTES);
     for (int t = 0; t < tokens; t++) stage_rms_norm_bf16(h + (size_t)t * HIDDEN, w1p, eps, xb + t * HIDDEN, red);
-    mma_tiles(smem, w, out_dim, tokens, part, [&](int r, int t, float v) { y[(size_t)t * y_stride + r] = v; },
-              NothingAhead());
+    const float* u = mma_lora_u(smem, lora, tokens);
+    mma_tiles(
+        smem, w, out_dim, tokens, part,
+        [&](int r, int t, float v) {
+            if (lora != nullptr) v += lora_term(lora, u, r, t);
+            y[(size_t)t * y_stride + r] = v;
+        },
+        NothingAhead());
 }
 
 extern "C" __global__ void __launch_bounds__(256, 1)
@@ -163,11 +184,12 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 }
 
 //   conv_state f32 [3, 8192] (oldest first), taps f32 [8192, 4], mixed f32 [8192] = silu(conv);
-//   y f32 [12352] gets z, b, a (its qkv part is left unwritten).
+//   y f32 [12352] gets z, b, a (its qkv part is left unwritten); a LoRA site's term joins each
+//   row before the conv.
 extern "C" __global__ void __launch_bounds__(256, 1)
     gemv_norm_conv_mma_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
                             float* __restrict__ y, int out_dim, float eps, float* __restrict__ conv_state,
-                            const float* __restrict__ taps, float* __restrict__ mixed) {
+                            const float* __restrict__ taps, float* __restrict__ mixed, const LoraSite* __restrict__ lora) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
     __shared__ float part[2][MMA_WARPS][16][MMA_TOKENS];
@@ -175,6 +197,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     pdl_wait();
     pdl_trigger();
     stage_rms_norm_bf16(h, w1p, eps, reinterpret_cast<bf16*>(smem + MMA_RING_BYTES), red);
+    const float* u = mma_lora_u(smem, lora, 1);
     // the window of the row this thread stores (threads 8·row of a tile), fetched a tile ahead
     float4 tap = make_float4(0.f, 0.f, 0.f, 0.f);
     float s0 = 0.f, s1 = 0.f, s2 = 0.f;
@@ -190,6 +213,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     mma_tiles(
         smem, w, out_dim, 1, part,
         [&](int r, int, float v) {
+            if (lora != nullptr) v += lora_term(lora, u, r, 0);
             if (r < GDN_CONV_DIM) {
                 mixed[r] = silu(tap.x * s0 + tap.y * s1 + tap.z * s2 + tap.w * v);
                 conv_state[r] = s1;

@@ -345,6 +345,7 @@ mod tests {
             sb.ptr(),
             tb.ptr(),
             mixed.ptr(),
+            0,
         )
         .unwrap();
 

@@ -15,13 +15,26 @@
 //! adapts: u = A x (`lora_shrink` for one token, cuBLAS for more), then for each matrix
 //! y += s · B u (`lora_expand`, into that matrix's output).
 //!
-//! Where it runs: the layer-by-layer forward (`CudaModel::forward`, prefill), which a sequence
-//! with an adapter also takes for its decode steps (one token; captured as a graph like the
-//! fused step) and its verify steps. The fused decode kernels and the multi-token steps run
-//! only the base model. The shared and routed experts' adapters have no GPU form yet: such an
-//! adapter is refused in one line (`LoraGpu::upload`) and runs on the CPU backend.
+//! Where it runs:
+//! - The layer-by-layer forward (`CudaModel::forward`: prefill, verify steps) adds each site's
+//!   term as above.
+//! - The fused decode step takes it inside its kernels, with no launch of its own (`fused`):
+//!   the input projections' GEMVs (`gemv_norm_mma_bf16`, `gemv_norm_conv_mma_bf16`) and the MoE
+//!   kernel's phase 0 (the output projection, `moe_decode_block`) get the site's `LoraSite`
+//!   (common.cuh); every block computes u = A x itself from the x it has staged (A read from
+//!   L2, while its first weight tiles stream in) and adds s · B[r] · u to each row r it writes.
+//!   That takes bf16 weights, a GPU that runs the fused MoE kernel, Σr ≤ 64 an input site and
+//!   ≤ 32 an output site, and no router adapter; other adapters' sequences decode through the
+//!   layer-by-layer forward (one token, captured as a graph like the fused step).
+//! - The multi-token steps (batched decoding, speculative verification) run the base model only:
+//!   a batch with adapters in it decodes its rows in turn, and verification takes the forward.
+//!
+//! The shared and routed experts' adapters have no GPU form yet: such an adapter is refused in
+//! one line (`solo_model::lora::LoraSupport`) and runs on the CPU backend.
 
+use crate::kernels::widths::{ATTN_HEADS, HEAD_DIM, KV_HEADS};
 use crate::kernels::{kernel_file, Launch};
+use crate::ops::gdn;
 use crate::ops::linear::gemm;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::Matrix;
@@ -39,6 +52,19 @@ kernel_file! {
 
 /// Tokens `lora_expand` takes a block (`LORA_TOKENS` in lora.cu).
 const EXPAND_TOKENS: usize = 8;
+/// Most of u a fused kernel keeps per token (`LORA_FUSED_RANKS` in common.cuh): an input site's
+/// Σr; an output site's is at most `FUSED_OUTPUT_RANKS` (the MoE kernel keeps u in its 32-float
+/// reduction buffer).
+pub const FUSED_RANKS: usize = 64;
+const FUSED_OUTPUT_RANKS: usize = 32;
+/// Parts a `LoraSite` holds (`LORA_PARTS`).
+const FUSED_PARTS: usize = 4;
+
+/// Where each input site's outputs start in the fused step's stacked projection: the GDN
+/// in-projection [qkv 8192 | z 4096 | b 32 | a 32], attention's [q and gate 8192 | k 512 | v 512].
+const GDN_FIRSTS: [usize; 4] =
+    [0, gdn::CONV_DIM, gdn::CONV_DIM + gdn::VALUE_DIM, gdn::CONV_DIM + gdn::VALUE_DIM + gdn::V_HEADS];
+const ATTENTION_FIRSTS: [usize; 3] = [0, ATTN_HEADS * 2 * HEAD_DIM, ATTN_HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM];
 
 /// Where a site's term goes: f32 rows `stride` apart, the matrix's outputs from `ptr` on.
 #[derive(Clone, Copy, Debug)]
@@ -67,15 +93,55 @@ pub struct Site {
     rank_sum: usize,
     in_dim: usize,
     parts: Vec<Part>,
+    /// Its `LoraSite` (common.cuh) for the fused decode kernels, where they take it.
+    fused: Option<DevBuf>,
 }
 
 impl Site {
     /// The site of `targets` (in the order of the outputs `apply` will be given) in `lora`, or
-    /// `None` when the adapter adapts none of them.
-    fn upload(gpu: &Gpu, lora: &LayerLora, targets: &[Target]) -> Result<Option<Site>> {
+    /// `None` when the adapter adapts none of them. `firsts`: where each output starts in the
+    /// fused step's stacked output; its fused form is made when Σr ≤ `most_fused`.
+    fn upload(
+        gpu: &Gpu,
+        lora: &LayerLora,
+        targets: &[Target],
+        firsts: &[usize],
+        most_fused: usize,
+    ) -> Result<Option<Site>> {
         let pairs: Vec<(usize, &LoraPair)> =
             targets.iter().enumerate().filter_map(|(i, t)| lora.get(*t).map(|p| (i, p))).collect();
-        Site::of_pairs(gpu, &pairs)
+        let Some(mut site) = Site::of_pairs(gpu, &pairs)? else { return Ok(None) };
+        if site.rank_sum <= most_fused && site.parts.len() <= FUSED_PARTS {
+            site.fused = Some(gpu.upload(&site.device(firsts))?);
+        }
+        Ok(Some(site))
+    }
+
+    /// The bytes of its `LoraSite`: A, Σr, the part count, then per part (first, rows, rank,
+    /// u_col, scale, pad, B), 32 bytes each, `FUSED_PARTS` of them.
+    fn device(&self, firsts: &[usize]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + 32 * FUSED_PARTS);
+        out.extend(self.a.ptr().to_le_bytes());
+        out.extend((self.rank_sum as i32).to_le_bytes());
+        out.extend((self.parts.len() as i32).to_le_bytes());
+        for i in 0..FUSED_PARTS {
+            let (first, rows, rank, u_col, scale, b) = match self.parts.get(i) {
+                Some(p) => (firsts[p.output], p.rows, p.rank, p.u_col, p.scale, p.b.ptr()),
+                None => (0, 0, 0, 0, 0.0, 0),
+            };
+            for v in [first, rows, rank, u_col] {
+                out.extend((v as i32).to_le_bytes());
+            }
+            out.extend(scale.to_le_bytes());
+            out.extend(0i32.to_le_bytes());
+            out.extend(b.to_le_bytes());
+        }
+        out
+    }
+
+    /// Its `LoraSite` for the fused decode kernels (0 when it has none).
+    pub fn fused(&self) -> DevPtr {
+        self.fused.as_ref().map_or(0, |b| b.ptr())
     }
 
     /// The site of `(output, pair)`s, all of one input width.
@@ -93,7 +159,7 @@ impl Site {
             parts.push(Part { b: gpu.upload(&to_bf16(&p.b.to_f32()))?, rows, rank, scale: p.scale, u_col, output });
             u_col += rank;
         }
-        Ok(Some(Site { a: gpu.upload(&a)?, rank_sum: u_col, in_dim, parts }))
+        Ok(Some(Site { a: gpu.upload(&a)?, rank_sum: u_col, in_dim, parts, fused: None }))
     }
 
     /// Adds the site's term for `t` tokens of x (bf16 [t, in]) into `outputs` (indexed as the
@@ -150,6 +216,9 @@ pub struct LoraGpu {
     /// `LoraAdapter::id` of what it holds.
     pub adapter: u64,
     pub layers: Vec<LayerLoraGpu>,
+    /// Whether the fused decode kernels take every site of it (see the module comment; the
+    /// model checks the rest: `CudaModel::fuses`).
+    pub fused: bool,
     /// f32 [max_tokens, the largest site's Σr]: u.
     u: DevBuf,
 }
@@ -161,16 +230,19 @@ impl LoraGpu {
         LoraSupport::NoExperts.check(adapter)?;
         let mut layers = Vec::with_capacity(adapter.layers.len());
         for l in &adapter.layers {
-            let input = match Site::upload(gpu, l, &GDN_INPUT)? {
+            let input = match Site::upload(gpu, l, &GDN_INPUT, &GDN_FIRSTS, FUSED_RANKS)? {
                 Some(s) => Some(s),
-                None => Site::upload(gpu, l, &ATTENTION_INPUT)?,
+                None => Site::upload(gpu, l, &ATTENTION_INPUT, &ATTENTION_FIRSTS, FUSED_RANKS)?,
             };
-            let output = match Site::upload(gpu, l, &[Target::OutProj])? {
+            let output = match Site::upload(gpu, l, &[Target::OutProj], &[0], FUSED_OUTPUT_RANKS)? {
                 Some(s) => Some(s),
-                None => Site::upload(gpu, l, &[Target::OProj])?,
+                None => Site::upload(gpu, l, &[Target::OProj], &[0], FUSED_OUTPUT_RANKS)?,
             };
-            layers.push(LayerLoraGpu { input, output, router: Site::upload(gpu, l, &ROUTER)? });
+            layers.push(LayerLoraGpu { input, output, router: Site::upload(gpu, l, &ROUTER, &[0, 0], 0)? });
         }
+        let fused = layers.iter().all(|l| {
+            l.router.is_none() && [&l.input, &l.output].iter().all(|s| s.as_ref().is_none_or(|s| s.fused.is_some()))
+        });
         let widest = layers
             .iter()
             .flat_map(|l| [&l.input, &l.output, &l.router])
@@ -182,6 +254,7 @@ impl LoraGpu {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
             adapter: adapter.id,
             layers,
+            fused,
             u: gpu.alloc(max_tokens * widest * 4)?,
         })
     }
@@ -273,6 +346,63 @@ mod tests {
                 let got = gpu.download_f32(b.ptr(), w.len()).unwrap();
                 assert_close(&format!("in {cols}, {t} tokens, output {i}"), &got, w, 1e-5);
             }
+        }
+    }
+
+    /// The fused form in the decode step's stacked q/k/v GEMV (`gemv_norm_mma_bf16`, one token and
+    /// three): with a site of q (rank 16) and v (rank 8) its outputs are the plain GEMV's plus
+    /// s · B (A x), x = bf16(RMSNorm(h)), in q's and v's rows of the stack, k's untouched.
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn fused_projection_adds_the_term() {
+        use crate::ops::linear::gemv_norm_mma;
+        use crate::weights::Vector;
+        let gpu = gpu();
+        let rows = ATTENTION_FIRSTS[2] + KV_HEADS * HEAD_DIM;
+        let (pq, pv) = (pair(31, 16, ATTENTION_FIRSTS[1], 2048, 2.0), pair(33, 8, KV_HEADS * HEAD_DIM, 2048, 0.75));
+        let pairs = [(0, &pq), (2, &pv)];
+        let mut site = Site::of_pairs(gpu, &pairs).unwrap().unwrap();
+        site.fused = Some(gpu.upload(&site.device(&ATTENTION_FIRSTS)).unwrap());
+        let w = gpu.upload(&bf16_bytes(&random(35, rows * 2048, (3.0f32 / 2048.0).sqrt()))).unwrap();
+        let w = Matrix::bf16(w.ptr(), rows, 2048);
+        let norm_w: Vec<f32> = random(36, 2048, 0.2).iter().map(|v| 1.0 + v).collect();
+        let norm_buf = gpu.upload_f32(&norm_w).unwrap();
+        let norm = Vector { ptr: norm_buf.ptr(), len: 2048 };
+        for t in [1, 3] {
+            let h = random(37 + t as u64, t * 2048, 2.0);
+            let hb = gpu.upload_f32(&h).unwrap();
+            let (plain, adapted) = (gpu.alloc(t * rows * 4).unwrap(), gpu.alloc(t * rows * 4).unwrap());
+            gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, plain.ptr(), rows, 0).unwrap();
+            gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, adapted.ptr(), rows, site.fused()).unwrap();
+            let (plain, adapted) =
+                (gpu.download_f32(plain.ptr(), t * rows).unwrap(), gpu.download_f32(adapted.ptr(), t * rows).unwrap());
+            // x as the kernel stages it, then the expected term per output
+            let x: Vec<f32> = h
+                .chunks(2048)
+                .flat_map(|row| {
+                    let inv = solo_cpu::ops::inv_rms(row, 1e-6);
+                    round_bf16(&row.iter().zip(&norm_w).map(|(v, w)| v * inv * w).collect::<Vec<_>>())
+                })
+                .collect();
+            let strides = [ATTENTION_FIRSTS[1], KV_HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM];
+            let mut terms: Vec<Vec<f32>> = strides.iter().map(|s| vec![0.0; t * s]).collect();
+            reference(&pairs, &x, t, &mut terms, &strides);
+            let mut want = plain.clone();
+            for ti in 0..t {
+                for (o, first) in ATTENTION_FIRSTS.iter().enumerate() {
+                    for i in 0..strides[o] {
+                        want[ti * rows + first + i] += terms[o][ti * strides[o] + i];
+                    }
+                }
+            }
+            assert_close(&format!("fused q/k/v, {t} tokens"), &adapted, &want, 1e-5);
+            let k = |v: &[f32]| -> Vec<u32> {
+                (0..t)
+                    .flat_map(|ti| v[ti * rows + ATTENTION_FIRSTS[1]..ti * rows + ATTENTION_FIRSTS[2]].to_vec())
+                    .map(f32::to_bits)
+                    .collect()
+            };
+            assert_eq!(k(&adapted), k(&plain), "k's rows changed");
         }
     }
 }

@@ -46,7 +46,7 @@ kernel_file! {
 kernel_file! {
     /// `moe_decode.cu`'s kernels.
     pub mod moe_decode_cu = "moe_decode.cu" {
-        fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+        fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr);
         fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q4k_q4k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q4k_q5k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
@@ -242,6 +242,16 @@ pub(crate) fn moe_block_path(
 pub struct MixerOut<'a> {
     pub w: &'a Matrix,
     pub y: DevPtr,
+    /// A LoRA adapter's site of w in its fused form (`ops::lora::Site::fused`), or 0: only the
+    /// fused bf16 kernel takes one.
+    pub lora: DevPtr,
+}
+
+impl<'a> MixerOut<'a> {
+    /// The base model's output projection w · y.
+    pub fn plain(w: &'a Matrix, y: DevPtr) -> Self {
+        MixerOut { w, y, lora: 0 }
+    }
 }
 
 /// The end of a decode step's layer for one token, on the residual stream h (f32 `[2048]`):
@@ -259,6 +269,8 @@ pub fn moe_decode(
     eps: f32,
     scratch: &Scratch,
 ) -> Result<()> {
+    let fused_bf16 = w.fp8_scales.is_none() && fused_decode_fits(gpu) && w.packed.is_none() && mixer.w.format.is_none();
+    ensure!(mixer.lora == 0 || fused_bf16, "moe_decode: a LoRA site outside the fused bf16 kernel");
     if let Some(scales) = w.fp8_scales {
         return moe_decode_fp8(gpu, mixer, w, scales, h, norm, eps, scratch);
     }
@@ -291,12 +303,13 @@ pub fn moe_decode(
         l.logits,
         l.act,
         scratch.grid_barrier(),
+        mixer.lora,
     )
 }
 
 /// Whether the fused decode kernels' grid (2 blocks of ~98 KB on every SM, ≥ 257 blocks) can be
 /// resident at once on this GPU.
-fn fused_decode_fits(gpu: &Gpu) -> bool {
+pub(crate) fn fused_decode_fits(gpu: &Gpu) -> bool {
     2 * gpu.sms >= ROUTER_ROWS as u32 && gpu.target.big_shared()
 }
 

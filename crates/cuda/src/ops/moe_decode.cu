@@ -33,7 +33,7 @@
 // [257, 2048]; gate_up bf16 [257, 1024, 2048]; down bf16 [257, 2048, 512]; h f32 [2048] (read,
 // then added to); w1p f32 [2048] (the post-attention norm, 1 + w); logits f32 [257], act f32
 // [9, 512] (scratch, written); arrivals u64 (grid_barrier's count, a multiple of the grid between
-// launches).
+// launches); lora: a LoRA adapter's output-projection site, or null (phase 0 adds its term).
 
 #define MOE_WARPS 8
 #define PAIRS (EXPERT_DIM)             // (gate, up) row pairs per expert
@@ -195,7 +195,8 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
                                                 const bf16* __restrict__ shared_down, float* __restrict__ h,
                                                 const float* __restrict__ w1p, float eps, float* __restrict__ logits,
                                                 float* __restrict__ act, unsigned long long* __restrict__ arrivals,
-                                                float& hc, unsigned long long& base) {
+                                                const LoraSite* __restrict__ lora, float& hc,
+                                                unsigned long long& base) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int G = gridDim.x, gw = blockIdx.x * MOE_WARPS + warp;
     const int c = gw;  // this warp's output column (phases 0 and 3), if < HIDDEN
@@ -283,6 +284,17 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
             if (lane == 0) h[c] = hc;
         }
     }
+    // A LoRA adapter's term of the output projection (`lora`, else null; bf16 only, y in order,
+    // rank_sum ≤ 32): every block computes u = A y itself (A [rank_sum, 4096] from L2) into
+    // s.red, then h[c] += s · B[c] · u.
+    if (lora != nullptr) {
+        lora_shrink_block(lora, reinterpret_cast<const bf16*>(s.xs), MIXER_OUT, 1, s.red);
+        __syncthreads();
+        if (c < HIDDEN) {
+            hc += lora_term(lora, s.red, c, 0);
+            if (lane == 0) h[c] = hc;
+        }
+    }
     // The ring is free again: a warp whose first (gate, up) pair is the shared expert's (pair gw <
     // 512) requests it now; it needs no routing and is taken before the routing (phase 1).
     const bool shared_first = gw < PAIRS;
@@ -341,7 +353,7 @@ extern "C" __global__ void __maxnreg__(96)
     moe_decode_block(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
                      const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
                      const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-                     unsigned long long* __restrict__ arrivals) {
+                     unsigned long long* __restrict__ arrivals, const LoraSite* __restrict__ lora) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     MoeDecodeShared& s = *reinterpret_cast<MoeDecodeShared*>(smem_raw);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -353,7 +365,7 @@ extern "C" __global__ void __maxnreg__(96)
     float hc;
     unsigned long long base;
     moe_decode_head<Bf16Only, Bf16Only>(s, w_o, HeadRows{0, 1, 0, nullptr, nullptr}, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
-                    h, w1p, eps, logits, act, arrivals, hc, base);
+                    h, w1p, eps, logits, act, arrivals, lora, hc, base);
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
 
@@ -499,7 +511,7 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
     float hc;
     unsigned long long base;
     moe_decode_head<GU, DN>(s, w_o, HeadRows{w_o_rows, y_tile_r, shared_rows, gate_up, down}, y, router, shared_gate_up,
-                            shared_down, h, w1p, eps, logits, act, arrivals, hc, base);
+                            shared_down, h, w1p, eps, logits, act, arrivals, nullptr, hc, base);
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
 

@@ -357,7 +357,7 @@ impl MixerFixture {
     }
 
     fn out(&self) -> MixerOut<'_> {
-        MixerOut { w: &self.w_o, y: self.y.ptr() }
+        MixerOut::plain(&self.w_o, self.y.ptr())
     }
 
     fn added_to(&self, h: &[f32]) -> Vec<f32> {
@@ -429,13 +429,13 @@ fn moe_decode_kernels_for_tokens_equal_one_token_launches() {
         let mut alone = Vec::new();
         for i in 0..t {
             let hb = gpu.upload_f32(&h[i * HIDDEN..][..HIDDEN]).unwrap();
-            let out = MixerOut { w: &mixer.w_o, y: yb.ptr() + (i * MIXER_OUT * 2) as u64 };
+            let out = MixerOut::plain(&mixer.w_o, yb.ptr() + (i * MIXER_OUT * 2) as u64);
             moe_decode(gpu, out, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
             alone.extend(gpu.download_f32(hb.ptr(), HIDDEN).unwrap());
         }
         for round in 0..2 {
             let hb = gpu.upload_f32(&h).unwrap();
-            let out = MixerOut { w: &mixer.w_o, y: yb.ptr() };
+            let out = MixerOut::plain(&mixer.w_o, yb.ptr());
             moe_decode_kernels(gpu, out, &f.gpu, hb.ptr(), &norm, 1e-6, t, &scratch).unwrap();
             let got = gpu.download_f32(hb.ptr(), t * HIDDEN).unwrap();
             for i in 0..t {
@@ -463,7 +463,7 @@ fn moe_decode_fp8_matches_cpu() {
     let w_o_gpu = up.matrix(&w_o).unwrap();
     let _bufs = up.finish().unwrap();
     let yb = gpu.upload(&bf16_bytes(&y)).unwrap();
-    let mixer = MixerOut { w: &w_o_gpu, y: yb.ptr() };
+    let mixer = MixerOut::plain(&w_o_gpu, yb.ptr());
     let h = random(21, HIDDEN, 2.0);
     let mut h1 = h.clone();
     solo_cpu::ops::add_in_place(&mut h1, &solo_cpu::ops::matmul(&y, &w_o));
