@@ -745,10 +745,12 @@ __device__ __forceinline__ float w_o_row_dot(const unsigned char* row, const uin
     return warp_sum(acc);
 }
 
-// ---- LoRA in the decode step's kernels (ops/lora.rs): an adapted site's term y += s · B (A x),
-// computed beside the product. A LoraSite (device memory, built by lora.rs: `LoraSite::device`)
-// is the site's A stacked [rank_sum, in] and its parts: part p adds its term into output rows
-// [first, first + rows), with B [rows, rank] and u's entries [u_col, u_col + rank).
+// ---- LoRA in the decode steps' kernels (ops/lora.rs): an adapted site's term y += s · B (A x),
+// computed beside the product. A LoraSite (device memory, built by lora.rs: `Site::device`) is
+// the site's A stacked [rank_sum, in] and its parts: part p adds its term into output rows
+// [first, first + rows), with B [rows, rank] and u's entries [u_col, u_col + rank). The kernels
+// take a site per token (`const LoraSite* const* sites`, a device array; a null entry: that
+// token's sequence has no adapter), so the batched step's sequences each run their own.
 #define LORA_PARTS 4
 #define LORA_FUSED_RANKS 64  // most of u a fused kernel keeps per token (Σ rank of a site)
 struct LoraPart {
@@ -764,44 +766,42 @@ struct LoraSite {
 };
 static_assert(sizeof(LoraPart) == 32 && sizeof(LoraSite) == 144, "LoraSite::device in lora.rs");
 
-// u[t·LORA_FUSED_RANKS + j] = A[j] · x[t] for j < rank_sum, t < tokens: x bf16 [tokens][in] in
-// shared memory, A bf16 [rank_sum, in] from global (L2: every block reads it). Warp w takes rows
-// w, w + 8, ...; lane l columns 8l .. 8l + 8 of every 256, then the warp. The caller syncs the
-// block before reading u. in % 256 == 0, tokens ≤ 8, blockDim 256.
-__device__ __forceinline__ void lora_shrink_block(const LoraSite* __restrict__ site, const bf16* x, int in,
+// Row j of a site's A (bf16 [in]) · x (bf16 [in]) by one warp: lane l takes columns 8l .. 8l + 8
+// of every 256, then the warp. in % 256 == 0.
+__device__ __forceinline__ float lora_row_dot(const bf16* __restrict__ row, const bf16* x, int in) {
+    const int lane = threadIdx.x & 31;
+    float acc = 0.f;
+    for (int c = lane * 8; c < in; c += 256) {
+        float w[8], xv[8];
+        unpack8(__ldg(reinterpret_cast<const uint4*>(row + c)), w);
+        unpack8(*reinterpret_cast<const uint4*>(x + c), xv);
+#pragma unroll
+        for (int k = 0; k < 8; k++) acc += w[k] * xv[k];
+    }
+    return warp_sum(acc);
+}
+
+// u[t·LORA_FUSED_RANKS + j] = A_t[j] · x[t] for each token t < tokens that has a site, j < its
+// rank_sum: x bf16 [tokens][in] in shared memory, A from global (L2: every block reads it). Warp
+// w takes rows w, w + 8, ... The caller syncs the block before reading u. blockDim 256.
+__device__ __forceinline__ void lora_shrink_block(const LoraSite* const* __restrict__ sites, const bf16* x, int in,
                                                   int tokens, float* u) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const bf16* a = site->a;
-    const int rank_sum = site->rank_sum;
-    for (int j = warp; j < rank_sum; j += 8) {
-        const bf16* row = a + (size_t)j * in;
-        float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-        for (int c = lane * 8; c < in; c += 256) {
-            float w[8];
-            unpack8(__ldg(reinterpret_cast<const uint4*>(row + c)), w);
-#pragma unroll
-            for (int t = 0; t < 8; t++) {
-                if (t < tokens) {
-                    float xv[8];
-                    unpack8(*reinterpret_cast<const uint4*>(x + (size_t)t * in + c), xv);
-#pragma unroll
-                    for (int k = 0; k < 8; k++) acc[t] += w[k] * xv[k];
-                }
-            }
-        }
-#pragma unroll
-        for (int t = 0; t < 8; t++) {
-            if (t < tokens) {
-                const float v = warp_sum(acc[t]);
-                if (lane == 0) u[t * LORA_FUSED_RANKS + j] = v;
-            }
+    for (int t = 0; t < tokens; t++) {
+        const LoraSite* site = sites[t];
+        if (site == nullptr) continue;
+        for (int j = warp; j < site->rank_sum; j += 8) {
+            const float v = lora_row_dot(site->a + (size_t)j * in, x + (size_t)t * in, in);
+            if (lane == 0) u[t * LORA_FUSED_RANKS + j] = v;
         }
     }
 }
 
-// The site's term for output row r of token t: s · B[r − first] · u[t] of the part that holds r
-// (0 where none does).
-__device__ __forceinline__ float lora_term(const LoraSite* __restrict__ site, const float* u, int r, int t) {
+// The term of token t's site (`sites[t]`, null: 0) for output row r: s · B[r − first] · u[t] of the
+// part that holds r (0 where none does).
+__device__ __forceinline__ float lora_term(const LoraSite* const* __restrict__ sites, const float* u, int r, int t) {
+    const LoraSite* site = sites[t];
+    if (site == nullptr) return 0.f;
     for (int p = 0; p < site->parts; p++) {
         const LoraPart& q = site->part[p];
         if (r >= q.first && r < q.first + q.rows) {

@@ -577,12 +577,12 @@ impl Backend for CudaModel {
 
     fn decode_batch(&self, states: &mut [&mut CudaState], tokens: &[u32]) -> Result<Vec<f32>> {
         ensure!(states.len() == tokens.len(), "{} states for {} tokens", states.len(), tokens.len());
-        // the batched step takes up to MAX_TOKENS sequences of bf16 weights without adapters;
-        // FP8, and sequences with an adapter among them, decode in turn
+        // the batched step takes up to MAX_TOKENS sequences of bf16 weights, each with its own
+        // adapter or none (`batches`); FP8, and batches with other adapters, decode in turn
         let most = crate::multi_token::MAX_TOKENS;
         let mut rows = Vec::new();
         for (states, tokens) in states.chunks_mut(most).zip(tokens.chunks(most)) {
-            if self.can_decode_tokens(tokens.len()) && states.iter().all(|s| s.lora.is_none()) {
+            if self.can_decode_tokens(tokens.len()) && self.batches(states) {
                 rows.extend(self.batch_step(states, tokens)?);
             } else {
                 for (state, &token) in states.iter_mut().zip(tokens) {
@@ -604,12 +604,12 @@ impl Backend for CudaModel {
         if !pickable || states.len() != tokens.len() || samplers.len() != tokens.len() {
             return None;
         }
-        // Up to 8 sequences of bf16 weights without adapters in one batched step; else in turns.
+        // Up to 8 sequences of bf16 weights in one batched step (`batches`); else in turns.
         let most = crate::multi_token::MAX_TOKENS;
         let mut picks = Vec::with_capacity(tokens.len());
         let chunks = states.chunks_mut(most).zip(tokens.chunks(most)).zip(samplers.chunks_mut(most));
         for ((states, tokens), samplers) in chunks {
-            let picked = if self.can_decode_tokens(tokens.len()) && states.iter().all(|s| s.lora.is_none()) {
+            let picked = if self.can_decode_tokens(tokens.len()) && self.batches(states) {
                 self.batch_step_pick(states, tokens, samplers)
             } else {
                 let each = states.iter_mut().zip(tokens).zip(samplers.iter_mut());

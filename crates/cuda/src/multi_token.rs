@@ -65,6 +65,12 @@ pub(crate) struct TokenStates {
     batch_capacity: std::cell::Cell<usize>,
     /// The batched step's graphs by its sequences' ids, in order.
     batch_graphs: GraphCache<Vec<u64>>,
+    /// u64 [layers][2][MAX_TOKENS]: per layer, the batched step's sequences' LoRA sites (input,
+    /// then output projection; `LoraSite` addresses, 0: none).
+    lora_sites: DevBuf,
+    /// Whether any sequence of the last batched step runs an adapter (then its kernels read
+    /// `lora_sites`).
+    batch_lora: std::cell::Cell<bool>,
     /// Per sequence of a batched step: its sampler's settings and draw count (`batch_step_pick`).
     sampling: Vec<SamplingParamsGpu>,
     /// i32 [MAX_TOKENS]: the batched step's picks.
@@ -84,6 +90,8 @@ impl TokenStates {
             kv_pointers: gpu.alloc(attention_layers.max(1) * 2 * MAX_TOKENS * 8)?,
             batch_capacity: std::cell::Cell::new(0),
             batch_graphs: GraphCache::new(GRAPHS_KEPT),
+            lora_sites: gpu.alloc((gdn_layers + attention_layers) * 2 * MAX_TOKENS * 8)?,
+            batch_lora: std::cell::Cell::new(false),
             sampling: (0..MAX_TOKENS).map(|_| SamplingParamsGpu::new(gpu)).collect::<Result<Vec<_>>>()?,
             picks: gpu.alloc(MAX_TOKENS * 4)?,
         })
@@ -92,6 +100,15 @@ impl TokenStates {
     /// Device address of GDN layer g's pointer array, `recurrent` or conv windows.
     fn pointers(&self, g: usize, recurrent: bool) -> DevPtr {
         self.pointers.ptr() + ((2 * g + usize::from(recurrent)) * MAX_TOKENS * 8) as DevPtr
+    }
+
+    /// Layer i's device array of the batched step's sequences' LoRA sites (`output`: of the
+    /// output projection, else of the input projections), or 0 when none has an adapter.
+    fn lora_sites(&self, i: usize, output: bool) -> DevPtr {
+        if !self.batch_lora.get() {
+            return 0;
+        }
+        self.lora_sites.ptr() + ((2 * i + usize::from(output)) * MAX_TOKENS * 8) as DevPtr
     }
 
     /// Where attention layer a of the batched step finds its sequences.
@@ -229,8 +246,27 @@ impl CudaModel {
         if !kv.is_empty() {
             gpu.write(s.kv_pointers.ptr(), &kv.iter().flat_map(|p| p.to_le_bytes()).collect::<Vec<u8>>())?;
         }
+        // the sequences' LoRA sites (fused forms: `decode_batch` sends no other adapter here)
+        let lora = states.iter().any(|st| st.lora.is_some());
+        s.batch_lora.set(lora);
+        if lora {
+            let layers = self.weights.layers.len();
+            let mut sites = vec![0u64; layers * 2 * MAX_TOKENS];
+            for (j, st) in states.iter().enumerate() {
+                let Some(l) = &st.lora else { continue };
+                ensure!(self.fuses(l), "the batched step takes adapters the fused kernels take");
+                for (i, layer) in l.layers.iter().enumerate() {
+                    let fused = |site: &Option<crate::ops::lora::Site>| site.as_ref().map_or(0, |s| s.fused_site());
+                    sites[2 * i * MAX_TOKENS + j] = fused(&layer.input);
+                    sites[(2 * i + 1) * MAX_TOKENS + j] = fused(&layer.output);
+                }
+            }
+            gpu.write(s.lora_sites.ptr(), &sites.iter().flat_map(|p| p.to_le_bytes()).collect::<Vec<u8>>())?;
+        }
         self.upload_ids(tokens)?;
-        let ids: Vec<u64> = states.iter().map(|st| st.id).collect();
+        // a graph per batch: its sequences, then the uploads of their adapters (0: none)
+        let ids: Vec<u64> =
+            states.iter().map(|st| st.id).chain(states.iter().map(|st| st.lora.as_ref().map_or(0, |l| l.id))).collect();
         s.batch_graphs.launch(gpu, ids, || self.step_kernels(Tokens::OfEach(states), s))?;
         Ok(slot)
     }
@@ -317,7 +353,8 @@ impl CudaModel {
                         }
                         Tokens::OfEach(_) => {
                             let (windows, recurrents) = (s.pointers(g, false), s.pointers(g, true));
-                            gdn_decode_batch(gpu, m, h, norm, eps, n, windows, recurrents, &self.scratch)?
+                            let lora = s.lora_sites(i, false);
+                            gdn_decode_batch(gpu, m, h, norm, eps, n, windows, recurrents, &self.scratch, lora)?
                         }
                     };
                     g += 1;
@@ -331,14 +368,19 @@ impl CudaModel {
                             attention_decode_tokens(gpu, m, h, norm, eps, pos, rope, t, cache, &self.scratch)?
                         }
                         Tokens::OfEach(_) => {
-                            attention_decode_batch(gpu, m, h, norm, eps, n, &s.batch_caches(a), &self.scratch)?
+                            let (caches, lora) = (s.batch_caches(a), s.lora_sites(i, false));
+                            attention_decode_batch(gpu, m, h, norm, eps, n, &caches, &self.scratch, lora)?
                         }
                     };
                     a += 1;
                     (&m.o_proj, y)
                 }
             };
-            let mixer = MixerOut::plain(out_proj, y);
+            let lora = match tokens {
+                Tokens::OfOne(..) => 0,
+                Tokens::OfEach(_) => s.lora_sites(i, true),
+            };
+            let mixer = MixerOut { w: out_proj, y, lora };
             moe_decode_kernels(gpu, mixer, &layer.moe, h, &layer.post_attention_norm, eps, n, &self.scratch)?;
         }
         gemv_norm_tokens(gpu, h, &w.final_norm, eps, &w.lm_head, n, s.logits.ptr(), vocab)

@@ -5,7 +5,6 @@
 
 use super::CudaModel;
 use crate::ops::lora::LoraGpu;
-use crate::ops::moe::fused_decode_fits;
 use crate::weights::MixerGpu;
 use anyhow::{ensure, Result};
 use solo_model::lora::LoraAdapter;
@@ -28,8 +27,9 @@ impl CudaModel {
         Ok(lora)
     }
 
-    /// Whether the fused decode step takes `lora` (`ops::lora`): its sites all have fused forms,
-    /// and the layers' mixers and experts are bf16 on a GPU that runs the fused MoE kernel.
+    /// Whether the decode steps' own kernels take `lora` (`ops::lora`; else its sequences take
+    /// the layer-by-layer forward and decode alone): its sites all have fused forms, and the
+    /// layers' mixers and experts are bf16.
     pub(crate) fn fuses(&self, lora: &LoraGpu) -> bool {
         let bf16_layers = self.weights.layers.iter().all(|l| {
             let mixer = match &l.mixer {
@@ -38,7 +38,13 @@ impl CudaModel {
             };
             mixer && l.moe.fp8_scales.is_none() && l.moe.packed.is_none()
         });
-        lora.fused && bf16_layers && fused_decode_fits(&self.gpu)
+        lora.fused && bf16_layers
+    }
+
+    /// Whether the batched step takes these sequences' adapters: each has none, or one the decode
+    /// kernels take (`fuses`).
+    pub(crate) fn batches(&self, states: &[&mut super::CudaState]) -> bool {
+        states.iter().all(|s| s.lora.as_ref().is_none_or(|l| self.fuses(l)))
     }
 
     /// Lets go of the copies of adapters the caller has dropped (`Backend::set_adapter`).
@@ -50,6 +56,7 @@ impl CudaModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::CudaState;
     use crate::ops::testutil::rel_err;
     use crate::synthetic::{adapted_matrix, random_adapter, random_model};
     use solo_model::{Backend, Logits, Precision};
@@ -125,8 +132,8 @@ mod tests {
     /// (`fused`) and, with the router adapted too, the layer-by-layer forward: both give the
     /// logits of the base model whose matrices hold the merged W + s·B·A (up to bf16's rounding
     /// of the merge), through prefill and decode; the fused step agrees with the forward; an
-    /// adapter whose B is zero gives the base model's bits in either form; a batch of a
-    /// sequence with an adapter and one without gives each its own step.
+    /// adapter whose B is zero gives the base model's bits in either form; a batched step of
+    /// sequences with different adapters and none gives each row its own decode step's bits.
     #[test]
     #[ignore = "needs a GPU"]
     fn adapted_steps_match_merged_weights() {
@@ -158,18 +165,23 @@ mod tests {
                 assert!(forward < 1e-2, "{what}, row {i}: decode step vs forward {forward:.2e}");
             }
         }
-        // a batch of a sequence with an adapter and one without: each its own decode step
-        let lora = Arc::new(random_adapter(&model, 16, 3, 0.05, false));
+        // a batch of sequences with two adapters and none: each row its own decode step's bits
+        let (one, two) =
+            (Arc::new(random_adapter(&model, 16, 3, 0.05, false)), Arc::new(random_adapter(&model, 8, 4, 0.05, false)));
         let prompt: Vec<u32> = (0..PROMPT as u32).map(|i| i * 7919 % 200_000).collect();
-        let mut states: Vec<_> = (0..4).map(|_| model.try_new_state().unwrap()).collect();
-        for (i, s) in states.iter_mut().enumerate() {
-            model.set_adapter(s, (i % 2 == 0).then(|| lora.clone())).unwrap();
+        let picks = [Some(one.clone()), None, Some(two), Some(one)];
+        let mut batched: Vec<_> = picks.iter().map(|_| model.try_new_state().unwrap()).collect();
+        for (s, lora) in batched.iter_mut().zip(&picks) {
+            model.set_adapter(s, lora.clone()).unwrap();
             model.prefill(s, &prompt, Logits::Last).unwrap();
         }
-        let [a, b, c, d] = &mut states[..] else { unreachable!() };
-        let batch = model.decode_batch(&mut [a, b], &[TOKENS[0], TOKENS[0]]).unwrap();
-        let vocab = model.config.vocab_size;
-        assert_eq!(bits(&batch[..vocab]), bits(&model.decode(c, TOKENS[0]).unwrap()), "the batch's adapted row");
-        assert_eq!(bits(&batch[vocab..]), bits(&model.decode(d, TOKENS[0]).unwrap()), "the batch's base row");
+        let mut alone: Vec<_> = batched.iter().map(|s| model.copy_state(s).unwrap()).collect();
+        for &t in &TOKENS[..2] {
+            let mut refs: Vec<&mut CudaState> = batched.iter_mut().collect();
+            let rows = model.decode_batch(&mut refs, &[t; 4]).unwrap();
+            for (i, (s, row)) in alone.iter_mut().zip(rows.chunks(model.config.vocab_size)).enumerate() {
+                assert_eq!(bits(row), bits(&model.decode(s, t).unwrap()), "batch row {i} (token {t})");
+            }
+        }
     }
 }

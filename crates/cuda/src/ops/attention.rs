@@ -238,9 +238,10 @@ fn qkv_tokens(
     eps: f32,
     t: usize,
     scratch: &Scratch,
+    lora: DevPtr,
 ) -> Result<DevPtr> {
     let proj = scratch.ptr(0);
-    qkv_projection(gpu, w, h, norm, eps, t, proj, 0)?;
+    qkv_projection(gpu, w, h, norm, eps, t, proj, lora)?;
     Ok(proj)
 }
 
@@ -291,7 +292,7 @@ pub fn attention_decode_tokens(
     cache: &KvCacheGpu,
     scratch: &Scratch,
 ) -> Result<DevPtr> {
-    let (proj, q, gated) = (qkv_tokens(gpu, w, h, norm, eps, t, scratch)?, scratch.ptr(1), scratch.ptr(2));
+    let (proj, q, gated) = (qkv_tokens(gpu, w, h, norm, eps, t, scratch, 0)?, scratch.ptr(1), scratch.ptr(2));
     for i in 0..t {
         let f32_at = |j: usize| proj + ((i * PROJ + j) * 4) as DevPtr;
         let (qg, k, v) = (f32_at(0), f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
@@ -323,6 +324,7 @@ pub struct BatchCaches {
 /// combine each in one launch over the sequences, each block doing what it does in sequence s's
 /// own one-token launch (the same split count), so each row gets the same bits. Returns the gated
 /// outputs (bf16 `[n, 4096]`, scratch buffer 2). Scratch buffers 0–4.
+/// `lora`: a u64 [n] device array of the sequences' LoRA q/k/v sites (`LoraSite`, 0: none), or 0.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_decode_batch(
     gpu: &Gpu,
@@ -333,8 +335,9 @@ pub fn attention_decode_batch(
     n: usize,
     caches: &BatchCaches,
     scratch: &Scratch,
+    lora: DevPtr,
 ) -> Result<DevPtr> {
-    let (proj, q, gated) = (qkv_tokens(gpu, w, h, norm, eps, n, scratch)?, scratch.ptr(1), scratch.ptr(2));
+    let (proj, q, gated) = (qkv_tokens(gpu, w, h, norm, eps, n, scratch, lora)?, scratch.ptr(1), scratch.ptr(2));
     let max_seq = caches.max_seq as i32;
     let launch = Launch::new((n as u32, (HEADS + KV_HEADS) as u32, 1), HEAD_DIM as u32, 0);
     attention_rope_cu::qk_norm_rope_batch(

@@ -231,7 +231,8 @@ impl StackedProj {
 
 /// The stacked in-projection of t tokens' RMSNorm(h) (h f32 [t, 2048]) into scratch buffer 0,
 /// f32 [t, 12352], each row read once for all of them (`gemv_norm_mma`, bf16); a GGUF
-/// in-projection as stored (qkv | z, with b | a apart) a token at a time (`gemv_q`).
+/// in-projection as stored (qkv | z, with b | a apart) a token at a time (`gemv_q`). `lora`: the
+/// tokens' LoRA sites (bf16 only), or 0.
 #[allow(clippy::too_many_arguments)]
 fn stacked_projection(
     gpu: &Gpu,
@@ -241,9 +242,11 @@ fn stacked_projection(
     eps: f32,
     t: usize,
     scratch: &Scratch,
+    lora: DevPtr,
 ) -> Result<StackedProj> {
     let proj = scratch.ptr(0);
     if w.in_proj.format.is_some() {
+        ensure!(lora == 0, "GDN: a LoRA site on a quantised in-projection");
         let tail = ba_rows(w)?;
         for i in 0..t {
             let (h, y) = (h + (i * 2048 * 4) as DevPtr, proj + (i * PROJ_ROWS * 4) as DevPtr);
@@ -257,7 +260,7 @@ fn stacked_projection(
         w.in_proj.rows,
         if w.in_proj.is_bf16() { "" } else { " of FP8" }
     );
-    gemv_norm_mma(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS, 0)?;
+    gemv_norm_mma(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS, lora)?;
     Ok(StackedProj::at(proj))
 }
 
@@ -307,7 +310,7 @@ pub fn gdn_decode_tokens(
 ) -> Result<DevPtr> {
     ensure!(t >= 1 && t <= after.tokens && t <= CONV_TOKENS, "GDN multi-token step of {t} tokens");
     let buf = GdnBuffers::new(scratch, t)?;
-    let p = stacked_projection(gpu, w, h, norm, eps, t, scratch)?;
+    let p = stacked_projection(gpu, w, h, norm, eps, t, scratch, 0)?;
     let last_window = after.conv.ptr() + ((t - 1) * GdnStateGpu::CONV_BYTES) as DevPtr;
     gdn_conv_cu::gdn_conv_silu(
         gpu,
@@ -346,8 +349,9 @@ pub fn gdn_decode_tokens(
 /// [n, 2048]), bf16 weights: returns y (bf16 [n, 4096], scratch buffer 3). The stacked
 /// in-projection is read once for all n (`gemv_norm_mma`); the conv and the delta step take
 /// every sequence's token in one launch each, updating its state in place. `windows` and
-/// `recurrents`: u64 [n] device arrays of the sequences' `conv` and `recurrent` pointers. Each
-/// token gets the bits `gdn_decode` would give it. Scratch buffers 0, 1, 3.
+/// `recurrents`: u64 [n] device arrays of the sequences' `conv` and `recurrent` pointers; `lora`:
+/// a u64 [n] device array of their LoRA adapters' in-projection sites (`LoraSite`, 0: none), or
+/// 0. Each token gets the bits `gdn_decode` would give it. Scratch buffers 0, 1, 3.
 #[allow(clippy::too_many_arguments)]
 pub fn gdn_decode_batch(
     gpu: &Gpu,
@@ -359,9 +363,10 @@ pub fn gdn_decode_batch(
     windows: DevPtr,
     recurrents: DevPtr,
     scratch: &Scratch,
+    lora: DevPtr,
 ) -> Result<DevPtr> {
     let buf = GdnBuffers::new(scratch, n)?;
-    let p = stacked_projection(gpu, w, h, norm, eps, n, scratch)?;
+    let p = stacked_projection(gpu, w, h, norm, eps, n, scratch, lora)?;
     gdn_conv_cu::gdn_conv_batch(
         gpu,
         Launch::new(((CONV_DIM / 256) as u32, n as u32, 1), 256, 0),

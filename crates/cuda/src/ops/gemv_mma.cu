@@ -22,8 +22,8 @@
 // XOR-swizzled by row, so that ldmatrix reads them without bank conflicts), and keeps its B
 // fragments (its column range of every token's x: 16 k-steps × 2 registers) for the whole
 // kernel. The 8 warps' partial sums meet in shared memory and are added in warp order.
-// Dynamic shared memory: the rings (128 KB), then x bf16 [tokens][2048], then with a LoRA site
-// (`lora`, else null) its u f32 [tokens][LORA_FUSED_RANKS]: every block computes u = A x itself
+// Dynamic shared memory: the rings (128 KB), then x bf16 [tokens][2048], then with LoRA sites
+// (`lora`: one per token, else null) u f32 [tokens][LORA_FUSED_RANKS]: every block computes u = A x itself
 // (A from L2, while its first tiles stream in) and adds each row's term s · B[r] · u as it stores
 // the row (lora_term in common.cuh). The forms for 99 KB of
 // shared memory (SOLO_BIG_SHARED 0) give each warp a 1-tile ring (64 KB): a warp requests its
@@ -136,7 +136,7 @@ struct NothingAhead {
 };
 
 // u = A x of the block's LoRA site into shared memory after x (see the top), when there is one.
-__device__ __forceinline__ float* mma_lora_u(unsigned char* smem, const LoraSite* lora, int tokens) {
+__device__ __forceinline__ float* mma_lora_u(unsigned char* smem, const LoraSite* const* lora, int tokens) {
     const bf16* xb = reinterpret_cast<const bf16*>(smem + MMA_RING_BYTES);
     float* u = reinterpret_cast<float*>(smem + MMA_RING_BYTES + tokens * HIDDEN * 2);
     if (lora != nullptr) {
@@ -149,7 +149,7 @@ __device__ __forceinline__ float* mma_lora_u(unsigned char* smem, const LoraSite
 extern "C" __global__ void __launch_bounds__(256, 1)
     gemv_norm_mma_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
                        float* __restrict__ y, int out_dim, int y_stride, int tokens, float eps,
-                       const LoraSite* __restrict__ lora) {
+                       const LoraSite* const* __restrict__ lora) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
     __shared__ float part[2][MMA_WARPS][16][MMA_TOKENS];
@@ -189,7 +189,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 extern "C" __global__ void __launch_bounds__(256, 1)
     gemv_norm_conv_mma_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
                             float* __restrict__ y, int out_dim, float eps, float* __restrict__ conv_state,
-                            const float* __restrict__ taps, float* __restrict__ mixed, const LoraSite* __restrict__ lora) {
+                            const float* __restrict__ taps, float* __restrict__ mixed, const LoraSite* const* __restrict__ lora) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
     __shared__ float part[2][MMA_WARPS][16][MMA_TOKENS];

@@ -1,28 +1,17 @@
-// LoRA's low-rank term, y += s · B (A x), in two steps (lora.rs says where they run):
-//   lora_shrink: u = A x for one token (more tokens: a cuBLAS GEMM),
-//   lora_expand: y += s · B u for each adapted matrix of the site.
+// LoRA's low-rank term, y += s · B (A x), outside the projections' own kernels (lora.rs says
+// where each runs): lora_shrink (u = A x for one token; more tokens: a cuBLAS GEMM) and lora_expand
+// (y += s · B u, a launch per adapted matrix) for the layer-by-layer forward; lora_shrink_sites and
+// lora_expand_sites (a site per token) for the several-token steps' output projection.
 
-// lora_shrink: u[j] = Σ_c a[j, c] · x[c] for one token: x bf16 [in], a bf16 [rows, in] (the site's
-// A matrices stacked), u f32 [rows]. A warp per row j (8 per block), 8 columns a lane a step;
-// in_dim % 256 == 0.
+// lora_shrink: u[j] = a[j] · x for one token: x bf16 [in_dim], a bf16 [rows, in_dim] (the site's
+// A matrices stacked), u f32 [rows]; a warp per row j (lora_row_dot), 8 a block.
 extern "C" __global__ void __launch_bounds__(256) lora_shrink(const bf16* __restrict__ x, const bf16* __restrict__ a,
                                                               float* __restrict__ u, int rows, int in_dim) {
     pdl_wait();
-    const int lane = threadIdx.x & 31, j = blockIdx.x * 8 + (threadIdx.x >> 5);
+    const int j = blockIdx.x * 8 + (threadIdx.x >> 5);
     if (j >= rows) return;
-    const bf16* row = a + (size_t)j * in_dim;
-    float sum = 0.f;
-    for (int c = lane * 8; c < in_dim; c += 256) {
-        const uint4 wv = *reinterpret_cast<const uint4*>(row + c);
-        const uint4 xv = *reinterpret_cast<const uint4*>(x + c);
-        const bf16* w8 = reinterpret_cast<const bf16*>(&wv);
-        const bf16* x8 = reinterpret_cast<const bf16*>(&xv);
-#pragma unroll
-        for (int k = 0; k < 8; k++) sum += __bfloat162float(w8[k]) * __bfloat162float(x8[k]);
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0) u[j] = sum;
+    const float v = lora_row_dot(a + (size_t)j * in_dim, x, in_dim);
+    if ((threadIdx.x & 31) == 0) u[j] = v;
 }
 
 #define LORA_TOKENS 8
@@ -52,4 +41,30 @@ extern "C" __global__ void __launch_bounds__(256)
         for (int t = 0; t < LORA_TOKENS; t++) acc[t] += bk * us[t][k];
     }
     for (int t = 0; t < nt; t++) y[(size_t)(t0 + t) * y_stride + i] += scale * acc[t];
+}
+
+// The several-token decode steps' output-projection term (moe.rs: moe_decode_kernels), a site per
+// token (sites: a device array, null entries for tokens without one):
+// lora_shrink_sites: u[t·LORA_FUSED_RANKS + j] = A_t[j] · x[t], x bf16 [tokens, in]; a warp per
+//   row j (grid: LORA_FUSED_RANKS / 8 × tokens).
+extern "C" __global__ void __launch_bounds__(256) lora_shrink_sites(const bf16* __restrict__ x, int in_dim,
+                                                                    const LoraSite* const* __restrict__ sites,
+                                                                    float* __restrict__ u) {
+    pdl_wait();
+    const int t = blockIdx.y, j = blockIdx.x * 8 + (threadIdx.x >> 5);
+    const LoraSite* site = sites[t];
+    if (site == nullptr || j >= site->rank_sum) return;
+    const float v = lora_row_dot(site->a + (size_t)j * in_dim, x + (size_t)t * in_dim, in_dim);
+    if ((threadIdx.x & 31) == 0) u[t * LORA_FUSED_RANKS + j] = v;
+}
+
+// lora_expand_sites: y[t·y_stride + r] += lora_term(sites, u, r, t) for r < rows (grid: rows / 256
+//   × tokens).
+extern "C" __global__ void __launch_bounds__(256) lora_expand_sites(const float* __restrict__ u,
+                                                                    const LoraSite* const* __restrict__ sites,
+                                                                    float* __restrict__ y, int y_stride, int rows) {
+    pdl_wait();
+    const int t = blockIdx.y, r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (sites[t] == nullptr || r >= rows) return;
+    y[(size_t)t * y_stride + r] += lora_term(sites, u, r, t);
 }

@@ -18,16 +18,17 @@
 //! Where it runs:
 //! - The layer-by-layer forward (`CudaModel::forward`: prefill, verify steps) adds each site's
 //!   term as above.
-//! - The fused decode step takes it inside its kernels, with no launch of its own (`fused`):
-//!   the input projections' GEMVs (`gemv_norm_mma_bf16`, `gemv_norm_conv_mma_bf16`) and the MoE
-//!   kernel's phase 0 (the output projection, `moe_decode_block`) get the site's `LoraSite`
-//!   (common.cuh); every block computes u = A x itself from the x it has staged (A read from
-//!   L2, while its first weight tiles stream in) and adds s · B[r] · u to each row r it writes.
-//!   That takes bf16 weights, a GPU that runs the fused MoE kernel, Σr ≤ 64 an input site and
-//!   ≤ 32 an output site, and no router adapter; other adapters' sequences decode through the
-//!   layer-by-layer forward (one token, captured as a graph like the fused step).
-//! - The multi-token steps (batched decoding, speculative verification) run the base model only:
-//!   a batch with adapters in it decodes its rows in turn, and verification takes the forward.
+//! - The decode steps take it inside the kernels they already launch (`fused`): the input
+//!   projections' GEMVs (`gemv_norm_mma_bf16`, `gemv_norm_conv_mma_bf16`) and the MoE kernel's
+//!   phase 0 (the output projection, `moe_decode_block`) get a `LoraSite` (common.cuh) per token;
+//!   every block computes u = A x itself from the x it has staged (A read from L2, while its
+//!   first weight tiles stream in) and adds s · B[r] · u to each row r it writes. The batched
+//!   step's sequences each bring their own adapter or none (a device array of sites per layer,
+//!   `multi_token.rs`); its four-kernel MoE form adds the output projection's term in two
+//!   launches (`add_per_token`), with the fused kernel's sums, so every row keeps the bits of its
+//!   sequence's own decode step. That takes bf16 weights, Σr ≤ 64 an input site (rank 16 on all
+//!   four GDN in-projections) and ≤ 32 an output site, and no router adapter; other adapters'
+//!   sequences decode alone through the layer-by-layer forward (one token, captured as a graph).
 //!
 //! The shared and routed experts' adapters have no GPU form yet: such an adapter is refused in
 //! one line (`solo_model::lora::LoraSupport`) and runs on the CPU backend.
@@ -47,6 +48,8 @@ kernel_file! {
     pub mod lora_cu = "lora.cu" {
         fn lora_shrink(x: DevPtr, a: DevPtr, u: DevPtr, rows: i32, in_dim: i32);
         fn lora_expand(u: DevPtr, u_stride: i32, b: DevPtr, rank: i32, scale: f32, y: DevPtr, y_stride: i32, rows: i32, tokens: i32);
+        fn lora_shrink_sites(x: DevPtr, in_dim: i32, sites: DevPtr, u: DevPtr);
+        fn lora_expand_sites(u: DevPtr, sites: DevPtr, y: DevPtr, y_stride: i32, rows: i32);
     }
 }
 
@@ -93,8 +96,9 @@ pub struct Site {
     rank_sum: usize,
     in_dim: usize,
     parts: Vec<Part>,
-    /// Its `LoraSite` (common.cuh) for the fused decode kernels, where they take it.
-    fused: Option<DevBuf>,
+    /// Its `LoraSite` (common.cuh) for the fused decode kernels, where they take it, and a
+    /// one-entry array of its address (what the one-token kernels are given: a site per token).
+    fused: Option<(DevBuf, DevBuf)>,
 }
 
 impl Site {
@@ -112,7 +116,9 @@ impl Site {
             targets.iter().enumerate().filter_map(|(i, t)| lora.get(*t).map(|p| (i, p))).collect();
         let Some(mut site) = Site::of_pairs(gpu, &pairs)? else { return Ok(None) };
         if site.rank_sum <= most_fused && site.parts.len() <= FUSED_PARTS {
-            site.fused = Some(gpu.upload(&site.device(firsts))?);
+            let device = gpu.upload(&site.device(firsts))?;
+            let one = gpu.upload(&device.ptr().to_le_bytes())?;
+            site.fused = Some((device, one));
         }
         Ok(Some(site))
     }
@@ -139,9 +145,15 @@ impl Site {
         out
     }
 
-    /// Its `LoraSite` for the fused decode kernels (0 when it has none).
+    /// A one-entry device array of its `LoraSite`, for the one-token decode kernels (0 when it
+    /// has no fused form).
     pub fn fused(&self) -> DevPtr {
-        self.fused.as_ref().map_or(0, |b| b.ptr())
+        self.fused.as_ref().map_or(0, |(_, one)| one.ptr())
+    }
+
+    /// Its `LoraSite`, for the several-token steps' per-token arrays (0 when it has none).
+    pub fn fused_site(&self) -> DevPtr {
+        self.fused.as_ref().map_or(0, |(device, _)| device.ptr())
     }
 
     /// The site of `(output, pair)`s, all of one input width.
@@ -191,6 +203,27 @@ impl Site {
         }
         Ok(())
     }
+}
+
+/// The several-token steps' output-projection term: y[t] (f32 rows `y_stride` apart, `rows` of
+/// them) += token t's site's term for x[t] (bf16 [t, in]); `sites`: a device array of t
+/// `LoraSite` addresses (0: none); `u`: f32 [t, FUSED_RANKS] of scratch.
+#[allow(clippy::too_many_arguments)]
+pub fn add_per_token(
+    gpu: &Gpu,
+    sites: DevPtr,
+    x: DevPtr,
+    in_dim: usize,
+    t: usize,
+    u: DevPtr,
+    y: DevPtr,
+    y_stride: usize,
+    rows: usize,
+) -> Result<()> {
+    let shrink = Launch::new(((FUSED_RANKS / 8) as u32, t as u32, 1), 256, 0);
+    lora_cu::lora_shrink_sites(gpu, shrink, x, in_dim as i32, sites, u)?;
+    let expand = Launch::new((rows.div_ceil(256) as u32, t as u32, 1), 256, 0);
+    lora_cu::lora_expand_sites(gpu, expand, u, sites, y, y_stride as i32, rows as i32)
 }
 
 /// A layer's sites.
@@ -362,7 +395,9 @@ mod tests {
         let (pq, pv) = (pair(31, 16, ATTENTION_FIRSTS[1], 2048, 2.0), pair(33, 8, KV_HEADS * HEAD_DIM, 2048, 0.75));
         let pairs = [(0, &pq), (2, &pv)];
         let mut site = Site::of_pairs(gpu, &pairs).unwrap().unwrap();
-        site.fused = Some(gpu.upload(&site.device(&ATTENTION_FIRSTS)).unwrap());
+        let device = gpu.upload(&site.device(&ATTENTION_FIRSTS)).unwrap();
+        let one = gpu.upload(&device.ptr().to_le_bytes()).unwrap();
+        site.fused = Some((device, one));
         let w = gpu.upload(&bf16_bytes(&random(35, rows * 2048, (3.0f32 / 2048.0).sqrt()))).unwrap();
         let w = Matrix::bf16(w.ptr(), rows, 2048);
         let norm_w: Vec<f32> = random(36, 2048, 0.2).iter().map(|v| 1.0 + v).collect();

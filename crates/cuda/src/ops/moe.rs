@@ -242,8 +242,8 @@ pub(crate) fn moe_block_path(
 pub struct MixerOut<'a> {
     pub w: &'a Matrix,
     pub y: DevPtr,
-    /// A LoRA adapter's site of w in its fused form (`ops::lora::Site::fused`), or 0: only the
-    /// fused bf16 kernel takes one.
+    /// A LoRA adapter's sites of w, one per token (a device array of `LoraSite` addresses:
+    /// `ops::lora::Site::fused`, or the several-token steps' arrays), or 0. bf16 w and experts.
     pub lora: DevPtr,
 }
 
@@ -269,8 +269,10 @@ pub fn moe_decode(
     eps: f32,
     scratch: &Scratch,
 ) -> Result<()> {
-    let fused_bf16 = w.fp8_scales.is_none() && fused_decode_fits(gpu) && w.packed.is_none() && mixer.w.format.is_none();
-    ensure!(mixer.lora == 0 || fused_bf16, "moe_decode: a LoRA site outside the fused bf16 kernel");
+    ensure!(
+        mixer.lora == 0 || (w.fp8_scales.is_none() && w.packed.is_none() && mixer.w.is_bf16()),
+        "moe_decode: a LoRA site beside quantised weights"
+    );
     if let Some(scales) = w.fp8_scales {
         return moe_decode_fp8(gpu, mixer, w, scales, h, norm, eps, scratch);
     }
@@ -426,7 +428,8 @@ fn moe_decode_packed(
 /// router, routing) read their matrices once for all the tokens, then the experts' GEMVs run
 /// over every token's slots in one launch each (the shared expert's rows from L2 after the first
 /// token). Every token gets the bits of its own fused `moe_decode`. Scratch buffers 0 and 1, and
-/// the scratch's ticket counter.
+/// the scratch's ticket counter. With LoRA sites (`mixer.lora`), each token's term of the output
+/// projection is added after it, in two launches (`lora::add_per_token`, scratch buffer 4).
 #[allow(clippy::too_many_arguments)]
 pub fn moe_decode_kernels(
     gpu: &Gpu,
@@ -444,6 +447,10 @@ pub fn moe_decode_kernels(
     );
     check_decode_shapes(&mixer, w, norm)?;
     gemv_tokens_accumulate(gpu, mixer.y, mixer.w, t, h)?;
+    if mixer.lora != 0 {
+        // its u in scratch buffer 4 (the mixers' outputs are in 2 and 3, the layout in 0 and 1)
+        lora::add_per_token(gpu, mixer.lora, mixer.y, MIXER_OUT, t, scratch.ptr(4), h, HIDDEN, HIDDEN)?;
+    }
     let l = Layout::new(scratch, t)?;
     moe_router_cu::moe_route_decode(
         gpu,

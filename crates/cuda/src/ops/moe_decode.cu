@@ -33,7 +33,8 @@
 // [257, 2048]; gate_up bf16 [257, 1024, 2048]; down bf16 [257, 2048, 512]; h f32 [2048] (read,
 // then added to); w1p f32 [2048] (the post-attention norm, 1 + w); logits f32 [257], act f32
 // [9, 512] (scratch, written); arrivals u64 (grid_barrier's count, a multiple of the grid between
-// launches); lora: a LoRA adapter's output-projection site, or null (phase 0 adds its term).
+// launches); lora: a device array of one LoRA output-projection site, or null (phase 0 adds its
+// term).
 
 #define MOE_WARPS 8
 #define PAIRS (EXPERT_DIM)             // (gate, up) row pairs per expert
@@ -195,7 +196,7 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
                                                 const bf16* __restrict__ shared_down, float* __restrict__ h,
                                                 const float* __restrict__ w1p, float eps, float* __restrict__ logits,
                                                 float* __restrict__ act, unsigned long long* __restrict__ arrivals,
-                                                const LoraSite* __restrict__ lora, float& hc,
+                                                const LoraSite* const* __restrict__ lora, float& hc,
                                                 unsigned long long& base) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int G = gridDim.x, gw = blockIdx.x * MOE_WARPS + warp;
@@ -353,7 +354,7 @@ extern "C" __global__ void __maxnreg__(96)
     moe_decode_block(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
                      const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
                      const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-                     unsigned long long* __restrict__ arrivals, const LoraSite* __restrict__ lora) {
+                     unsigned long long* __restrict__ arrivals, const LoraSite* const* __restrict__ lora) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     MoeDecodeShared& s = *reinterpret_cast<MoeDecodeShared*>(smem_raw);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
