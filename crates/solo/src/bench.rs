@@ -142,7 +142,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "WxH", value_parser = parse_image_size, requires = "synthetic")]
     pub image: Option<(usize, usize)>,
     /// With --synthetic: prefill and decode with a random LoRA adapter of this rank (0: none),
-    /// on what --lora-targets names. Run once without it for the base figures.
+    /// on what --lora-targets names; with --batch, each sequence its own. Run once without it
+    /// for the base figures.
     #[arg(long, default_value_t = 0, requires = "synthetic")]
     pub lora_rank: usize,
     /// What the --lora-rank adapter adapts.
@@ -246,7 +247,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     }
     model.screened_lm_head = !args.full_lm_head;
     let vocab = model.config.vocab_size;
-    let lora = bench_adapter(&model, &args)?;
+    let lora = bench_adapter(&model, &args, 1)?;
     let mut state = model.try_new_state()?;
     let mut rows = Vec::new();
     let mut profiles = Vec::new();
@@ -553,6 +554,9 @@ struct BatchRow {
 fn batched_decode(model: &solo_cuda::CudaModel, source: &str, args: &BenchArgs) -> Result<()> {
     let (ctx, vocab) = (args.contexts[0], model.config.vocab_size);
     let (mut rows, mut profiles) = (Vec::new(), Vec::new());
+    // with --lora-rank, each sequence its own adapter (`bench_adapter`'s, seeded by its index)
+    let most = args.batch.iter().copied().max().unwrap_or(0);
+    let adapters = (0..most).map(|i| bench_adapter(model, args, i as u64 + 1)).collect::<Result<Vec<_>>>()?;
     for &n in &args.batch {
         ensure!(n >= 1, "--batch takes sequence counts of at least 1");
         let mut states = (0..n).map(|_| model.try_new_state()).collect::<Result<Vec<_>>>()?;
@@ -561,6 +565,7 @@ fn batched_decode(model: &solo_cuda::CudaModel, source: &str, args: &BenchArgs) 
             tokens.clear();
             for (i, state) in states.iter_mut().enumerate() {
                 model.reset(state)?;
+                model.set_adapter(state, adapters[i].clone())?;
                 let prompt = synthetic_prompt(ctx + i, vocab);
                 tokens.push(argmax(&model.prefill(state, &prompt[i..], Logits::Last)?));
             }
@@ -601,6 +606,9 @@ fn batched_decode(model: &solo_cuda::CudaModel, source: &str, args: &BenchArgs) 
         args.decode_steps,
         args.rounds
     );
+    if let Some(a) = adapters.first().and_then(|a| a.as_ref()) {
+        println!("LoRA: each sequence its own {} (--lora-targets {:?})", a.dir.display(), args.lora_targets);
+    }
     println!("{:>9} | {:>14} | {:>16} | {:>11}", "sequences", "aggregate tok/s", "per-stream tok/s", "ms per step");
     for r in &rows {
         println!(
@@ -725,9 +733,9 @@ fn image_ttft(
     Ok(())
 }
 
-/// `--lora-rank`'s adapter (B's entries a tenth of the product's size), checked against what the
-/// backend adapts; `None` without one.
-fn bench_adapter(model: &solo_cuda::model::CudaModel, args: &BenchArgs) -> Result<Option<Arc<LoraAdapter>>> {
+/// `--lora-rank`'s adapter (B's entries a tenth of the product's size; `seed` picks one of many),
+/// checked against what the backend adapts; `None` without one.
+fn bench_adapter(model: &solo_cuda::model::CudaModel, args: &BenchArgs, seed: u64) -> Result<Option<Arc<LoraAdapter>>> {
     if args.lora_rank == 0 {
         return Ok(None);
     }
@@ -741,7 +749,7 @@ fn bench_adapter(model: &solo_cuda::model::CudaModel, args: &BenchArgs) -> Resul
         );
     }
     let router = args.lora_targets == LoraTargets::AttnRouter;
-    Ok(Some(Arc::new(solo_cuda::synthetic::random_adapter(model, args.lora_rank, 1, 0.05, router))))
+    Ok(Some(Arc::new(solo_cuda::synthetic::random_adapter(model, args.lora_rank, seed, 0.05, router))))
 }
 
 fn synthetic_prompt(len: usize, vocab: usize) -> Vec<u32> {
