@@ -116,11 +116,17 @@ impl Site {
             targets.iter().enumerate().filter_map(|(i, t)| lora.get(*t).map(|p| (i, p))).collect();
         let Some(mut site) = Site::of_pairs(gpu, &pairs)? else { return Ok(None) };
         if site.rank_sum <= most_fused && site.parts.len() <= FUSED_PARTS {
-            let device = gpu.upload(&site.device(firsts))?;
-            let one = gpu.upload(&device.ptr().to_le_bytes())?;
-            site.fused = Some((device, one));
+            site.make_fused(gpu, firsts)?;
         }
         Ok(Some(site))
+    }
+
+    /// Uploads its fused form (`fused`), its outputs starting at `firsts` in the stacked output.
+    fn make_fused(&mut self, gpu: &Gpu, firsts: &[usize]) -> Result<()> {
+        let device = gpu.upload(&self.device(firsts))?;
+        let one = gpu.upload(&device.ptr().to_le_bytes())?;
+        self.fused = Some((device, one));
+        Ok(())
     }
 
     /// The bytes of its `LoraSite`: A, Σr, the part count, then per part (first, rows, rank,
@@ -238,16 +244,14 @@ pub struct LayerLoraGpu {
 }
 
 /// The input projections' targets of a GDN layer and of an attention layer, in their outputs' order.
-pub const GDN_INPUT: [Target; 4] = [Target::InProjQkv, Target::InProjZ, Target::InProjB, Target::InProjA];
-pub const ATTENTION_INPUT: [Target; 3] = [Target::QProj, Target::KProj, Target::VProj];
-pub const ROUTER: [Target; 2] = [Target::Router, Target::SharedExpertGate];
+const GDN_INPUT: [Target; 4] = [Target::InProjQkv, Target::InProjZ, Target::InProjB, Target::InProjA];
+const ATTENTION_INPUT: [Target; 3] = [Target::QProj, Target::KProj, Target::VProj];
+const ROUTER: [Target; 2] = [Target::Router, Target::SharedExpertGate];
 
 /// An adapter in GPU memory (bf16), with the scratch its terms use.
 pub struct LoraGpu {
     /// Unique per upload: the decode graphs captured with it are keyed on it.
     pub id: u64,
-    /// `LoraAdapter::id` of what it holds.
-    pub adapter: u64,
     pub layers: Vec<LayerLoraGpu>,
     /// Whether the fused decode kernels take every site of it (see the module comment; the
     /// model checks the rest: `CudaModel::fuses`).
@@ -285,7 +289,6 @@ impl LoraGpu {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         Ok(LoraGpu {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
-            adapter: adapter.id,
             layers,
             fused,
             u: gpu.alloc(max_tokens * widest * 4)?,
@@ -395,9 +398,7 @@ mod tests {
         let (pq, pv) = (pair(31, 16, ATTENTION_FIRSTS[1], 2048, 2.0), pair(33, 8, KV_HEADS * HEAD_DIM, 2048, 0.75));
         let pairs = [(0, &pq), (2, &pv)];
         let mut site = Site::of_pairs(gpu, &pairs).unwrap().unwrap();
-        let device = gpu.upload(&site.device(&ATTENTION_FIRSTS)).unwrap();
-        let one = gpu.upload(&device.ptr().to_le_bytes()).unwrap();
-        site.fused = Some((device, one));
+        site.make_fused(gpu, &ATTENTION_FIRSTS).unwrap();
         let w = gpu.upload(&bf16_bytes(&random(35, rows * 2048, (3.0f32 / 2048.0).sqrt()))).unwrap();
         let w = Matrix::bf16(w.ptr(), rows, 2048);
         let norm_w: Vec<f32> = random(36, 2048, 0.2).iter().map(|v| 1.0 + v).collect();
