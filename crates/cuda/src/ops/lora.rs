@@ -287,12 +287,7 @@ impl LoraGpu {
             .max()
             .unwrap_or(1);
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        Ok(LoraGpu {
-            id: NEXT.fetch_add(1, Ordering::Relaxed),
-            layers,
-            fused,
-            u: gpu.alloc(max_tokens * widest * 4)?,
-        })
+        Ok(LoraGpu { id: NEXT.fetch_add(1, Ordering::Relaxed), layers, fused, u: gpu.alloc(max_tokens * widest * 4)? })
     }
 
     /// The scratch for u.
