@@ -148,8 +148,8 @@ fn check_tokens(kernel: &str, w: &Matrix, t: usize, y_stride: usize) -> Result<(
 /// tensor cores (`gemv_mma.cu`): each row of w is read once for all t tokens, and a token gets the
 /// same bits whatever the others are (one token alone included). The decode steps' projections
 /// of the residual stream (q/k/v, the GDN in-projection) for one token or several. An FP8 w takes
-/// one token (`gemv_norm_fp8`, y_stride = w.rows). `lora`: a LoRA site's fused form
-/// (`ops::lora::Site::fused`; bf16 w, the tokens of one launch), or 0.
+/// one token (`gemv_norm_fp8`, y_stride = w.rows). `lora`: a device array of the tokens' LoRA
+/// sites (`LoraSite` addresses, 0 for a token without: `ops::lora`; bf16 w), or 0.
 #[allow(clippy::too_many_arguments)]
 pub fn gemv_norm_mma(
     gpu: &Gpu,
@@ -164,11 +164,7 @@ pub fn gemv_norm_mma(
 ) -> Result<()> {
     ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm_mma: {}x{} / norm {} (2048 wide)", w.rows, w.cols, norm.len);
     check_tokens("gemv_norm_mma", w, t, y_stride)?;
-    ensure!(
-        lora == 0 || (w.is_bf16() && t <= mma_tokens_per_launch(gpu)),
-        "gemv_norm_mma: a LoRA site with {t} tokens of a {} matrix",
-        if w.is_bf16() { "bf16" } else { "quantised" }
-    );
+    ensure!(lora == 0 || w.is_bf16(), "gemv_norm_mma: LoRA sites on a quantised matrix");
     if w.format.is_some() {
         // as stored: a token at a time (each its own decode step's bits)
         for i in 0..t {
@@ -186,6 +182,7 @@ pub fn gemv_norm_mma(
         let n = per_launch.min(t - first);
         let launch = Launch::new((gpu.sms, 1, 1), 256, mma_gemv_shared(gpu, n) + lora_u_bytes(lora, n));
         let (h, y) = (h + (first * 2048 * 4) as u64, y + (first * y_stride * 4) as u64);
+        let lora = if lora == 0 { 0 } else { lora + (first * 8) as u64 }; // this launch's tokens' sites
         gemv_mma_cu::gemv_norm_mma_bf16(
             gpu,
             launch,
