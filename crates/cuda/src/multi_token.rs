@@ -53,8 +53,8 @@ pub(crate) struct TokenStates {
     deltas: DevBuf,
     /// f32 [MAX_TOKENS, vocab]: the step's logits.
     logits: DevBuf,
-    /// The step's graphs by (state id, t).
-    graphs: GraphCache<(u64, usize)>,
+    /// The step's graphs by (state id, its adapter's upload id or 0, t).
+    graphs: GraphCache<(u64, u64, usize)>,
     /// u64 [GDN layers][2][MAX_TOKENS]: per GDN layer, the batched step's sequences' conv-window
     /// and recurrent-state pointers.
     pointers: DevBuf,
@@ -65,12 +65,12 @@ pub(crate) struct TokenStates {
     batch_capacity: std::cell::Cell<usize>,
     /// The batched step's graphs by its sequences' ids, in order.
     batch_graphs: GraphCache<Vec<u64>>,
-    /// u64 [layers][2][MAX_TOKENS]: per layer, the batched step's sequences' LoRA sites (input,
-    /// then output projection; `LoraSite` addresses, 0: none).
+    /// u64 [layers][2][MAX_TOKENS]: per layer, the step's tokens' LoRA sites (input, then output
+    /// projection; `LoraSite` addresses, 0: none): each sequence's in the batched step, the
+    /// sequence's for every token in the multi-token one.
     lora_sites: DevBuf,
-    /// Whether any sequence of the last batched step runs an adapter (then its kernels read
-    /// `lora_sites`).
-    batch_lora: std::cell::Cell<bool>,
+    /// Whether the step being run has LoRA sites (then its kernels read `lora_sites`).
+    lora_on: std::cell::Cell<bool>,
     /// Per sequence of a batched step: its sampler's settings and draw count (`batch_step_pick`).
     sampling: Vec<SamplingParamsGpu>,
     /// i32 [MAX_TOKENS]: the batched step's picks.
@@ -91,7 +91,7 @@ impl TokenStates {
             batch_capacity: std::cell::Cell::new(0),
             batch_graphs: GraphCache::new(GRAPHS_KEPT),
             lora_sites: gpu.alloc((gdn_layers + attention_layers) * 2 * MAX_TOKENS * 8)?,
-            batch_lora: std::cell::Cell::new(false),
+            lora_on: std::cell::Cell::new(false),
             sampling: (0..MAX_TOKENS).map(|_| SamplingParamsGpu::new(gpu)).collect::<Result<Vec<_>>>()?,
             picks: gpu.alloc(MAX_TOKENS * 4)?,
         })
@@ -102,10 +102,10 @@ impl TokenStates {
         self.pointers.ptr() + ((2 * g + usize::from(recurrent)) * MAX_TOKENS * 8) as DevPtr
     }
 
-    /// Layer i's device array of the batched step's sequences' LoRA sites (`output`: of the
-    /// output projection, else of the input projections), or 0 when none has an adapter.
+    /// Layer i's device array of the step's tokens' LoRA sites (`output`: of the output
+    /// projection, else of the input projections), or 0 when none has an adapter.
     fn lora_sites(&self, i: usize, output: bool) -> DevPtr {
-        if !self.batch_lora.get() {
+        if !self.lora_on.get() {
             return 0;
         }
         self.lora_sites.ptr() + ((2 * i + usize::from(output)) * MAX_TOKENS * 8) as DevPtr
@@ -246,29 +246,36 @@ impl CudaModel {
         if !kv.is_empty() {
             gpu.write(s.kv_pointers.ptr(), &kv.iter().flat_map(|p| p.to_le_bytes()).collect::<Vec<u8>>())?;
         }
-        // the sequences' LoRA sites (fused forms: `decode_batch` sends no other adapter here)
-        let lora = states.iter().any(|st| st.lora.is_some());
-        s.batch_lora.set(lora);
-        if lora {
-            let layers = self.weights.layers.len();
-            let mut sites = vec![0u64; layers * 2 * MAX_TOKENS];
-            for (j, st) in states.iter().enumerate() {
-                let Some(l) = &st.lora else { continue };
-                ensure!(self.fuses(l), "the batched step takes adapters the fused kernels take");
-                for (i, layer) in l.layers.iter().enumerate() {
-                    let fused = |site: &Option<crate::ops::lora::Site>| site.as_ref().map_or(0, |s| s.fused_site());
-                    sites[2 * i * MAX_TOKENS + j] = fused(&layer.input);
-                    sites[(2 * i + 1) * MAX_TOKENS + j] = fused(&layer.output);
-                }
-            }
-            gpu.write(s.lora_sites.ptr(), &sites.iter().flat_map(|p| p.to_le_bytes()).collect::<Vec<u8>>())?;
-        }
+        let adapters: Vec<_> = states.iter().map(|st| st.lora.as_deref()).collect();
+        self.write_lora_sites(s, &adapters)?;
         self.upload_ids(tokens)?;
         // a graph per batch: its sequences, then the uploads of their adapters (0: none)
         let ids: Vec<u64> =
             states.iter().map(|st| st.id).chain(states.iter().map(|st| st.lora.as_ref().map_or(0, |l| l.id))).collect();
         s.batch_graphs.launch(gpu, ids, || self.step_kernels(Tokens::OfEach(states), s))?;
         Ok(slot)
+    }
+
+    /// The step's tokens' LoRA sites into `s.lora_sites` (token j's adapter `adapters[j]`), and
+    /// whether there are any. Only adapters the decode kernels take (`fuses`) come here.
+    fn write_lora_sites(&self, s: &TokenStates, adapters: &[Option<&crate::ops::lora::LoraGpu>]) -> Result<()> {
+        let any = adapters.iter().any(Option::is_some);
+        s.lora_on.set(any);
+        if !any {
+            return Ok(());
+        }
+        let layers = self.weights.layers.len();
+        let mut sites = vec![0u64; layers * 2 * MAX_TOKENS];
+        for (j, l) in adapters.iter().enumerate() {
+            let Some(l) = l else { continue };
+            ensure!(self.fuses(l), "the multi-token steps take the adapters the decode kernels take");
+            for (i, layer) in l.layers.iter().enumerate() {
+                let fused = |site: &Option<crate::ops::lora::Site>| site.as_ref().map_or(0, |s| s.fused_site());
+                sites[2 * i * MAX_TOKENS + j] = fused(&layer.input);
+                sites[(2 * i + 1) * MAX_TOKENS + j] = fused(&layer.output);
+            }
+        }
+        self.gpu.write(s.lora_sites.ptr(), &sites.iter().flat_map(|p| p.to_le_bytes()).collect::<Vec<u8>>())
     }
 
     /// The multi-token step's memory, made on first use (for states shaped like `state`).
@@ -305,8 +312,10 @@ impl CudaModel {
         let s = slot.as_ref().expect("made by token_states");
         let positions: Vec<u8> = (0..t).flat_map(|i| ((state.position + i) as i32).to_le_bytes()).collect();
         gpu.write(s.positions.ptr(), &positions)?;
+        self.write_lora_sites(s, &vec![state.lora.as_deref(); t])?;
         self.upload_ids(tokens)?;
-        s.graphs.launch(gpu, (state.id, t), || self.step_kernels(Tokens::OfOne(state, t), s))?;
+        let key = (state.id, state.lora.as_ref().map_or(0, |l| l.id), t);
+        s.graphs.launch(gpu, key, || self.step_kernels(Tokens::OfOne(state, t), s))?;
         gpu.download_f32(s.logits.ptr(), t * vocab)
     }
 
@@ -349,7 +358,18 @@ impl CudaModel {
                         Tokens::OfOne(state, t) => {
                             let LayerStateGpu::GatedDeltaNet(st) = &state.layers[i] else { return Err(mismatch(i)) };
                             let after = s.after.get(g).context("more GDN layers than kept states")?;
-                            gdn_decode_tokens(gpu, m, h, norm, eps, t, st, after, &self.scratch)?
+                            gdn_decode_tokens(
+                                gpu,
+                                m,
+                                h,
+                                norm,
+                                eps,
+                                t,
+                                st,
+                                after,
+                                &self.scratch,
+                                s.lora_sites(i, false),
+                            )?
                         }
                         Tokens::OfEach(_) => {
                             let (windows, recurrents) = (s.pointers(g, false), s.pointers(g, true));
@@ -365,7 +385,8 @@ impl CudaModel {
                         Tokens::OfOne(state, t) => {
                             let cache = kv_cache(state, i).ok_or_else(|| mismatch(i))?;
                             let (pos, rope) = (s.positions.ptr(), state.text_rope());
-                            attention_decode_tokens(gpu, m, h, norm, eps, pos, rope, t, cache, &self.scratch)?
+                            let lora = s.lora_sites(i, false);
+                            attention_decode_tokens(gpu, m, h, norm, eps, pos, rope, t, cache, &self.scratch, lora)?
                         }
                         Tokens::OfEach(_) => {
                             let (caches, lora) = (s.batch_caches(a), s.lora_sites(i, false));
@@ -376,11 +397,7 @@ impl CudaModel {
                     (&m.o_proj, y)
                 }
             };
-            let lora = match tokens {
-                Tokens::OfOne(..) => 0,
-                Tokens::OfEach(_) => s.lora_sites(i, true),
-            };
-            let mixer = MixerOut { w: out_proj, y, lora };
+            let mixer = MixerOut { w: out_proj, y, lora: s.lora_sites(i, true) };
             moe_decode_kernels(gpu, mixer, &layer.moe, h, &layer.post_attention_norm, eps, n, &self.scratch)?;
         }
         gemv_norm_tokens(gpu, h, &w.final_norm, eps, &w.lm_head, n, s.logits.ptr(), vocab)

@@ -59,6 +59,7 @@ mod tests {
     use crate::model::CudaState;
     use crate::ops::testutil::rel_err;
     use crate::synthetic::{adapted_matrix, random_adapter, random_model};
+    use solo_model::sampler::{Sampler, SamplerConfig};
     use solo_model::{Backend, Logits, Precision};
 
     /// Writes W + s·B·A (rounded to bf16) over each matrix `adapter` adapts; returns what was
@@ -133,7 +134,8 @@ mod tests {
     /// logits of the base model whose matrices hold the merged W + s·B·A (up to bf16's rounding
     /// of the merge), through prefill and decode; the fused step agrees with the forward; an
     /// adapter whose B is zero gives the base model's bits in either form; a batched step of
-    /// sequences with different adapters and none gives each row its own decode step's bits.
+    /// sequences with different adapters and none gives each row its own decode step's bits, and
+    /// so does the verify step of speculative decoding with an adapter.
     #[test]
     #[ignore = "needs a GPU"]
     fn adapted_steps_match_merged_weights() {
@@ -183,5 +185,18 @@ mod tests {
                 assert_eq!(bits(row), bits(&model.decode(s, t).unwrap()), "batch row {i} (token {t})");
             }
         }
+        // speculative verification with the adapter (the multi-token step): the decode steps' bits
+        let lora = Arc::new(random_adapter(&model, 16, 5, 0.05, false));
+        let mut start = model.try_new_state().unwrap();
+        model.set_adapter(&mut start, Some(lora)).unwrap();
+        model.prefill(&mut start, &prompt, Logits::Last).unwrap();
+        let mut stepped = model.copy_state(&start).unwrap();
+        let steps: Vec<Vec<f32>> = TOKENS.iter().map(|&t| model.decode(&mut stepped, t).unwrap()).collect();
+        let mut verified = model.copy_state(&start).unwrap();
+        let greedy = SamplerConfig { temperature: 0.0, top_k: 0, top_p: 1.0, seed: 0 };
+        model.draft(&mut verified, TOKENS[0], 3, &mut Sampler::new(greedy)).unwrap();
+        let rows = model.verify(&mut verified, &TOKENS).unwrap();
+        let rows: Vec<Vec<f32>> = rows.chunks(model.config.vocab_size).map(<[f32]>::to_vec).collect();
+        same_bits("verify with an adapter vs its decode steps", &rows, &steps);
     }
 }

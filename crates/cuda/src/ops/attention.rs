@@ -279,6 +279,7 @@ fn qkv_projection(
 /// all t tokens (`gemv_norm_mma`); then, token by token, q/k norm + RoPE writes token i's keys
 /// and values and it attends over `0 ..= positions[i]` as the one-token step does (the same
 /// split count, so the same bits). positions: i32 `[t]` on the device. Scratch buffers 0–4.
+/// `lora`: a u64 [t] device array of the tokens' LoRA q/k/v sites (`LoraSite`), or 0.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_decode_tokens(
     gpu: &Gpu,
@@ -291,8 +292,9 @@ pub fn attention_decode_tokens(
     t: usize,
     cache: &KvCacheGpu,
     scratch: &Scratch,
+    lora: DevPtr,
 ) -> Result<DevPtr> {
-    let (proj, q, gated) = (qkv_tokens(gpu, w, h, norm, eps, t, scratch, 0)?, scratch.ptr(1), scratch.ptr(2));
+    let (proj, q, gated) = (qkv_tokens(gpu, w, h, norm, eps, t, scratch, lora)?, scratch.ptr(1), scratch.ptr(2));
     for i in 0..t {
         let f32_at = |j: usize| proj + ((i * PROJ + j) * 4) as DevPtr;
         let (qg, k, v) = (f32_at(0), f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));

@@ -295,7 +295,8 @@ impl GdnStatesAfter {
 /// stacked in-projection is read once for all t tokens (`gemv_norm_mma`), the conv and the
 /// delta steps run over the t tokens in one launch each, and the state after each token goes to
 /// `after`; `state` itself is not changed. Every token gets the bits `gdn_decode` would give it.
-/// Scratch buffers 0, 1, 3.
+/// Scratch buffers 0, 1, 3. `lora`: a u64 [t] device array of the tokens' LoRA in-projection
+/// sites (`LoraSite`), or 0.
 #[allow(clippy::too_many_arguments)]
 pub fn gdn_decode_tokens(
     gpu: &Gpu,
@@ -307,10 +308,11 @@ pub fn gdn_decode_tokens(
     state: &GdnStateGpu,
     after: &GdnStatesAfter,
     scratch: &Scratch,
+    lora: DevPtr,
 ) -> Result<DevPtr> {
     ensure!(t >= 1 && t <= after.tokens && t <= CONV_TOKENS, "GDN multi-token step of {t} tokens");
     let buf = GdnBuffers::new(scratch, t)?;
-    let p = stacked_projection(gpu, w, h, norm, eps, t, scratch, 0)?;
+    let p = stacked_projection(gpu, w, h, norm, eps, t, scratch, lora)?;
     let last_window = after.conv.ptr() + ((t - 1) * GdnStateGpu::CONV_BYTES) as DevPtr;
     gdn_conv_cu::gdn_conv_silu(
         gpu,

@@ -16,17 +16,16 @@
 //! y += s · B u (`lora_expand`, into that matrix's output).
 //!
 //! Where it runs:
-//! - The layer-by-layer forward (`CudaModel::forward`: prefill, verify steps) adds each site's
-//!   term as above.
+//! - The layer-by-layer forward (`CudaModel::forward`: prefill) adds each site's term as above.
 //! - The decode steps take it inside the kernels they already launch (`fused`): the input
 //!   projections' GEMVs (`gemv_norm_mma_bf16`, `gemv_norm_conv_mma_bf16`) and the MoE kernel's
 //!   phase 0 (the output projection, `moe_decode_block`) get a `LoraSite` (common.cuh) per token;
 //!   every block computes u = A x itself from the x it has staged (A read from L2, while its
 //!   first weight tiles stream in) and adds s · B[r] · u to each row r it writes. The batched
 //!   step's sequences each bring their own adapter or none (a device array of sites per layer,
-//!   `multi_token.rs`); its four-kernel MoE form adds the output projection's term in two
-//!   launches (`add_per_token`), with the fused kernel's sums, so every row keeps the bits of its
-//!   sequence's own decode step. That takes bf16 weights, Σr ≤ 64 an input site (rank 16 on all
+//!   `multi_token.rs`), and speculative decoding's verify step repeats its sequence's; their
+//!   four-kernel MoE form adds the output projection's term in two launches (`add_per_token`),
+//!   with the fused kernel's sums, so every row keeps the bits of its own decode step. That takes bf16 weights, Σr ≤ 64 an input site (rank 16 on all
 //!   four GDN in-projections) and ≤ 32 an output site, and no router adapter; other adapters'
 //!   sequences decode alone through the layer-by-layer forward (one token, captured as a graph).
 //!
