@@ -667,7 +667,7 @@ impl Backend for CudaModel {
     }
 
     fn lora_support(&self) -> LoraSupport {
-        LoraSupport::NoExperts
+        LoraSupport::NoRoutedExperts
     }
 
     fn set_adapter(&self, state: &mut CudaState, adapter: Option<Arc<LoraAdapter>>) -> Result<()> {

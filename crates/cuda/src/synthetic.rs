@@ -445,6 +445,15 @@ pub fn adapted_matrix(model: &crate::model::CudaModel, i: usize, target: Target)
     match (&layer.mixer, target) {
         (_, Target::Router) => Matrix::bf16(router.ptr, 256, router.cols),
         (_, Target::SharedExpertGate) => Matrix::bf16(router.ptr + (256 * router.cols * 2) as u64, 1, router.cols),
+        (_, Target::SharedGate | Target::SharedUp | Target::SharedDown) => {
+            use crate::kernels::widths::{EXPERT_DIM, HIDDEN};
+            let (gate_up, down) = layer.moe.shared_bf16().expect("a bf16 shared expert");
+            match target {
+                Target::SharedGate => Matrix::bf16(gate_up, EXPERT_DIM, HIDDEN),
+                Target::SharedUp => Matrix::bf16(gate_up + (EXPERT_DIM * HIDDEN * 2) as u64, EXPERT_DIM, HIDDEN),
+                _ => Matrix::bf16(down, HIDDEN, EXPERT_DIM),
+            }
+        }
         (MixerGpu::GatedDeltaNet(g), Target::InProjQkv) => g.in_proj_qkv,
         (MixerGpu::GatedDeltaNet(g), Target::InProjZ) => g.in_proj_z,
         (MixerGpu::GatedDeltaNet(g), Target::InProjB) => g.in_proj_b,
@@ -459,10 +468,17 @@ pub fn adapted_matrix(model: &crate::model::CudaModel, i: usize, target: Target)
 }
 
 /// A random LoRA adapter of rank `rank` on every projection of the mixers (attention q/k/v/o,
-/// GDN in_proj_qkv/z/b/a and out_proj), and with `router` the router and the shared expert's
-/// gate; scale 2, A U(±√(3/in)), B `b` · U(±√(3/rank)): the term is ~`2b` of the product's size
-/// (`solo bench --lora-rank`, the GPU tests).
-pub fn random_adapter(model: &crate::model::CudaModel, rank: usize, seed: u64, b: f32, router: bool) -> LoraAdapter {
+/// GDN in_proj_qkv/z/b/a and out_proj), and with `all_linear` also the router, the shared
+/// expert and its gate (every linear layer but the routed experts); scale 2, A U(±√(3/in)), B
+/// `b` · U(±√(3/rank)): the term is ~`2b` of the product's size (`solo bench --lora-rank`, the
+/// GPU tests).
+pub fn random_adapter(
+    model: &crate::model::CudaModel,
+    rank: usize,
+    seed: u64,
+    b: f32,
+    all_linear: bool,
+) -> LoraAdapter {
     let tensor = |seed, shape: [usize; 2], scale: f32| {
         let mut rng = solo_model::sampler::SplitMix(seed);
         let v: Vec<f32> = (0..shape[0] * shape[1]).map(|_| scale * (2.0 * rng.next_f32() - 1.0)).collect();
@@ -476,8 +492,14 @@ pub fn random_adapter(model: &crate::model::CudaModel, rank: usize, seed: u64, b
                 }
                 MixerGpu::FullAttention(_) => vec![Target::QProj, Target::KProj, Target::VProj, Target::OProj],
             };
-            if router {
-                targets.extend([Target::Router, Target::SharedExpertGate]);
+            if all_linear {
+                targets.extend([
+                    Target::Router,
+                    Target::SharedExpertGate,
+                    Target::SharedGate,
+                    Target::SharedUp,
+                    Target::SharedDown,
+                ]);
             }
             let linears = targets
                 .into_iter()

@@ -208,6 +208,20 @@ impl MoeGpu {
     pub fn is_bf16(&self) -> bool {
         self.fp8_scales.is_none() && self.packed.is_none()
     }
+
+    /// The shared expert in bf16, (gate_up [1024, 2048], down [2048, 512]): expert 256 of bf16
+    /// experts, the copy beside packed ones; FP8 experts have none.
+    pub fn shared_bf16(&self) -> Option<(DevPtr, DevPtr)> {
+        use crate::kernels::widths::{EXPERTS, EXPERT_DIM, HIDDEN};
+        match (&self.packed, &self.fp8_scales) {
+            (Some(p), _) => Some((p.shared.gate_up, p.shared.down)),
+            (None, Some(_)) => None,
+            (None, None) => {
+                let expert = (2 * EXPERT_DIM * HIDDEN * 2) as DevPtr; // bytes of one expert's gate_up, and of its down
+                Some((self.gate_up + EXPERTS as DevPtr * expert, self.down + EXPERTS as DevPtr * expert / 2))
+            }
+        }
+    }
 }
 
 /// The block scales of FP8 experts, f32: gate_up [257, 8, 16] (per expert 4 block rows of gate,

@@ -171,8 +171,8 @@ pub struct LoraAdapter {
 pub enum LoraSupport {
     /// None: the backend runs no adapters.
     Nothing,
-    /// The mixers' projections and the router, not the shared or routed experts (CUDA, so far).
-    NoExperts,
+    /// Every matrix but the routed experts' (CUDA, so far).
+    NoRoutedExperts,
     /// Every matrix an adapter may target (the CPU reference).
     All,
 }
@@ -185,20 +185,14 @@ impl LoraSupport {
         match self {
             LoraSupport::All => Ok(()),
             LoraSupport::Nothing => bail!("this backend does not run LoRA adapters ({dir}); the CPU backend does"),
-            LoraSupport::NoExperts => {
-                let shared = [Target::SharedGate, Target::SharedUp, Target::SharedDown];
+            LoraSupport::NoRoutedExperts => {
                 for (i, l) in adapter.layers.iter().enumerate() {
-                    let what = if l.experts.iter().any(|e| e.gate_up.is_some() || e.down.is_some()) {
-                        "the routed experts"
-                    } else if shared.iter().any(|t| l.get(*t).is_some()) {
-                        "the shared expert"
-                    } else {
-                        continue;
-                    };
-                    bail!(
-                        "LoRA adapter {dir}: it adapts {what} (layer {i}), which the GPU kernels do not run yet \
-                         (they adapt the attention and GDN projections and the router); --backend cpu runs it"
-                    );
+                    if l.experts.iter().any(|e| e.gate_up.is_some() || e.down.is_some()) {
+                        bail!(
+                            "LoRA adapter {dir}: it adapts the routed experts (layer {i}), which the GPU kernels do \
+                             not run yet (they adapt every other linear layer); --backend cpu runs it"
+                        );
+                    }
                 }
                 Ok(())
             }
@@ -584,9 +578,9 @@ fn experts(
 mod tests {
     use super::*;
 
-    /// An adapter of the shared or the routed experts is refused by a backend without them, in
-    /// one line that names the adapter, what it adapts and the backend that runs it; one of the
-    /// mixers and the router is not; a backend without adapters refuses every one.
+    /// An adapter of the routed experts is refused by a backend without them, in one line that
+    /// names the adapter, what it adapts and the backend that runs it; one of any other matrix is
+    /// not; a backend without adapters refuses every one.
     #[test]
     fn backends_refuse_what_they_do_not_adapt_in_one_line() {
         let p = LoraPair {
@@ -603,20 +597,19 @@ mod tests {
             bytes: 0,
         };
         let with = |t: Target| adapter(LayerLora { linears: [(t, p.clone())].into(), experts: Vec::new() });
-        for t in [Target::QProj, Target::InProjZ, Target::OutProj, Target::Router, Target::SharedExpertGate] {
-            LoraSupport::NoExperts.check(&with(t)).unwrap();
+        let targets = [Target::QProj, Target::InProjZ, Target::OutProj, Target::Router, Target::SharedUp];
+        for t in targets {
+            LoraSupport::NoRoutedExperts.check(&with(t)).unwrap();
             LoraSupport::All.check(&with(t)).unwrap();
         }
-        let e = LoraSupport::NoExperts.check(&with(Target::SharedUp)).unwrap_err().to_string();
+        let experts = vec![ExpertLora { gate_up: None, down: Some(p.clone()) }];
+        let routed = adapter(LayerLora { linears: Default::default(), experts });
+        let e = LoraSupport::NoRoutedExperts.check(&routed).unwrap_err().to_string();
         assert!(
-            e.contains("my-adapter") && e.contains("the shared expert (layer 1)") && e.contains("--backend cpu"),
+            e.contains("my-adapter") && e.contains("the routed experts (layer 1)") && e.contains("--backend cpu"),
             "{e}"
         );
         assert!(!e.contains('\n'), "{e}");
-        let experts = vec![ExpertLora { gate_up: None, down: Some(p.clone()) }];
-        let routed = adapter(LayerLora { linears: Default::default(), experts });
-        let e = LoraSupport::NoExperts.check(&routed).unwrap_err().to_string();
-        assert!(e.contains("the routed experts (layer 1)"), "{e}");
         LoraSupport::All.check(&routed).unwrap();
         let e = LoraSupport::Nothing.check(&with(Target::QProj)).unwrap_err().to_string();
         assert!(e.contains("my-adapter") && e.contains("CPU backend"), "{e}");

@@ -156,10 +156,11 @@ pub struct BenchArgs {
 pub enum LoraTargets {
     /// The attention and GDN projections (q/k/v/o, in_proj_qkv/z/b/a, out_proj).
     Attn,
-    /// Those and the router (with the shared expert's gate).
-    #[value(name = "attn-router")]
-    AttnRouter,
-    /// Every linear layer, the shared and routed experts too (the CUDA kernels refuse it so far).
+    /// Every linear layer but the routed experts (what PEFT's `all-linear` adapts in this
+    /// model): those, the router, the shared expert and its gate.
+    #[value(name = "all-linear")]
+    AllLinear,
+    /// Every linear layer, the routed experts too (the CUDA kernels refuse it so far).
     All,
 }
 
@@ -744,12 +745,12 @@ fn bench_adapter(model: &solo_cuda::model::CudaModel, args: &BenchArgs, seed: u6
     }
     if args.lora_targets == LoraTargets::All && model.lora_support() != LoraSupport::All {
         bail!(
-            "--lora-targets all: the CUDA kernels adapt the attention and GDN projections and the router, not the \
-             shared or routed experts yet (--lora-targets attn or attn-router)"
+            "--lora-targets all: the CUDA kernels adapt every linear layer but the routed experts so far \
+             (--lora-targets attn or all-linear)"
         );
     }
-    let router = args.lora_targets == LoraTargets::AttnRouter;
-    Ok(Some(Arc::new(solo_cuda::synthetic::random_adapter(model, args.lora_rank, seed, 0.05, router))))
+    let all_linear = args.lora_targets == LoraTargets::AllLinear;
+    Ok(Some(Arc::new(solo_cuda::synthetic::random_adapter(model, args.lora_rank, seed, 0.05, all_linear))))
 }
 
 fn synthetic_prompt(len: usize, vocab: usize) -> Vec<u32> {

@@ -68,3 +68,36 @@ extern "C" __global__ void __launch_bounds__(256) lora_expand_sites(const float*
     if (sites[t] == nullptr || r >= rows) return;
     y[(size_t)t * y_stride + r] += lora_term(sites, u, r, t);
 }
+
+// The shared expert apart, when an adapter adapts it (lora.rs: `shared_expert`; the layer-by-layer
+// forward): the expert kernels run with its slot's weight 0, and it runs as plain products.
+// lora_take_gate: gates[t] = weights[t·SLOTS + TOP_K] (its gate, sigmoid of the gate logit), then
+//   0 there (grid: tokens / 256).
+extern "C" __global__ void lora_take_gate(float* __restrict__ weights, float* __restrict__ gates, int tokens) {
+    pdl_wait();
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= tokens) return;
+    gates[t] = weights[t * SLOTS + TOP_K];
+    weights[t * SLOTS + TOP_K] = 0.f;
+}
+
+// lora_swiglu: act[t, i] = bf16(silu(gu[t, i]) · gu[t, EXPERT_DIM + i]), gu f32 [tokens, 2 ·
+//   EXPERT_DIM] (gate rows, then up rows), as the expert kernels round their activations (grid:
+//   tokens · EXPERT_DIM / 256).
+extern "C" __global__ void lora_swiglu(const float* __restrict__ gu, bf16* __restrict__ act, int tokens) {
+    pdl_wait();
+    const int e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= tokens * EXPERT_DIM) return;
+    const int t = e / EXPERT_DIM, i = e % EXPERT_DIM;
+    const float* row = gu + (size_t)t * 2 * EXPERT_DIM;
+    act[e] = __float2bfloat16(silu(row[i]) * row[EXPERT_DIM + i]);
+}
+
+// lora_add_gated: out[t, c] += gates[t] · d[t, c], f32 [tokens, HIDDEN] (grid: tokens · HIDDEN / 256).
+extern "C" __global__ void lora_add_gated(float* __restrict__ out, const float* __restrict__ d,
+                                          const float* __restrict__ gates, int tokens) {
+    pdl_wait();
+    const int e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= tokens * HIDDEN) return;
+    out[e] += gates[e / HIDDEN] * d[e];
+}

@@ -10,7 +10,8 @@
 //!
 //! The adapted matrices that read the same input form a **site**: a layer's input projections
 //! (GDN in_proj_qkv | z | b | a; attention q | k | v), its output projection (out_proj / o_proj),
-//! and its router (the 256 router rows and the shared expert's gate, one matrix here). A site
+//! its router (the 256 router rows and the shared expert's gate, one matrix here), the shared
+//! expert's gate_proj | up_proj, and its down_proj. A site
 //! stacks its matrices' A into one [Σr, in] matrix, so its term takes two launches whatever it
 //! adapts: u = A x (`lora_shrink` for one token, cuBLAS for more), then for each matrix
 //! y += s · B u (`lora_expand`, into that matrix's output).
@@ -26,11 +27,15 @@
 //!   `multi_token.rs`), and speculative decoding's verify step repeats its sequence's; their
 //!   four-kernel MoE form adds the output projection's term in two launches (`add_per_token`),
 //!   with the fused kernel's sums, so every row keeps the bits of its own decode step. That takes bf16 weights, Σr ≤ 64 an input site (rank 16 on all
-//!   four GDN in-projections) and ≤ 32 an output site, and no router adapter; other adapters'
-//!   sequences decode alone through the layer-by-layer forward (one token, captured as a graph).
+//!   four GDN in-projections) and ≤ 32 an output site, and no router or shared-expert adapter;
+//!   other adapters' sequences decode alone through the layer-by-layer forward (one token,
+//!   captured as a graph).
+//! - An adapter of the shared expert runs it apart in the forward (`shared_expert`): the expert
+//!   kernels see its routing weight 0, and its products, activation and gated sum run as launches
+//!   of their own, each product with its term.
 //!
-//! The shared and routed experts' adapters have no GPU form yet: such an adapter is refused in
-//! one line (`solo_model::lora::LoraSupport`) and runs on the CPU backend.
+//! The routed experts' adapters have no GPU form yet: such an adapter is refused in one line
+//! (`solo_model::lora::LoraSupport`) and runs on the CPU backend.
 
 use crate::kernels::widths::{ATTN_HEADS, HEAD_DIM, KV_HEADS};
 use crate::kernels::{kernel_file, Launch};
@@ -49,6 +54,9 @@ kernel_file! {
         fn lora_expand(u: DevPtr, u_stride: i32, b: DevPtr, rank: i32, scale: f32, y: DevPtr, y_stride: i32, rows: i32, tokens: i32);
         fn lora_shrink_sites(x: DevPtr, in_dim: i32, sites: DevPtr, u: DevPtr);
         fn lora_expand_sites(u: DevPtr, sites: DevPtr, y: DevPtr, y_stride: i32, rows: i32);
+        fn lora_take_gate(weights: DevPtr, gates: DevPtr, tokens: i32);
+        fn lora_swiglu(gu: DevPtr, act: DevPtr, tokens: i32);
+        fn lora_add_gated(out: DevPtr, d: DevPtr, gates: DevPtr, tokens: i32);
     }
 }
 
@@ -231,6 +239,57 @@ pub fn add_per_token(
     lora_cu::lora_expand_sites(gpu, expand, u, sites, y, y_stride as i32, rows as i32)
 }
 
+/// The shared expert apart, for an adapter of it (the layer-by-layer forward; `moe::moe_block`):
+/// out (f32 [t, 2048], the routed experts' sum) += g · down(silu(gate x) · up x), each product
+/// with its adapter's term, g the shared expert's gate taken out of the routing weights (f32
+/// [t, 9], slot 8 set to 0 before the expert kernels run, so they skip it). `gate_up` bf16
+/// [1024, 2048] (gate rows, then up rows), `down` bf16 [2048, 512]. Scratch buffers 2 (gate|up
+/// f32 [t, 1024], then the activations bf16 [t, 512]), 3 (the down product f32 [t, 2048]) and 4
+/// (the gates). Call `take_shared_gate` after the routing and this after the experts.
+#[allow(clippy::too_many_arguments)]
+pub fn shared_expert(
+    gpu: &Gpu,
+    adapter: Adapter,
+    gate_up: DevPtr,
+    down: DevPtr,
+    x: DevPtr,
+    t: usize,
+    scratch: &crate::ops::Scratch,
+    out: DevPtr,
+) -> Result<()> {
+    use crate::kernels::widths::{EXPERT_DIM, HIDDEN};
+    let (gu, d, gates) = (scratch.ptr(2), scratch.ptr(3), scratch.ptr(4));
+    let act = gu + (t * 2 * EXPERT_DIM * 4) as DevPtr;
+    let (gate_up, down) = (Matrix::bf16(gate_up, 2 * EXPERT_DIM, HIDDEN), Matrix::bf16(down, HIDDEN, EXPERT_DIM));
+    if t == 1 {
+        crate::ops::linear::gemv(gpu, x, &gate_up, gu, false)?;
+    } else {
+        gemm(gpu, x, &gate_up, t, gu)?;
+    }
+    let halves =
+        [Out { ptr: gu, stride: 2 * EXPERT_DIM }, Out { ptr: gu + (EXPERT_DIM * 4) as DevPtr, stride: 2 * EXPERT_DIM }];
+    add(gpu, adapter, |l| &l.shared, x, t, &halves)?;
+    let n = t * EXPERT_DIM;
+    lora_cu::lora_swiglu(gpu, Launch::new((n.div_ceil(256) as u32, 1, 1), 256, 0), gu, act, t as i32)?;
+    if t == 1 {
+        // (512 wide: the plain GEMVs take 2048 or 4096) a warp a row
+        let launch = Launch::new((HIDDEN.div_ceil(8) as u32, 1, 1), 256, 0);
+        lora_cu::lora_shrink(gpu, launch, act, down.ptr, d, HIDDEN as i32, EXPERT_DIM as i32)?;
+    } else {
+        gemm(gpu, act, &down, t, d)?;
+    }
+    add(gpu, adapter, |l| &l.shared_down, act, t, &[Out { ptr: d, stride: HIDDEN }])?;
+    let n = t * HIDDEN;
+    lora_cu::lora_add_gated(gpu, Launch::new((n.div_ceil(256) as u32, 1, 1), 256, 0), out, d, gates, t as i32)
+}
+
+/// Takes the shared expert's gate out of the routing weights (f32 [t, 9]) into scratch buffer 4,
+/// leaving 0 in its slot (`shared_expert`).
+pub fn take_shared_gate(gpu: &Gpu, weights: DevPtr, t: usize, scratch: &crate::ops::Scratch) -> Result<()> {
+    let launch = Launch::new((t.div_ceil(256) as u32, 1, 1), 256, 0);
+    lora_cu::lora_take_gate(gpu, launch, weights, scratch.ptr(4), t as i32)
+}
+
 /// A layer's sites.
 #[derive(Default)]
 pub struct LayerLoraGpu {
@@ -240,12 +299,23 @@ pub struct LayerLoraGpu {
     pub output: Option<Site>,
     /// The router's 256 rows, then the shared expert's gate.
     pub router: Option<Site>,
+    /// The shared expert's gate_proj and up_proj (one input), and its down_proj.
+    pub shared: Option<Site>,
+    pub shared_down: Option<Site>,
+}
+
+impl LayerLoraGpu {
+    /// Whether it adapts the shared expert (which then runs apart: `shared_expert`).
+    pub fn adapts_shared_expert(&self) -> bool {
+        self.shared.is_some() || self.shared_down.is_some()
+    }
 }
 
 /// The input projections' targets of a GDN layer and of an attention layer, in their outputs' order.
 const GDN_INPUT: [Target; 4] = [Target::InProjQkv, Target::InProjZ, Target::InProjB, Target::InProjA];
 const ATTENTION_INPUT: [Target; 3] = [Target::QProj, Target::KProj, Target::VProj];
 const ROUTER: [Target; 2] = [Target::Router, Target::SharedExpertGate];
+const SHARED: [Target; 2] = [Target::SharedGate, Target::SharedUp];
 
 /// An adapter in GPU memory (bf16), with the scratch its terms use.
 pub struct LoraGpu {
@@ -263,7 +333,7 @@ impl LoraGpu {
     /// Uploads `adapter` for forward calls of up to `max_tokens` tokens. Refuses, in one line, an
     /// adapter of the shared or routed experts (which only the CPU backend runs).
     pub fn upload(gpu: &Gpu, adapter: &LoraAdapter, max_tokens: usize) -> Result<LoraGpu> {
-        LoraSupport::NoExperts.check(adapter)?;
+        LoraSupport::NoRoutedExperts.check(adapter)?;
         let mut layers = Vec::with_capacity(adapter.layers.len());
         for l in &adapter.layers {
             let input = match Site::upload(gpu, l, &GDN_INPUT, &GDN_FIRSTS, FUSED_RANKS)? {
@@ -274,14 +344,22 @@ impl LoraGpu {
                 Some(s) => Some(s),
                 None => Site::upload(gpu, l, &[Target::OProj], &[0], FUSED_OUTPUT_RANKS)?,
             };
-            layers.push(LayerLoraGpu { input, output, router: Site::upload(gpu, l, &ROUTER, &[0, 0], 0)? });
+            layers.push(LayerLoraGpu {
+                input,
+                output,
+                router: Site::upload(gpu, l, &ROUTER, &[0, 0], 0)?,
+                shared: Site::upload(gpu, l, &SHARED, &[0, 0], 0)?,
+                shared_down: Site::upload(gpu, l, &[Target::SharedDown], &[0], 0)?,
+            });
         }
         let fused = layers.iter().all(|l| {
-            l.router.is_none() && [&l.input, &l.output].iter().all(|s| s.as_ref().is_none_or(|s| s.fused.is_some()))
+            l.router.is_none()
+                && !l.adapts_shared_expert()
+                && [&l.input, &l.output].iter().all(|s| s.as_ref().is_none_or(|s| s.fused.is_some()))
         });
         let widest = layers
             .iter()
-            .flat_map(|l| [&l.input, &l.output, &l.router])
+            .flat_map(|l| [&l.input, &l.output, &l.router, &l.shared, &l.shared_down])
             .filter_map(|s| s.as_ref().map(|s| s.rank_sum))
             .max()
             .unwrap_or(1);

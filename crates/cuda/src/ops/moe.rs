@@ -32,7 +32,7 @@ use crate::ops::lora::{self, Out};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevPtr, Gpu};
 use crate::weights::{ExpertScales, Matrix, MoeGpu, Packed, RowFormat, Vector};
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context, Result};
 
 kernel_file! {
     /// `moe_router.cu`'s kernels.
@@ -228,12 +228,26 @@ pub(crate) fn moe_block_path(
     ensure!(grouped || w.fp8_scales.is_none(), "moe_block: the expert GEMVs read bf16 or int4 experts, not FP8");
     let l = Layout::new(scratch, t)?;
     route(gpu, w, x, t, &l, lora, grouped)?;
+    // an adapter of the shared expert: it runs apart (`lora::shared_expert`)
+    let shared_apart = match lora {
+        Some((_, layer)) if layer.adapts_shared_expert() => {
+            Some(w.shared_bf16().context("LoRA on the shared expert of FP8 experts (no bf16 copy of it)")?)
+        }
+        _ => None,
+    };
+    if shared_apart.is_some() {
+        lora::take_shared_gate(gpu, l.weights, t, scratch)?;
+    }
     gpu.zero(out, t * HIDDEN * 4)?; // both expert paths add into `out`
     if grouped {
         group(gpu, t, &l)?;
-        experts_grouped(gpu, w, x, &l, out)
+        experts_grouped(gpu, w, x, &l, out)?;
     } else {
-        experts_gemv(gpu, w, x, t, &l, out)
+        experts_gemv(gpu, w, x, t, &l, out)?;
+    }
+    match shared_apart {
+        Some((gate_up, down)) => lora::shared_expert(gpu, lora, gate_up, down, x, t, scratch, out),
+        None => Ok(()),
     }
 }
 
