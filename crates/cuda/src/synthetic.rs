@@ -438,7 +438,8 @@ pub fn random_vision(gpu: &Gpu, cfg: &solo_model::vision::VisionConfig) -> Resul
 }
 
 /// The bf16 matrix that LoRA `target` adapts in layer `i` of `model` (the router's rows and the
-/// shared expert's gate are rows of one matrix). Panics for a target the layer lacks.
+/// shared expert's gate are rows of one matrix); its shape only (ptr 0) where the weights hold it
+/// in no bf16 form (the shared expert of FP8 experts). Panics for a target the layer lacks.
 pub fn adapted_matrix(model: &crate::model::CudaModel, i: usize, target: Target) -> Matrix {
     let layer = &model.weights.layers[i];
     let router = &layer.moe.router;
@@ -447,10 +448,11 @@ pub fn adapted_matrix(model: &crate::model::CudaModel, i: usize, target: Target)
         (_, Target::SharedExpertGate) => Matrix::bf16(router.ptr + (256 * router.cols * 2) as u64, 1, router.cols),
         (_, Target::SharedGate | Target::SharedUp | Target::SharedDown) => {
             use crate::kernels::widths::{EXPERT_DIM, HIDDEN};
-            let (gate_up, down) = layer.moe.shared_bf16().expect("a bf16 shared expert");
+            let (gate_up, down) = layer.moe.shared_bf16().unwrap_or((0, 0)); // (FP8: its shape only)
+            let up = if gate_up == 0 { 0 } else { gate_up + (EXPERT_DIM * HIDDEN * 2) as u64 };
             match target {
                 Target::SharedGate => Matrix::bf16(gate_up, EXPERT_DIM, HIDDEN),
-                Target::SharedUp => Matrix::bf16(gate_up + (EXPERT_DIM * HIDDEN * 2) as u64, EXPERT_DIM, HIDDEN),
+                Target::SharedUp => Matrix::bf16(up, EXPERT_DIM, HIDDEN),
                 _ => Matrix::bf16(down, HIDDEN, EXPERT_DIM),
             }
         }

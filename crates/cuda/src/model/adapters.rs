@@ -80,6 +80,7 @@ mod tests {
         for (i, l) in adapter.layers.iter().enumerate() {
             for (&t, p) in &l.linears {
                 let m = adapted_matrix(model, i, t);
+                assert!(m.ptr != 0 && m.is_bf16(), "layer {i}: {t:?} is not a bf16 matrix here");
                 let bytes = gpu.download(m.ptr, m.rows * m.cols * 2).unwrap();
                 let mut w = crate::ops::testutil::bf16_from_bytes(&bytes);
                 saved.push((m.ptr, bytes));
