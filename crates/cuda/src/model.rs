@@ -281,9 +281,7 @@ impl CudaModel {
         embed(gpu, &w.embed_tokens, io.ids.ptr(), 1, h)?;
         for (i, (layer, layer_state)) in w.layers.iter().zip(&state.layers).enumerate() {
             // a LoRA adapter's sites in their fused forms (`ops::lora`; 0: none)
-            let lora = state.lora.as_ref().map(|l| &l.layers[i]);
-            let fused = |site: &Option<crate::ops::lora::Site>| site.as_ref().map_or(0, |s| s.fused());
-            let (lora_in, lora_out) = lora.map_or((0, 0), |l| (fused(&l.input), fused(&l.output)));
+            let (lora_in, lora_out) = state.lora.as_ref().map_or((0, 0), |l| l.layers[i].fused_arrays());
             let mixer_out = match (&layer.mixer, layer_state) {
                 (MixerGpu::GatedDeltaNet(m), LayerStateGpu::GatedDeltaNet(s)) => MixerOut {
                     w: &m.out_proj,

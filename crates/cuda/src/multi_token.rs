@@ -270,9 +270,7 @@ impl CudaModel {
             let Some(l) = l else { continue };
             ensure!(self.fuses(l), "the multi-token steps take the adapters the decode kernels take");
             for (i, layer) in l.layers.iter().enumerate() {
-                let fused = |site: &Option<crate::ops::lora::Site>| site.as_ref().map_or(0, |s| s.fused_site());
-                sites[2 * i * MAX_TOKENS + j] = fused(&layer.input);
-                sites[(2 * i + 1) * MAX_TOKENS + j] = fused(&layer.output);
+                (sites[2 * i * MAX_TOKENS + j], sites[(2 * i + 1) * MAX_TOKENS + j]) = layer.fused_sites();
             }
         }
         self.gpu.write(s.lora_sites.ptr(), &sites.iter().flat_map(|p| p.to_le_bytes()).collect::<Vec<u8>>())

@@ -7,7 +7,7 @@ use super::CudaModel;
 use crate::ops::lora::LoraGpu;
 use crate::weights::MixerGpu;
 use anyhow::{ensure, Result};
-use solo_model::lora::{LoraAdapter, Target};
+use solo_model::lora::LoraAdapter;
 use std::sync::Arc;
 
 impl CudaModel {
@@ -18,21 +18,18 @@ impl CudaModel {
             "the LoRA adapter {} was loaded for another model",
             adapter.dir.display()
         );
-        let shared = adapter
-            .layers
-            .iter()
-            .any(|l| [Target::SharedGate, Target::SharedUp, Target::SharedDown].iter().any(|t| l.get(*t).is_some()));
-        ensure!(
-            !shared || self.weights.layers.iter().all(|l| l.moe.shared_bf16().is_some()),
-            "LoRA adapter {}: it adapts the shared expert, which FP8 weights hold in no bf16 copy on the GPU \
-             (--backend cpu runs it)",
-            adapter.dir.display()
-        );
         let mut uploads = self.adapters.borrow_mut();
         if let Some((_, held)) = uploads.iter().find(|(a, _)| std::ptr::eq(a.as_ptr(), Arc::as_ptr(adapter))) {
             return Ok(held.clone());
         }
         let lora = Arc::new(LoraGpu::upload(&self.gpu, adapter, self.scratch.max_tokens)?);
+        ensure!(
+            !lora.layers.iter().any(|l| l.adapts_shared_expert())
+                || self.weights.layers.iter().all(|l| l.moe.shared_bf16().is_some()),
+            "LoRA adapter {}: it adapts the shared expert, which FP8 weights hold in no bf16 copy on the GPU \
+             (--backend cpu runs it)",
+            adapter.dir.display()
+        );
         uploads.push((Arc::downgrade(adapter), lora.clone()));
         Ok(lora)
     }

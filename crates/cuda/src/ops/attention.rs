@@ -199,7 +199,8 @@ pub fn attention_mixer(
 /// Attention(RMSNorm(h; norm)) = o_proj · gated. The input norm is folded into one GEMV over the
 /// stacked q/k/v projections; o_proj and its residual add are the first phase of the MoE kernel
 /// (`moe::moe_decode`). Fixed launch shapes, no host sync (graph-capturable). Scratch buffers 0–4.
-/// `lora`: a LoRA adapter's q/k/v site in its fused form (bf16), or 0.
+/// `lora`: a one-entry device array of a LoRA adapter's q/k/v site (`ops::lora::Site::fused`;
+/// bf16), or 0.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_decode(
     gpu: &Gpu,
@@ -215,8 +216,7 @@ pub fn attention_decode(
 ) -> Result<DevPtr> {
     // proj f32 [9216] = [q and gate 16·512 | k 512 | v 512]
     let proj = scratch.ptr(0);
-    let f32_at = |i: usize| proj + (i * 4) as DevPtr;
-    let (qg, k, v) = (proj, f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
+    let [qg, k, v] = PROJ_FIRSTS.map(|i| proj + (i * 4) as DevPtr);
     let (q, gated) = (scratch.ptr(1), scratch.ptr(2));
     qkv_projection(gpu, w, h, norm, eps, 1, proj, lora)?;
     qk_norm_rope(gpu, w, qg, k, v, 1, pos, rope, cache, q)?;
@@ -226,6 +226,8 @@ pub fn attention_decode(
 
 /// Rows of the stacked q/k/v projection, per token [q and gate 16·512 | k 512 | v 512].
 const PROJ: usize = HEADS * 2 * HEAD_DIM + 2 * KV_HEADS * HEAD_DIM;
+/// Where its parts start (also where a LoRA adapter's fused sites add their terms: `ops::lora`).
+pub const PROJ_FIRSTS: [usize; 3] = [0, HEADS * 2 * HEAD_DIM, HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM];
 
 /// The stacked q/k/v projection of t ≤ 8 tokens' RMSNorm(h), each row read once for all of them
 /// (`gemv_norm_mma`): scratch buffer 0, f32 `[t, PROJ]`, returned.
@@ -248,7 +250,7 @@ fn qkv_tokens(
 /// y (f32 [t, PROJ]) = the stacked q/k/v projection of t ≤ 8 tokens' RMSNorm(h): one
 /// `gemv_norm_mma` over `qkv_proj`, or with v apart (`AttentionGpu::v_apart`: a GGUF file's Q6_K v)
 /// `gemv_norm_q` a token at a time with v as its tail.
-/// `lora`: a LoRA adapter's site in its fused form (bf16), or 0.
+/// `lora`: a u64 [t] device array of the tokens' LoRA q/k/v sites (`LoraSite`; bf16), or 0.
 #[allow(clippy::too_many_arguments)]
 fn qkv_projection(
     gpu: &Gpu,
@@ -296,8 +298,7 @@ pub fn attention_decode_tokens(
 ) -> Result<DevPtr> {
     let (proj, q, gated) = (qkv_tokens(gpu, w, h, norm, eps, t, scratch, lora)?, scratch.ptr(1), scratch.ptr(2));
     for i in 0..t {
-        let f32_at = |j: usize| proj + ((i * PROJ + j) * 4) as DevPtr;
-        let (qg, k, v) = (f32_at(0), f32_at(HEADS * 2 * HEAD_DIM), f32_at(HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM));
+        let [qg, k, v] = PROJ_FIRSTS.map(|j| proj + ((i * PROJ + j) * 4) as DevPtr);
         let pos = positions + (i * 4) as DevPtr;
         let (q_i, gated_i) = (q + (i * HEADS * HEAD_DIM * 2) as DevPtr, gated + (i * HEADS * HEAD_DIM * 2) as DevPtr);
         qk_norm_rope(gpu, w, qg, k, v, 1, pos, rope, cache, q_i)?;

@@ -179,7 +179,8 @@ pub fn gdn_mixer(
 /// advancing `state` by one token. The input norm and the causal conv are folded into one GEMV
 /// over the stacked input projections; out_proj and its residual add are the first phase of the
 /// MoE kernel (`moe::moe_decode`). Fixed launch shapes, no host sync (graph-capturable). Scratch
-/// buffers 0, 1, 3. `lora`: a LoRA adapter's in-projection site in its fused form (bf16), or 0.
+/// buffers 0, 1, 3. `lora`: a one-entry device array of a LoRA adapter's in-projection site
+/// (`ops::lora::Site::fused`; bf16), or 0.
 #[allow(clippy::too_many_arguments)]
 pub fn gdn_decode(
     gpu: &Gpu,
@@ -208,8 +209,12 @@ fn ba_rows(w: &GdnGpu) -> Result<Matrix> {
     Ok(Matrix::bf16(w.in_proj_b.ptr, 2 * V_HEADS, w.in_proj_b.cols))
 }
 
-/// The stacked in-projection's output for one token (f32 [12352] = [qkv 8192 | z 4096 | b 32 |
-/// a 32]), rows `PROJ_ROWS` apart for several: where its parts start.
+/// Where the stacked in-projection's parts start in a token's row: [qkv 8192 | z 4096 | b 32 | a 32]
+/// (also where a LoRA adapter's fused sites add their terms: `ops::lora`).
+pub const PROJ_FIRSTS: [usize; 4] = [0, CONV_DIM, CONV_DIM + VALUE_DIM, CONV_DIM + VALUE_DIM + V_HEADS];
+
+/// The stacked in-projection's output for one token (f32 [12352], `PROJ_FIRSTS`), rows
+/// `PROJ_ROWS` apart for several: where its parts start.
 struct StackedProj {
     qkv: DevPtr,
     z: DevPtr,
@@ -219,13 +224,8 @@ struct StackedProj {
 
 impl StackedProj {
     fn at(proj: DevPtr) -> Self {
-        let f32_at = |i: usize| proj + (i * 4) as DevPtr;
-        StackedProj {
-            qkv: proj,
-            z: f32_at(CONV_DIM),
-            b: f32_at(CONV_DIM + VALUE_DIM),
-            a: f32_at(CONV_DIM + VALUE_DIM + V_HEADS),
-        }
+        let [qkv, z, b, a] = PROJ_FIRSTS.map(|i| proj + (i * 4) as DevPtr);
+        StackedProj { qkv, z, b, a }
     }
 }
 

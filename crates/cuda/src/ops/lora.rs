@@ -37,9 +37,10 @@
 //! The routed experts' adapters have no GPU form yet: such an adapter is refused in one line
 //! (`solo_model::lora::LoraSupport`) and runs on the CPU backend.
 
-use crate::kernels::widths::{ATTN_HEADS, HEAD_DIM, KV_HEADS};
 use crate::kernels::{kernel_file, Launch};
-use crate::ops::gdn;
+// where each input site's outputs start in the fused step's stacked projection
+use crate::ops::attention::PROJ_FIRSTS as ATTENTION_FIRSTS;
+use crate::ops::gdn::PROJ_FIRSTS as GDN_FIRSTS;
 use crate::ops::linear::gemm;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::Matrix;
@@ -69,12 +70,6 @@ pub const FUSED_RANKS: usize = 64;
 const FUSED_OUTPUT_RANKS: usize = 32;
 /// Parts a `LoraSite` holds (`LORA_PARTS`).
 const FUSED_PARTS: usize = 4;
-
-/// Where each input site's outputs start in the fused step's stacked projection: the GDN
-/// in-projection [qkv 8192 | z 4096 | b 32 | a 32], attention's [q and gate 8192 | k 512 | v 512].
-const GDN_FIRSTS: [usize; 4] =
-    [0, gdn::CONV_DIM, gdn::CONV_DIM + gdn::VALUE_DIM, gdn::CONV_DIM + gdn::VALUE_DIM + gdn::V_HEADS];
-const ATTENTION_FIRSTS: [usize; 3] = [0, ATTN_HEADS * 2 * HEAD_DIM, ATTN_HEADS * 2 * HEAD_DIM + KV_HEADS * HEAD_DIM];
 
 /// Where a site's term goes: f32 rows `stride` apart, the matrix's outputs from `ptr` on.
 #[derive(Clone, Copy, Debug)]
@@ -110,20 +105,22 @@ pub struct Site {
 
 impl Site {
     /// The site of `targets` (in the order of the outputs `apply` will be given) in `lora`, or
-    /// `None` when the adapter adapts none of them. `firsts`: where each output starts in the
-    /// fused step's stacked output; its fused form is made when Σr ≤ `most_fused`.
+    /// `None` when the adapter adapts none of them. `fused`: for a site the decode kernels can
+    /// take, where each output starts in their stacked output and the most Σr they keep; its
+    /// fused form is made when Σr is within that.
     fn upload(
         gpu: &Gpu,
         lora: &LayerLora,
         targets: &[Target],
-        firsts: &[usize],
-        most_fused: usize,
+        fused: Option<(&[usize], usize)>,
     ) -> Result<Option<Site>> {
         let pairs: Vec<(usize, &LoraPair)> =
             targets.iter().enumerate().filter_map(|(i, t)| lora.get(*t).map(|p| (i, p))).collect();
         let Some(mut site) = Site::of_pairs(gpu, &pairs)? else { return Ok(None) };
-        if site.rank_sum <= most_fused && site.parts.len() <= FUSED_PARTS {
-            site.make_fused(gpu, firsts)?;
+        if let Some((firsts, most)) = fused {
+            if site.rank_sum <= most && site.parts.len() <= FUSED_PARTS {
+                site.make_fused(gpu, firsts)?;
+            }
         }
         Ok(Some(site))
     }
@@ -179,9 +176,10 @@ impl Site {
             let rank = p.rank();
             ensure!(p.a.shape[1] == in_dim, "LoRA: one site's A matrices differ in width");
             ensure!(rank <= solo_model::lora::MAX_RANK, "LoRA: rank {rank} (at most {})", solo_model::lora::MAX_RANK);
-            a.extend(to_bf16(&p.a.to_f32()));
+            let bytes = solo_model::bf16::bf16_bytes(&[&p.a, &p.b]);
+            a.extend_from_slice(&bytes[0]);
             let rows = p.b.shape[0];
-            parts.push(Part { b: gpu.upload(&to_bf16(&p.b.to_f32()))?, rows, rank, scale: p.scale, u_col, output });
+            parts.push(Part { b: gpu.upload(&bytes[1])?, rows, rank, scale: p.scale, u_col, output });
             u_col += rank;
         }
         Ok(Some(Site { a: gpu.upload(&a)?, rank_sum: u_col, in_dim, parts, fused: None }))
@@ -309,6 +307,19 @@ impl LayerLoraGpu {
     pub fn adapts_shared_expert(&self) -> bool {
         self.shared.is_some() || self.shared_down.is_some()
     }
+
+    /// Its input and output sites as the one-token decode kernels take them (`Site::fused`; 0
+    /// where it has none).
+    pub fn fused_arrays(&self) -> (DevPtr, DevPtr) {
+        let of = |s: &Option<Site>| s.as_ref().map_or(0, Site::fused);
+        (of(&self.input), of(&self.output))
+    }
+
+    /// Its input and output `LoraSite`s, for the several-token steps' arrays (`Site::fused_site`).
+    pub fn fused_sites(&self) -> (DevPtr, DevPtr) {
+        let of = |s: &Option<Site>| s.as_ref().map_or(0, Site::fused_site);
+        (of(&self.input), of(&self.output))
+    }
 }
 
 /// The input projections' targets of a GDN layer and of an attention layer, in their outputs' order.
@@ -336,20 +347,21 @@ impl LoraGpu {
         LoraSupport::NoRoutedExperts.check(adapter)?;
         let mut layers = Vec::with_capacity(adapter.layers.len());
         for l in &adapter.layers {
-            let input = match Site::upload(gpu, l, &GDN_INPUT, &GDN_FIRSTS, FUSED_RANKS)? {
+            let input = match Site::upload(gpu, l, &GDN_INPUT, Some((&GDN_FIRSTS, FUSED_RANKS)))? {
                 Some(s) => Some(s),
-                None => Site::upload(gpu, l, &ATTENTION_INPUT, &ATTENTION_FIRSTS, FUSED_RANKS)?,
+                None => Site::upload(gpu, l, &ATTENTION_INPUT, Some((&ATTENTION_FIRSTS, FUSED_RANKS)))?,
             };
-            let output = match Site::upload(gpu, l, &[Target::OutProj], &[0], FUSED_OUTPUT_RANKS)? {
+            let fused_output = Some((&[0][..], FUSED_OUTPUT_RANKS));
+            let output = match Site::upload(gpu, l, &[Target::OutProj], fused_output)? {
                 Some(s) => Some(s),
-                None => Site::upload(gpu, l, &[Target::OProj], &[0], FUSED_OUTPUT_RANKS)?,
+                None => Site::upload(gpu, l, &[Target::OProj], fused_output)?,
             };
             layers.push(LayerLoraGpu {
                 input,
                 output,
-                router: Site::upload(gpu, l, &ROUTER, &[0, 0], 0)?,
-                shared: Site::upload(gpu, l, &SHARED, &[0, 0], 0)?,
-                shared_down: Site::upload(gpu, l, &[Target::SharedDown], &[0], 0)?,
+                router: Site::upload(gpu, l, &ROUTER, None)?,
+                shared: Site::upload(gpu, l, &SHARED, None)?,
+                shared_down: Site::upload(gpu, l, &[Target::SharedDown], None)?,
             });
         }
         let fused = layers.iter().all(|l| {
@@ -396,13 +408,10 @@ pub fn add(
     }
 }
 
-fn to_bf16(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| half::bf16::from_f32(*x).to_le_bytes()).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::widths::{HEAD_DIM, KV_HEADS};
     use crate::ops::testutil::*;
     use solo_model::Tensor;
 

@@ -200,8 +200,9 @@ impl Layout {
 /// out (f32 `[t, 2048]`, overwritten, not added to the residual) = Σ routed w_e·expert_e(x) +
 /// sigmoid(x·w_sg)·shared(x), for x bf16 `[t, 2048]` (normalised input). Scratch buffers 0 and 1.
 /// FP8 and int4 experts take the grouped GEMMs at every `t` (the expert GEMVs read bf16).
-/// With an adapter (`lora`), its router term goes into the router logits (LoRA on the routed
-/// and shared experts has no GPU form: `lora::LoraGpu::upload` refuses it).
+/// With an adapter (`lora`), its router term goes into the router logits, and an adapted shared
+/// expert runs apart (`lora::shared_expert`); the routed experts' adapters have no GPU form
+/// (`lora::LoraGpu::upload` refuses them).
 pub fn moe_block(
     gpu: &Gpu,
     w: &MoeGpu,
@@ -325,7 +326,7 @@ pub fn moe_decode(
 
 /// Whether the fused decode kernels' grid (2 blocks of ~98 KB on every SM, ≥ 257 blocks) can be
 /// resident at once on this GPU.
-pub(crate) fn fused_decode_fits(gpu: &Gpu) -> bool {
+fn fused_decode_fits(gpu: &Gpu) -> bool {
     2 * gpu.sms >= ROUTER_ROWS as u32 && gpu.target.big_shared()
 }
 
