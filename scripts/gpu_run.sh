@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
+#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; PARITY_ARGS and
 # IMAGE_PARITY_ARGS: more flags for slice_parity.py and slice_parity_image.py)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
@@ -57,6 +57,11 @@ while [ $# -gt 0 ]; do
             shift ;;
         parity)
             PYTHONUNBUFFERED=1 timeout 400 python3 scripts/slice_parity.py --cpu ${PARITY_ARGS:-} --solo gpu-bin/solo --dir /tmp/solo-slice --out "$OUT" 2>&1 | tee "$OUT/parity.log" || status=1
+            shift ;;
+        lora-parity)
+            # a random rank-16 PEFT adapter on a 4-layer slice: solo logits --lora (CUDA) against
+            # PEFT fp32, PEFT bf16 as the floor (gpu-bin/peftlib: PEFT where the machine lacks it)
+            PYTHONUNBUFFERED=1 timeout 500 python3 scripts/slice_parity_lora.py ${LORA_PARITY_ARGS:-} --solo gpu-bin/solo --dir /tmp/solo-slice --out "$OUT" 2>&1 | tee "$OUT/lora_parity.log" || status=1
             shift ;;
         image-parity)
             # the release's vision tower + a 4-layer slice on a W×H random picture: solo logits

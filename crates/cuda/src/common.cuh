@@ -814,3 +814,15 @@ __device__ __forceinline__ float lora_term(const LoraSite* const* __restrict__ s
     }
     return 0.f;
 }
+
+// ---- LoRA of the routed experts (ops/lora.rs: `ExpertsSite`). The gate/up kernels take its
+// term precomputed, delta f32 [T, 8, 1024] (token t's routed slot's s · B_e (A_e x_t): the gate
+// rows, then the up rows), and add it to their sums g, u of row i before the activation; null:
+// no adapter (the sums untouched). pair = t·9 + slot (the shared expert's slot 8 has none).
+__device__ __forceinline__ void lora_add_gate_up(const float* __restrict__ delta, int pair, int i, float& g, float& u) {
+    const int slot = pair % SLOTS;
+    if (delta == nullptr || slot >= TOP_K) return;
+    const float* d = delta + ((size_t)(pair / SLOTS) * TOP_K + slot) * 2 * EXPERT_DIM;
+    g += __ldcg(d + i);
+    u += __ldcg(d + EXPERT_DIM + i);
+}

@@ -665,7 +665,7 @@ impl Backend for CudaModel {
     }
 
     fn lora_support(&self) -> LoraSupport {
-        LoraSupport::NoRoutedExperts
+        LoraSupport::All
     }
 
     fn set_adapter(&self, state: &mut CudaState, adapter: Option<Arc<LoraAdapter>>) -> Result<()> {

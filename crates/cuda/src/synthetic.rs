@@ -12,7 +12,7 @@ use crate::weights::{
     SharedExpert, Vector,
 };
 use anyhow::Result;
-use solo_model::lora::{LayerLora, LoraAdapter, LoraPair, Target};
+use solo_model::lora::{ExpertLora, LayerLora, LoraAdapter, LoraPair, Target};
 use solo_model::tensor::TiledHeads;
 use solo_model::Tensor;
 use solo_model::{LayerKind, ModelConfig, Precision};
@@ -469,33 +469,49 @@ pub fn adapted_matrix(model: &crate::model::CudaModel, i: usize, target: Target)
     }
 }
 
-/// A random LoRA adapter of rank `rank` on every projection of the mixers (attention q/k/v/o,
-/// GDN in_proj_qkv/z/b/a and out_proj), and with `all_linear` also the router, the shared
-/// expert and its gate (every linear layer but the routed experts); scale 2, A U(±√(3/in)), B
-/// `b` · U(±√(3/rank)): the term is ~`2b` of the product's size (`solo bench --lora-rank`, the
-/// GPU tests).
+/// Which matrices `random_adapter` adapts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdapterTargets {
+    /// Every projection of the mixers (attention q/k/v/o, GDN in_proj_qkv/z/b/a and out_proj).
+    Mixers,
+    /// Those, the router, the shared expert and its gate: every linear layer but the routed
+    /// experts (PEFT's `all-linear` on this model).
+    AllLinear,
+    /// Those and the routed experts' fused tensors (gate_up_proj and down_proj).
+    All,
+}
+
+/// A random LoRA adapter of rank `rank` on `targets`: scale 2, A U(±√(3/in)), B `b` ·
+/// U(±√(3/rank)): the term is ~`2b` of the product's size (`solo bench --lora-rank`, the GPU
+/// tests).
 pub fn random_adapter(
     model: &crate::model::CudaModel,
     rank: usize,
     seed: u64,
     b: f32,
-    all_linear: bool,
+    targets: AdapterTargets,
 ) -> LoraAdapter {
+    use crate::kernels::widths::{EXPERTS, EXPERT_DIM, HIDDEN};
     let tensor = |seed, shape: [usize; 2], scale: f32| {
         let mut rng = solo_model::sampler::SplitMix(seed);
         let v: Vec<f32> = (0..shape[0] * shape[1]).map(|_| scale * (2.0 * rng.next_f32() - 1.0)).collect();
         Tensor::from_f32_as_bf16(shape.to_vec(), &v)
     };
+    let pair = |s: u64, rows: usize, cols: usize| LoraPair {
+        a: tensor(s, [rank, cols], (3.0 / cols as f32).sqrt()),
+        b: tensor(s + 1, [rows, rank], b * (3.0 / rank as f32).sqrt()),
+        scale: 2.0,
+    };
     let layers: Vec<LayerLora> = (0..model.weights.layers.len())
         .map(|i| {
-            let mut targets = match model.weights.layers[i].mixer {
+            let mut linears = match model.weights.layers[i].mixer {
                 MixerGpu::GatedDeltaNet(_) => {
                     vec![Target::InProjQkv, Target::InProjZ, Target::InProjB, Target::InProjA, Target::OutProj]
                 }
                 MixerGpu::FullAttention(_) => vec![Target::QProj, Target::KProj, Target::VProj, Target::OProj],
             };
-            if all_linear {
-                targets.extend([
+            if targets != AdapterTargets::Mixers {
+                linears.extend([
                     Target::Router,
                     Target::SharedExpertGate,
                     Target::SharedGate,
@@ -503,22 +519,34 @@ pub fn random_adapter(
                     Target::SharedDown,
                 ]);
             }
-            let linears = targets
+            let base = seed * 1_000_000 + i as u64 * 10_000;
+            let linears = linears
                 .into_iter()
                 .enumerate()
                 .map(|(j, t)| {
                     let m = adapted_matrix(model, i, t);
-                    let s = seed * 1000 + (i * 16 + j) as u64 * 2;
-                    let a = tensor(s, [rank, m.cols], (3.0 / m.cols as f32).sqrt());
-                    let b = tensor(s + 1, [m.rows, rank], b * (3.0 / rank as f32).sqrt());
-                    (t, LoraPair { a, b, scale: 2.0 })
+                    (t, pair(base + j as u64 * 2, m.rows, m.cols))
                 })
                 .collect();
-            LayerLora { linears, experts: Vec::new() }
+            let experts = match targets {
+                AdapterTargets::All => (0..EXPERTS as u64)
+                    .map(|e| ExpertLora {
+                        gate_up: Some(pair(base + 100 + 4 * e, 2 * EXPERT_DIM, HIDDEN)),
+                        down: Some(pair(base + 102 + 4 * e, HIDDEN, EXPERT_DIM)),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            LayerLora { linears, experts }
         })
         .collect();
-    let matrices = layers.iter().map(|l| l.linears.len()).sum();
-    let bytes = layers.iter().flat_map(|l| l.linears.values()).map(|p| p.a.stored_bytes() + p.b.stored_bytes()).sum();
+    let pairs = || {
+        layers
+            .iter()
+            .flat_map(|l| l.linears.values().chain(l.experts.iter().flat_map(|e| e.gate_up.iter().chain(&e.down))))
+    };
+    let matrices = layers.iter().map(|l| l.linears.len() + if l.experts.is_empty() { 0 } else { 2 }).sum();
+    let bytes = pairs().map(|p| p.a.stored_bytes() + p.b.stored_bytes()).sum();
     LoraAdapter {
         id: 1_000_000 + seed,
         dir: format!("synthetic rank-{rank} adapter").into(),

@@ -166,35 +166,21 @@ pub struct LoraAdapter {
     pub bytes: usize,
 }
 
-/// Which matrices a backend's kernels adapt (`Backend::lora_support`).
+/// Whether a backend runs adapters (`Backend::lora_support`): the CPU and CUDA backends run
+/// every matrix an adapter may target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoraSupport {
-    /// None: the backend runs no adapters.
     Nothing,
-    /// Every matrix but the routed experts' (CUDA, so far).
-    NoRoutedExperts,
-    /// Every matrix an adapter may target (the CPU reference).
     All,
 }
 
 impl LoraSupport {
-    /// Refuses, in one line naming the adapter and what it adapts, an adapter the backend cannot
-    /// run.
+    /// Refuses, in one line naming the adapter, an adapter the backend cannot run.
     pub fn check(self, adapter: &LoraAdapter) -> Result<()> {
-        let dir = adapter.dir.display();
         match self {
             LoraSupport::All => Ok(()),
-            LoraSupport::Nothing => bail!("this backend does not run LoRA adapters ({dir}); the CPU backend does"),
-            LoraSupport::NoRoutedExperts => {
-                for (i, l) in adapter.layers.iter().enumerate() {
-                    if l.experts.iter().any(|e| e.gate_up.is_some() || e.down.is_some()) {
-                        bail!(
-                            "LoRA adapter {dir}: it adapts the routed experts (layer {i}), which the GPU kernels do \
-                             not run yet (they adapt every other linear layer); --backend cpu runs it"
-                        );
-                    }
-                }
-                Ok(())
+            LoraSupport::Nothing => {
+                bail!("this backend does not run LoRA adapters ({}); the CPU backend does", adapter.dir.display())
             }
         }
     }
@@ -578,40 +564,26 @@ fn experts(
 mod tests {
     use super::*;
 
-    /// An adapter of the routed experts is refused by a backend without them, in one line that
-    /// names the adapter, what it adapts and the backend that runs it; one of any other matrix is
-    /// not; a backend without adapters refuses every one.
+    /// A backend without adapters refuses every one, in one line naming it; one with them takes
+    /// any.
     #[test]
-    fn backends_refuse_what_they_do_not_adapt_in_one_line() {
+    fn backends_without_adapters_refuse_them_in_one_line() {
         let p = LoraPair {
             a: Tensor::from_f32_as_bf16(vec![4, 256], &[0.0; 1024]),
             b: Tensor::from_f32_as_bf16(vec![8, 4], &[0.0; 32]),
             scale: 1.0,
         };
-        let adapter = |layer: LayerLora| LoraAdapter {
+        let experts = vec![ExpertLora { gate_up: None, down: Some(p.clone()) }];
+        let adapter = LoraAdapter {
             id: 7,
             dir: "my-adapter".into(),
             rank: 4,
-            layers: vec![LayerLora::default(), layer],
-            matrices: 1,
+            layers: vec![LayerLora::default(), LayerLora { linears: [(Target::QProj, p)].into(), experts }],
+            matrices: 2,
             bytes: 0,
         };
-        let with = |t: Target| adapter(LayerLora { linears: [(t, p.clone())].into(), experts: Vec::new() });
-        let targets = [Target::QProj, Target::InProjZ, Target::OutProj, Target::Router, Target::SharedUp];
-        for t in targets {
-            LoraSupport::NoRoutedExperts.check(&with(t)).unwrap();
-            LoraSupport::All.check(&with(t)).unwrap();
-        }
-        let experts = vec![ExpertLora { gate_up: None, down: Some(p.clone()) }];
-        let routed = adapter(LayerLora { linears: Default::default(), experts });
-        let e = LoraSupport::NoRoutedExperts.check(&routed).unwrap_err().to_string();
-        assert!(
-            e.contains("my-adapter") && e.contains("the routed experts (layer 1)") && e.contains("--backend cpu"),
-            "{e}"
-        );
-        assert!(!e.contains('\n'), "{e}");
-        LoraSupport::All.check(&routed).unwrap();
-        let e = LoraSupport::Nothing.check(&with(Target::QProj)).unwrap_err().to_string();
-        assert!(e.contains("my-adapter") && e.contains("CPU backend"), "{e}");
+        LoraSupport::All.check(&adapter).unwrap();
+        let e = LoraSupport::Nothing.check(&adapter).unwrap_err().to_string();
+        assert!(e.contains("my-adapter") && e.contains("CPU backend") && !e.contains('\n'), "{e}");
     }
 }

@@ -12,7 +12,8 @@
 //! sampler), each over `decode_steps` tokens.
 
 use anyhow::{bail, ensure, Context, Result};
-use solo_model::lora::{LoraAdapter, LoraSupport};
+use solo_cuda::synthetic::AdapterTargets;
+use solo_model::lora::LoraAdapter;
 use solo_model::sampler::{argmax, Sampler, SamplerConfig, SplitMix};
 use solo_model::{Backend, Logits, Precision};
 use std::path::PathBuf;
@@ -160,7 +161,7 @@ pub enum LoraTargets {
     /// model): those, the router, the shared expert and its gate.
     #[value(name = "all-linear")]
     AllLinear,
-    /// Every linear layer, the routed experts too (the CUDA kernels refuse it so far).
+    /// Every linear layer, the routed experts too.
     All,
 }
 
@@ -743,14 +744,12 @@ fn bench_adapter(model: &solo_cuda::model::CudaModel, args: &BenchArgs, seed: u6
     if !(1..=solo_model::lora::MAX_RANK).contains(&args.lora_rank) {
         bail!("--lora-rank {}: ranks go up to {}", args.lora_rank, solo_model::lora::MAX_RANK);
     }
-    if args.lora_targets == LoraTargets::All && model.lora_support() != LoraSupport::All {
-        bail!(
-            "--lora-targets all: the CUDA kernels adapt every linear layer but the routed experts so far \
-             (--lora-targets attn or all-linear)"
-        );
-    }
-    let all_linear = args.lora_targets == LoraTargets::AllLinear;
-    Ok(Some(Arc::new(solo_cuda::synthetic::random_adapter(model, args.lora_rank, seed, 0.05, all_linear))))
+    let targets = match args.lora_targets {
+        LoraTargets::Attn => AdapterTargets::Mixers,
+        LoraTargets::AllLinear => AdapterTargets::AllLinear,
+        LoraTargets::All => AdapterTargets::All,
+    };
+    Ok(Some(Arc::new(solo_cuda::synthetic::random_adapter(model, args.lora_rank, seed, 0.05, targets))))
 }
 
 fn synthetic_prompt(len: usize, vocab: usize) -> Vec<u32> {

@@ -100,7 +100,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=solo_model::speculative::MAX_DRAFTS as u64))]
     pub speculate: usize,
     /// Run with the PEFT LoRA adapter in this directory (`adapter_config.json` +
-    /// `adapter_model.safetensors`). CPU backend for now.
+    /// `adapter_model.safetensors`).
     #[arg(long, value_name = "DIR")]
     pub lora: Option<PathBuf>,
     /// An image (PNG, JPEG, WebP, GIF) put before the prompt's text, through the checkpoint's
@@ -366,6 +366,9 @@ pub struct LogitsArgs {
     /// of JSON on stdout (for large vocabularies).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// With the PEFT LoRA adapter in this directory (as `solo run --lora`).
+    #[arg(long, value_name = "DIR")]
+    pub lora: Option<PathBuf>,
 }
 
 /// `{"logits": [[…], …]}`: the first `prefill` tokens (and the images) in one prefill, the rest
@@ -423,6 +426,9 @@ fn print_logits<B: Backend>(model: &B, args: &LogitsArgs, n: usize) -> Result<()
     let images = prompt_images(model, &args.model, &args.images, &mut tokens, &mut prefill)?;
     let n = prefill[0];
     let mut state = model.new_state()?;
+    if let Some(dir) = &args.lora {
+        model.set_adapter(&mut state, Some(Arc::new(LoraAdapter::load(dir, model.config())?)))?;
+    }
     let mut rows = if images.is_empty() {
         model.prefill(&mut state, &tokens[..n], Logits::All)?
     } else {

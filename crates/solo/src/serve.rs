@@ -60,8 +60,8 @@ pub struct ServeArgs {
     no_batch_decode: bool,
     /// Serve the PEFT LoRA adapter in DIR as the model id NAME beside the base model
     /// (repeatable); a request's `model` picks it. More load at run time through
-    /// `POST /v1/load_lora_adapter`. The CUDA backend runs adapters of every linear layer but the
-    /// routed experts; the CPU backend runs any.
+    /// `POST /v1/load_lora_adapter`. Both backends run adapters of every linear layer and of the
+    /// routed experts.
     #[arg(long = "lora", value_name = "NAME=DIR", value_parser = lora_arg)]
     lora: Vec<(String, PathBuf)>,
     /// Images in chat requests: most images in one request.

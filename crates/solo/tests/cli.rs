@@ -22,7 +22,12 @@ fn solo(args: &[&str]) -> Output {
 
 /// HF's reference for a fixture: the tokens and the fp32 logits, one row per token.
 fn hf_reference(fixture: &str) -> (Vec<u32>, Vec<Vec<f32>>) {
-    let bytes = std::fs::read(root().join("fixtures").join(fixture).join("hf_reference.safetensors")).unwrap();
+    reference(&root().join("fixtures").join(fixture).join("hf_reference.safetensors"))
+}
+
+/// A reference file's tokens (I64) and fp32 logits, one row per token.
+fn reference(path: &Path) -> (Vec<u32>, Vec<Vec<f32>>) {
+    let bytes = std::fs::read(path).unwrap();
     let st = SafeTensors::deserialize(&bytes).unwrap();
     let tokens = st.tensor("tokens").unwrap();
     assert_eq!(tokens.dtype(), Dtype::I64);
@@ -92,6 +97,29 @@ fn logits_match_hugging_face() {
             assert_eq!(argmax(ours), argmax(theirs), "prefill {prefill:?}: row {pos} argmax");
         }
     }
+}
+
+/// `solo logits --lora` on tiny-a with its PEFT adapter (every adaptable module, the routed
+/// experts too; `scripts/make_lora_fixtures.py`): PEFT's own fp32 logits, through prefill and
+/// decode.
+#[test]
+fn logits_with_a_lora_adapter_match_peft() {
+    let (tokens, peft) = reference(&root().join("fixtures/lora/tiny-a/peft_reference.safetensors"));
+    let all = join(&tokens);
+    let half = (tokens.len() / 2).to_string();
+    let args = ["logits", "--model", "fixtures/tiny-a", "--lora", "fixtures/lora/tiny-a", "--tokens", &all];
+    let rows = parse_logits(&solo(&[&args[..], &["--prefill", &half]].concat()).ok().stdout);
+    assert_eq!(rows.len(), tokens.len());
+    for (pos, (ours, theirs)) in rows.iter().zip(&peft).enumerate() {
+        let scale = theirs.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let err = ours.iter().zip(theirs).fold(0.0f32, |m, (a, b)| m.max((a - b).abs())) / scale;
+        assert!(err <= MAX_REL_ERR, "row {pos}: relative error {err:.3e} to PEFT");
+        assert_eq!(argmax(ours), argmax(theirs), "row {pos} argmax");
+    }
+    // without the adapter the same tokens give other logits
+    let plain = parse_logits(&solo(&["logits", "--model", "fixtures/tiny-a", "--tokens", &all]).ok().stdout);
+    let moved = plain.iter().zip(&rows).any(|(a, b)| a.iter().zip(b).any(|(x, y)| (x - y).abs() > 1e-2));
+    assert!(moved, "the adapter does not change the logits");
 }
 
 #[test]

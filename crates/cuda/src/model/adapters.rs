@@ -65,13 +65,27 @@ mod tests {
     use super::*;
     use crate::model::CudaState;
     use crate::ops::testutil::rel_err;
-    use crate::synthetic::{adapted_matrix, random_adapter, random_model};
+    use crate::synthetic::{adapted_matrix, random_adapter, random_model, AdapterTargets};
+    use solo_model::lora::{ExpertLora, LoraPair};
     use solo_model::sampler::{Sampler, SamplerConfig};
     use solo_model::{Backend, Logits, Precision};
 
-    /// Writes W + s·B·A (rounded to bf16) over each matrix `adapter` adapts; returns what was
-    /// there (`restore`).
+    /// w (f32 [rows, cols]) += s·B·A.
+    fn add_low_rank(w: &mut [f32], cols: usize, p: &LoraPair) {
+        let (a, b, rank) = (p.a.to_f32(), p.b.to_f32(), p.rank());
+        for (r, row) in w.chunks_mut(cols).enumerate() {
+            for k in 0..rank {
+                let bk = p.scale * b[r * rank + k];
+                row.iter_mut().zip(&a[k * cols..(k + 1) * cols]).for_each(|(x, y)| *x += bk * y);
+            }
+        }
+    }
+
+    /// Writes W + s·B·A (rounded to bf16) over each matrix `adapter` adapts, the routed experts'
+    /// too; returns what was there (`restore`).
     fn merge(model: &CudaModel, adapter: &LoraAdapter) -> Vec<(u64, Vec<u8>)> {
+        use crate::kernels::widths::{EXPERT_DIM, HIDDEN};
+        use crate::ops::testutil::{bf16_bytes, bf16_from_bytes};
         let gpu = &model.gpu;
         let mut saved = Vec::new();
         for (i, l) in adapter.layers.iter().enumerate() {
@@ -79,18 +93,36 @@ mod tests {
                 let m = adapted_matrix(model, i, t);
                 assert!(m.ptr != 0 && m.is_bf16(), "layer {i}: {t:?} is not a bf16 matrix here");
                 let bytes = gpu.download(m.ptr, m.rows * m.cols * 2).unwrap();
-                let mut w = crate::ops::testutil::bf16_from_bytes(&bytes);
+                let mut w = bf16_from_bytes(&bytes);
                 saved.push((m.ptr, bytes));
-                let (a, b) = (p.a.to_f32(), p.b.to_f32());
-                let rank = p.rank();
-                for r in 0..m.rows {
-                    for k in 0..rank {
-                        let bk = p.scale * b[r * rank + k];
-                        let (row, ak) = (&mut w[r * m.cols..(r + 1) * m.cols], &a[k * m.cols..(k + 1) * m.cols]);
-                        row.iter_mut().zip(ak).for_each(|(x, y)| *x += bk * y);
+                add_low_rank(&mut w, m.cols, p);
+                gpu.write(m.ptr, &bf16_bytes(&w)).unwrap();
+            }
+            if l.experts.is_empty() {
+                continue;
+            }
+            // the routed experts: gate_up [256, 1024, 2048] and down [256, 2048, 512] as the
+            // first rows of their buffers (the shared expert's past them stays)
+            let moe = &model.weights.layers[i].moe;
+            type Pick = fn(&ExpertLora) -> &Option<LoraPair>;
+            let tensors: [(u64, usize, usize, Pick); 2] =
+                [(moe.gate_up, 2 * EXPERT_DIM, HIDDEN, |e| &e.gate_up), (moe.down, HIDDEN, EXPERT_DIM, |e| &e.down)];
+            for (ptr, rows, cols, pick) in tensors {
+                let bytes = gpu.download(ptr, l.experts.len() * rows * cols * 2).unwrap();
+                let mut w = bf16_from_bytes(&bytes);
+                saved.push((ptr, bytes));
+                std::thread::scope(|s| {
+                    for (ws, es) in w.chunks_mut(16 * rows * cols).zip(l.experts.chunks(16)) {
+                        s.spawn(move || {
+                            for (we, e) in ws.chunks_mut(rows * cols).zip(es) {
+                                if let Some(p) = pick(e) {
+                                    add_low_rank(we, cols, p);
+                                }
+                            }
+                        });
                     }
-                }
-                gpu.write(m.ptr, &crate::ops::testutil::bf16_bytes(&w)).unwrap();
+                });
+                gpu.write(ptr, &bf16_bytes(&w)).unwrap();
             }
         }
         saved
@@ -138,26 +170,27 @@ mod tests {
     }
 
     /// Sequences with a rank-16 adapter of the mixers' projections, in the fused decode step
-    /// (`fused`) and, with the router and the shared expert adapted too, the layer-by-layer
-    /// forward (the shared expert apart): both give the
-    /// logits of the base model whose matrices hold the merged W + s·B·A (up to bf16's rounding
-    /// of the merge), through prefill and decode; the fused step agrees with the forward; an
-    /// adapter whose B is zero gives the base model's bits (the fused form; the forward's
-    /// shared expert apart comes within 2e-3); a batched step of
-    /// sequences with different adapters and none gives each row its own decode step's bits, and
-    /// so does the verify step of speculative decoding with an adapter.
+    /// (`Mixers`) and, with the router and the shared expert adapted too (`AllLinear`), and the
+    /// routed experts besides (`All`), the layer-by-layer forward (the shared expert apart, the
+    /// routed experts' terms in their kernels): each gives the logits of the base model whose
+    /// matrices hold the merged W + s·B·A (up to bf16's rounding of the merge), through prefill
+    /// and decode; the decode step agrees with the forward; an adapter whose B is zero gives the
+    /// base model's bits (the fused form; the forward's shared expert apart comes within 2e-3); a
+    /// batched step of sequences with different adapters and none gives each row its own decode
+    /// step's bits, and so does the verify step of speculative decoding with an adapter.
     #[test]
     #[ignore = "needs a GPU"]
     fn adapted_steps_match_merged_weights() {
         let model = random_model(4, 256, Precision::Bf16).unwrap();
         let base = run(&model, None);
         same_bits("base: decode steps vs one-token prefills", &base.steps, &base.forward);
-        for all_linear in [false, true] {
-            let what = if all_linear { "forward (all linear: the router, the shared expert)" } else { "fused" };
-            let zero = Arc::new(random_adapter(&model, 16, 1, 0.0, all_linear));
-            assert_eq!(model.upload_adapter(&zero).map(|l| model.fuses(&l)).unwrap(), !all_linear, "{what}");
+        for targets in [AdapterTargets::Mixers, AdapterTargets::AllLinear, AdapterTargets::All] {
+            let what = format!("{targets:?}");
+            let forward = targets != AdapterTargets::Mixers;
+            let zero = Arc::new(random_adapter(&model, 16, 1, 0.0, targets));
+            assert_eq!(model.upload_adapter(&zero).map(|l| model.fuses(&l)).unwrap(), !forward, "{what}");
             let z = run(&model, Some(zero));
-            if all_linear {
+            if forward {
                 // the shared expert runs apart (its own products and sums): close, not the same bits
                 for (i, (a, b)) in z.steps.iter().zip(&base.steps).enumerate() {
                     assert!(rel_err(a, b) < 2e-3, "{what}, B zero: row {i} {:.2e}", rel_err(a, b));
@@ -167,10 +200,10 @@ mod tests {
                 same_bits(&format!("{what}, B zero: forward"), &z.forward, &base.forward);
             }
 
-            let lora = Arc::new(random_adapter(&model, 16, 2, 0.05, all_linear));
+            let lora = Arc::new(random_adapter(&model, 16, 2, 0.05, targets));
             let adapted = run(&model, Some(lora.clone()));
-            if all_linear {
-                same_bits("forward: decode steps vs one-token prefills", &adapted.steps, &adapted.forward);
+            if forward {
+                same_bits(&format!("{what}: decode steps vs one-token prefills"), &adapted.steps, &adapted.forward);
             }
             let saved = merge(&model, &lora);
             let merged = run(&model, None);
@@ -185,8 +218,10 @@ mod tests {
             }
         }
         // a batch of sequences with two adapters and none: each row its own decode step's bits
-        let (one, two) =
-            (Arc::new(random_adapter(&model, 16, 3, 0.05, false)), Arc::new(random_adapter(&model, 8, 4, 0.05, false)));
+        let (one, two) = (
+            Arc::new(random_adapter(&model, 16, 3, 0.05, AdapterTargets::Mixers)),
+            Arc::new(random_adapter(&model, 8, 4, 0.05, AdapterTargets::Mixers)),
+        );
         let prompt: Vec<u32> = (0..PROMPT as u32).map(|i| i * 7919 % 200_000).collect();
         let picks = [Some(one.clone()), None, Some(two), Some(one)];
         let mut batched: Vec<_> = picks.iter().map(|_| model.try_new_state().unwrap()).collect();
@@ -203,7 +238,7 @@ mod tests {
             }
         }
         // speculative verification with the adapter (the multi-token step): the decode steps' bits
-        let lora = Arc::new(random_adapter(&model, 16, 5, 0.05, false));
+        let lora = Arc::new(random_adapter(&model, 16, 5, 0.05, AdapterTargets::Mixers));
         let mut start = model.try_new_state().unwrap();
         model.set_adapter(&mut start, Some(lora)).unwrap();
         model.prefill(&mut start, &prompt, Logits::Last).unwrap();

@@ -1,7 +1,9 @@
 // LoRA's low-rank term, y += s · B (A x), outside the projections' own kernels (lora.rs says
 // where each runs): lora_shrink (u = A x for one token; more tokens: a cuBLAS GEMM) and lora_expand
 // (y += s · B u, a launch per adapted matrix) for the layer-by-layer forward; lora_shrink_sites and
-// lora_expand_sites (a site per token) for the several-token steps' output projection.
+// lora_expand_sites (a site per token) for the several-token steps' output projection; the routed
+// experts' adapters (lora_experts_*), the shared expert apart (lora_take_gate, lora_swiglu,
+// lora_add_gated).
 
 // lora_shrink: u[j] = a[j] · x for one token: x bf16 [in_dim], a bf16 [rows, in_dim] (the site's
 // A matrices stacked), u f32 [rows]; a warp per row j (lora_row_dot), 8 a block.
@@ -100,4 +102,75 @@ extern "C" __global__ void lora_add_gated(float* __restrict__ out, const float* 
     const int e = blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= tokens * HIDDEN) return;
     out[e] += gates[e / HIDDEN] * d[e];
+}
+
+// ---- The routed experts' adapters (lora.rs: `ExpertsSite`; the layer-by-layer forward). Per
+// expert tensor, A bf16 [256·rank, in] (expert e's rows e·rank ..) and B bf16 [256, out, rank]. u
+// f32 [T, 8, rank] (a routed pair's A x); pair = t·9 + slot, e = ids[pair].
+// lora_experts_shrink: u[t, slot] = A_e x for each routed pair. x by `mode`: 0, bf16 [T, in] a row a
+//   token (the experts' input); 1, f32 [T·9, in] a row a pair (the expert GEMVs' activations); 2,
+//   bf16 [T·9, in] a row a pair in the grouped GEMMs' order (row q is pair perm[q]). A warp per row
+//   k of A (lora_row_dot's order); grid (T·9, rank / 8 up).
+extern "C" __global__ void __launch_bounds__(256)
+    lora_experts_shrink(const void* __restrict__ x, int mode, const int* __restrict__ perm, const int* __restrict__ ids,
+                        const bf16* __restrict__ a, int rank, int in_dim, float* __restrict__ u) {
+    pdl_wait();
+    const int q = blockIdx.x, k = blockIdx.y * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    const int pair = mode == 2 ? perm[q] : q, t = pair / SLOTS, slot = pair % SLOTS;
+    if (slot >= TOP_K || k >= rank) return;
+    const bf16* row = a + ((size_t)ids[pair] * rank + k) * in_dim;
+    float acc = 0.f;
+    for (int c = lane * 8; c < in_dim; c += 256) {
+        float w[8], xv[8];
+        unpack8(__ldg(reinterpret_cast<const uint4*>(row + c)), w);
+        if (mode == 1) {
+            const float4* xf = reinterpret_cast<const float4*>(static_cast<const float*>(x) + (size_t)q * in_dim + c);
+            const float4 x0 = xf[0], x1 = xf[1];
+            xv[0] = x0.x, xv[1] = x0.y, xv[2] = x0.z, xv[3] = x0.w, xv[4] = x1.x, xv[5] = x1.y, xv[6] = x1.z, xv[7] = x1.w;
+        } else {
+            const bf16* xb = static_cast<const bf16*>(x) + (size_t)(mode == 0 ? t : q) * in_dim + c;
+            unpack8(*reinterpret_cast<const uint4*>(xb), xv);
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc += w[j] * xv[j];
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) u[((size_t)t * TOP_K + slot) * rank + k] = acc;
+}
+
+// lora_experts_gate_up: delta[t, slot, j] = scale · B_e[j] · u[t, slot] for j < 1024 (the gate rows,
+//   then the up rows: what the gate/up kernels add, common.cuh's lora_add_gate_up); a thread per
+//   j; grid (T·8, 1024 / 256).
+extern "C" __global__ void __launch_bounds__(256)
+    lora_experts_gate_up(const float* __restrict__ u, const int* __restrict__ ids, const bf16* __restrict__ b, int rank,
+                         float scale, float* __restrict__ delta) {
+    __shared__ float us[LORA_MAX_RANK];
+    pdl_wait();
+    const int p = blockIdx.x, t = p / TOP_K, slot = p % TOP_K, j = blockIdx.y * 256 + threadIdx.x;
+    for (int k = threadIdx.x; k < rank; k += 256) us[k] = u[(size_t)p * rank + k];
+    __syncthreads();
+    const bf16* row = b + ((size_t)ids[t * SLOTS + slot] * 2 * EXPERT_DIM + j) * rank;
+    float acc = 0.f;
+    for (int k = 0; k < rank; k++) acc += __bfloat162float(row[k]) * us[k];
+    delta[(size_t)p * 2 * EXPERT_DIM + j] = scale * acc;
+}
+
+// lora_experts_down: out[t, c] += scale · Σ_slot weights[t, slot] · B_e[c] · u[t, slot] over the 8
+//   routed slots, out f32 [T, 2048]; a thread per column c; grid (T, 2048 / 256).
+extern "C" __global__ void __launch_bounds__(256)
+    lora_experts_down(const float* __restrict__ u, const int* __restrict__ ids, const float* __restrict__ weights,
+                      const bf16* __restrict__ b, int rank, float scale, float* __restrict__ out) {
+    __shared__ float us[TOP_K][LORA_MAX_RANK];
+    pdl_wait();
+    const int t = blockIdx.x, c = blockIdx.y * 256 + threadIdx.x;
+    for (int e = threadIdx.x; e < TOP_K * rank; e += 256) us[e / rank][e % rank] = u[(size_t)t * TOP_K * rank + e];
+    __syncthreads();
+    float acc = 0.f;
+    for (int slot = 0; slot < TOP_K; slot++) {
+        const bf16* row = b + ((size_t)ids[t * SLOTS + slot] * HIDDEN + c) * rank;
+        float d = 0.f;
+        for (int k = 0; k < rank; k++) d += __bfloat162float(row[k]) * us[slot][k];
+        acc += weights[t * SLOTS + slot] * d;
+    }
+    out[(size_t)t * HIDDEN + c] += scale * acc;
 }

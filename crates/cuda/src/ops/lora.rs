@@ -34,18 +34,23 @@
 //!   kernels see its routing weight 0, and its products, activation and gated sum run as launches
 //!   of their own, each product with its term.
 //!
-//! The routed experts' adapters have no GPU form yet: such an adapter is refused in one line
-//! (`solo_model::lora::LoraSupport`) and runs on the CPU backend.
+//! - An adapter of the routed experts (PEFT's `target_parameters` on `mlp.experts`) runs in the
+//!   forward too (`ExpertsSite`): per tensor every expert's A and B stacked; after the routing, u =
+//!   A_e x for each token's 8 routed experts, and the gate/up term s · B_e u goes into the expert
+//!   kernels' sums before the activation (their `delta`), the down term Σ_slot w · s · B_e (A_e
+//!   act) into the output after them; any expert format beneath.
 
 use crate::kernels::{kernel_file, Launch};
 // where each input site's outputs start in the fused step's stacked projection
+use crate::kernels::widths::{EXPERTS, EXPERT_DIM, HIDDEN, TOP_K};
 use crate::ops::attention::PROJ_FIRSTS as ATTENTION_FIRSTS;
 use crate::ops::gdn::PROJ_FIRSTS as GDN_FIRSTS;
 use crate::ops::linear::gemm;
+use crate::ops::moe::SLOTS;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::Matrix;
 use anyhow::{ensure, Result};
-use solo_model::lora::{LayerLora, LoraAdapter, LoraPair, LoraSupport, Target};
+use solo_model::lora::{ExpertLora, LayerLora, LoraAdapter, LoraPair, Target};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 kernel_file! {
@@ -58,6 +63,9 @@ kernel_file! {
         fn lora_take_gate(weights: DevPtr, gates: DevPtr, tokens: i32);
         fn lora_swiglu(gu: DevPtr, act: DevPtr, tokens: i32);
         fn lora_add_gated(out: DevPtr, d: DevPtr, gates: DevPtr, tokens: i32);
+        fn lora_experts_shrink(x: DevPtr, mode: i32, perm: DevPtr, ids: DevPtr, a: DevPtr, rank: i32, in_dim: i32, u: DevPtr);
+        fn lora_experts_gate_up(u: DevPtr, ids: DevPtr, b: DevPtr, rank: i32, scale: f32, delta: DevPtr);
+        fn lora_experts_down(u: DevPtr, ids: DevPtr, weights: DevPtr, b: DevPtr, rank: i32, scale: f32, out: DevPtr);
     }
 }
 
@@ -255,7 +263,6 @@ pub fn shared_expert(
     scratch: &crate::ops::Scratch,
     out: DevPtr,
 ) -> Result<()> {
-    use crate::kernels::widths::{EXPERT_DIM, HIDDEN};
     let (gu, d, gates) = (scratch.ptr(2), scratch.ptr(3), scratch.ptr(4));
     let act = gu + (t * 2 * EXPERT_DIM * 4) as DevPtr;
     let (gate_up, down) = (Matrix::bf16(gate_up, 2 * EXPERT_DIM, HIDDEN), Matrix::bf16(down, HIDDEN, EXPERT_DIM));
@@ -288,6 +295,138 @@ pub fn take_shared_gate(gpu: &Gpu, weights: DevPtr, t: usize, scratch: &crate::o
     lora_cu::lora_take_gate(gpu, launch, weights, scratch.ptr(4), t as i32)
 }
 
+/// One fused expert tensor's adapter: every routed expert's A and B, stacked.
+struct ExpertsPart {
+    /// bf16 [256·rank, in]: expert e's A from row e·rank on.
+    a: DevBuf,
+    /// bf16 [256, out, rank]
+    b: DevBuf,
+    rank: usize,
+    in_dim: usize,
+    scale: f32,
+}
+
+impl ExpertsPart {
+    /// The part of the tensor `pick` chooses, when the adapter adapts it: the experts it leaves
+    /// out (none, as PEFT saves the fused tensors) get zeros.
+    fn upload(gpu: &Gpu, experts: &[ExpertLora], pick: fn(&ExpertLora) -> &Option<LoraPair>) -> Result<Option<Self>> {
+        let Some(first) = experts.iter().find_map(|e| pick(e).as_ref()) else { return Ok(None) };
+        ensure!(experts.len() == EXPERTS, "LoRA: {} routed experts' adapters (the model has {EXPERTS})", experts.len());
+        let (rank, scale, in_dim, out) = (first.rank(), first.scale, first.a.shape[1], first.b.shape[0]);
+        ensure!(in_dim % 256 == 0, "LoRA: an expert input width of {in_dim} (the GPU kernels take multiples of 256)");
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for e in experts {
+            match pick(e) {
+                Some(p) => {
+                    ensure!(
+                        p.rank() == rank && p.scale == scale && p.a.shape[1] == in_dim && p.b.shape[0] == out,
+                        "LoRA: the routed experts of one tensor differ in rank, scale or shape"
+                    );
+                    let bytes = solo_model::bf16::bf16_bytes(&[&p.a, &p.b]);
+                    a.extend_from_slice(&bytes[0]);
+                    b.extend_from_slice(&bytes[1]);
+                }
+                None => {
+                    a.resize(a.len() + rank * in_dim * 2, 0);
+                    b.resize(b.len() + out * rank * 2, 0);
+                }
+            }
+        }
+        Ok(Some(ExpertsPart { a: gpu.upload(&a)?, b: gpu.upload(&b)?, rank, in_dim, scale }))
+    }
+
+    /// u (f32 [t, 8, rank]) = A_e x for every routed pair of ids (i32 [t, 9]); x as `input`.
+    fn shrink(&self, gpu: &Gpu, input: ExpertsInput, ids: DevPtr, t: usize, u: DevPtr) -> Result<()> {
+        let (x, mode, perm) = match input {
+            ExpertsInput::Tokens(x) => (x, 0, 0),
+            ExpertsInput::Pairs(x) => (x, 1, 0),
+            ExpertsInput::Permuted { act, perm } => (act, 2, perm),
+        };
+        let launch = Launch::new(((t * SLOTS) as u32, self.rank.div_ceil(8) as u32, 1), 256, 0);
+        lora_cu::lora_experts_shrink(
+            gpu,
+            launch,
+            x,
+            mode,
+            perm,
+            ids,
+            self.a.ptr(),
+            self.rank as i32,
+            self.in_dim as i32,
+            u,
+        )
+    }
+}
+
+/// What the routed experts' adapter reads: the tokens' input (bf16 [t, 2048]), or the
+/// activations as the expert GEMVs (f32 [t, 9, 512]) or the grouped GEMMs (bf16 [t·9, 512], row
+/// q holding pair perm[q]) leave them.
+#[derive(Clone, Copy)]
+pub enum ExpertsInput {
+    Tokens(DevPtr),
+    Pairs(DevPtr),
+    Permuted { act: DevPtr, perm: DevPtr },
+}
+
+/// A layer's routed experts' adapter (PEFT's `target_parameters` on `mlp.experts`), in the
+/// layer-by-layer forward: the gate/up term goes into the expert kernels' sums before the
+/// activation (`gate_up_delta`), the down term into the output after them (`add_down`).
+pub struct ExpertsSite {
+    gate_up: Option<ExpertsPart>,
+    down: Option<ExpertsPart>,
+}
+
+impl ExpertsSite {
+    fn upload(gpu: &Gpu, lora: &LayerLora) -> Result<Option<Self>> {
+        let gate_up = ExpertsPart::upload(gpu, &lora.experts, |e| &e.gate_up)?;
+        let down = ExpertsPart::upload(gpu, &lora.experts, |e| &e.down)?;
+        Ok((gate_up.is_some() || down.is_some()).then_some(ExpertsSite { gate_up, down }))
+    }
+
+    /// The most of u it takes a token.
+    fn u_width(&self) -> usize {
+        TOP_K * self.gate_up.iter().chain(&self.down).map(|p| p.rank).max().unwrap_or(0)
+    }
+
+    /// The gate/up term for x (bf16 [t, 2048]) routed as ids (i32 [t, 9]) into `delta` (f32
+    /// [t, 8, 1024]), u (f32 [t, 8, rank]) as scratch; what the expert kernels take as their
+    /// `delta` (0 when gate_up_proj is not adapted).
+    pub fn gate_up_delta(
+        &self,
+        gpu: &Gpu,
+        x: DevPtr,
+        ids: DevPtr,
+        t: usize,
+        u: DevPtr,
+        delta: DevPtr,
+    ) -> Result<DevPtr> {
+        let Some(p) = &self.gate_up else { return Ok(0) };
+        p.shrink(gpu, ExpertsInput::Tokens(x), ids, t, u)?;
+        let launch = Launch::new(((t * TOP_K) as u32, (2 * EXPERT_DIM / 256) as u32, 1), 256, 0);
+        lora_cu::lora_experts_gate_up(gpu, launch, u, ids, p.b.ptr(), p.rank as i32, p.scale, delta)?;
+        Ok(delta)
+    }
+
+    /// out (f32 [t, 2048]) += Σ_slot weights · s · B_e (A_e act) over the routed slots (ids,
+    /// weights [t, 9]), the activations as `act` holds them; u as scratch.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_down(
+        &self,
+        gpu: &Gpu,
+        act: ExpertsInput,
+        ids: DevPtr,
+        weights: DevPtr,
+        t: usize,
+        u: DevPtr,
+        out: DevPtr,
+    ) -> Result<()> {
+        let Some(p) = &self.down else { return Ok(()) };
+        p.shrink(gpu, act, ids, t, u)?;
+        let launch = Launch::new((t as u32, (HIDDEN / 256) as u32, 1), 256, 0);
+        lora_cu::lora_experts_down(gpu, launch, u, ids, weights, p.b.ptr(), p.rank as i32, p.scale, out)
+    }
+}
+
 /// A layer's sites.
 #[derive(Default)]
 pub struct LayerLoraGpu {
@@ -300,6 +439,8 @@ pub struct LayerLoraGpu {
     /// The shared expert's gate_proj and up_proj (one input), and its down_proj.
     pub shared: Option<Site>,
     pub shared_down: Option<Site>,
+    /// The routed experts'.
+    pub experts: Option<ExpertsSite>,
 }
 
 impl LayerLoraGpu {
@@ -341,10 +482,8 @@ pub struct LoraGpu {
 }
 
 impl LoraGpu {
-    /// Uploads `adapter` for forward calls of up to `max_tokens` tokens. Refuses, in one line, an
-    /// adapter of the shared or routed experts (which only the CPU backend runs).
+    /// Uploads `adapter` for forward calls of up to `max_tokens` tokens.
     pub fn upload(gpu: &Gpu, adapter: &LoraAdapter, max_tokens: usize) -> Result<LoraGpu> {
-        LoraSupport::NoRoutedExperts.check(adapter)?;
         let mut layers = Vec::with_capacity(adapter.layers.len());
         for l in &adapter.layers {
             let input = match Site::upload(gpu, l, &GDN_INPUT, Some((&GDN_FIRSTS, FUSED_RANKS)))? {
@@ -362,17 +501,20 @@ impl LoraGpu {
                 router: Site::upload(gpu, l, &ROUTER, None)?,
                 shared: Site::upload(gpu, l, &SHARED, None)?,
                 shared_down: Site::upload(gpu, l, &[Target::SharedDown], None)?,
+                experts: ExpertsSite::upload(gpu, l)?,
             });
         }
         let fused = layers.iter().all(|l| {
             l.router.is_none()
                 && !l.adapts_shared_expert()
+                && l.experts.is_none()
                 && [&l.input, &l.output].iter().all(|s| s.as_ref().is_none_or(|s| s.fused.is_some()))
         });
         let widest = layers
             .iter()
             .flat_map(|l| [&l.input, &l.output, &l.router, &l.shared, &l.shared_down])
             .filter_map(|s| s.as_ref().map(|s| s.rank_sum))
+            .chain(layers.iter().filter_map(|l| l.experts.as_ref().map(ExpertsSite::u_width)))
             .max()
             .unwrap_or(1);
         static NEXT: AtomicU64 = AtomicU64::new(1);

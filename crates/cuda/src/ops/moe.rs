@@ -28,7 +28,7 @@ use crate::kernels::{kernel_file, Launch};
 use crate::kquant::KQuant;
 use crate::ops::gemv_q;
 use crate::ops::linear::{gemv_tokens_accumulate, linear};
-use crate::ops::lora::{self, Out};
+use crate::ops::lora::{self, ExpertsInput, Out};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevPtr, Gpu};
 use crate::weights::{ExpertScales, Matrix, MoeGpu, Packed, RowFormat, Vector};
@@ -55,15 +55,15 @@ kernel_file! {
         fn moe_decode_block_q5k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q6k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q8_0_q8_0(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
-        fn moe_gate_up_gemv_int4(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr, shared_rows: i32);
+        fn moe_gate_up_gemv_int4(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, delta: DevPtr, act: DevPtr, shared_rows: i32);
         fn moe_down_gemv_int4(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr, shared_rows: i32);
-        fn moe_gate_up_gemv_q4k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr, shared_rows: i32);
+        fn moe_gate_up_gemv_q4k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, delta: DevPtr, act: DevPtr, shared_rows: i32);
         fn moe_down_gemv_q4k(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr, shared_rows: i32);
-        fn moe_gate_up_gemv_q5k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr, shared_rows: i32);
+        fn moe_gate_up_gemv_q5k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, delta: DevPtr, act: DevPtr, shared_rows: i32);
         fn moe_down_gemv_q5k(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr, shared_rows: i32);
-        fn moe_gate_up_gemv_q6k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr, shared_rows: i32);
+        fn moe_gate_up_gemv_q6k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, delta: DevPtr, act: DevPtr, shared_rows: i32);
         fn moe_down_gemv_q6k(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr, shared_rows: i32);
-        fn moe_gate_up_gemv_q8_0(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, act: DevPtr, shared_rows: i32);
+        fn moe_gate_up_gemv_q8_0(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, delta: DevPtr, act: DevPtr, shared_rows: i32);
         fn moe_down_gemv_q8_0(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr, shared_rows: i32);
         fn moe_decode_block_fp8(w_o: DevPtr, w_o_scales: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, gate_up_scales: DevPtr, down: DevPtr, down_scales: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
     }
@@ -71,15 +71,15 @@ kernel_file! {
 kernel_file! {
     /// `moe_experts.cu`'s kernels.
     pub mod moe_experts_cu = "moe_experts.cu" {
-        fn moe_gate_up_gemv(x: DevPtr, gate_up: DevPtr, ids: DevPtr, act: DevPtr);
+        fn moe_gate_up_gemv(x: DevPtr, gate_up: DevPtr, ids: DevPtr, delta: DevPtr, act: DevPtr);
         fn moe_down_gemv(act: DevPtr, down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
-        fn moe_gate_up_grouped(x: DevPtr, gate_up: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
-        fn moe_gate_up_grouped_fp8(x: DevPtr, gate_up: DevPtr, scales: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
-        fn moe_gate_up_grouped_int4(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
-        fn moe_gate_up_grouped_q4k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
-        fn moe_gate_up_grouped_q5k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
-        fn moe_gate_up_grouped_q6k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
-        fn moe_gate_up_grouped_q8_0(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped(x: DevPtr, gate_up: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, delta: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped_fp8(x: DevPtr, gate_up: DevPtr, scales: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, delta: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped_int4(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, delta: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped_q4k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, delta: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped_q5k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, delta: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped_q6k(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, delta: DevPtr, act: DevPtr);
+        fn moe_gate_up_grouped_q8_0(x: DevPtr, gate_up: DevPtr, shared: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, delta: DevPtr, act: DevPtr);
         fn moe_down_grouped(act: DevPtr, down: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_fp8(act: DevPtr, down: DevPtr, scales: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
         fn moe_down_grouped_int4(act: DevPtr, down: DevPtr, shared: DevPtr, perm: DevPtr, weights: DevPtr, tiles: DevPtr, total_tiles: DevPtr, out: DevPtr);
@@ -93,7 +93,7 @@ kernel_file! {
 /// Router rows: the experts, then the shared expert's gate.
 const ROUTER_ROWS: usize = EXPERTS + 1;
 /// Routed experts plus the shared one, per token.
-const SLOTS: usize = TOP_K + 1;
+pub(crate) const SLOTS: usize = TOP_K + 1;
 /// Width of the mixers' outputs (GDN 32 × 128, attention 16 × 256): out_proj / o_proj's input.
 const MIXER_OUT: usize = 4096;
 /// Token counts up to this use the GEMV kernels (each token streams its 9 experts' weights).
@@ -200,9 +200,9 @@ impl Layout {
 /// out (f32 `[t, 2048]`, overwritten, not added to the residual) = Σ routed w_e·expert_e(x) +
 /// sigmoid(x·w_sg)·shared(x), for x bf16 `[t, 2048]` (normalised input). Scratch buffers 0 and 1.
 /// FP8 and int4 experts take the grouped GEMMs at every `t` (the expert GEMVs read bf16).
-/// With an adapter (`lora`), its router term goes into the router logits, and an adapted shared
-/// expert runs apart (`lora::shared_expert`); the routed experts' adapters have no GPU form
-/// (`lora::LoraGpu::upload` refuses them).
+/// With an adapter (`lora`), its router term goes into the router logits, an adapted shared
+/// expert runs apart (`lora::shared_expert`), and the routed experts' terms go into the expert
+/// kernels' gate/up sums and the output (`lora::ExpertsSite`; scratch buffer 2).
 pub fn moe_block(
     gpu: &Gpu,
     w: &MoeGpu,
@@ -239,12 +239,24 @@ pub(crate) fn moe_block_path(
     if shared_apart.is_some() {
         lora::take_shared_gate(gpu, l.weights, t, scratch)?;
     }
+    // an adapter of the routed experts: its gate/up term (scratch buffer 2) goes into the expert
+    // kernels' sums, its down term into out after them
+    let experts = lora.and_then(|(g, layer)| layer.experts.as_ref().map(|e| (g.u(), e)));
+    let delta = match experts {
+        Some((u, e)) => e.gate_up_delta(gpu, x, l.ids, t, u, scratch.ptr(2))?,
+        None => 0,
+    };
     gpu.zero(out, t * HIDDEN * 4)?; // both expert paths add into `out`
     if grouped {
         group(gpu, t, &l)?;
-        experts_grouped(gpu, w, x, &l, out)?;
+        experts_grouped(gpu, w, x, &l, delta, out)?;
     } else {
-        experts_gemv(gpu, w, x, t, &l, out)?;
+        experts_gemv(gpu, w, x, t, &l, delta, out)?;
+    }
+    if let Some((u, e)) = experts {
+        let act =
+            if grouped { ExpertsInput::Permuted { act: l.act, perm: l.perm } } else { ExpertsInput::Pairs(l.act) };
+        e.add_down(gpu, act, l.ids, l.weights, t, u, out)?;
     }
     match shared_apart {
         Some((gate_up, down)) => lora::shared_expert(gpu, lora, gate_up, down, x, t, scratch, out),
@@ -480,7 +492,7 @@ pub fn moe_decode_kernels(
         l.weights,
         scratch.ticket(),
     )?;
-    experts_gemv(gpu, w, l.x, t, &l, h)
+    experts_gemv(gpu, w, l.x, t, &l, 0, h)
 }
 
 /// What both forms of `moe_decode` assume of their matrices (h is `[2048]`).
@@ -552,8 +564,9 @@ fn group(gpu: &Gpu, t: usize, l: &Layout) -> Result<()> {
 }
 
 /// out (f32 `[t, 2048]`) += the experts of ids/weights for x (bf16 `[t, 2048]`); bf16 or 4- to
-/// 8-bit (int4, Q4_K, Q5_K, Q6_K, Q8_0) routed experts.
-fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: DevPtr) -> Result<()> {
+/// 8-bit (int4, Q4_K, Q5_K, Q6_K, Q8_0) routed experts. `delta`: a LoRA adapter's term of the
+/// routed gate/up sums (f32 `[t, 8, 1024]`, `lora::ExpertsSite::gate_up_delta`), or 0.
+fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, delta: DevPtr, out: DevPtr) -> Result<()> {
     if let Some(packed) = w.packed {
         let gate_up = match packed.gate_up {
             RowFormat::Int4 => moe_decode_cu::moe_gate_up_gemv_int4,
@@ -580,6 +593,7 @@ fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: Dev
             w.gate_up,
             packed.shared.gate_up,
             l.ids,
+            delta,
             l.act,
             packed.shared.rows as i32,
         )?;
@@ -605,6 +619,7 @@ fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: Dev
         x,
         w.gate_up,
         l.ids,
+        delta,
         l.act,
     )?;
     moe_experts_cu::moe_down_gemv(
@@ -618,7 +633,8 @@ fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, out: Dev
     )
 }
 
-fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) -> Result<()> {
+/// As `experts_gemv`, through the grouped GEMMs (`group` first).
+fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, delta: DevPtr, out: DevPtr) -> Result<()> {
     let gate_up_grid = (l.max_tiles as u32, (EXPERT_DIM / GATE_UP_TILE_COLS) as u32, 1);
     let down_grid = (l.max_tiles as u32, (HIDDEN / DOWN_TILE_COLS) as u32, 1);
     let (tiles, total) = (l.tiles, l.total_tiles);
@@ -626,7 +642,9 @@ fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) ->
     let (gemm_shared_bf16, gemm_shared_fp8) = (gemm_shared(stages, false) as u32, gemm_shared(stages, true) as u32);
     if let Some(s) = w.fp8_scales {
         let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, gemm_shared_fp8);
-        moe_experts_cu::moe_gate_up_grouped_fp8(gpu, gate_up, x, w.gate_up, s.gate_up, l.perm, tiles, total, l.act)?;
+        moe_experts_cu::moe_gate_up_grouped_fp8(
+            gpu, gate_up, x, w.gate_up, s.gate_up, l.perm, tiles, total, delta, l.act,
+        )?;
         let down = Launch::new(down_grid, GEMM_THREADS, gemm_shared_fp8);
         return moe_experts_cu::moe_down_grouped_fp8(
             gpu, down, l.act, w.down, s.down, l.perm, l.weights, tiles, total, out,
@@ -649,12 +667,12 @@ fn experts_grouped(gpu: &Gpu, w: &MoeGpu, x: DevPtr, l: &Layout, out: DevPtr) ->
             RowFormat::K(KQuant::Q8_0) => moe_experts_cu::moe_down_grouped_q8_0,
         };
         let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, gemm_shared_bf16);
-        gate_up_kernel(gpu, gate_up, x, w.gate_up, packed.shared.gate_up, l.perm, tiles, total, l.act)?;
+        gate_up_kernel(gpu, gate_up, x, w.gate_up, packed.shared.gate_up, l.perm, tiles, total, delta, l.act)?;
         let down = Launch::new(down_grid, GEMM_THREADS, gemm_shared_bf16);
         return down_kernel(gpu, down, l.act, w.down, packed.shared.down, l.perm, l.weights, tiles, total, out);
     }
     let gate_up = Launch::new(gate_up_grid, GEMM_THREADS, gemm_shared_bf16);
-    moe_experts_cu::moe_gate_up_grouped(gpu, gate_up, x, w.gate_up, l.perm, tiles, total, l.act)?;
+    moe_experts_cu::moe_gate_up_grouped(gpu, gate_up, x, w.gate_up, l.perm, tiles, total, delta, l.act)?;
     let down = Launch::new(down_grid, GEMM_THREADS, gemm_shared_bf16);
     moe_experts_cu::moe_down_grouped(gpu, down, l.act, w.down, l.perm, l.weights, tiles, total, out)
 }

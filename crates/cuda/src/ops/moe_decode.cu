@@ -673,12 +673,13 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q8_0_q8_0(
 // (slot 8: the shared expert, bf16 shared_gate_up [1024, 2048], or with shared_rows expert
 // SHARED_EXPERT of gate_up, as the fused kernel's head takes it). Grid (512/8, 9, T), 256
 // threads, a warp per intermediate row i: its two rows through its own ring. x bf16 [T, 2048].
+// delta: a LoRA adapter's term of the routed sums, or null (common.cuh: lora_add_gate_up).
 // Dynamic shared memory: 8 warps × 8 KB + x f32 [2048] = 73,728 bytes.
 template <typename F>
 __device__ __forceinline__ void moe_gate_up_gemv_q(const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up,
                                                    const bf16* __restrict__ shared_gate_up,
-                                                   const int* __restrict__ ids, float* __restrict__ act,
-                                                   int shared_rows) {
+                                                   const int* __restrict__ ids, const float* __restrict__ delta,
+                                                   float* __restrict__ act, int shared_rows) {
     constexpr int GU_ROW = F::row_bytes(HIDDEN);
     extern __shared__ __align__(16) unsigned char smem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -710,6 +711,7 @@ __device__ __forceinline__ void moe_gate_up_gemv_q(const bf16* __restrict__ x, c
         g = expert_row_dot(rows, xv);
         u = expert_row_dot(rows + HIDDEN, xv);
     }
+    lora_add_gate_up(delta, t * SLOTS + slot, i, g, u);
     if (lane == 0) act[((size_t)t * SLOTS + slot) * EXPERT_DIM + i] = silu(g) * u;
 }
 
@@ -765,8 +767,8 @@ __device__ __forceinline__ void moe_down_gemv_q(const float* __restrict__ act, c
 
 extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_int4(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, float* __restrict__ act, int shared_rows) {
-    moe_gate_up_gemv_q<Int4Format>(x, gate_up, shared_gate_up, ids, act, shared_rows);
+        const int* __restrict__ ids, const float* __restrict__ delta, float* __restrict__ act, int shared_rows) {
+    moe_gate_up_gemv_q<Int4Format>(x, gate_up, shared_gate_up, ids, delta, act, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_int4(
         const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
@@ -775,8 +777,8 @@ extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_int4(
 }
 extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q4k(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, float* __restrict__ act, int shared_rows) {
-    moe_gate_up_gemv_q<Q4KFormat>(x, gate_up, shared_gate_up, ids, act, shared_rows);
+        const int* __restrict__ ids, const float* __restrict__ delta, float* __restrict__ act, int shared_rows) {
+    moe_gate_up_gemv_q<Q4KFormat>(x, gate_up, shared_gate_up, ids, delta, act, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q4k(
         const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
@@ -785,8 +787,8 @@ extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q4k(
 }
 extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q5k(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, float* __restrict__ act, int shared_rows) {
-    moe_gate_up_gemv_q<Q5KFormat>(x, gate_up, shared_gate_up, ids, act, shared_rows);
+        const int* __restrict__ ids, const float* __restrict__ delta, float* __restrict__ act, int shared_rows) {
+    moe_gate_up_gemv_q<Q5KFormat>(x, gate_up, shared_gate_up, ids, delta, act, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q5k(
         const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
@@ -795,8 +797,8 @@ extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q5k(
 }
 extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q6k(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, float* __restrict__ act, int shared_rows) {
-    moe_gate_up_gemv_q<Q6KFormat>(x, gate_up, shared_gate_up, ids, act, shared_rows);
+        const int* __restrict__ ids, const float* __restrict__ delta, float* __restrict__ act, int shared_rows) {
+    moe_gate_up_gemv_q<Q6KFormat>(x, gate_up, shared_gate_up, ids, delta, act, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q6k(
         const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
@@ -805,8 +807,8 @@ extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q6k(
 }
 extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q8_0(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, float* __restrict__ act, int shared_rows) {
-    moe_gate_up_gemv_q<Q8Format>(x, gate_up, shared_gate_up, ids, act, shared_rows);
+        const int* __restrict__ ids, const float* __restrict__ delta, float* __restrict__ act, int shared_rows) {
+    moe_gate_up_gemv_q<Q8Format>(x, gate_up, shared_gate_up, ids, delta, act, shared_rows);
 }
 extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q8_0(
         const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,

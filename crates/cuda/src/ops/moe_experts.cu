@@ -27,14 +27,15 @@
 // Decode GEMVs: every 16-byte piece of a warp's weight rows is requested (cp.async into shared
 // memory) before the first is used, and consumed group by group as it lands.
 
-// act[t, slot, i] = silu(gate_e[i]·x_t) * (up_e[i]·x_t), e = ids[t, slot]. f32 [T, 9, 512].
+// act[t, slot, i] = silu(gate_e[i]·x_t) * (up_e[i]·x_t), e = ids[t, slot]. f32 [T, 9, 512]. delta: a
+// LoRA adapter's term of the routed gate/up sums, or null (common.cuh: lora_add_gate_up).
 // Grid (512/8, 9, T), 256 threads: one warp per intermediate row i, its gate and up rows (2 × 4 KB)
 // copied to shared memory with cp.async (in registers, ptxas interleaved the loads with the dots
 // and kept only a few in flight); x_t (bf16) staged as f32 meanwhile.
 // Dynamic shared memory: 8 warps × 2 rows × 2048 bf16 + 2048 f32 = 73,728 bytes.
 extern "C" __global__ void __launch_bounds__(256)
     moe_gate_up_gemv(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ ids,
-                     float* __restrict__ act) {
+                     const float* __restrict__ delta, float* __restrict__ act) {
     extern __shared__ __align__(16) unsigned char smem[];
     bf16 (*w_s)[2][HIDDEN] = reinterpret_cast<bf16 (*)[2][HIDDEN]>(smem);
     float* xs = reinterpret_cast<float*>(smem + 8 * 2 * HIDDEN * sizeof(bf16));
@@ -65,6 +66,7 @@ extern "C" __global__ void __launch_bounds__(256)
     }
     g = warp_sum(g);
     u = warp_sum(u);
+    lora_add_gate_up(delta, t * SLOTS + slot, i, g, u);
     if (lane == 0) act[((size_t)t * SLOTS + slot) * EXPERT_DIM + i] = silu(g) * u;
 }
 
@@ -460,7 +462,8 @@ __device__ __forceinline__ void layer_expert_tile(int e, int rows_per_expert, co
 }
 
 // act[row, c] = silu(gate_e[c]·x) * (up_e[c]·x) for the rows of one expert tile, in the permuted
-// row order; bf16 [T*9, 512]. x rows are gathered through perm (row → t*9 + slot).
+// row order; bf16 [T*9, 512]. x rows are gathered through perm (row → t*9 + slot). delta: a LoRA
+// adapter's term of the routed sums, or null (common.cuh: lora_add_gate_up).
 // Grid (max tiles, 512/64), 256 threads: a block's 64 output columns c0 .. c0+64 are B rows
 // [gate c0 .. +32, up c0 .. +32, gate c0+32 .. +32, up c0+32 .. +32], so each warp's 64 B rows
 // are the gate and up rows of the same 32 columns.
@@ -470,7 +473,7 @@ __device__ __forceinline__ void gate_up_grouped(const bf16* __restrict__ x, cons
                                                 const float* __restrict__ scales, const bf16* __restrict__ shared,
                                                 const int* __restrict__ perm,
                                                 const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
-                                                bf16* __restrict__ act) {
+                                                const float* __restrict__ delta, bf16* __restrict__ act) {
     pdl_wait();
     const int tile = blockIdx.x;
     if (tile >= *total_tiles) return;
@@ -499,6 +502,20 @@ __device__ __forceinline__ void gate_up_grouped(const bf16* __restrict__ x, cons
 #pragma unroll
     for (int m = 0; m < 2; m++) {
         const int ra = r0 + rows + m * 16 + g, rb = ra + 8;
+        if (delta != nullptr) {  // a LoRA adapter's term (lora_add_gate_up), rows ra and rb
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                const int r = half ? rb : ra;
+                if (r >= r1) continue;
+                const int pair = perm[r];
+#pragma unroll
+                for (int n = 0; n < 4; n++) {
+                    const int col = c0 + (warp >> 2) * 32 + n * 8 + 2 * tq;
+                    lora_add_gate_up(delta, pair, col, acc[m][n][2 * half], acc[m][n + 4][2 * half]);
+                    lora_add_gate_up(delta, pair, col + 1, acc[m][n][2 * half + 1], acc[m][n + 4][2 * half + 1]);
+                }
+            }
+        }
 #pragma unroll
         for (int n = 0; n < 4; n++) {
             const int col = c0 + (warp >> 2) * 32 + n * 8 + 2 * tq;
@@ -514,16 +531,17 @@ __device__ __forceinline__ void gate_up_grouped(const bf16* __restrict__ x, cons
 
 extern "C" __global__ void __launch_bounds__(256, 2)
     moe_gate_up_grouped(const bf16* __restrict__ x, const bf16* __restrict__ gate_up, const int* __restrict__ perm,
-                        const int4* __restrict__ tiles, const int* __restrict__ total_tiles, bf16* __restrict__ act) {
-    gate_up_grouped<FMT_BF16>(x, gate_up, nullptr, nullptr, perm, tiles, total_tiles, act);
+                        const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
+                        const float* __restrict__ delta, bf16* __restrict__ act) {
+    gate_up_grouped<FMT_BF16>(x, gate_up, nullptr, nullptr, perm, tiles, total_tiles, delta, act);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2)
     moe_gate_up_grouped_fp8(const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up,
                             const float* __restrict__ scales, const int* __restrict__ perm,
                             const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
-                            bf16* __restrict__ act) {
-    gate_up_grouped<FMT_FP8>(x, gate_up, scales, nullptr, perm, tiles, total_tiles, act);
+                            const float* __restrict__ delta, bf16* __restrict__ act) {
+    gate_up_grouped<FMT_FP8>(x, gate_up, scales, nullptr, perm, tiles, total_tiles, delta, act);
 }
 
 // 4- to 8-bit routed experts (int4, Q4_K, Q5_K, Q6_K, Q8_0): gate_up [256 × 1024] rows of the format; the shared
@@ -532,32 +550,32 @@ extern "C" __global__ void __launch_bounds__(256, 2)
 extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_int4(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
         const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
-        bf16* __restrict__ act) {
-    gate_up_grouped<FMT_INT4>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
+        const float* __restrict__ delta, bf16* __restrict__ act) {
+    gate_up_grouped<FMT_INT4>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, delta, act);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_q4k(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
         const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
-        bf16* __restrict__ act) {
-    gate_up_grouped<FMT_Q4K>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
+        const float* __restrict__ delta, bf16* __restrict__ act) {
+    gate_up_grouped<FMT_Q4K>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, delta, act);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_q5k(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
         const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
-        bf16* __restrict__ act) {
-    gate_up_grouped<FMT_Q5K>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
+        const float* __restrict__ delta, bf16* __restrict__ act) {
+    gate_up_grouped<FMT_Q5K>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, delta, act);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_q6k(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
         const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
-        bf16* __restrict__ act) {
-    gate_up_grouped<FMT_Q6K>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
+        const float* __restrict__ delta, bf16* __restrict__ act) {
+    gate_up_grouped<FMT_Q6K>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, delta, act);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) moe_gate_up_grouped_q8_0(
         const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared,
         const int* __restrict__ perm, const int4* __restrict__ tiles, const int* __restrict__ total_tiles,
-        bf16* __restrict__ act) {
-    gate_up_grouped<FMT_Q8_0>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, act);
+        const float* __restrict__ delta, bf16* __restrict__ act) {
+    gate_up_grouped<FMT_Q8_0>(x, gate_up, nullptr, shared, perm, tiles, total_tiles, delta, act);
 }
 
 // out[t, c] += weights[t, slot] * (down_e[c] · act[row]) for the rows of one expert tile (row →

@@ -661,3 +661,68 @@ fn layout_fits_scratch_words() {
 // The grouped GEMMs' shared memory fits an H200 block (227 KiB with the opt-in).
 const _: () = assert!(gemm_shared(3, false) <= 113 * 1024 && gemm_shared(3, true) <= 113 * 1024);
 const _: () = assert!(gemm_shared(2, false) <= 99 * 1024 && gemm_shared(2, true) <= 99 * 1024);
+
+/// A rank-`rank` adapter of one layer's routed experts (every expert's gate_up_proj and
+/// down_proj), and with `shared` the shared expert's down_proj too; B `b` · U(±√(3/rank)), scale 2.
+fn experts_adapter(rank: usize, b: f32, shared: bool) -> solo_model::lora::LoraAdapter {
+    use solo_model::lora::{ExpertLora, LayerLora, LoraAdapter, LoraPair, Target};
+    let pair = |seed: u64, rows: usize, cols: usize| LoraPair {
+        a: Tensor::from_f32_as_bf16(vec![rank, cols], &random(seed, rank * cols, (3.0 / cols as f32).sqrt())),
+        b: Tensor::from_f32_as_bf16(vec![rows, rank], &random(seed + 1, rows * rank, b * (3.0 / rank as f32).sqrt())),
+        scale: 2.0,
+    };
+    let experts = (0..EXPERTS as u64)
+        .map(|e| ExpertLora {
+            gate_up: Some(pair(5000 + 4 * e, 2 * EXPERT_DIM, HIDDEN)),
+            down: Some(pair(5002 + 4 * e, HIDDEN, EXPERT_DIM)),
+        })
+        .collect();
+    let linears =
+        if shared { [(Target::SharedDown, pair(4000, HIDDEN, EXPERT_DIM))].into() } else { Default::default() };
+    LoraAdapter {
+        id: 77,
+        dir: "experts adapter".into(),
+        rank,
+        layers: vec![LayerLora { linears, experts }],
+        matrices: 2 + shared as usize,
+        bytes: 0,
+    }
+}
+
+/// The routed experts' adapter (`lora::ExpertsSite`) in moe_block on every path and expert
+/// format the forward takes (bf16 GEMVs and grouped GEMMs, int4 both ways, FP8 grouped), with
+/// the shared expert's adapter beside it on bf16: the CPU reference with the same adapter, which
+/// moves the output well past the tolerance.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_block_with_an_experts_adapter_matches_cpu() {
+    let gpu = gpu();
+    let mut cases: Vec<(&Fixture, &str, bool)> = vec![(fixture(), "bf16", true), (fixture_int4(), "int4", false)];
+    if fp8_runs_here() {
+        cases.push((fixture_fp8(), "fp8", false));
+    }
+    for (f, name, shared) in cases {
+        let adapter = experts_adapter(16, 0.1, shared);
+        for (t, seed, grouped) in [(4usize, 61u64, false), (4, 62, true), (300, 63, true), (37, 64, false)] {
+            if f.gpu.fp8_scales.is_some() && !grouped {
+                continue; // (FP8 experts take the grouped GEMMs at every size)
+            }
+            let lora = lora::LoraGpu::upload(gpu, &adapter, t).unwrap();
+            let x = input(seed, t);
+            let xb = gpu.upload(&bf16_bytes(&x)).unwrap();
+            let out = gpu.alloc(t * HIDDEN * 4).unwrap();
+            let scratch = Scratch::new(gpu, t).unwrap();
+            poison_scratch(&scratch);
+            let with = Some((&lora, &lora.layers[0]));
+            moe_block_path(gpu, &f.gpu, xb.ptr(), t, &scratch, with, out.ptr(), grouped).unwrap();
+            let got = gpu.download_f32(out.ptr(), t * HIDDEN).unwrap();
+            let want = moe_forward(&f.cfg, &f.cpu, Some(&adapter.layers[0]), &x);
+            let base = moe_forward(&f.cfg, &f.cpu, None, &x);
+            let moved = rel_err(&base, &want);
+            assert!(moved > 0.05, "{name}: the adapter hardly moves the output ({moved:.2e})");
+            let form = if grouped { "grouped" } else { "GEMVs" };
+            let tol = if grouped || f.gpu.packed.is_some() { 1e-2 } else { 1e-3 };
+            check_against_cpu(f, &format!("moe_block {name} + experts adapter t={t} ({form})"), &got, &want, &x, tol);
+        }
+    }
+}
