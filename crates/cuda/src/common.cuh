@@ -826,3 +826,16 @@ __device__ __forceinline__ void lora_add_gate_up(const float* __restrict__ delta
     g += __ldcg(d + i);
     u += __ldcg(d + EXPERT_DIM + i);
 }
+
+// A routed experts' adapter as the one-token MoE kernel takes it (moe_decode_block_lora; lora.rs:
+// `ExpertsSite::device`): per tensor A bf16 [256·rank, in] (expert e's rows e·rank ..) and B bf16
+// [256, out, rank], rank ≤ 32; rank 0: that tensor not adapted.
+struct LoraExperts {
+    const bf16* a_gu;
+    const bf16* b_gu;
+    const bf16* a_down;
+    const bf16* b_down;
+    int rank_gu, rank_down;
+    float scale_gu, scale_down;
+};
+static_assert(sizeof(LoraExperts) == 48, "ExpertsSite::device in lora.rs");

@@ -53,6 +53,8 @@ pub mod widths {
 pub struct Source {
     pub file: &'static str,
     pub text: &'static str,
+    /// A header it shares with another kernel file (device functions only), compiled before it.
+    pub header: Option<(&'static str, &'static str)>,
     pub kernels: &'static [Signature],
 }
 
@@ -65,10 +67,11 @@ pub struct Signature {
 const COMMON: &str = include_str!("common.cuh");
 
 impl Source {
-    /// The text NVRTC compiles: the widths, the common header, then the file.
+    /// The text NVRTC compiles: the widths, the common header, its own header, then the file.
     pub fn full_text(&self) -> String {
         let widths: String = widths::ALL.iter().map(|(name, v)| format!("#define {name} {v}\n")).collect();
-        format!("{widths}#line 1 \"common.cuh\"\n{COMMON}\n#line 1 \"{}\"\n{}", self.file, self.text)
+        let header = self.header.map_or(String::new(), |(name, text)| format!("#line 1 \"{name}\"\n{text}\n"));
+        format!("{widths}#line 1 \"common.cuh\"\n{COMMON}\n{header}#line 1 \"{}\"\n{}", self.file, self.text)
     }
 
     /// FNV-1a of the full text: the compile-cache key.
@@ -144,6 +147,12 @@ pub type Seed = u64;
 /// `i32` (`int`), `i64` (`long long`), `Seed` (`unsigned long long`), `f32` (`float`).
 macro_rules! kernel_file {
     ($(#[$doc:meta])* pub mod $module:ident = $file:literal { $(fn $name:ident($($arg:ident: $ty:ty),* $(,)?);)* }) => {
+        $crate::kernels::kernel_file! { $(#[$doc])* pub mod $module = $file, header [None] { $(fn $name($($arg: $ty),*);)* } }
+    };
+    ($(#[$doc:meta])* pub mod $module:ident = $file:literal with $header:literal { $(fn $name:ident($($arg:ident: $ty:ty),* $(,)?);)* }) => {
+        $crate::kernels::kernel_file! { $(#[$doc])* pub mod $module = $file, header [Some(($header, include_str!($header)))] { $(fn $name($($arg: $ty),*);)* } }
+    };
+    ($(#[$doc:meta])* pub mod $module:ident = $file:literal, header [$header:expr] { $(fn $name:ident($($arg:ident: $ty:ty),* $(,)?);)* }) => {
         $(#[$doc])*
         pub mod $module {
             #[allow(unused_imports)]
@@ -152,6 +161,7 @@ macro_rules! kernel_file {
             pub const SOURCE: $crate::kernels::Source = $crate::kernels::Source {
                 file: $file,
                 text: include_str!($file),
+                header: $header,
                 kernels: &[$($crate::kernels::Signature {
                     name: stringify!($name),
                     params: &[$((stringify!($arg), stringify!($ty))),*],
@@ -189,6 +199,7 @@ pub const SOURCES: &[Source] = &[
     crate::ops::moe::moe_router_cu::SOURCE,
     crate::ops::moe::moe_experts_cu::SOURCE,
     crate::ops::moe::moe_decode_cu::SOURCE,
+    crate::ops::moe::moe_gemv_q_cu::SOURCE,
     crate::ops::vision::vision_cu::SOURCE,
     crate::synthetic::synthetic_cu::SOURCE,
     crate::profile::profile_cu::SOURCE,
@@ -323,6 +334,9 @@ mod tests {
             assert!(!COMMON.contains(&format!("#define {name} ")), "common.cuh defines {name}; it belongs in widths");
             for source in SOURCES {
                 assert!(!source.text.contains(&format!("#define {name} ")), "{} defines {name}", source.file);
+                if let Some((header, text)) = source.header {
+                    assert!(!text.contains(&format!("#define {name} ")), "{header} defines {name}");
+                }
             }
         }
     }

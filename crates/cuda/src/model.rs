@@ -281,7 +281,8 @@ impl CudaModel {
         embed(gpu, &w.embed_tokens, io.ids.ptr(), 1, h)?;
         for (i, (layer, layer_state)) in w.layers.iter().zip(&state.layers).enumerate() {
             // a LoRA adapter's sites in their fused forms (`ops::lora`; 0: none)
-            let (lora_in, lora_out) = state.lora.as_ref().map_or((0, 0), |l| l.layers[i].fused_arrays());
+            let (lora_in, lora_out, lora_experts) =
+                state.lora.as_ref().map_or((0, 0, 0), |l| l.layers[i].fused_arrays());
             let mixer_out = match (&layer.mixer, layer_state) {
                 (MixerGpu::GatedDeltaNet(m), LayerStateGpu::GatedDeltaNet(s)) => MixerOut {
                     w: &m.out_proj,
@@ -307,7 +308,8 @@ impl CudaModel {
                 _ => bail!("layer {i}: state and weights disagree on the layer kind"),
             };
             // out_proj / o_proj (and their residual add) run as the MoE kernel's first phase
-            moe_decode(gpu, mixer_out, &layer.moe, h, &layer.post_attention_norm, eps, &self.scratch)?;
+            let norm = &layer.post_attention_norm;
+            moe_decode(gpu, mixer_out, &layer.moe, h, norm, eps, &self.scratch, lora_experts)?;
         }
         Ok(())
     }

@@ -240,7 +240,7 @@ impl CudaModel {
         self.check_room(state, t)?;
         let (_, io) = self.head()?;
         let (seen, has_pending) = state.mtp.as_ref().map_or((0, false), |s| (s.seen, s.has_pending));
-        let multi_token = self.can_decode_tokens(t) && state.lora.as_ref().is_none_or(|l| self.fuses(l));
+        let multi_token = self.can_decode_tokens(t) && state.lora.as_ref().is_none_or(|l| self.fuses_tokens(l));
         let mark = VerifyMark { start: state.position, tokens: tokens.to_vec(), seen, has_pending, multi_token };
         if multi_token {
             let logits = self.decode_tokens(state, tokens)?;

@@ -257,7 +257,7 @@ impl CudaModel {
     }
 
     /// The step's tokens' LoRA sites into `s.lora_sites` (token j's adapter `adapters[j]`), and
-    /// whether there are any. Only adapters the decode kernels take (`fuses`) come here.
+    /// whether there are any. Only adapters their kernels take (`fuses_tokens`) come here.
     fn write_lora_sites(&self, s: &TokenStates, adapters: &[Option<&crate::ops::lora::LoraGpu>]) -> Result<()> {
         let any = adapters.iter().any(Option::is_some);
         s.lora_on.set(any);
@@ -268,7 +268,7 @@ impl CudaModel {
         let mut sites = vec![0u64; layers * 2 * MAX_TOKENS];
         for (j, l) in adapters.iter().enumerate() {
             let Some(l) = l else { continue };
-            ensure!(self.fuses(l), "the multi-token steps take the adapters the decode kernels take");
+            ensure!(self.fuses_tokens(l), "the multi-token steps take the adapters their kernels take");
             for (i, layer) in l.layers.iter().enumerate() {
                 (sites[2 * i * MAX_TOKENS + j], sites[(2 * i + 1) * MAX_TOKENS + j]) = layer.fused_sites();
             }

@@ -477,7 +477,10 @@ pub enum AdapterTargets {
     /// Those, the router, the shared expert and its gate: every linear layer but the routed
     /// experts (PEFT's `all-linear` on this model).
     AllLinear,
-    /// Those and the routed experts' fused tensors (gate_up_proj and down_proj).
+    /// The mixers' projections and the routed experts' fused tensors (gate_up_proj and
+    /// down_proj): what the one-token decode step's kernels take with the experts.
+    MixersAndExperts,
+    /// Every linear layer and the routed experts.
     All,
 }
 
@@ -510,7 +513,7 @@ pub fn random_adapter(
                 }
                 MixerGpu::FullAttention(_) => vec![Target::QProj, Target::KProj, Target::VProj, Target::OProj],
             };
-            if targets != AdapterTargets::Mixers {
+            if matches!(targets, AdapterTargets::AllLinear | AdapterTargets::All) {
                 linears.extend([
                     Target::Router,
                     Target::SharedExpertGate,
@@ -529,7 +532,7 @@ pub fn random_adapter(
                 })
                 .collect();
             let experts = match targets {
-                AdapterTargets::All => (0..EXPERTS as u64)
+                AdapterTargets::All | AdapterTargets::MixersAndExperts => (0..EXPERTS as u64)
                     .map(|e| ExpertLora {
                         gate_up: Some(pair(base + 100 + 4 * e, 2 * EXPERT_DIM, HIDDEN)),
                         down: Some(pair(base + 102 + 4 * e, HIDDEN, EXPERT_DIM)),

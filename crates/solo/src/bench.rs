@@ -161,6 +161,10 @@ pub enum LoraTargets {
     /// model): those, the router, the shared expert and its gate.
     #[value(name = "all-linear")]
     AllLinear,
+    /// The attention and GDN projections and the routed experts (the decode step's kernels take
+    /// both).
+    #[value(name = "attn-experts")]
+    AttnExperts,
     /// Every linear layer, the routed experts too.
     All,
 }
@@ -747,6 +751,7 @@ fn bench_adapter(model: &solo_cuda::model::CudaModel, args: &BenchArgs, seed: u6
     let targets = match args.lora_targets {
         LoraTargets::Attn => AdapterTargets::Mixers,
         LoraTargets::AllLinear => AdapterTargets::AllLinear,
+        LoraTargets::AttnExperts => AdapterTargets::MixersAndExperts,
         LoraTargets::All => AdapterTargets::All,
     };
     Ok(Some(Arc::new(solo_cuda::synthetic::random_adapter(model, args.lora_rank, seed, 0.05, targets))))

@@ -34,10 +34,21 @@ impl CudaModel {
         Ok(lora)
     }
 
-    /// Whether the decode steps' own kernels take `lora` (`ops::lora`; else its sequences take
-    /// the layer-by-layer forward and decode alone): its sites all have fused forms, and the
-    /// layers' mixers and experts are bf16.
+    /// Whether the one-token decode step's own kernels take `lora` (`ops::lora`; else its
+    /// sequences take the layer-by-layer forward): its sites all have fused forms, the layers'
+    /// mixers and experts are bf16, and a routed experts' adapter has the fused MoE kernel.
     pub(crate) fn fuses(&self, lora: &LoraGpu) -> bool {
+        let experts = lora.layers.iter().any(|l| l.experts.is_some());
+        self.fuses_weights(lora) && (!experts || crate::ops::moe::fused_decode_fits(&self.gpu))
+    }
+
+    /// Whether the several-token steps' kernels (the batched step, speculative verification)
+    /// take `lora` (else its sequences decode alone): as `fuses`, with no routed experts' adapter.
+    pub(crate) fn fuses_tokens(&self, lora: &LoraGpu) -> bool {
+        lora.several_tokens && self.fuses_weights(lora)
+    }
+
+    fn fuses_weights(&self, lora: &LoraGpu) -> bool {
         let bf16_layers = self.weights.layers.iter().all(|l| {
             let mixer = match &l.mixer {
                 MixerGpu::GatedDeltaNet(m) => m.in_proj.is_bf16() && m.out_proj.is_bf16(),
@@ -48,10 +59,10 @@ impl CudaModel {
         lora.fused && bf16_layers
     }
 
-    /// Whether the batched step takes these sequences' adapters: each has none, or one the decode
-    /// kernels take (`fuses`).
+    /// Whether the batched step takes these sequences' adapters: each has none, or one the
+    /// several-token kernels take (`fuses_tokens`).
     pub(crate) fn batches(&self, states: &[&mut super::CudaState]) -> bool {
-        states.iter().all(|s| s.lora.as_ref().is_none_or(|l| self.fuses(l)))
+        states.iter().all(|s| s.lora.as_ref().is_none_or(|l| self.fuses_tokens(l)))
     }
 
     /// Lets go of the copies of adapters the caller has dropped (`Backend::set_adapter`).
@@ -170,9 +181,10 @@ mod tests {
     }
 
     /// Sequences with a rank-16 adapter of the mixers' projections, in the fused decode step
-    /// (`Mixers`) and, with the router and the shared expert adapted too (`AllLinear`), and the
-    /// routed experts besides (`All`), the layer-by-layer forward (the shared expert apart, the
-    /// routed experts' terms in their kernels): each gives the logits of the base model whose
+    /// (`Mixers`; with the routed experts too, `MixersAndExperts`: `moe_decode_block_lora`) and,
+    /// with the router and the shared expert adapted too (`AllLinear`), and the routed experts
+    /// besides (`All`), the layer-by-layer forward (the shared expert apart, the routed experts'
+    /// terms in their kernels): each gives the logits of the base model whose
     /// matrices hold the merged W + s·B·A (up to bf16's rounding of the merge), through prefill
     /// and decode; the decode step agrees with the forward; an adapter whose B is zero gives the
     /// base model's bits (the fused form; the forward's shared expert apart comes within 2e-3); a
@@ -184,11 +196,14 @@ mod tests {
         let model = random_model(4, 256, Precision::Bf16).unwrap();
         let base = run(&model, None);
         same_bits("base: decode steps vs one-token prefills", &base.steps, &base.forward);
-        for targets in [AdapterTargets::Mixers, AdapterTargets::AllLinear, AdapterTargets::All] {
+        use AdapterTargets::*;
+        for targets in [Mixers, MixersAndExperts, AllLinear, All] {
             let what = format!("{targets:?}");
-            let forward = targets != AdapterTargets::Mixers;
+            let forward = matches!(targets, AllLinear | All);
             let zero = Arc::new(random_adapter(&model, 16, 1, 0.0, targets));
-            assert_eq!(model.upload_adapter(&zero).map(|l| model.fuses(&l)).unwrap(), !forward, "{what}");
+            // (the routed experts' fused form wants the fused MoE kernel: not under SOLO_SM_LIMIT)
+            let fused = !forward && (targets != MixersAndExperts || crate::ops::moe::fused_decode_fits(&model.gpu));
+            assert_eq!(model.upload_adapter(&zero).map(|l| model.fuses(&l)).unwrap(), fused, "{what}");
             let z = run(&model, Some(zero));
             if forward {
                 // the shared expert runs apart (its own products and sums): close, not the same bits
@@ -219,8 +234,8 @@ mod tests {
         }
         // a batch of sequences with two adapters and none: each row its own decode step's bits
         let (one, two) = (
-            Arc::new(random_adapter(&model, 16, 3, 0.05, AdapterTargets::Mixers)),
-            Arc::new(random_adapter(&model, 8, 4, 0.05, AdapterTargets::Mixers)),
+            Arc::new(random_adapter(&model, 16, 3, 0.05, Mixers)),
+            Arc::new(random_adapter(&model, 8, 4, 0.05, Mixers)),
         );
         let prompt: Vec<u32> = (0..PROMPT as u32).map(|i| i * 7919 % 200_000).collect();
         let picks = [Some(one.clone()), None, Some(two), Some(one)];
@@ -237,8 +252,23 @@ mod tests {
                 assert_eq!(bits(row), bits(&model.decode(s, t).unwrap()), "batch row {i} (token {t})");
             }
         }
+        // an adapter of the routed experts (the one-token kernel only) beside none: each decodes
+        // alone, with its own bits
+        let experts = Arc::new(random_adapter(&model, 16, 6, 0.05, MixersAndExperts));
+        let picks = [Some(experts), None];
+        let mut batched: Vec<_> = picks.iter().map(|_| model.try_new_state().unwrap()).collect();
+        for (s, lora) in batched.iter_mut().zip(&picks) {
+            model.set_adapter(s, lora.clone()).unwrap();
+            model.prefill(s, &prompt, Logits::Last).unwrap();
+        }
+        let mut alone: Vec<_> = batched.iter().map(|s| model.copy_state(s).unwrap()).collect();
+        let mut refs: Vec<&mut CudaState> = batched.iter_mut().collect();
+        let rows = model.decode_batch(&mut refs, &[TOKENS[0]; 2]).unwrap();
+        for (i, (s, row)) in alone.iter_mut().zip(rows.chunks(model.config.vocab_size)).enumerate() {
+            assert_eq!(bits(row), bits(&model.decode(s, TOKENS[0]).unwrap()), "experts batch row {i}");
+        }
         // speculative verification with the adapter (the multi-token step): the decode steps' bits
-        let lora = Arc::new(random_adapter(&model, 16, 5, 0.05, AdapterTargets::Mixers));
+        let lora = Arc::new(random_adapter(&model, 16, 5, 0.05, Mixers));
         let mut start = model.try_new_state().unwrap();
         model.set_adapter(&mut start, Some(lora)).unwrap();
         model.prefill(&mut start, &prompt, Logits::Last).unwrap();

@@ -34,11 +34,14 @@
 //!   kernels see its routing weight 0, and its products, activation and gated sum run as launches
 //!   of their own, each product with its term.
 //!
-//! - An adapter of the routed experts (PEFT's `target_parameters` on `mlp.experts`) runs in the
-//!   forward too (`ExpertsSite`): per tensor every expert's A and B stacked; after the routing, u =
-//!   A_e x for each token's 8 routed experts, and the gate/up term s · B_e u goes into the expert
-//!   kernels' sums before the activation (their `delta`), the down term Σ_slot w · s · B_e (A_e
-//!   act) into the output after them; any expert format beneath.
+//! - An adapter of the routed experts (PEFT's `target_parameters` on `mlp.experts`,
+//!   `ExpertsSite`): per tensor every expert's A and B stacked; after the routing, u = A_e x for
+//!   each token's 8 routed experts, and the gate/up term s · B_e u goes into the expert sums
+//!   before the activation, the down term Σ_slot w · s · B_e (A_e act) into the output. In the
+//!   one-token decode step (bf16, rank ≤ 32) inside the MoE kernel (`moe_decode_block_lora`, two
+//!   more grid barriers); in the forward as four launches (the gate/up term is every expert
+//!   kernel's `delta`), on any expert format. The several-token steps take none: its sequences
+//!   decode alone (`LoraGpu::several_tokens`).
 
 use crate::kernels::{kernel_file, Launch};
 // where each input site's outputs start in the fused step's stacked projection
@@ -76,6 +79,9 @@ const EXPAND_TOKENS: usize = 8;
 /// reduction buffer).
 pub const FUSED_RANKS: usize = 64;
 const FUSED_OUTPUT_RANKS: usize = 32;
+/// f32 of scratch `moe_decode_block_lora` takes (its `lx`: the routed pairs' gate and up sums,
+/// then u_gu and u_down, 8 × 32 each).
+pub const FUSED_EXPERTS_SCRATCH: usize = 2 * TOP_K * EXPERT_DIM + 2 * TOP_K * FUSED_OUTPUT_RANKS;
 /// Parts a `LoraSite` holds (`LORA_PARTS`).
 const FUSED_PARTS: usize = 4;
 
@@ -374,13 +380,46 @@ pub enum ExpertsInput {
 pub struct ExpertsSite {
     gate_up: Option<ExpertsPart>,
     down: Option<ExpertsPart>,
+    /// Its `LoraExperts` (common.cuh) for the one-token MoE kernel (`moe_decode_block_lora`),
+    /// when both ranks are within `FUSED_OUTPUT_RANKS`.
+    fused: Option<DevBuf>,
 }
 
 impl ExpertsSite {
     fn upload(gpu: &Gpu, lora: &LayerLora) -> Result<Option<Self>> {
         let gate_up = ExpertsPart::upload(gpu, &lora.experts, |e| &e.gate_up)?;
         let down = ExpertsPart::upload(gpu, &lora.experts, |e| &e.down)?;
-        Ok((gate_up.is_some() || down.is_some()).then_some(ExpertsSite { gate_up, down }))
+        if gate_up.is_none() && down.is_none() {
+            return Ok(None);
+        }
+        let mut site = ExpertsSite { gate_up, down, fused: None };
+        if site.u_width() <= TOP_K * FUSED_OUTPUT_RANKS {
+            site.fused = Some(gpu.upload(&site.device())?);
+        }
+        Ok(Some(site))
+    }
+
+    /// The bytes of its `LoraExperts`: A and B of gate_up, of down (0 where not adapted), the
+    /// two ranks, the two scales.
+    fn device(&self) -> Vec<u8> {
+        let (gu, d) = (self.gate_up.as_ref(), self.down.as_ref());
+        let ptrs = |p: Option<&ExpertsPart>| p.map_or([0, 0], |p| [p.a.ptr(), p.b.ptr()]);
+        let mut out = Vec::with_capacity(48);
+        for ptr in ptrs(gu).into_iter().chain(ptrs(d)) {
+            out.extend(ptr.to_le_bytes());
+        }
+        for p in [gu, d] {
+            out.extend((p.map_or(0, |p| p.rank) as i32).to_le_bytes());
+        }
+        for p in [gu, d] {
+            out.extend(p.map_or(0.0, |p| p.scale).to_le_bytes());
+        }
+        out
+    }
+
+    /// Its `LoraExperts` for `moe_decode` (0 when it has no fused form).
+    pub fn fused(&self) -> DevPtr {
+        self.fused.as_ref().map_or(0, DevBuf::ptr)
     }
 
     /// The most of u it takes a token.
@@ -449,11 +488,11 @@ impl LayerLoraGpu {
         self.shared.is_some() || self.shared_down.is_some()
     }
 
-    /// Its input and output sites as the one-token decode kernels take them (`Site::fused`; 0
-    /// where it has none).
-    pub fn fused_arrays(&self) -> (DevPtr, DevPtr) {
+    /// Its input and output sites and its routed experts' adapter as the one-token decode
+    /// kernels take them (`Site::fused`, `ExpertsSite::fused`; 0 where it has none).
+    pub fn fused_arrays(&self) -> (DevPtr, DevPtr, DevPtr) {
         let of = |s: &Option<Site>| s.as_ref().map_or(0, Site::fused);
-        (of(&self.input), of(&self.output))
+        (of(&self.input), of(&self.output), self.experts.as_ref().map_or(0, ExpertsSite::fused))
     }
 
     /// Its input and output `LoraSite`s, for the several-token steps' arrays (`Site::fused_site`).
@@ -474,9 +513,12 @@ pub struct LoraGpu {
     /// Unique per upload: the decode graphs captured with it are keyed on it.
     pub id: u64,
     pub layers: Vec<LayerLoraGpu>,
-    /// Whether the fused decode kernels take every site of it (see the module comment; the
-    /// model checks the rest: `CudaModel::fuses`).
+    /// Whether the one-token decode step's kernels take every site of it (see the module
+    /// comment; the model checks the rest: `CudaModel::fuses`).
     pub fused: bool,
+    /// Whether the several-token steps' kernels (the batched step, speculative verification) do
+    /// too: `fused` and no routed experts' adapter (their MoE form takes none).
+    pub several_tokens: bool,
     /// f32 [max_tokens, the largest site's Σr]: u.
     u: DevBuf,
 }
@@ -507,9 +549,10 @@ impl LoraGpu {
         let fused = layers.iter().all(|l| {
             l.router.is_none()
                 && !l.adapts_shared_expert()
-                && l.experts.is_none()
+                && l.experts.as_ref().is_none_or(|e| e.fused.is_some())
                 && [&l.input, &l.output].iter().all(|s| s.as_ref().is_none_or(|s| s.fused.is_some()))
         });
+        let several_tokens = fused && layers.iter().all(|l| l.experts.is_none());
         let widest = layers
             .iter()
             .flat_map(|l| [&l.input, &l.output, &l.router, &l.shared, &l.shared_down])
@@ -518,7 +561,8 @@ impl LoraGpu {
             .max()
             .unwrap_or(1);
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        Ok(LoraGpu { id: NEXT.fetch_add(1, Ordering::Relaxed), layers, fused, u: gpu.alloc(max_tokens * widest * 4)? })
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        Ok(LoraGpu { id, layers, fused, several_tokens, u: gpu.alloc(max_tokens * widest * 4)? })
     }
 
     /// The scratch for u.

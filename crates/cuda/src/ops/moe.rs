@@ -44,9 +44,10 @@ kernel_file! {
     }
 }
 kernel_file! {
-    /// `moe_decode.cu`'s kernels.
-    pub mod moe_decode_cu = "moe_decode.cu" {
+    /// `moe_decode.cu`'s kernels (helpers in `moe_decode.cuh`).
+    pub mod moe_decode_cu = "moe_decode.cu" with "moe_decode.cuh" {
         fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr);
+        fn moe_decode_block_lora(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ex: DevPtr, lx: DevPtr);
         fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q4k_q4k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q4k_q5k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
@@ -55,6 +56,12 @@ kernel_file! {
         fn moe_decode_block_q5k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q6k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q8_0_q8_0(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
+        fn moe_decode_block_fp8(w_o: DevPtr, w_o_scales: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, gate_up_scales: DevPtr, down: DevPtr, down_scales: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
+    }
+}
+kernel_file! {
+    /// `moe_gemv_q.cu`'s kernels (helpers in `moe_decode.cuh`).
+    pub mod moe_gemv_q_cu = "moe_gemv_q.cu" with "moe_decode.cuh" {
         fn moe_gate_up_gemv_int4(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, delta: DevPtr, act: DevPtr, shared_rows: i32);
         fn moe_down_gemv_int4(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr, shared_rows: i32);
         fn moe_gate_up_gemv_q4k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, delta: DevPtr, act: DevPtr, shared_rows: i32);
@@ -65,7 +72,6 @@ kernel_file! {
         fn moe_down_gemv_q6k(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr, shared_rows: i32);
         fn moe_gate_up_gemv_q8_0(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, delta: DevPtr, act: DevPtr, shared_rows: i32);
         fn moe_down_gemv_q8_0(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr, shared_rows: i32);
-        fn moe_decode_block_fp8(w_o: DevPtr, w_o_scales: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, gate_up_scales: DevPtr, down: DevPtr, down_scales: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
     }
 }
 kernel_file! {
@@ -286,7 +292,10 @@ impl<'a> MixerOut<'a> {
 /// (`moe_decode_block`) launched with PDL, so that its weight requests overlap the kernel before.
 /// Fixed launch shapes, no host sync (graph-capturable). Scratch buffers 0 and 1, and the
 /// scratch's grid barrier. On GPUs with fewer than 129 SMs it runs the four-kernel form
-/// (`moe_decode_kernels`; the same bits).
+/// (`moe_decode_kernels`; the same bits). `experts`: a routed experts' adapter in its fused form
+/// (`lora::ExpertsSite::fused`, bf16 weights and the fused kernel only: `moe_decode_block_lora`,
+/// scratch buffer 4), or 0.
+#[allow(clippy::too_many_arguments)]
 pub fn moe_decode(
     gpu: &Gpu,
     mixer: MixerOut,
@@ -295,10 +304,15 @@ pub fn moe_decode(
     norm: &Vector,
     eps: f32,
     scratch: &Scratch,
+    experts: DevPtr,
 ) -> Result<()> {
     ensure!(
-        mixer.lora == 0 || (w.fp8_scales.is_none() && w.packed.is_none() && mixer.w.is_bf16()),
+        (mixer.lora == 0 && experts == 0) || (w.fp8_scales.is_none() && w.packed.is_none() && mixer.w.is_bf16()),
         "moe_decode: a LoRA site beside quantised weights"
+    );
+    ensure!(
+        experts == 0 || (fused_decode_fits(gpu) && scratch.max_tokens * SCRATCH_WIDTH >= lora::FUSED_EXPERTS_SCRATCH),
+        "moe_decode: a routed experts' adapter needs the fused kernel"
     );
     if let Some(scales) = w.fp8_scales {
         return moe_decode_fp8(gpu, mixer, w, scales, h, norm, eps, scratch);
@@ -318,9 +332,30 @@ pub fn moe_decode(
     check_decode_shapes(&mixer, w, norm)?;
     let l = Layout::new(scratch, 1)?;
     // 2 blocks on every SM, all resident: the phases meet at grid barriers
+    let launch = Launch::new((2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true);
+    if experts != 0 {
+        return moe_decode_cu::moe_decode_block_lora(
+            gpu,
+            launch,
+            mixer.w.ptr,
+            mixer.y,
+            w.router.ptr,
+            w.gate_up,
+            w.down,
+            h,
+            norm.ptr,
+            eps,
+            l.logits,
+            l.act,
+            scratch.grid_barrier(),
+            mixer.lora,
+            experts,
+            scratch.ptr(4),
+        );
+    }
     moe_decode_cu::moe_decode_block(
         gpu,
-        Launch::new((2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true),
+        launch,
         mixer.w.ptr,
         mixer.y,
         w.router.ptr,
@@ -338,7 +373,7 @@ pub fn moe_decode(
 
 /// Whether the fused decode kernels' grid (2 blocks of ~98 KB on every SM, ≥ 257 blocks) can be
 /// resident at once on this GPU.
-fn fused_decode_fits(gpu: &Gpu) -> bool {
+pub(crate) fn fused_decode_fits(gpu: &Gpu) -> bool {
     2 * gpu.sms >= ROUTER_ROWS as u32 && gpu.target.big_shared()
 }
 
@@ -569,18 +604,18 @@ fn group(gpu: &Gpu, t: usize, l: &Layout) -> Result<()> {
 fn experts_gemv(gpu: &Gpu, w: &MoeGpu, x: DevPtr, t: usize, l: &Layout, delta: DevPtr, out: DevPtr) -> Result<()> {
     if let Some(packed) = w.packed {
         let gate_up = match packed.gate_up {
-            RowFormat::Int4 => moe_decode_cu::moe_gate_up_gemv_int4,
-            RowFormat::K(KQuant::Q4K) => moe_decode_cu::moe_gate_up_gemv_q4k,
-            RowFormat::K(KQuant::Q5K) => moe_decode_cu::moe_gate_up_gemv_q5k,
-            RowFormat::K(KQuant::Q6K) => moe_decode_cu::moe_gate_up_gemv_q6k,
-            RowFormat::K(KQuant::Q8_0) => moe_decode_cu::moe_gate_up_gemv_q8_0,
+            RowFormat::Int4 => moe_gemv_q_cu::moe_gate_up_gemv_int4,
+            RowFormat::K(KQuant::Q4K) => moe_gemv_q_cu::moe_gate_up_gemv_q4k,
+            RowFormat::K(KQuant::Q5K) => moe_gemv_q_cu::moe_gate_up_gemv_q5k,
+            RowFormat::K(KQuant::Q6K) => moe_gemv_q_cu::moe_gate_up_gemv_q6k,
+            RowFormat::K(KQuant::Q8_0) => moe_gemv_q_cu::moe_gate_up_gemv_q8_0,
         };
         let down = match packed.down {
-            RowFormat::Int4 => moe_decode_cu::moe_down_gemv_int4,
-            RowFormat::K(KQuant::Q4K) => moe_decode_cu::moe_down_gemv_q4k,
-            RowFormat::K(KQuant::Q5K) => moe_decode_cu::moe_down_gemv_q5k,
-            RowFormat::K(KQuant::Q6K) => moe_decode_cu::moe_down_gemv_q6k,
-            RowFormat::K(KQuant::Q8_0) => moe_decode_cu::moe_down_gemv_q8_0,
+            RowFormat::Int4 => moe_gemv_q_cu::moe_down_gemv_int4,
+            RowFormat::K(KQuant::Q4K) => moe_gemv_q_cu::moe_down_gemv_q4k,
+            RowFormat::K(KQuant::Q5K) => moe_gemv_q_cu::moe_down_gemv_q5k,
+            RowFormat::K(KQuant::Q6K) => moe_gemv_q_cu::moe_down_gemv_q6k,
+            RowFormat::K(KQuant::Q8_0) => moe_gemv_q_cu::moe_down_gemv_q8_0,
         };
         gate_up(
             gpu,

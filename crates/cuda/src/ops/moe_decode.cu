@@ -36,141 +36,6 @@
 // launches); lora: a device array of one LoRA output-projection site, or null (phase 0 adds its
 // term).
 
-#define MOE_WARPS 8
-#define PAIRS (EXPERT_DIM)             // (gate, up) row pairs per expert
-#define TOTAL_PAIRS (SLOTS * PAIRS)  // 4608
-
-struct MoeDecodeShared {
-    bf16 ring[MOE_WARPS][2][HIDDEN];            // per warp 2 rows of 4 KB (phase 0: its W_o row; 3: its 8 down rows)
-    bf16 shared_down[MOE_WARPS][EXPERT_DIM];    // the shared expert's down row of the warp's column
-    float xs[HIDDEN];                           // x = RMSNorm(h), bf16-rounded (phase 0: y, bf16 [4096])
-    float act[SLOTS][EXPERT_DIM];               // phase 3 (phase 1: warp 0's router row)
-    float red[32];
-    int ids[SLOTS];
-    float weights[SLOTS];
-};
-static_assert(sizeof(MoeDecodeShared) == 100552, "MOE_DECODE_SHARED in moe.rs");
-
-// grid_barrier in two halves, for work that needs no other block in between: grid_arrive
-// publishes this block's writes and counts it in; grid_wait returns once the count reaches
-// `target` (all blocks arrived).
-__device__ __forceinline__ void grid_arrive(unsigned long long* arrivals) {
-    __syncthreads();
-    if (threadIdx.x == 0)
-        asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(arrivals) : "memory");
-}
-__device__ __forceinline__ void grid_wait(unsigned long long* arrivals, unsigned long long target) {
-    if (threadIdx.x == 0) {
-        unsigned long long now;
-        do {
-            asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(arrivals) : "memory");
-        } while (now < target);
-    }
-    __syncthreads();
-}
-
-// All blocks of the grid (every one resident) meet here. Writes before it are visible to every
-// block after it (read them from L2: __ldcg). `arrivals` (u64) only ever grows: barrier k of a
-// launch waits until it reaches base + k·gridDim.x, base being its value when the launch began
-// (every launch has the same grid). One release-add per block, no reset, no read-back of the add.
-__device__ __forceinline__ void grid_barrier(unsigned long long* arrivals, unsigned long long target) {
-    grid_arrive(arrivals);
-    grid_wait(arrivals, target);
-}
-
-// Row `src` (HIDDEN bf16) into `dst` (shared), one commit group: lane l copies pieces j·256 + 8l.
-__device__ __forceinline__ void request_row(bf16* dst, const bf16* __restrict__ src) {
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int j = 0; j < HIDDEN / 256; j++) cp_async16(dst + j * 256 + lane * 8, src + j * 256 + lane * 8, true);
-    cp_async_commit();
-}
-
-// This lane's x values (f32, from shared memory): the 8 pieces j·256 + 8·lane .. +8 it multiplies
-// in every gate/up row. Held in registers: re-read from shared memory for every row, x would
-// cost twice the weights' shared-memory traffic.
-struct LaneX {
-    float v[HIDDEN / 256][8];
-    __device__ __forceinline__ void load(const float* xs) {
-        const int lane = threadIdx.x & 31;
-#pragma unroll
-        for (int j = 0; j < HIDDEN / 256; j++) {
-            const float4 a = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8);
-            const float4 b = *reinterpret_cast<const float4*>(xs + j * 256 + lane * 8 + 4);
-            v[j][0] = a.x, v[j][1] = a.y, v[j][2] = a.z, v[j][3] = a.w;
-            v[j][4] = b.x, v[j][5] = b.y, v[j][6] = b.z, v[j][7] = b.w;
-        }
-    }
-};
-
-// A gate or up row (shared, as request_row left it) · x, summed like moe_gate_up_gemv: each lane
-// its pieces in order with dot8, then the warp. Each lane reads only what it copied.
-__device__ __forceinline__ float expert_row_dot(const bf16* row, const LaneX& x) {
-    const int lane = threadIdx.x & 31;
-    float acc = 0.f;
-#pragma unroll
-    for (int j = 0; j < HIDDEN / 256; j++) acc += dot8(*reinterpret_cast<const uint4*>(row + j * 256 + lane * 8), x.v[j]);
-    return warp_sum(acc);
-}
-
-// A router row · xs, summed like GemvTile::dot (moe_route_decode).
-__device__ __forceinline__ float router_row_dot(const bf16* row, const float* xs) {
-    const int lane = threadIdx.x & 31;
-    float acc = 0.f;
-#pragma unroll
-    for (int j = 0; j < HIDDEN / 256; j++) {
-        const int col = j * 256 + lane * 8;
-        acc += dot_piece(*reinterpret_cast<const uint4*>(row + col), *reinterpret_cast<const float4*>(xs + col),
-                         *reinterpret_cast<const float4*>(xs + col + 4));
-    }
-    return warp_sum(acc);
-}
-
-__device__ __forceinline__ const bf16* gate_row(const bf16* gate_up, int expert, int i) {
-    return gate_up + ((size_t)expert * 2 * EXPERT_DIM + i) * HIDDEN;
-}
-
-// A row of `bytes` (a multiple of 16) into `dst` (shared), one commit group: lane l copies the
-// pieces l, l + 32, ...
-template <int BYTES>
-__device__ __forceinline__ void request_row_bytes(unsigned char* dst, const unsigned char* __restrict__ src) {
-    const int lane = threadIdx.x & 31;
-    constexpr int P = BYTES / 16;
-#pragma unroll
-    for (int k = 0; k < (P + 31) / 32; k++) {
-        const int p = lane + 32 * k;
-        if (p < P) cp_async16(dst + p * 16, src + p * 16, true);
-    }
-    cp_async_commit();
-}
-
-// A lane's piece of a down row · act: its 16 columns (lane · 16 ..) of `row` (landed, the warp
-// synced) times a, the slot's activations at those columns (f32). The caller sums the lanes.
-template <typename F>
-__device__ __forceinline__ float down_lane_dot_q(const unsigned char* row, int lane, const float (&a)[16]) {
-    __half2 ah[8];
-    to_x16(a, ah);
-    float asum = 0.f;
-#pragma unroll
-    for (int i = 0; i < 16; i++) asum += a[i];
-    return format_dot<F, 2>(row, EXPERT_DIM, lane * 16, ah, asum);
-}
-
-// A gate or up row (landed, and the warp synced) · x.
-template <typename F>
-__device__ __forceinline__ float expert_row_dot_q(const unsigned char* row, const LaneX4& x) {
-    const int lane = threadIdx.x & 31;
-    float acc = 0.f;
-#pragma unroll
-    for (int j = 0; j < 2; j++) acc += format_dot<F, 4>(row, HIDDEN, j * 1024 + lane * 32, x.v[j], x.sum[j]);
-    return warp_sum(acc);
-}
-
-template <typename F>
-__device__ __forceinline__ const unsigned char* gate_row_q(const unsigned char* gate_up, int expert, int i) {
-    return gate_up + ((size_t)expert * 2 * EXPERT_DIM + i) * F::row_bytes(HIDDEN);
-}
-
 // What moe_decode_head reads in a row format besides bf16 (moe_decode_block_q; the bf16 kernel
 // passes none and instantiates with common.cuh's Bf16Only): W_o (w_o: its rows in the gate/up format GU, its
 // columns maybe in tiled value-head order, y_tile_r; 1: in order), and the shared expert
@@ -350,11 +215,27 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
 // 96 registers (256 threads, 2 blocks per SM: 49,152 of the SM's 65,536) leave room for the block
 // of the kernel before (GDN step 128 × 80, attention combine 256 × 64) to finish beside them
 // while this kernel's weights stream in (PDL); at the default 110 they would wait for it.
-extern "C" __global__ void __maxnreg__(96)
-    moe_decode_block(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
-                     const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
-                     const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-                     unsigned long long* __restrict__ arrivals, const LoraSite* const* __restrict__ lora) {
+//
+// moe_decode_block_lora: the same with a routed experts' adapter (`ex`, common.cuh's LoraExperts;
+// lx: f32 scratch [2 · 4096 + 2 · 256]), in two more barriers:
+//  2. the routed pairs' (gate, up) sums go to lx (not yet act); warps gw < 8·r_gu compute
+//     u_gu[slot][k] = A_gu[e_slot][k] · x into lx.
+//  barrier
+//  2b. each warp finishes its pairs: act = silu(g + s · B_g[e][i] · u) · (v + s · B_u[e][i] · u).
+//  barrier
+//  3. as above, and warps gw < 8·r_down compute u_down[slot][k] = A_down[e_slot][k] · act[slot];
+//  barrier
+//  3b. h[c] += the down sum + s · Σ_slot w_slot · B_down[e_slot][c] · u_down[slot].
+#define LX_UP (TOP_K * PAIRS)                  // lx: the gate sums [4096], the up sums from here
+#define LX_U_GU (2 * TOP_K * PAIRS)            // u_gu [8, r ≤ 32]
+#define LX_U_DOWN (LX_U_GU + TOP_K * 32)       // u_down [8, r ≤ 32]
+template <bool LX>
+__device__ __forceinline__ void moe_decode_block_bf16(
+    const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+    const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
+    const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+    unsigned long long* __restrict__ arrivals, const LoraSite* const* __restrict__ lora,
+    const LoraExperts* __restrict__ ex, float* __restrict__ lx) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     MoeDecodeShared& s = *reinterpret_cast<MoeDecodeShared*>(smem_raw);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -367,8 +248,10 @@ extern "C" __global__ void __maxnreg__(96)
     unsigned long long base;
     moe_decode_head<Bf16Only, Bf16Only>(s, w_o, HeadRows{0, 1, 0, nullptr, nullptr}, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
                     h, w1p, eps, logits, act, arrivals, lora, hc, base);
+    int barriers = 2;  // the head's
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
+    const int k0 = shared_first ? 2 : 0;  // every warp has at least 2 routed rows (W < 4096)
 
     // ---- 2. the routed experts' gate/up
     if (warp == 0) route_token(logits, s.ids, s.weights, nullptr);
@@ -378,7 +261,6 @@ extern "C" __global__ void __maxnreg__(96)
             const int p = gw + (k >> 1) * W - PAIRS;  // k past the shared pair: a routed pair
             return gate_row(gate_up, s.ids[p / PAIRS], p % PAIRS) + (size_t)(k & 1) * EXPERT_DIM * HIDDEN;
         };
-        const int k0 = shared_first ? 2 : 0;  // every warp has at least 2 routed rows (W < 4096)
         request_row(ring, row(k0));
         request_row(ring1, row(k0 + 1));
         LaneX x;  // (not kept across the routing: registers)
@@ -391,10 +273,21 @@ extern "C" __global__ void __maxnreg__(96)
             if (k + 2 < n) request_row(slot_k, row(k + 2));  // each lane overwrites only its own pieces
             else cp_async_commit();
             if (k & 1) {
-                if (lane == 0) act[gw + (k >> 1) * W - PAIRS] = silu(g) * v;
+                const int q = gw + (k >> 1) * W - PAIRS;
+                if (lane == 0) {
+                    if constexpr (LX) lx[q] = g, lx[LX_UP + q] = v;
+                    else act[q] = silu(g) * v;
+                }
             } else {
                 g = v;
             }
+        }
+    }
+    if constexpr (LX) {
+        const int r = ex->rank_gu;
+        if (gw < TOP_K * r) {
+            const float v = router_row_dot(ex->a_gu + ((size_t)s.ids[gw / r] * r + gw % r) * HIDDEN, s.xs);
+            if (lane == 0) lx[LX_U_GU + gw] = v;
         }
     }
     // Phase 3's routed down rows (the routing is known, the ring is free): in flight through the
@@ -410,7 +303,25 @@ extern "C" __global__ void __maxnreg__(96)
         }
     }
     cp_async_commit();
-    grid_barrier(arrivals, base + 3 * G);
+    if constexpr (LX) {
+        // ---- 2b. the adapter's term into this warp's pairs (u_gu from L2)
+        grid_barrier(arrivals, base + ++barriers * G);
+        const int r = ex->rank_gu;
+        for (int k = k0; k < n; k += 2) {
+            const int q = gw + (k >> 1) * W - PAIRS, slot = q / PAIRS, i = q % PAIRS;
+            float tg = 0.f, tu = 0.f;
+            if (lane < r) {
+                const float u = __ldcg(lx + LX_U_GU + slot * r + lane);
+                const bf16* b = ex->b_gu + ((size_t)s.ids[slot] * 2 * EXPERT_DIM + i) * r + lane;
+                tg = __bfloat162float(b[0]) * u;
+                tu = __bfloat162float(b[(size_t)EXPERT_DIM * r]) * u;
+            }
+            tg = warp_sum(tg);
+            tu = warp_sum(tu);
+            if (lane == 0) act[q] = silu(lx[q] + ex->scale_gu * tg) * (lx[LX_UP + q] + ex->scale_gu * tu);
+        }
+    }
+    grid_barrier(arrivals, base + ++barriers * G);
 
     // ---- 3. down, weighted over the slots, added to h
     pdl_trigger();
@@ -429,9 +340,20 @@ extern "C" __global__ void __maxnreg__(96)
         }
     }
     __syncthreads();
+    if constexpr (LX) {
+        const int r = ex->rank_down;
+        if (gw < TOP_K * r) {
+            const int slot = gw / r;
+            const bf16* a = ex->a_down + ((size_t)s.ids[slot] * r + gw % r) * EXPERT_DIM + lane * 16;
+            float acc = dot8(*reinterpret_cast<const uint4*>(a), &s.act[slot][lane * 16]) +
+                        dot8(*reinterpret_cast<const uint4*>(a + 8), &s.act[slot][lane * 16 + 8]);
+            acc = warp_sum(acc);
+            if (lane == 0) lx[LX_U_DOWN + gw] = acc;
+        }
+    }
+    float sum = 0.f;
     if (c < HIDDEN) {
         cp_async_wait<0>();
-        float sum = 0.f;
 #pragma unroll
         for (int group = 0; group < 3; group++) {
             float acc = 0.f;
@@ -450,8 +372,41 @@ extern "C" __global__ void __maxnreg__(96)
             }
             sum += warp_sum(acc);
         }
-        if (lane == 0) h[c] = hc + sum;
     }
+    if constexpr (LX) {
+        // ---- 3b. the adapter's down term (u_down from L2)
+        grid_barrier(arrivals, base + ++barriers * G);
+        const int r = ex->rank_down;
+        if (c < HIDDEN && r > 0) {
+            float t = 0.f;
+            for (int j = lane; j < TOP_K * r; j += 32) {
+                const int slot = j / r;
+                const bf16* b = ex->b_down + ((size_t)s.ids[slot] * HIDDEN + c) * r + j % r;
+                t += s.weights[slot] * __bfloat162float(*b) * __ldcg(lx + LX_U_DOWN + j);
+            }
+            sum += ex->scale_down * warp_sum(t);
+        }
+    }
+    if (c < HIDDEN && lane == 0) h[c] = hc + sum;
+}
+
+extern "C" __global__ void __maxnreg__(96)
+    moe_decode_block(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+                     const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
+                     const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+                     unsigned long long* __restrict__ arrivals, const LoraSite* const* __restrict__ lora) {
+    moe_decode_block_bf16<false>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, nullptr,
+                                 nullptr);
+}
+
+extern "C" __global__ void __maxnreg__(96)
+    moe_decode_block_lora(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+                          const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
+                          const float* __restrict__ w1p, float eps, float* __restrict__ logits,
+                          float* __restrict__ act, unsigned long long* __restrict__ arrivals,
+                          const LoraSite* const* __restrict__ lora, const LoraExperts* __restrict__ ex,
+                          float* __restrict__ lx) {
+    moe_decode_block_bf16<true>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, ex, lx);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -472,21 +427,6 @@ extern "C" __global__ void __maxnreg__(96)
 template <typename F>
 __host__ __device__ constexpr int gate_up_ring() {
     return 8192 / F::row_bytes(HIDDEN) < 6 ? 8192 / F::row_bytes(HIDDEN) : 6;
-}
-
-// The 8 routed down rows of column c (ids: the slots' experts) into `rows` (8 rows of
-// DN::row_bytes(512)), one commit group.
-template <typename DN>
-__device__ __forceinline__ void request_down_rows(unsigned char* rows, const unsigned char* __restrict__ down,
-                                                  const int* ids, int c) {
-    constexpr int ROW = DN::row_bytes(EXPERT_DIM), P = ROW / 16;
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int m = 0; m < (TOP_K * P + 31) / 32; m++) {
-        const int q = lane + 32 * m, slot = q / P, piece = q % P;
-        if (q < TOP_K * P) cp_async16(rows + slot * ROW + piece * 16, down + ((size_t)ids[slot] * HIDDEN + c) * ROW + piece * 16, true);
-    }
-    cp_async_commit();
 }
 
 template <typename GU, typename DN>
@@ -661,159 +601,6 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q8_0_q8_0(
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
     moe_decode_block_q<Q8Format, Q8Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The 4/6-bit experts' decode GEMVs, the four-kernel form of moe_decode_block_int4 (moe.rs
-// `moe_decode_kernels`) for GPUs where its grid cannot be resident (fewer than 129 SMs, or 99 KB
-// of shared memory: one block an SM), and the few-token expert path: the same row formats and
-// dots as its phases 2 and 3. An instance per format (_int4, _q4k, _q5k, _q6k, _q8_0).
-//
-// moe_gate_up_gemv_*: act[t, slot, i] = silu(gate_e[i]·x_t) * (up_e[i]·x_t), e = ids[t, slot]
-// (slot 8: the shared expert, bf16 shared_gate_up [1024, 2048], or with shared_rows expert
-// SHARED_EXPERT of gate_up, as the fused kernel's head takes it). Grid (512/8, 9, T), 256
-// threads, a warp per intermediate row i: its two rows through its own ring. x bf16 [T, 2048].
-// delta: a LoRA adapter's term of the routed sums, or null (common.cuh: lora_add_gate_up).
-// Dynamic shared memory: 8 warps × 8 KB + x f32 [2048] = 73,728 bytes.
-template <typename F>
-__device__ __forceinline__ void moe_gate_up_gemv_q(const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up,
-                                                   const bf16* __restrict__ shared_gate_up,
-                                                   const int* __restrict__ ids, const float* __restrict__ delta,
-                                                   float* __restrict__ act, int shared_rows) {
-    constexpr int GU_ROW = F::row_bytes(HIDDEN);
-    extern __shared__ __align__(16) unsigned char smem[];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    unsigned char* ring = smem + warp * 2 * HIDDEN * sizeof(bf16);
-    float* xs = reinterpret_cast<float*>(smem + MOE_WARPS * 2 * HIDDEN * sizeof(bf16));
-    const int i = blockIdx.x * MOE_WARPS + warp, slot = blockIdx.y, t = blockIdx.z;
-    pdl_wait();
-    pdl_trigger();
-    float g, u;
-    if (slot < TOP_K || shared_rows) {
-        const int e = slot < TOP_K ? __ldcg(ids + t * SLOTS + slot) : SHARED_EXPERT;
-        request_row_bytes<GU_ROW>(ring, gate_row_q<F>(gate_up, e, i));
-        request_row_bytes<GU_ROW>(ring + GU_ROW, gate_row_q<F>(gate_up, e, EXPERT_DIM + i));
-        stage_bf16<HIDDEN>(x + (size_t)t * HIDDEN, xs);
-        LaneX4 xv;
-        xv.load(xs);
-        cp_async_wait<0>();
-        __syncwarp();  // (lanes read pieces other lanes copied)
-        g = expert_row_dot_q<F>(ring, xv);
-        u = expert_row_dot_q<F>(ring + GU_ROW, xv);
-    } else {
-        bf16* rows = reinterpret_cast<bf16*>(ring);
-        request_row(rows, shared_gate_up + (size_t)i * HIDDEN);
-        request_row(rows + HIDDEN, shared_gate_up + (size_t)(EXPERT_DIM + i) * HIDDEN);
-        stage_bf16<HIDDEN>(x + (size_t)t * HIDDEN, xs);
-        LaneX xv;
-        xv.load(xs);
-        cp_async_wait<0>();  // each lane reads back only what it copied
-        g = expert_row_dot(rows, xv);
-        u = expert_row_dot(rows + HIDDEN, xv);
-    }
-    lora_add_gate_up(delta, t * SLOTS + slot, i, g, u);
-    if (lane == 0) act[((size_t)t * SLOTS + slot) * EXPERT_DIM + i] = silu(g) * u;
-}
-
-// moe_down_gemv_*: out[t, c] += Σ_slot weights[t, slot] · (down_e[c] · act[t, slot]), the 8
-// routed rows in the format, the shared expert's bf16 (shared_down [2048, 512]) or with
-// shared_rows its row in `down` (expert SHARED_EXPERT); phase 3's sums in its order. Grid
-// (2048/8, 1, T), 256 threads, a warp per output column c.
-template <typename F>
-__device__ __forceinline__ void moe_down_gemv_q(const float* __restrict__ act, const unsigned char* __restrict__ down,
-                                                const bf16* __restrict__ shared_down, const int* __restrict__ ids,
-                                                const float* __restrict__ weights, float* __restrict__ out,
-                                                int shared_rows) {
-    constexpr int DOWN_ROW = F::row_bytes(EXPERT_DIM);
-    __shared__ __align__(16) unsigned char rows[MOE_WARPS][(TOP_K + 1) * DOWN_ROW];
-    __shared__ int slot_ids[MOE_WARPS][TOP_K];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int c = blockIdx.x * MOE_WARPS + warp, t = blockIdx.z;
-    pdl_wait();
-    pdl_trigger();
-    if (lane < TOP_K) slot_ids[warp][lane] = __ldcg(ids + t * SLOTS + lane);
-    __syncwarp();
-    request_down_rows<F>(rows[warp], down, slot_ids[warp], c);
-    unsigned char* shared_row = rows[warp] + TOP_K * DOWN_ROW;
-    if (shared_rows) request_row_bytes<DOWN_ROW>(shared_row, down + ((size_t)SHARED_EXPERT * HIDDEN + c) * DOWN_ROW);
-    const bf16* sd = shared_down + (size_t)c * EXPERT_DIM + lane * 16;
-    uint4 sw0 = make_uint4(0, 0, 0, 0), sw1 = sw0;
-    if (!shared_rows) sw0 = *reinterpret_cast<const uint4*>(sd), sw1 = *reinterpret_cast<const uint4*>(sd + 8);
-    cp_async_wait<0>();
-    __syncwarp();
-    float acc = 0.f;
-#pragma unroll
-    for (int slot = 0; slot < SLOTS; slot++) {
-        const float4* ap = reinterpret_cast<const float4*>(act + ((size_t)t * SLOTS + slot) * EXPERT_DIM + lane * 16);
-        float a[16];
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const float4 v = __ldcg(ap + k);
-            a[4 * k] = v.x, a[4 * k + 1] = v.y, a[4 * k + 2] = v.z, a[4 * k + 3] = v.w;
-        }
-        float part;
-        if (slot < TOP_K) {
-            part = down_lane_dot_q<F>(rows[warp] + slot * DOWN_ROW, lane, a);
-        } else if (shared_rows) {
-            part = down_lane_dot_q<F>(shared_row, lane, a);
-        } else {
-            part = dot8(sw0, a) + dot8(sw1, a + 8);
-        }
-        acc += __ldcg(weights + t * SLOTS + slot) * part;
-    }
-    acc = warp_sum(acc);
-    if (lane == 0) out[(size_t)t * HIDDEN + c] += acc;
-}
-
-extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_int4(
-        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, const float* __restrict__ delta, float* __restrict__ act, int shared_rows) {
-    moe_gate_up_gemv_q<Int4Format>(x, gate_up, shared_gate_up, ids, delta, act, shared_rows);
-}
-extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_int4(
-        const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
-        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out, int shared_rows) {
-    moe_down_gemv_q<Int4Format>(act, down, shared_down, ids, weights, out, shared_rows);
-}
-extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q4k(
-        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, const float* __restrict__ delta, float* __restrict__ act, int shared_rows) {
-    moe_gate_up_gemv_q<Q4KFormat>(x, gate_up, shared_gate_up, ids, delta, act, shared_rows);
-}
-extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q4k(
-        const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
-        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out, int shared_rows) {
-    moe_down_gemv_q<Q4KFormat>(act, down, shared_down, ids, weights, out, shared_rows);
-}
-extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q5k(
-        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, const float* __restrict__ delta, float* __restrict__ act, int shared_rows) {
-    moe_gate_up_gemv_q<Q5KFormat>(x, gate_up, shared_gate_up, ids, delta, act, shared_rows);
-}
-extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q5k(
-        const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
-        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out, int shared_rows) {
-    moe_down_gemv_q<Q5KFormat>(act, down, shared_down, ids, weights, out, shared_rows);
-}
-extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q6k(
-        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, const float* __restrict__ delta, float* __restrict__ act, int shared_rows) {
-    moe_gate_up_gemv_q<Q6KFormat>(x, gate_up, shared_gate_up, ids, delta, act, shared_rows);
-}
-extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q6k(
-        const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
-        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out, int shared_rows) {
-    moe_down_gemv_q<Q6KFormat>(act, down, shared_down, ids, weights, out, shared_rows);
-}
-extern "C" __global__ void __launch_bounds__(256) moe_gate_up_gemv_q8_0(
-        const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up, const bf16* __restrict__ shared_gate_up,
-        const int* __restrict__ ids, const float* __restrict__ delta, float* __restrict__ act, int shared_rows) {
-    moe_gate_up_gemv_q<Q8Format>(x, gate_up, shared_gate_up, ids, delta, act, shared_rows);
-}
-extern "C" __global__ void __launch_bounds__(256) moe_down_gemv_q8_0(
-        const float* __restrict__ act, const unsigned char* __restrict__ down, const bf16* __restrict__ shared_down,
-        const int* __restrict__ ids, const float* __restrict__ weights, float* __restrict__ out, int shared_rows) {
-    moe_down_gemv_q<Q8Format>(act, down, shared_down, ids, weights, out, shared_rows);
 }
 
 // ---------------------------------------------------------------------------------------------

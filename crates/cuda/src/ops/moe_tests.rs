@@ -393,7 +393,7 @@ fn moe_decode_matches_cpu() {
     poison_scratch(&scratch);
     for round in 0..3 {
         let hb = gpu.upload_f32(&h).unwrap();
-        moe_decode(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+        moe_decode(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch, 0).unwrap();
         let fused = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
         assert_close(&format!("moe_decode, launch {round}"), &fused, &want, 1e-4);
         let hb = gpu.upload_f32(&h).unwrap();
@@ -430,7 +430,7 @@ fn moe_decode_kernels_for_tokens_equal_one_token_launches() {
         for i in 0..t {
             let hb = gpu.upload_f32(&h[i * HIDDEN..][..HIDDEN]).unwrap();
             let out = MixerOut::plain(&mixer.w_o, yb.ptr() + (i * MIXER_OUT * 2) as u64);
-            moe_decode(gpu, out, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+            moe_decode(gpu, out, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch, 0).unwrap();
             alone.extend(gpu.download_f32(hb.ptr(), HIDDEN).unwrap());
         }
         for round in 0..2 {
@@ -478,7 +478,7 @@ fn moe_decode_fp8_matches_cpu() {
     poison_scratch(&scratch);
     for round in 0..3 {
         let hb = gpu.upload_f32(&h).unwrap();
-        moe_decode(gpu, MixerOut { ..mixer }, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+        moe_decode(gpu, MixerOut { ..mixer }, &f.gpu, hb.ptr(), &norm, 1e-6, &scratch, 0).unwrap();
         let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
         assert_close(&format!("moe_decode FP8, launch {round}"), &got, &want, FP8_TOL);
     }
@@ -627,7 +627,7 @@ fn check_packed_decode_with(f: &Fixture, name: &str, mixer: MixerFixture) {
     poison_scratch(&scratch);
     for round in 0..3 {
         let hb = gpu.upload_f32(&h).unwrap();
-        moe_decode(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch).unwrap();
+        moe_decode(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch, 0).unwrap();
         let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
         assert_close(&format!("moe_decode {name}, launch {round}"), &got, &want, FP8_TOL);
         let hb = gpu.upload_f32(&h).unwrap();
@@ -723,6 +723,56 @@ fn moe_block_with_an_experts_adapter_matches_cpu() {
             let form = if grouped { "grouped" } else { "GEMVs" };
             let tol = if grouped || f.gpu.packed.is_some() { 1e-2 } else { 1e-3 };
             check_against_cpu(f, &format!("moe_block {name} + experts adapter t={t} ({form})"), &got, &want, &x, tol);
+        }
+    }
+}
+
+/// The one-token MoE kernel with a routed experts' adapter (`moe_decode_block_lora`, ranks 16
+/// and 8, on the bf16 layer) against the CPU with the same adapter, over three launches
+/// alternating with the plain kernel on the same scratch (each launch must leave the barrier's
+/// count a multiple of the grid: the adapted kernel has two barriers more).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_decode_with_an_experts_adapter_matches_cpu() {
+    let gpu = gpu();
+    if !fused_decode_fits(gpu) {
+        eprintln!("(no fused MoE kernel on this GPU: nothing to test)");
+        return;
+    }
+    let f = fixture();
+    let mixer = MixerFixture::new();
+    let h = random(21, HIDDEN, 2.0);
+    let h1 = mixer.added_to(&h);
+    let norm_w = random(22, HIDDEN, 0.3);
+    let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
+    let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+    let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
+    let scratch = Scratch::new(gpu, 2).unwrap();
+    poison_scratch(&scratch);
+    let plain = {
+        let mut w = h1.clone();
+        solo_cpu::ops::add_in_place(&mut w, &moe_forward(&f.cfg, &f.cpu, None, &x));
+        w
+    };
+    for rank in [16, 8] {
+        let adapter = experts_adapter(rank, 0.1, false);
+        let lora = lora::LoraGpu::upload(gpu, &adapter, 1).unwrap();
+        let experts = lora.layers[0].fused_arrays().2;
+        assert!(experts != 0 && lora.fused && !lora.several_tokens, "rank {rank}: no fused form");
+        let mut want = h1.clone();
+        let moe = moe_forward(&f.cfg, &f.cpu, Some(&adapter.layers[0]), &x);
+        let moved = rel_err(&moe_forward(&f.cfg, &f.cpu, None, &x), &moe);
+        assert!(moved > 0.05, "rank {rank}: the adapter hardly moves the output ({moved:.2e})");
+        solo_cpu::ops::add_in_place(&mut want, &moe);
+        for round in 0..3 {
+            let hb = gpu.upload_f32(&h).unwrap();
+            moe_decode(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch, experts).unwrap();
+            let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
+            assert_close(&format!("moe_decode_block_lora rank {rank}, launch {round}"), &got, &want, 1e-4);
+            let hb = gpu.upload_f32(&h).unwrap();
+            moe_decode(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, &scratch, 0).unwrap();
+            let got = gpu.download_f32(hb.ptr(), HIDDEN).unwrap();
+            assert_close(&format!("moe_decode after it, launch {round}"), &got, &plain, 1e-4);
         }
     }
 }
