@@ -827,15 +827,22 @@ __device__ __forceinline__ void lora_add_gate_up(const float* __restrict__ delta
     u += __ldcg(d + EXPERT_DIM + i);
 }
 
-// A routed experts' adapter as the one-token MoE kernel takes it (moe_decode_block_lora; lora.rs:
-// `ExpertsSite::device`): per tensor A bf16 [256·rank, in] (expert e's rows e·rank ..) and B bf16
-// [256, out, rank], rank ≤ 32; rank 0: that tensor not adapted.
-struct LoraExperts {
+// A LoRA adapter of the MoE block as the one-token MoE kernel takes it (moe_decode_block_lora;
+// lora.rs: `MoeLora::device`): the router's site (its 256 rows and the shared expert's gate, row
+// 256; Σr ≤ 32) and the shared expert's gate|up site (rows 0..512 | 512..1024; Σr ≤ 32), each null
+// when not adapted; the shared expert's down_proj (A bf16 [r, 512], B bf16 [2048, r]); the routed
+// experts' gate_up_proj and down_proj, per tensor A bf16 [256·r, in] (expert e's rows e·r ..)
+// and B bf16 [256, out, r]. Ranks ≤ 32; rank 0: that matrix not adapted.
+struct LoraMoe {
+    const LoraSite* router;
+    const LoraSite* shared;
+    const bf16* a_sd;
+    const bf16* b_sd;
     const bf16* a_gu;
     const bf16* b_gu;
     const bf16* a_down;
     const bf16* b_down;
-    int rank_gu, rank_down;
-    float scale_gu, scale_down;
+    int rank_sd, rank_gu, rank_down, pad;
+    float scale_sd, scale_gu, scale_down, pad2;
 };
-static_assert(sizeof(LoraExperts) == 48, "ExpertsSite::device in lora.rs");
+static_assert(sizeof(LoraMoe) == 96, "MoeLora::device in lora.rs");

@@ -80,8 +80,8 @@ const EXPAND_TOKENS: usize = 8;
 pub const FUSED_RANKS: usize = 64;
 const FUSED_OUTPUT_RANKS: usize = 32;
 /// f32 of scratch `moe_decode_block_lora` takes (its `lx`: the routed pairs' gate and up sums,
-/// then u_gu and u_down, 8 × 32 each).
-pub const FUSED_EXPERTS_SCRATCH: usize = 2 * TOP_K * EXPERT_DIM + 2 * TOP_K * FUSED_OUTPUT_RANKS;
+/// then u_gu and u_down, 8 × 32 each, and u_sd, 32).
+pub const FUSED_MOE_SCRATCH: usize = 2 * TOP_K * EXPERT_DIM + (2 * TOP_K + 1) * FUSED_OUTPUT_RANKS;
 /// Parts a `LoraSite` holds (`LORA_PARTS`).
 const FUSED_PARTS: usize = 4;
 
@@ -380,46 +380,13 @@ pub enum ExpertsInput {
 pub struct ExpertsSite {
     gate_up: Option<ExpertsPart>,
     down: Option<ExpertsPart>,
-    /// Its `LoraExperts` (common.cuh) for the one-token MoE kernel (`moe_decode_block_lora`),
-    /// when both ranks are within `FUSED_OUTPUT_RANKS`.
-    fused: Option<DevBuf>,
 }
 
 impl ExpertsSite {
     fn upload(gpu: &Gpu, lora: &LayerLora) -> Result<Option<Self>> {
         let gate_up = ExpertsPart::upload(gpu, &lora.experts, |e| &e.gate_up)?;
         let down = ExpertsPart::upload(gpu, &lora.experts, |e| &e.down)?;
-        if gate_up.is_none() && down.is_none() {
-            return Ok(None);
-        }
-        let mut site = ExpertsSite { gate_up, down, fused: None };
-        if site.u_width() <= TOP_K * FUSED_OUTPUT_RANKS {
-            site.fused = Some(gpu.upload(&site.device())?);
-        }
-        Ok(Some(site))
-    }
-
-    /// The bytes of its `LoraExperts`: A and B of gate_up, of down (0 where not adapted), the
-    /// two ranks, the two scales.
-    fn device(&self) -> Vec<u8> {
-        let (gu, d) = (self.gate_up.as_ref(), self.down.as_ref());
-        let ptrs = |p: Option<&ExpertsPart>| p.map_or([0, 0], |p| [p.a.ptr(), p.b.ptr()]);
-        let mut out = Vec::with_capacity(48);
-        for ptr in ptrs(gu).into_iter().chain(ptrs(d)) {
-            out.extend(ptr.to_le_bytes());
-        }
-        for p in [gu, d] {
-            out.extend((p.map_or(0, |p| p.rank) as i32).to_le_bytes());
-        }
-        for p in [gu, d] {
-            out.extend(p.map_or(0.0, |p| p.scale).to_le_bytes());
-        }
-        out
-    }
-
-    /// Its `LoraExperts` for `moe_decode` (0 when it has no fused form).
-    pub fn fused(&self) -> DevPtr {
-        self.fused.as_ref().map_or(0, DevBuf::ptr)
+        Ok((gate_up.is_some() || down.is_some()).then_some(ExpertsSite { gate_up, down }))
     }
 
     /// The most of u it takes a token.
@@ -480,6 +447,10 @@ pub struct LayerLoraGpu {
     pub shared_down: Option<Site>,
     /// The routed experts'.
     pub experts: Option<ExpertsSite>,
+    /// Its `LoraMoe` (common.cuh): the router, shared expert and routed experts' adapters as the
+    /// one-token MoE kernel takes them (`moe_decode_block_lora`), when it adapts any and each
+    /// fits (Σr ≤ 32 a site, rank ≤ 32 an expert tensor).
+    moe: Option<DevBuf>,
 }
 
 impl LayerLoraGpu {
@@ -488,11 +459,48 @@ impl LayerLoraGpu {
         self.shared.is_some() || self.shared_down.is_some()
     }
 
-    /// Its input and output sites and its routed experts' adapter as the one-token decode
-    /// kernels take them (`Site::fused`, `ExpertsSite::fused`; 0 where it has none).
+    /// Its input and output sites and its MoE block's adapter as the one-token decode kernels
+    /// take them (`Site::fused`, `LoraMoe`; 0 where it has none).
     pub fn fused_arrays(&self) -> (DevPtr, DevPtr, DevPtr) {
         let of = |s: &Option<Site>| s.as_ref().map_or(0, Site::fused);
-        (of(&self.input), of(&self.output), self.experts.as_ref().map_or(0, ExpertsSite::fused))
+        (of(&self.input), of(&self.output), self.moe.as_ref().map_or(0, DevBuf::ptr))
+    }
+
+    /// Whether it adapts the MoE block (the router, the shared expert or the routed experts),
+    /// which the several-token steps' kernels do not take.
+    pub fn adapts_moe(&self) -> bool {
+        self.router.is_some() || self.adapts_shared_expert() || self.experts.is_some()
+    }
+
+    /// The bytes of its `LoraMoe`, when it adapts the MoE block and the kernel takes each part.
+    fn moe_device(&self) -> Option<Vec<u8>> {
+        let fits = |s: &Option<Site>| s.as_ref().is_none_or(|s| s.fused.is_some());
+        let experts_fit = self.experts.as_ref().is_none_or(|e| e.u_width() <= TOP_K * FUSED_OUTPUT_RANKS);
+        if !self.adapts_moe() || !fits(&self.router) || !fits(&self.shared) || !fits(&self.shared_down) || !experts_fit
+        {
+            return None;
+        }
+        let site = |s: &Option<Site>| s.as_ref().map_or(0, Site::fused_site);
+        let (sd_a, sd_b, sd_rank, sd_scale) = self
+            .shared_down
+            .as_ref()
+            .map_or((0, 0, 0, 0.0), |s| (s.a.ptr(), s.parts[0].b.ptr(), s.rank_sum, s.parts[0].scale));
+        let part = |p: Option<&ExpertsPart>| p.map_or((0, 0, 0, 0.0), |p| (p.a.ptr(), p.b.ptr(), p.rank, p.scale));
+        let (gu, d) = match &self.experts {
+            Some(e) => (part(e.gate_up.as_ref()), part(e.down.as_ref())),
+            None => (part(None), part(None)),
+        };
+        let mut out = Vec::with_capacity(96);
+        for ptr in [site(&self.router), site(&self.shared), sd_a, sd_b, gu.0, gu.1, d.0, d.1] {
+            out.extend(ptr.to_le_bytes());
+        }
+        for rank in [sd_rank, gu.2, d.2, 0] {
+            out.extend((rank as i32).to_le_bytes());
+        }
+        for scale in [sd_scale, gu.3, d.3, 0.0] {
+            out.extend(scale.to_le_bytes());
+        }
+        Some(out)
     }
 
     /// Its input and output `LoraSite`s, for the several-token steps' arrays (`Site::fused_site`).
@@ -517,7 +525,7 @@ pub struct LoraGpu {
     /// comment; the model checks the rest: `CudaModel::fuses`).
     pub fused: bool,
     /// Whether the several-token steps' kernels (the batched step, speculative verification) do
-    /// too: `fused` and no routed experts' adapter (their MoE form takes none).
+    /// too: `fused` and no adapter of the MoE block (their MoE form takes none).
     pub several_tokens: bool,
     /// f32 [max_tokens, the largest site's Σr]: u.
     u: DevBuf,
@@ -537,22 +545,25 @@ impl LoraGpu {
                 Some(s) => Some(s),
                 None => Site::upload(gpu, l, &[Target::OProj], fused_output)?,
             };
-            layers.push(LayerLoraGpu {
+            let mut layer = LayerLoraGpu {
                 input,
                 output,
-                router: Site::upload(gpu, l, &ROUTER, None)?,
-                shared: Site::upload(gpu, l, &SHARED, None)?,
-                shared_down: Site::upload(gpu, l, &[Target::SharedDown], None)?,
+                // (as the MoE kernel takes them: the router's rows then the shared expert's gate;
+                // the shared expert's gate rows then its up rows)
+                router: Site::upload(gpu, l, &ROUTER, Some((&[0, EXPERTS], FUSED_OUTPUT_RANKS)))?,
+                shared: Site::upload(gpu, l, &SHARED, Some((&[0, EXPERT_DIM], FUSED_OUTPUT_RANKS)))?,
+                shared_down: Site::upload(gpu, l, &[Target::SharedDown], Some((&[0], FUSED_OUTPUT_RANKS)))?,
                 experts: ExpertsSite::upload(gpu, l)?,
-            });
+                moe: None,
+            };
+            layer.moe = layer.moe_device().map(|bytes| gpu.upload(&bytes)).transpose()?;
+            layers.push(layer);
         }
         let fused = layers.iter().all(|l| {
-            l.router.is_none()
-                && !l.adapts_shared_expert()
-                && l.experts.as_ref().is_none_or(|e| e.fused.is_some())
+            (!l.adapts_moe() || l.moe.is_some())
                 && [&l.input, &l.output].iter().all(|s| s.as_ref().is_none_or(|s| s.fused.is_some()))
         });
-        let several_tokens = fused && layers.iter().all(|l| l.experts.is_none());
+        let several_tokens = fused && layers.iter().all(|l| !l.adapts_moe());
         let widest = layers
             .iter()
             .flat_map(|l| [&l.input, &l.output, &l.router, &l.shared, &l.shared_down])

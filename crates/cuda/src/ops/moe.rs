@@ -47,7 +47,7 @@ kernel_file! {
     /// `moe_decode.cu`'s kernels (helpers in `moe_decode.cuh`).
     pub mod moe_decode_cu = "moe_decode.cu" with "moe_decode.cuh" {
         fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr);
-        fn moe_decode_block_lora(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ex: DevPtr, lx: DevPtr);
+        fn moe_decode_block_lora(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr, lx: DevPtr);
         fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q4k_q4k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q4k_q5k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
@@ -292,9 +292,9 @@ impl<'a> MixerOut<'a> {
 /// (`moe_decode_block`) launched with PDL, so that its weight requests overlap the kernel before.
 /// Fixed launch shapes, no host sync (graph-capturable). Scratch buffers 0 and 1, and the
 /// scratch's grid barrier. On GPUs with fewer than 129 SMs it runs the four-kernel form
-/// (`moe_decode_kernels`; the same bits). `experts`: a routed experts' adapter in its fused form
-/// (`lora::ExpertsSite::fused`, bf16 weights and the fused kernel only: `moe_decode_block_lora`,
-/// scratch buffer 4), or 0.
+/// (`moe_decode_kernels`; the same bits). `moe_lora`: a LoRA adapter of the MoE block (router,
+/// shared expert, routed experts) as the fused kernel takes it (`lora::LayerLoraGpu::fused_arrays`;
+/// bf16 weights and the fused kernel only: `moe_decode_block_lora`, scratch buffer 4), or 0.
 #[allow(clippy::too_many_arguments)]
 pub fn moe_decode(
     gpu: &Gpu,
@@ -304,15 +304,15 @@ pub fn moe_decode(
     norm: &Vector,
     eps: f32,
     scratch: &Scratch,
-    experts: DevPtr,
+    moe_lora: DevPtr,
 ) -> Result<()> {
     ensure!(
-        (mixer.lora == 0 && experts == 0) || (w.fp8_scales.is_none() && w.packed.is_none() && mixer.w.is_bf16()),
+        (mixer.lora == 0 && moe_lora == 0) || (w.fp8_scales.is_none() && w.packed.is_none() && mixer.w.is_bf16()),
         "moe_decode: a LoRA site beside quantised weights"
     );
     ensure!(
-        experts == 0 || (fused_decode_fits(gpu) && scratch.max_tokens * SCRATCH_WIDTH >= lora::FUSED_EXPERTS_SCRATCH),
-        "moe_decode: a routed experts' adapter needs the fused kernel"
+        moe_lora == 0 || (fused_decode_fits(gpu) && scratch.max_tokens * SCRATCH_WIDTH >= lora::FUSED_MOE_SCRATCH),
+        "moe_decode: an adapter of the MoE block needs the fused kernel"
     );
     if let Some(scales) = w.fp8_scales {
         return moe_decode_fp8(gpu, mixer, w, scales, h, norm, eps, scratch);
@@ -333,7 +333,7 @@ pub fn moe_decode(
     let l = Layout::new(scratch, 1)?;
     // 2 blocks on every SM, all resident: the phases meet at grid barriers
     let launch = Launch::new((2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true);
-    if experts != 0 {
+    if moe_lora != 0 {
         return moe_decode_cu::moe_decode_block_lora(
             gpu,
             launch,
@@ -349,7 +349,7 @@ pub fn moe_decode(
             l.act,
             scratch.grid_barrier(),
             mixer.lora,
-            experts,
+            moe_lora,
             scratch.ptr(4),
         );
     }

@@ -61,7 +61,8 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
                                                 const bf16* __restrict__ shared_down, float* __restrict__ h,
                                                 const float* __restrict__ w1p, float eps, float* __restrict__ logits,
                                                 float* __restrict__ act, unsigned long long* __restrict__ arrivals,
-                                                const LoraSite* const* __restrict__ lora, float& hc,
+                                                const LoraSite* const* __restrict__ lora,
+                                                const LoraMoe* __restrict__ moe_lora, float& hc,
                                                 unsigned long long& base) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int G = gridDim.x, gw = blockIdx.x * MOE_WARPS + warp;
@@ -181,12 +182,33 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
 
     // ---- 1. router logits; the shared expert's (gate, up) pair while the barrier completes.
     stage_rms_norm(h, w1p, eps, s.xs, s.red);  // h from L2 (other blocks wrote it)
+    // an adapter's router term (moe_lora, else null): each block b < 257 computes u = A x itself
+    // (A from L2) into s.red, and its logit takes s · B[b] · u
+    const LoraSite* const* router_lora = moe_lora != nullptr && moe_lora->router != nullptr ? &moe_lora->router : nullptr;
+    if (router_lora != nullptr && blockIdx.x < ROUTER_ROWS) {
+        lora_shrink_block_f32(router_lora, s.xs, s.red);
+        __syncthreads();
+    }
     if (warp == 0 && blockIdx.x < ROUTER_ROWS) {
         cp_async_wait_pending(shared_first ? 2 : 0);  // the router row (and the shared down row)
-        const float v = router_row_dot(router_row, s.xs);
+        float v = router_row_dot(router_row, s.xs);
+        if (router_lora != nullptr) v += lora_term(router_lora, s.red, blockIdx.x, 0);
         if (lane == 0) logits[blockIdx.x] = v;
     }
     grid_arrive(arrivals);
+    // the shared expert's gate|up term likewise in the blocks of its pairs (gw < 512): u into
+    // s.red (the router's is used: grid_arrive synced the block)
+    const LoraSite* const* shared_lora = moe_lora != nullptr && moe_lora->shared != nullptr ? &moe_lora->shared : nullptr;
+    if (shared_lora != nullptr && blockIdx.x * MOE_WARPS < PAIRS) {
+        lora_shrink_block_f32(shared_lora, s.xs, s.red);
+        __syncthreads();
+    }
+    auto shared_terms = [&](float& g, float& u) {
+        if (shared_lora != nullptr) {
+            g += lora_term(shared_lora, s.red, gw, 0);
+            u += lora_term(shared_lora, s.red, EXPERT_DIM + gw, 0);
+        }
+    };
     // The (gate, up) pairs are numbered shared expert first: pair p < 512 is the shared expert's
     // row pair p, pair 512 + q the routed one q = slot·512 + i; warp gw takes pairs gw, gw + W, ...
     // (rows k = 2m + (0 gate, 1 up) of pair gw + m·W); a shared pair is always a warp's first.
@@ -198,7 +220,8 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
             x.load(s.xs);
             cp_async_wait<0>();
             __syncwarp();  // (lanes read pieces other lanes copied)
-            const float g = expert_row_dot_q<GU>(r, x), u = expert_row_dot_q<GU>(r + GU::row_bytes(HIDDEN), x);
+            float g = expert_row_dot_q<GU>(r, x), u = expert_row_dot_q<GU>(r + GU::row_bytes(HIDDEN), x);
+            shared_terms(g, u);
             if (lane == 0) act[TOP_K * EXPERT_DIM + gw] = silu(g) * u;
         }
     }
@@ -206,7 +229,8 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
         LaneX x;
         x.load(s.xs);
         cp_async_wait<0>();
-        const float g = expert_row_dot(ring, x), u = expert_row_dot(ring1, x);
+        float g = expert_row_dot(ring, x), u = expert_row_dot(ring1, x);
+        shared_terms(g, u);
         if (lane == 0) act[TOP_K * EXPERT_DIM + gw] = silu(g) * u;
     }
     grid_wait(arrivals, base + 2 * G);
@@ -216,26 +240,31 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
 // of the kernel before (GDN step 128 × 80, attention combine 256 × 64) to finish beside them
 // while this kernel's weights stream in (PDL); at the default 110 they would wait for it.
 //
-// moe_decode_block_lora: the same with a routed experts' adapter (`ex`, common.cuh's LoraExperts;
-// lx: f32 scratch [2 · 4096 + 2 · 256]), in two more barriers:
+// moe_decode_block_lora: the same with a LoRA adapter of the MoE block (`ml`, common.cuh's
+// LoraMoe; lx: f32 scratch, FUSED_MOE_SCRATCH in lora.rs):
+//  1. the router's term in each block's logit, the shared expert's gate|up term in its pairs
+//     (moe_decode_head: each block computes its u = A x itself);
 //  2. the routed pairs' (gate, up) sums go to lx (not yet act); warps gw < 8·r_gu compute
-//     u_gu[slot][k] = A_gu[e_slot][k] · x into lx.
-//  barrier
-//  2b. each warp finishes its pairs: act = silu(g + s · B_g[e][i] · u) · (v + s · B_u[e][i] · u).
+//     u_gu[slot][k] = A_gu[e_slot][k] · x, and the r_sd warps after them the shared expert's
+//     u_sd[k] = A_sd[k] · act[8], into lx;
+//  barrier (with routed gate/up adapters)
+//  2b. each warp finishes its pairs: act = silu(g + s · B_g[e][i] · u) · (v + s · B_u[e][i] · u);
 //  barrier
 //  3. as above, and warps gw < 8·r_down compute u_down[slot][k] = A_down[e_slot][k] · act[slot];
-//  barrier
-//  3b. h[c] += the down sum + s · Σ_slot w_slot · B_down[e_slot][c] · u_down[slot].
+//  barrier (with routed down adapters)
+//  3b. h[c] += the down sum + s · Σ_slot w_slot · B_down[e_slot][c] · u_down[slot] + w_8 · s ·
+//     B_sd[c] · u_sd.
 #define LX_UP (TOP_K * PAIRS)                  // lx: the gate sums [4096], the up sums from here
 #define LX_U_GU (2 * TOP_K * PAIRS)            // u_gu [8, r ≤ 32]
 #define LX_U_DOWN (LX_U_GU + TOP_K * 32)       // u_down [8, r ≤ 32]
+#define LX_U_SD (LX_U_DOWN + TOP_K * 32)       // u_sd [r ≤ 32]
 template <bool LX>
 __device__ __forceinline__ void moe_decode_block_bf16(
     const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
     const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
     const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
     unsigned long long* __restrict__ arrivals, const LoraSite* const* __restrict__ lora,
-    const LoraExperts* __restrict__ ex, float* __restrict__ lx) {
+    const LoraMoe* __restrict__ ml, float* __restrict__ lx) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     MoeDecodeShared& s = *reinterpret_cast<MoeDecodeShared*>(smem_raw);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -247,7 +276,7 @@ __device__ __forceinline__ void moe_decode_block_bf16(
     float hc;
     unsigned long long base;
     moe_decode_head<Bf16Only, Bf16Only>(s, w_o, HeadRows{0, 1, 0, nullptr, nullptr}, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
-                    h, w1p, eps, logits, act, arrivals, lora, hc, base);
+                    h, w1p, eps, logits, act, arrivals, lora, ml, hc, base);
     int barriers = 2;  // the head's
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
@@ -284,10 +313,23 @@ __device__ __forceinline__ void moe_decode_block_bf16(
         }
     }
     if constexpr (LX) {
-        const int r = ex->rank_gu;
+        const int r = ml->rank_gu;
         if (gw < TOP_K * r) {
-            const float v = router_row_dot(ex->a_gu + ((size_t)s.ids[gw / r] * r + gw % r) * HIDDEN, s.xs);
+            const float v = router_row_dot(ml->a_gu + ((size_t)s.ids[gw / r] * r + gw % r) * HIDDEN, s.xs);
             if (lane == 0) lx[LX_U_GU + gw] = v;
+        } else if (gw < TOP_K * r + ml->rank_sd) {  // act[8] is whole: phase 1 wrote it
+            const int k = gw - TOP_K * r;
+            const bf16* a = ml->a_sd + (size_t)k * EXPERT_DIM + lane * 16;
+            const float4* ap = reinterpret_cast<const float4*>(act + TOP_K * EXPERT_DIM + lane * 16);
+            float av[16];
+#pragma unroll
+            for (int m = 0; m < 4; m++) {
+                const float4 v = __ldcg(ap + m);
+                av[4 * m] = v.x, av[4 * m + 1] = v.y, av[4 * m + 2] = v.z, av[4 * m + 3] = v.w;
+            }
+            const float v = warp_sum(dot8(*reinterpret_cast<const uint4*>(a), av) +
+                                     dot8(*reinterpret_cast<const uint4*>(a + 8), av + 8));
+            if (lane == 0) lx[LX_U_SD + k] = v;
         }
     }
     // Phase 3's routed down rows (the routing is known, the ring is free): in flight through the
@@ -305,20 +347,20 @@ __device__ __forceinline__ void moe_decode_block_bf16(
     cp_async_commit();
     if constexpr (LX) {
         // ---- 2b. the adapter's term into this warp's pairs (u_gu from L2)
-        grid_barrier(arrivals, base + ++barriers * G);
-        const int r = ex->rank_gu;
+        const int r = ml->rank_gu;
+        if (r > 0) grid_barrier(arrivals, base + ++barriers * G);
         for (int k = k0; k < n; k += 2) {
             const int q = gw + (k >> 1) * W - PAIRS, slot = q / PAIRS, i = q % PAIRS;
             float tg = 0.f, tu = 0.f;
             if (lane < r) {
                 const float u = __ldcg(lx + LX_U_GU + slot * r + lane);
-                const bf16* b = ex->b_gu + ((size_t)s.ids[slot] * 2 * EXPERT_DIM + i) * r + lane;
+                const bf16* b = ml->b_gu + ((size_t)s.ids[slot] * 2 * EXPERT_DIM + i) * r + lane;
                 tg = __bfloat162float(b[0]) * u;
                 tu = __bfloat162float(b[(size_t)EXPERT_DIM * r]) * u;
             }
             tg = warp_sum(tg);
             tu = warp_sum(tu);
-            if (lane == 0) act[q] = silu(lx[q] + ex->scale_gu * tg) * (lx[LX_UP + q] + ex->scale_gu * tu);
+            if (lane == 0) act[q] = silu(lx[q] + ml->scale_gu * tg) * (lx[LX_UP + q] + ml->scale_gu * tu);
         }
     }
     grid_barrier(arrivals, base + ++barriers * G);
@@ -341,10 +383,10 @@ __device__ __forceinline__ void moe_decode_block_bf16(
     }
     __syncthreads();
     if constexpr (LX) {
-        const int r = ex->rank_down;
+        const int r = ml->rank_down;
         if (gw < TOP_K * r) {
             const int slot = gw / r;
-            const bf16* a = ex->a_down + ((size_t)s.ids[slot] * r + gw % r) * EXPERT_DIM + lane * 16;
+            const bf16* a = ml->a_down + ((size_t)s.ids[slot] * r + gw % r) * EXPERT_DIM + lane * 16;
             float acc = dot8(*reinterpret_cast<const uint4*>(a), &s.act[slot][lane * 16]) +
                         dot8(*reinterpret_cast<const uint4*>(a + 8), &s.act[slot][lane * 16 + 8]);
             acc = warp_sum(acc);
@@ -374,17 +416,18 @@ __device__ __forceinline__ void moe_decode_block_bf16(
         }
     }
     if constexpr (LX) {
-        // ---- 3b. the adapter's down term (u_down from L2)
-        grid_barrier(arrivals, base + ++barriers * G);
-        const int r = ex->rank_down;
-        if (c < HIDDEN && r > 0) {
+        // ---- 3b. the adapter's down terms (u_down, u_sd from L2)
+        const int r = ml->rank_down, rs = ml->rank_sd;
+        if (r > 0) grid_barrier(arrivals, base + ++barriers * G);
+        if (c < HIDDEN && (r > 0 || rs > 0)) {
             float t = 0.f;
             for (int j = lane; j < TOP_K * r; j += 32) {
                 const int slot = j / r;
-                const bf16* b = ex->b_down + ((size_t)s.ids[slot] * HIDDEN + c) * r + j % r;
+                const bf16* b = ml->b_down + ((size_t)s.ids[slot] * HIDDEN + c) * r + j % r;
                 t += s.weights[slot] * __bfloat162float(*b) * __ldcg(lx + LX_U_DOWN + j);
             }
-            sum += ex->scale_down * warp_sum(t);
+            const float sd = lane < rs ? __bfloat162float(ml->b_sd[(size_t)c * rs + lane]) * __ldcg(lx + LX_U_SD + lane) : 0.f;
+            sum += ml->scale_down * warp_sum(t) + s.weights[TOP_K] * ml->scale_sd * warp_sum(sd);
         }
     }
     if (c < HIDDEN && lane == 0) h[c] = hc + sum;
@@ -404,9 +447,9 @@ extern "C" __global__ void __maxnreg__(96)
                           const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
                           const float* __restrict__ w1p, float eps, float* __restrict__ logits,
                           float* __restrict__ act, unsigned long long* __restrict__ arrivals,
-                          const LoraSite* const* __restrict__ lora, const LoraExperts* __restrict__ ex,
+                          const LoraSite* const* __restrict__ lora, const LoraMoe* __restrict__ ml,
                           float* __restrict__ lx) {
-    moe_decode_block_bf16<true>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, ex, lx);
+    moe_decode_block_bf16<true>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, ml, lx);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -452,7 +495,7 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
     float hc;
     unsigned long long base;
     moe_decode_head<GU, DN>(s, w_o, HeadRows{w_o_rows, y_tile_r, shared_rows, gate_up, down}, y, router, shared_gate_up,
-                            shared_down, h, w1p, eps, logits, act, arrivals, nullptr, hc, base);
+                            shared_down, h, w1p, eps, logits, act, arrivals, nullptr, nullptr, hc, base);
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
 

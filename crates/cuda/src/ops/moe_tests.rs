@@ -663,8 +663,9 @@ const _: () = assert!(gemm_shared(3, false) <= 113 * 1024 && gemm_shared(3, true
 const _: () = assert!(gemm_shared(2, false) <= 99 * 1024 && gemm_shared(2, true) <= 99 * 1024);
 
 /// A rank-`rank` adapter of one layer's routed experts (every expert's gate_up_proj and
-/// down_proj), and with `shared` the shared expert's down_proj too; B `b` · U(±√(3/rank)), scale 2.
-fn experts_adapter(rank: usize, b: f32, shared: bool) -> solo_model::lora::LoraAdapter {
+/// down_proj), and with `linears` the router, the shared expert's gate and its gate_proj, up_proj
+/// and down_proj too; B `b` · U(±√(3/rank)), scale 2.
+fn experts_adapter(rank: usize, b: f32, linears: bool) -> solo_model::lora::LoraAdapter {
     use solo_model::lora::{ExpertLora, LayerLora, LoraAdapter, LoraPair, Target};
     let pair = |seed: u64, rows: usize, cols: usize| LoraPair {
         a: Tensor::from_f32_as_bf16(vec![rank, cols], &random(seed, rank * cols, (3.0 / cols as f32).sqrt())),
@@ -677,22 +678,33 @@ fn experts_adapter(rank: usize, b: f32, shared: bool) -> solo_model::lora::LoraA
             down: Some(pair(5002 + 4 * e, HIDDEN, EXPERT_DIM)),
         })
         .collect();
-    let linears =
-        if shared { [(Target::SharedDown, pair(4000, HIDDEN, EXPERT_DIM))].into() } else { Default::default() };
+    let shapes = [
+        (Target::Router, EXPERTS, HIDDEN),
+        (Target::SharedExpertGate, 1, HIDDEN),
+        (Target::SharedGate, EXPERT_DIM, HIDDEN),
+        (Target::SharedUp, EXPERT_DIM, HIDDEN),
+        (Target::SharedDown, HIDDEN, EXPERT_DIM),
+    ];
+    let linears = match linears {
+        true => {
+            shapes.iter().enumerate().map(|(i, &(t, rows, cols))| (t, pair(4000 + 2 * i as u64, rows, cols))).collect()
+        }
+        false => Default::default(),
+    };
     LoraAdapter {
         id: 77,
         dir: "experts adapter".into(),
         rank,
         layers: vec![LayerLora { linears, experts }],
-        matrices: 2 + shared as usize,
+        matrices: 0,
         bytes: 0,
     }
 }
 
 /// The routed experts' adapter (`lora::ExpertsSite`) in moe_block on every path and expert
 /// format the forward takes (bf16 GEMVs and grouped GEMMs, int4 both ways, FP8 grouped), with
-/// the shared expert's adapter beside it on bf16: the CPU reference with the same adapter, which
-/// moves the output well past the tolerance.
+/// the router's and the shared expert's adapters beside it on bf16: the CPU reference with the
+/// same adapter, which moves the output well past the tolerance.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn moe_block_with_an_experts_adapter_matches_cpu() {
@@ -727,10 +739,11 @@ fn moe_block_with_an_experts_adapter_matches_cpu() {
     }
 }
 
-/// The one-token MoE kernel with a routed experts' adapter (`moe_decode_block_lora`, ranks 16
-/// and 8, on the bf16 layer) against the CPU with the same adapter, over three launches
+/// The one-token MoE kernel with an adapter of the MoE block (`moe_decode_block_lora`, on the
+/// bf16 layer): rank 16 on the router, the shared expert and the routed experts, then rank 8 on
+/// the routed experts alone, against the CPU with the same adapter, over three launches
 /// alternating with the plain kernel on the same scratch (each launch must leave the barrier's
-/// count a multiple of the grid: the adapted kernel has two barriers more).
+/// count a multiple of the grid: the adapted kernel has up to two barriers more).
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn moe_decode_with_an_experts_adapter_matches_cpu() {
@@ -754,8 +767,8 @@ fn moe_decode_with_an_experts_adapter_matches_cpu() {
         solo_cpu::ops::add_in_place(&mut w, &moe_forward(&f.cfg, &f.cpu, None, &x));
         w
     };
-    for rank in [16, 8] {
-        let adapter = experts_adapter(rank, 0.1, false);
+    for (rank, linears) in [(16, true), (8, false)] {
+        let adapter = experts_adapter(rank, 0.1, linears);
         let lora = lora::LoraGpu::upload(gpu, &adapter, 1).unwrap();
         let experts = lora.layers[0].fused_arrays().2;
         assert!(experts != 0 && lora.fused && !lora.several_tokens, "rank {rank}: no fused form");
