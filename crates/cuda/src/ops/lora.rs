@@ -26,22 +26,24 @@
 //!   step's sequences each bring their own adapter or none (a device array of sites per layer,
 //!   `multi_token.rs`), and speculative decoding's verify step repeats its sequence's; their
 //!   four-kernel MoE form adds the output projection's term in two launches (`add_per_token`),
-//!   with the fused kernel's sums, so every row keeps the bits of its own decode step. That takes bf16 weights, Σr ≤ 64 an input site (rank 16 on all
-//!   four GDN in-projections) and ≤ 32 an output site, and no router or shared-expert adapter;
-//!   other adapters' sequences decode alone through the layer-by-layer forward (one token,
-//!   captured as a graph).
-//! - An adapter of the shared expert runs it apart in the forward (`shared_expert`): the expert
+//!   with the fused kernel's sums, so every row keeps the bits of its own decode step. That takes
+//!   bf16 weights, Σr ≤ 64 an input site (rank 16 on all four GDN in-projections) and ≤ 32 an
+//!   output site.
+//! - An adapter of the MoE block (the router, the shared expert, the routed experts) goes into
+//!   the one-token step's MoE kernel as well (`moe_decode_block_lora`, `LoraMoe`, on GPUs with the
+//!   fused MoE kernel; Σr ≤ 32 a site, rank ≤ 32 an expert tensor): the router's term into each
+//!   block's logit and the shared expert's into its pairs (each block computes its u), the routed
+//!   experts' after the routing (below), at two more grid barriers. The several-token steps take
+//!   none: such an adapter's sequences decode alone (`LoraGpu::several_tokens`). Adapters past
+//!   those limits decode through the layer-by-layer forward (one token, captured as a graph).
+//! - In the forward, an adapter of the shared expert runs it apart (`shared_expert`): the expert
 //!   kernels see its routing weight 0, and its products, activation and gated sum run as launches
 //!   of their own, each product with its term.
-//!
-//! - An adapter of the routed experts (PEFT's `target_parameters` on `mlp.experts`,
-//!   `ExpertsSite`): per tensor every expert's A and B stacked; after the routing, u = A_e x for
-//!   each token's 8 routed experts, and the gate/up term s · B_e u goes into the expert sums
-//!   before the activation, the down term Σ_slot w · s · B_e (A_e act) into the output. In the
-//!   one-token decode step (bf16, rank ≤ 32) inside the MoE kernel (`moe_decode_block_lora`, two
-//!   more grid barriers); in the forward as four launches (the gate/up term is every expert
-//!   kernel's `delta`), on any expert format. The several-token steps take none: its sequences
-//!   decode alone (`LoraGpu::several_tokens`).
+//! - The routed experts' adapters (PEFT's `target_parameters` on `mlp.experts`, `ExpertsSite`):
+//!   per tensor every expert's A and B stacked; after the routing, u = A_e x for each token's 8
+//!   routed experts, the gate/up term s · B_e u goes into the expert sums before the activation,
+//!   the down term Σ_slot w · s · B_e (A_e act) into the output; in the forward as four launches
+//!   (the gate/up term is every expert kernel's `delta`), on any expert format.
 
 use crate::kernels::{kernel_file, Launch};
 // where each input site's outputs start in the fused step's stacked projection

@@ -746,7 +746,7 @@ fn moe_block_with_an_experts_adapter_matches_cpu() {
 /// count a multiple of the grid: the adapted kernel has up to two barriers more).
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn moe_decode_with_an_experts_adapter_matches_cpu() {
+fn moe_decode_with_a_moe_adapter_matches_cpu() {
     let gpu = gpu();
     if !fused_decode_fits(gpu) {
         eprintln!("(no fused MoE kernel on this GPU: nothing to test)");
