@@ -244,13 +244,14 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
 // LoraMoe; lx: f32 scratch, FUSED_MOE_SCRATCH in lora.rs):
 //  1. the router's term in each block's logit, the shared expert's gate|up term in its pairs
 //     (moe_decode_head: each block computes its u = A x itself);
-//  2. the routed pairs' (gate, up) sums go to lx (not yet act); warps gw < 8·r_gu compute
-//     u_gu[slot][k] = A_gu[e_slot][k] · x, and the r_sd warps after them the shared expert's
-//     u_sd[k] = A_sd[k] · act[8], into lx;
+//  2. the routed pairs' (gate, up) sums go to lx (not yet act); 8·r_gu warps (those with one
+//     routed pair first) compute u_gu[slot][k] = A_gu[e_slot][k] · x, and r_sd more the shared
+//     expert's u_sd[k] = A_sd[k] · act[8], into lx;
 //  barrier (with routed gate/up adapters)
 //  2b. each warp finishes its pairs: act = silu(g + s · B_g[e][i] · u) · (v + s · B_u[e][i] · u);
 //  barrier
-//  3. as above, and warps gw < 8·r_down compute u_down[slot][k] = A_down[e_slot][k] · act[slot];
+//  3. as above, and the warps past the 2048 columns compute u_down[slot][k] = A_down[e_slot][k]
+//     · act[slot];
 //  barrier (with routed down adapters)
 //  3b. h[c] += the down sum + s · Σ_slot w_slot · B_down[e_slot][c] · u_down[slot] + w_8 · s ·
 //     B_sd[c] · u_sd.
@@ -313,12 +314,15 @@ __device__ __forceinline__ void moe_decode_block_bf16(
         }
     }
     if constexpr (LX) {
-        const int r = ml->rank_gu;
-        if (gw < TOP_K * r) {
-            const float v = router_row_dot(ml->a_gu + ((size_t)s.ids[gw / r] * r + gw % r) * HIDDEN, s.xs);
-            if (lane == 0) lx[LX_U_GU + gw] = v;
-        } else if (gw < TOP_K * r + ml->rank_sd) {  // act[8] is whole: phase 1 wrote it
-            const int k = gw - TOP_K * r;
+        // first by the warps with one routed pair here (their first pair was the shared expert's,
+        // in phase 1, and their third is past the 4608: gw in [4608 − 2W, 512)), then the last
+        const int r = ml->rank_gu, light0 = max(TOTAL_PAIRS - 2 * W, 0);
+        const int j = gw < light0 ? -1 : gw < PAIRS ? gw - light0 : PAIRS - light0 + (W - 1 - gw);
+        if (j >= 0 && j < TOP_K * r) {
+            const float v = router_row_dot(ml->a_gu + ((size_t)s.ids[j / r] * r + j % r) * HIDDEN, s.xs);
+            if (lane == 0) lx[LX_U_GU + j] = v;
+        } else if (j >= 0 && j < TOP_K * r + ml->rank_sd) {  // act[8] is whole: phase 1 wrote it
+            const int k = j - TOP_K * r;
             const bf16* a = ml->a_sd + (size_t)k * EXPERT_DIM + lane * 16;
             const float4* ap = reinterpret_cast<const float4*>(act + TOP_K * EXPERT_DIM + lane * 16);
             float av[16];
@@ -383,14 +387,15 @@ __device__ __forceinline__ void moe_decode_block_bf16(
     }
     __syncthreads();
     if constexpr (LX) {
+        // by the warps past the 2048 columns (idle in phase 3)
         const int r = ml->rank_down;
-        if (gw < TOP_K * r) {
-            const int slot = gw / r;
-            const bf16* a = ml->a_down + ((size_t)s.ids[slot] * r + gw % r) * EXPERT_DIM + lane * 16;
+        for (int j = gw - HIDDEN; j >= 0 && j < TOP_K * r; j += W - HIDDEN) {
+            const int slot = j / r;
+            const bf16* a = ml->a_down + ((size_t)s.ids[slot] * r + j % r) * EXPERT_DIM + lane * 16;
             float acc = dot8(*reinterpret_cast<const uint4*>(a), &s.act[slot][lane * 16]) +
                         dot8(*reinterpret_cast<const uint4*>(a + 8), &s.act[slot][lane * 16 + 8]);
             acc = warp_sum(acc);
-            if (lane == 0) lx[LX_U_DOWN + gw] = acc;
+            if (lane == 0) lx[LX_U_DOWN + j] = acc;
         }
     }
     float sum = 0.f;
