@@ -289,7 +289,8 @@ __device__ __forceinline__ void stage_bf16(const bf16* __restrict__ x, float* xs
 // bits of the block-wide version it replaces. Top-8 over the probabilities, ties to the lower
 // expert index, the kept probabilities summed in selection order: exactly solo_cpu::moe::route.
 // Each round takes the warp's best with two redux instructions (the value's bits, then the
-// lowest index holding it).
+// lowest index holding it). SHARED_LOGITS: logits in shared memory (a block's own copy).
+template <bool SHARED_LOGITS = false>
 __device__ __forceinline__ void route_token(const float* __restrict__ logits, int* __restrict__ ids,
                                             float* __restrict__ weights, int* __restrict__ counts) {
     const unsigned FULL = 0xffffffffu;
@@ -297,8 +298,9 @@ __device__ __forceinline__ void route_token(const float* __restrict__ logits, in
     constexpr int PER_LANE = EXPERTS / 32;
     float v[PER_LANE];
 #pragma unroll
-    for (int i = 0; i < PER_LANE; i++) v[i] = __ldcg(logits + lane + 32 * i);  // L2: other blocks wrote them
-    const float gate_logit = __ldcg(logits + EXPERTS);
+    for (int i = 0; i < PER_LANE; i++)  // from L2 (other blocks wrote them), or shared memory
+        v[i] = SHARED_LOGITS ? logits[lane + 32 * i] : __ldcg(logits + lane + 32 * i);
+    const float gate_logit = SHARED_LOGITS ? logits[EXPERTS] : __ldcg(logits + EXPERTS);
     float mx = v[0];
 #pragma unroll
     for (int i = 1; i < PER_LANE; i++) mx = fmaxf(mx, v[i]);

@@ -81,9 +81,10 @@ const EXPAND_TOKENS: usize = 8;
 /// reduction buffer).
 pub const FUSED_RANKS: usize = 64;
 const FUSED_OUTPUT_RANKS: usize = 32;
-/// f32 of scratch `moe_decode_block_lora` takes (its `lx`: the routed pairs' gate and up sums,
-/// then u_gu and u_down, 8 × 32 each, and u_sd, 32).
-pub const FUSED_MOE_SCRATCH: usize = 2 * TOP_K * EXPERT_DIM + (2 * TOP_K + 1) * FUSED_OUTPUT_RANKS;
+/// f32 of scratch `moe_decode_block_lora` takes (its `lx`, moe_decode.cu's LX_ layout: the
+/// routed pairs' gate and up sums; u_gu and u_down, 8 × 32 each; u_sd, the router's u and the
+/// shared gate|up site's u, 32 each; the shared pairs' gate and up sums).
+pub const FUSED_MOE_SCRATCH: usize = 2 * TOP_K * EXPERT_DIM + (2 * TOP_K + 3) * FUSED_OUTPUT_RANKS + 2 * EXPERT_DIM;
 /// Parts a `LoraSite` holds (`LORA_PARTS`).
 const FUSED_PARTS: usize = 4;
 

@@ -47,7 +47,7 @@ kernel_file! {
     /// `moe_decode.cu`'s kernels (helpers in `moe_decode.cuh`).
     pub mod moe_decode_cu = "moe_decode.cu" with "moe_decode.cuh" {
         fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr);
-        fn moe_decode_block_lora(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr, lx: DevPtr);
+        fn moe_decode_block_lora(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
         fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q4k_q4k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q4k_q5k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
@@ -294,7 +294,8 @@ impl<'a> MixerOut<'a> {
 /// scratch's grid barrier. On GPUs with fewer than 129 SMs it runs the four-kernel form
 /// (`moe_decode_kernels`; the same bits). `moe_lora`: a LoRA adapter of the MoE block (router,
 /// shared expert, routed experts) as the fused kernel takes it (`lora::LayerLoraGpu::fused_arrays`;
-/// bf16 weights and the fused kernel only: `moe_decode_block_lora`, scratch buffer 4), or 0.
+/// bf16 weights and the fused kernel only: `moe_decode_block_lora`, its scratch in buffer 1 past
+/// the activations), or 0.
 #[allow(clippy::too_many_arguments)]
 pub fn moe_decode(
     gpu: &Gpu,
@@ -311,7 +312,9 @@ pub fn moe_decode(
         "moe_decode: a LoRA site beside quantised weights"
     );
     ensure!(
-        moe_lora == 0 || (fused_decode_fits(gpu) && scratch.max_tokens * SCRATCH_WIDTH >= lora::FUSED_MOE_SCRATCH),
+        moe_lora == 0
+            || (fused_decode_fits(gpu)
+                && scratch.max_tokens * SCRATCH_WIDTH >= SLOTS * EXPERT_DIM + lora::FUSED_MOE_SCRATCH),
         "moe_decode: an adapter of the MoE block needs the fused kernel"
     );
     if let Some(scales) = w.fp8_scales {
@@ -350,7 +353,6 @@ pub fn moe_decode(
             scratch.grid_barrier(),
             mixer.lora,
             moe_lora,
-            scratch.ptr(4),
         );
     }
     moe_decode_cu::moe_decode_block(

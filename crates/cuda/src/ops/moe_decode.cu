@@ -41,6 +41,17 @@
 // columns maybe in tiled value-head order, y_tile_r; 1: in order), and the shared expert
 // (shared: its rows appended to the routed experts' buffers gate_up and down as expert
 // SHARED_EXPERT, gate/up in GU, down in DN).
+// moe_decode_block_lora's scratch lx (f32; FUSED_MOE_SCRATCH in lora.rs), in act's buffer past
+// its [9, 512] (derived, not an argument: one register pair fewer under the 96-register cap):
+#define LX_BASE (SLOTS * EXPERT_DIM)
+#define LX_UP (TOP_K * PAIRS)              // the routed pairs' gate sums [4096], the up sums from here
+#define LX_U_GU (2 * TOP_K * PAIRS)        // u_gu [8, r ≤ 32]
+#define LX_U_DOWN (LX_U_GU + TOP_K * 32)   // u_down [8, r ≤ 32]
+#define LX_U_SD (LX_U_DOWN + TOP_K * 32)   // u_sd [r ≤ 32]
+#define LX_U_R (LX_U_SD + 32)              // the router site's u [Σr ≤ 32]
+#define LX_U_SH (LX_U_R + 32)              // the shared gate|up site's u [Σr ≤ 32]
+#define LX_SH (LX_U_SH + 32)               // the shared pairs' gate sums [512], then up sums [512]
+
 struct HeadRows {
     int w_o, y_tile_r, shared;
     const unsigned char* gate_up;
@@ -182,32 +193,32 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
 
     // ---- 1. router logits; the shared expert's (gate, up) pair while the barrier completes.
     stage_rms_norm(h, w1p, eps, s.xs, s.red);  // h from L2 (other blocks wrote it)
-    // an adapter's router term (moe_lora, else null): each block b < 257 computes u = A x itself
-    // (A from L2) into s.red, and its logit takes s · B[b] · u
-    const LoraSite* const* router_lora = moe_lora != nullptr && moe_lora->router != nullptr ? &moe_lora->router : nullptr;
-    if (router_lora != nullptr && blockIdx.x < ROUTER_ROWS) {
-        lora_shrink_block_f32(router_lora, s.xs, s.red);
-        __syncthreads();
+    // an adapter's router and shared expert sites (moe_lora, else null): their u = A x, a row a
+    // warp (block j's warp 1: the router's row j, warp 2: the shared expert's), into lx before
+    // the block arrives; the terms are added past the barrier (moe_decode_block_lora)
+    const LoraSite* router_lora = moe_lora != nullptr ? moe_lora->router : nullptr;
+    const LoraSite* shared_lora = moe_lora != nullptr ? moe_lora->shared : nullptr;
+    float* lx = act + LX_BASE;
+    if (warp == 1 && router_lora != nullptr && blockIdx.x < router_lora->rank_sum) {
+        const float v = router_row_dot(router_lora->a + (size_t)blockIdx.x * HIDDEN, s.xs);
+        if (lane == 0) lx[LX_U_R + blockIdx.x] = v;
+    }
+    if (warp == 2 && shared_lora != nullptr && blockIdx.x < shared_lora->rank_sum) {
+        const float v = router_row_dot(shared_lora->a + (size_t)blockIdx.x * HIDDEN, s.xs);
+        if (lane == 0) lx[LX_U_SH + blockIdx.x] = v;
     }
     if (warp == 0 && blockIdx.x < ROUTER_ROWS) {
         cp_async_wait_pending(shared_first ? 2 : 0);  // the router row (and the shared down row)
-        float v = router_row_dot(router_row, s.xs);
-        if (router_lora != nullptr) v += lora_term(router_lora, s.red, blockIdx.x, 0);
+        const float v = router_row_dot(router_row, s.xs);
         if (lane == 0) logits[blockIdx.x] = v;
     }
     grid_arrive(arrivals);
-    // the shared expert's gate|up term likewise in the blocks of its pairs (gw < 512): u into
-    // s.red (the router's is used: grid_arrive synced the block)
-    const LoraSite* const* shared_lora = moe_lora != nullptr && moe_lora->shared != nullptr ? &moe_lora->shared : nullptr;
-    if (shared_lora != nullptr && blockIdx.x * MOE_WARPS < PAIRS) {
-        lora_shrink_block_f32(shared_lora, s.xs, s.red);
-        __syncthreads();
-    }
-    auto shared_terms = [&](float& g, float& u) {
-        if (shared_lora != nullptr) {
-            g += lora_term(shared_lora, s.red, gw, 0);
-            u += lora_term(shared_lora, s.red, EXPERT_DIM + gw, 0);
-        }
+    // a shared pair's sums: its activation, or with the shared expert adapted its sums into lx
+    // (moe_decode_block_lora finishes it)
+    auto shared_pair = [&](float g, float u) {
+        if (lane != 0) return;
+        if (shared_lora != nullptr) lx[LX_SH + gw] = g, lx[LX_SH + PAIRS + gw] = u;
+        else act[TOP_K * EXPERT_DIM + gw] = silu(g) * u;
     };
     // The (gate, up) pairs are numbered shared expert first: pair p < 512 is the shared expert's
     // row pair p, pair 512 + q the routed one q = slot·512 + i; warp gw takes pairs gw, gw + W, ...
@@ -220,18 +231,14 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
             x.load(s.xs);
             cp_async_wait<0>();
             __syncwarp();  // (lanes read pieces other lanes copied)
-            float g = expert_row_dot_q<GU>(r, x), u = expert_row_dot_q<GU>(r + GU::row_bytes(HIDDEN), x);
-            shared_terms(g, u);
-            if (lane == 0) act[TOP_K * EXPERT_DIM + gw] = silu(g) * u;
+            shared_pair(expert_row_dot_q<GU>(r, x), expert_row_dot_q<GU>(r + GU::row_bytes(HIDDEN), x));
         }
     }
     if (shared_first && !shared_rows) {
         LaneX x;
         x.load(s.xs);
         cp_async_wait<0>();
-        float g = expert_row_dot(ring, x), u = expert_row_dot(ring1, x);
-        shared_terms(g, u);
-        if (lane == 0) act[TOP_K * EXPERT_DIM + gw] = silu(g) * u;
+        shared_pair(expert_row_dot(ring, x), expert_row_dot(ring1, x));
     }
     grid_wait(arrivals, base + 2 * G);
 }
@@ -241,31 +248,29 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
 // while this kernel's weights stream in (PDL); at the default 110 they would wait for it.
 //
 // moe_decode_block_lora: the same with a LoRA adapter of the MoE block (`ml`, common.cuh's
-// LoraMoe; lx: f32 scratch, FUSED_MOE_SCRATCH in lora.rs):
-//  1. the router's term in each block's logit, the shared expert's gate|up term in its pairs
-//     (moe_decode_head: each block computes its u = A x itself);
-//  2. the routed pairs' (gate, up) sums go to lx (not yet act); 8·r_gu warps (those with one
-//     routed pair first) compute u_gu[slot][k] = A_gu[e_slot][k] · x, and r_sd more the shared
-//     expert's u_sd[k] = A_sd[k] · act[8], into lx;
+// LoraMoe; lx: f32 scratch past act, the LX_ layout above):
+//  1. warps of the first blocks compute the router site's and the shared gate|up site's u = A x
+//     (a row each) into lx; the shared pairs' sums go to lx (not yet act);
+//  barrier
+//  2. each block adds the router's term to its own copy of the logits and routes from it; the
+//     shared pairs finish with their term; the routed pairs' (gate, up) sums go to lx; 8·r_gu
+//     warps (those with one routed pair first) compute u_gu[slot][k] = A_gu[e_slot][k] · x;
 //  barrier (with routed gate/up adapters)
-//  2b. each warp finishes its pairs: act = silu(g + s · B_g[e][i] · u) · (v + s · B_u[e][i] · u);
+//  2b. each warp finishes its routed pairs: act = silu(g + s · B_g[e][i] · u) · (v + s ·
+//     B_u[e][i] · u);
 //  barrier
 //  3. as above, and the warps past the 2048 columns compute u_down[slot][k] = A_down[e_slot][k]
-//     · act[slot];
-//  barrier (with routed down adapters)
+//     · act[slot] and the shared expert's u_sd[k] = A_sd[k] · act[8];
+//  barrier (with down adapters)
 //  3b. h[c] += the down sum + s · Σ_slot w_slot · B_down[e_slot][c] · u_down[slot] + w_8 · s ·
 //     B_sd[c] · u_sd.
-#define LX_UP (TOP_K * PAIRS)                  // lx: the gate sums [4096], the up sums from here
-#define LX_U_GU (2 * TOP_K * PAIRS)            // u_gu [8, r ≤ 32]
-#define LX_U_DOWN (LX_U_GU + TOP_K * 32)       // u_down [8, r ≤ 32]
-#define LX_U_SD (LX_U_DOWN + TOP_K * 32)       // u_sd [r ≤ 32]
 template <bool LX>
 __device__ __forceinline__ void moe_decode_block_bf16(
     const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
     const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
     const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
     unsigned long long* __restrict__ arrivals, const LoraSite* const* __restrict__ lora,
-    const LoraMoe* __restrict__ ml, float* __restrict__ lx) {
+    const LoraMoe* __restrict__ ml) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     MoeDecodeShared& s = *reinterpret_cast<MoeDecodeShared*>(smem_raw);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -278,13 +283,33 @@ __device__ __forceinline__ void moe_decode_block_bf16(
     unsigned long long base;
     moe_decode_head<Bf16Only, Bf16Only>(s, w_o, HeadRows{0, 1, 0, nullptr, nullptr}, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
                     h, w1p, eps, logits, act, arrivals, lora, ml, hc, base);
-    int barriers = 2;  // the head's
+    float* lx = act + LX_BASE;  // (LX only)
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
     const int k0 = shared_first ? 2 : 0;  // every warp has at least 2 routed rows (W < 4096)
 
     // ---- 2. the routed experts' gate/up
-    if (warp == 0) route_token(logits, s.ids, s.weights, nullptr);
+    if constexpr (LX) {
+        // the adapter's router term: every block adds it to its own copy of the logits
+        // (s.act is free until phase 3), then routes from it
+        if (ml->router != nullptr) {
+            float* own = &s.act[0][0];
+            for (int b = threadIdx.x; b < ROUTER_ROWS; b += 256)
+                own[b] = __ldcg(logits + b) + lora_term_l2(ml->router, lx + LX_U_R, b);
+            __syncthreads();
+            if (warp == 0) route_token<true>(own, s.ids, s.weights, nullptr);
+        } else if (warp == 0) {
+            route_token(logits, s.ids, s.weights, nullptr);
+        }
+        // the shared pair this warp took in phase 1: its sums with the adapter's term
+        if (ml->shared != nullptr && shared_first) {
+            const float g = lx[LX_SH + gw] + lora_term_l2(ml->shared, lx + LX_U_SH, gw);
+            const float u = lx[LX_SH + PAIRS + gw] + lora_term_l2(ml->shared, lx + LX_U_SH, EXPERT_DIM + gw);
+            if (lane == 0) act[TOP_K * EXPERT_DIM + gw] = silu(g) * u;
+        }
+    } else {
+        if (warp == 0) route_token(logits, s.ids, s.weights, nullptr);
+    }
     __syncthreads();
     {
         auto row = [&](int k) {
@@ -321,19 +346,6 @@ __device__ __forceinline__ void moe_decode_block_bf16(
         if (j >= 0 && j < TOP_K * r) {
             const float v = router_row_dot(ml->a_gu + ((size_t)s.ids[j / r] * r + j % r) * HIDDEN, s.xs);
             if (lane == 0) lx[LX_U_GU + j] = v;
-        } else if (j >= 0 && j < TOP_K * r + ml->rank_sd) {  // act[8] is whole: phase 1 wrote it
-            const int k = j - TOP_K * r;
-            const bf16* a = ml->a_sd + (size_t)k * EXPERT_DIM + lane * 16;
-            const float4* ap = reinterpret_cast<const float4*>(act + TOP_K * EXPERT_DIM + lane * 16);
-            float av[16];
-#pragma unroll
-            for (int m = 0; m < 4; m++) {
-                const float4 v = __ldcg(ap + m);
-                av[4 * m] = v.x, av[4 * m + 1] = v.y, av[4 * m + 2] = v.z, av[4 * m + 3] = v.w;
-            }
-            const float v = warp_sum(dot8(*reinterpret_cast<const uint4*>(a), av) +
-                                     dot8(*reinterpret_cast<const uint4*>(a + 8), av + 8));
-            if (lane == 0) lx[LX_U_SD + k] = v;
         }
     }
     // Phase 3's routed down rows (the routing is known, the ring is free): in flight through the
@@ -352,7 +364,7 @@ __device__ __forceinline__ void moe_decode_block_bf16(
     if constexpr (LX) {
         // ---- 2b. the adapter's term into this warp's pairs (u_gu from L2)
         const int r = ml->rank_gu;
-        if (r > 0) grid_barrier(arrivals, base + ++barriers * G);
+        if (r > 0) grid_barrier(arrivals, base + 3 * G);
         for (int k = k0; k < n; k += 2) {
             const int q = gw + (k >> 1) * W - PAIRS, slot = q / PAIRS, i = q % PAIRS;
             float tg = 0.f, tu = 0.f;
@@ -367,7 +379,8 @@ __device__ __forceinline__ void moe_decode_block_bf16(
             if (lane == 0) act[q] = silu(lx[q] + ml->scale_gu * tg) * (lx[LX_UP + q] + ml->scale_gu * tu);
         }
     }
-    grid_barrier(arrivals, base + ++barriers * G);
+    // (the head's two barriers, and 2b's with routed gate/up adapters)
+    grid_barrier(arrivals, base + (LX && ml->rank_gu > 0 ? 4 : 3) * G);
 
     // ---- 3. down, weighted over the slots, added to h
     pdl_trigger();
@@ -387,15 +400,17 @@ __device__ __forceinline__ void moe_decode_block_bf16(
     }
     __syncthreads();
     if constexpr (LX) {
-        // by the warps past the 2048 columns (idle in phase 3)
-        const int r = ml->rank_down;
-        for (int j = gw - HIDDEN; j >= 0 && j < TOP_K * r; j += W - HIDDEN) {
-            const int slot = j / r;
-            const bf16* a = ml->a_down + ((size_t)s.ids[slot] * r + j % r) * EXPERT_DIM + lane * 16;
+        // u_down, then u_sd, by the warps past the 2048 columns (idle in phase 3)
+        const int r = ml->rank_down, rs = ml->rank_sd;
+        for (int j = gw - HIDDEN; j >= 0 && j < TOP_K * r + rs; j += W - HIDDEN) {
+            const bool routed = j < TOP_K * r;
+            const int slot = routed ? j / r : TOP_K;
+            const bf16* a = (routed ? ml->a_down + ((size_t)s.ids[slot] * r + j % r) * EXPERT_DIM
+                                    : ml->a_sd + (size_t)(j - TOP_K * r) * EXPERT_DIM) + lane * 16;
             float acc = dot8(*reinterpret_cast<const uint4*>(a), &s.act[slot][lane * 16]) +
                         dot8(*reinterpret_cast<const uint4*>(a + 8), &s.act[slot][lane * 16 + 8]);
             acc = warp_sum(acc);
-            if (lane == 0) lx[LX_U_DOWN + j] = acc;
+            if (lane == 0) lx[routed ? LX_U_DOWN + j : LX_U_SD + j - TOP_K * r] = acc;
         }
     }
     float sum = 0.f;
@@ -423,7 +438,7 @@ __device__ __forceinline__ void moe_decode_block_bf16(
     if constexpr (LX) {
         // ---- 3b. the adapter's down terms (u_down, u_sd from L2)
         const int r = ml->rank_down, rs = ml->rank_sd;
-        if (r > 0) grid_barrier(arrivals, base + ++barriers * G);
+        if (r > 0 || rs > 0) grid_barrier(arrivals, base + (ml->rank_gu > 0 ? 5 : 4) * G);
         if (c < HIDDEN && (r > 0 || rs > 0)) {
             float t = 0.f;
             for (int j = lane; j < TOP_K * r; j += 32) {
@@ -443,8 +458,7 @@ extern "C" __global__ void __maxnreg__(96)
                      const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
                      const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
                      unsigned long long* __restrict__ arrivals, const LoraSite* const* __restrict__ lora) {
-    moe_decode_block_bf16<false>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, nullptr,
-                                 nullptr);
+    moe_decode_block_bf16<false>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, nullptr);
 }
 
 extern "C" __global__ void __maxnreg__(96)
@@ -452,9 +466,8 @@ extern "C" __global__ void __maxnreg__(96)
                           const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
                           const float* __restrict__ w1p, float eps, float* __restrict__ logits,
                           float* __restrict__ act, unsigned long long* __restrict__ arrivals,
-                          const LoraSite* const* __restrict__ lora, const LoraMoe* __restrict__ ml,
-                          float* __restrict__ lx) {
-    moe_decode_block_bf16<true>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, ml, lx);
+                          const LoraSite* const* __restrict__ lora, const LoraMoe* __restrict__ ml) {
+    moe_decode_block_bf16<true>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, ml);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -153,15 +153,17 @@ __device__ __forceinline__ void request_down_rows(unsigned char* rows, const uns
     cp_async_commit();
 }
 
-// u[j] = A[j] · xs for j < the site's Σr (≤ 32: u is a block's 32-float s.red), x f32 in shared
-// memory as phase 1 stages it; one token (sites[0]). Warp w takes rows w, w + 8, ... The caller
-// syncs the block before reading u.
-__device__ __forceinline__ void lora_shrink_block_f32(const LoraSite* const* __restrict__ sites, const float* xs,
-                                                      float* u) {
-    const LoraSite* site = sites[0];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    for (int j = warp; j < site->rank_sum; j += 8) {
-        const float v = router_row_dot(site->a + (size_t)j * HIDDEN, xs);
-        if (lane == 0) u[j] = v;
+// A LoRA site's term for output row r (lora_term's) with u in global memory, written by other
+// blocks before a grid barrier (read from L2).
+__device__ __forceinline__ float lora_term_l2(const LoraSite* __restrict__ site, const float* u, int r) {
+    for (int p = 0; p < site->parts; p++) {
+        const LoraPart& q = site->part[p];
+        if (r >= q.first && r < q.first + q.rows) {
+            const bf16* b = q.b + (size_t)(r - q.first) * q.rank;
+            float acc = 0.f;
+            for (int k = 0; k < q.rank; k++) acc += __bfloat162float(b[k]) * __ldcg(u + q.u_col + k);
+            return q.scale * acc;
+        }
     }
+    return 0.f;
 }
