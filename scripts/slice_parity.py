@@ -114,6 +114,20 @@ def metrics(hf, solo):
             "max_kl": kl.max().item(), "max_rel_logit_err": rel.max().item(), "mean_rel_logit_err": rel.mean().item()}
 
 
+def solo_logits(solo, model, ids, prefill, out_dir, backend="cuda", extra=()):
+    """`solo logits` on `ids` (the first `prefill` in one prefill, the rest one decode step each),
+    with `extra` arguments: the logits [N, V] on the GPU."""
+    path = os.path.join(out_dir, f"solo_{backend}.safetensors")
+    cmd = [solo, "logits", "--backend", backend, "--model", model, *extra, "--prefill", str(prefill),
+           "--tokens", ",".join(map(str, ids.tolist())), "--out", path]
+    t1 = time.time()
+    subprocess.run(cmd, check=True)
+    print(f"solo logits --backend {backend} {' '.join(extra)}: {time.time() - t1:.1f} s", flush=True)
+    out = load_file(path)["logits"].cuda()
+    os.remove(path)
+    return out
+
+
 def run_slice(a, init):
     ckpt = os.path.join(a.dir, init)
     t0 = time.time()
@@ -139,15 +153,7 @@ def run_slice(a, init):
     torch.cuda.empty_cache()
 
     def run_solo(backend):
-        path = os.path.join(a.out, f"solo_{backend}.safetensors")
-        cmd = [a.solo, "logits", "--backend", backend, "--model", ckpt, "--prefill", str(a.prefill),
-               "--tokens", ",".join(map(str, ids.tolist())), "--out", path]
-        t1 = time.time()
-        subprocess.run(cmd, check=True)
-        print(f"solo logits --backend {backend}: {time.time() - t1:.1f} s", flush=True)
-        out = load_file(path)["logits"].cuda()
-        os.remove(path)
-        return out
+        return solo_logits(a.solo, ckpt, ids, a.prefill, a.out, backend)
 
     solo = run_solo("cuda")
     report = {"init": init, "layers": a.layers, "tokens": a.tokens, "prefill": a.prefill,

@@ -18,14 +18,13 @@ peft==0.21.2 accelerate psutil`). Steps, for each adapter shape of --targets:
 
     python3 scripts/slice_parity_lora.py --solo gpu-bin/solo --dir /tmp/solo-slice --out $OUT
 """
-import argparse, json, math, os, subprocess, sys, time
+import argparse, json, math, os, sys, time
 
 import torch
-from safetensors.torch import load_file
 from transformers import Qwen3_5MoeForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slice_parity import make_confident, metrics, randomise, real_config  # noqa: E402
+from slice_parity import make_confident, metrics, randomise, real_config, solo_logits  # noqa: E402
 
 try:
     import peft  # noqa: F401
@@ -91,14 +90,7 @@ def run(a, targets):
     del pm, model
     torch.cuda.empty_cache()
 
-    path = os.path.join(a.out, "solo_lora.safetensors")
-    cmd = [a.solo, "logits", "--backend", "cuda", "--model", ckpt, "--lora", adapter, "--prefill",
-           str(a.prefill), "--tokens", ",".join(map(str, ids.tolist())), "--out", path]
-    t1 = time.time()
-    subprocess.run(cmd, check=True)
-    print(f"solo logits --lora: {time.time() - t1:.1f} s", flush=True)
-    solo = load_file(path)["logits"].cuda()
-    os.remove(path)
+    solo = solo_logits(a.solo, ckpt, ids, a.prefill, a.out, extra=("--lora", adapter))
     return {"targets": targets, "rank": a.rank, "layers": a.layers, "tokens": a.tokens, "prefill": a.prefill,
             "solo_vs_peft_fp32": metrics(fp32, solo),
             "solo_vs_peft_fp32_prefill": metrics(fp32[:a.prefill], solo[:a.prefill]),

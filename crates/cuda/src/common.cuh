@@ -799,22 +799,28 @@ __device__ __forceinline__ void lora_shrink_block(const LoraSite* const* __restr
     }
 }
 
-// The term of token t's site (`sites[t]`, null: 0) for output row r: s · B[r − first] · u[t] of the
-// part that holds r (0 where none does).
-__device__ __forceinline__ float lora_term(const LoraSite* const* __restrict__ sites, const float* u, int r, int t) {
-    const LoraSite* site = sites[t];
-    if (site == nullptr) return 0.f;
+// A site's term for output row r: s · B[r − first] · u of the part that holds r (0 where none
+// does), u the site's [Σr]; L2: u written by other blocks before a grid barrier (read from L2).
+template <bool L2 = false>
+__device__ __forceinline__ float lora_site_term(const LoraSite* __restrict__ site, const float* u, int r) {
     for (int p = 0; p < site->parts; p++) {
         const LoraPart& q = site->part[p];
         if (r >= q.first && r < q.first + q.rows) {
             const bf16* b = q.b + (size_t)(r - q.first) * q.rank;
-            const float* ut = u + t * LORA_FUSED_RANKS + q.u_col;
+            const float* uq = u + q.u_col;
             float acc = 0.f;
-            for (int k = 0; k < q.rank; k++) acc += __bfloat162float(b[k]) * ut[k];
+            for (int k = 0; k < q.rank; k++) acc += __bfloat162float(b[k]) * (L2 ? __ldcg(uq + k) : uq[k]);
             return q.scale * acc;
         }
     }
     return 0.f;
+}
+
+// The term of token t's site (`sites[t]`, null: 0) for output row r, u per token
+// LORA_FUSED_RANKS apart.
+__device__ __forceinline__ float lora_term(const LoraSite* const* __restrict__ sites, const float* u, int r, int t) {
+    const LoraSite* site = sites[t];
+    return site == nullptr ? 0.f : lora_site_term(site, u + t * LORA_FUSED_RANKS, r);
 }
 
 // ---- LoRA of the routed experts (ops/lora.rs: `ExpertsSite`). The gate/up kernels take its

@@ -119,22 +119,22 @@ extern "C" __global__ void __launch_bounds__(256)
     const int pair = mode == 2 ? perm[q] : q, t = pair / SLOTS, slot = pair % SLOTS;
     if (slot >= TOP_K || k >= rank) return;
     const bf16* row = a + ((size_t)ids[pair] * rank + k) * in_dim;
-    float acc = 0.f;
-    for (int c = lane * 8; c < in_dim; c += 256) {
-        float w[8], xv[8];
-        unpack8(__ldg(reinterpret_cast<const uint4*>(row + c)), w);
-        if (mode == 1) {
+    float acc;
+    if (mode == 1) {  // f32 activations: lora_row_dot's order over f32 x
+        acc = 0.f;
+        for (int c = lane * 8; c < in_dim; c += 256) {
+            float w[8];
+            unpack8(__ldg(reinterpret_cast<const uint4*>(row + c)), w);
             const float4* xf = reinterpret_cast<const float4*>(static_cast<const float*>(x) + (size_t)q * in_dim + c);
             const float4 x0 = xf[0], x1 = xf[1];
-            xv[0] = x0.x, xv[1] = x0.y, xv[2] = x0.z, xv[3] = x0.w, xv[4] = x1.x, xv[5] = x1.y, xv[6] = x1.z, xv[7] = x1.w;
-        } else {
-            const bf16* xb = static_cast<const bf16*>(x) + (size_t)(mode == 0 ? t : q) * in_dim + c;
-            unpack8(*reinterpret_cast<const uint4*>(xb), xv);
-        }
+            const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
 #pragma unroll
-        for (int j = 0; j < 8; j++) acc += w[j] * xv[j];
+            for (int j = 0; j < 8; j++) acc += w[j] * xv[j];
+        }
+        acc = warp_sum(acc);
+    } else {
+        acc = lora_row_dot(row, static_cast<const bf16*>(x) + (size_t)(mode == 0 ? t : q) * in_dim, in_dim);
     }
-    acc = warp_sum(acc);
     if (lane == 0) u[((size_t)t * TOP_K + slot) * rank + k] = acc;
 }
 

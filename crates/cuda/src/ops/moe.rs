@@ -46,7 +46,7 @@ kernel_file! {
 kernel_file! {
     /// `moe_decode.cu`'s kernels (helpers in `moe_decode.cuh`).
     pub mod moe_decode_cu = "moe_decode.cu" with "moe_decode.cuh" {
-        fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr);
+        fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
         fn moe_decode_block_lora(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
         fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q4k_q4k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
@@ -336,26 +336,9 @@ pub fn moe_decode(
     let l = Layout::new(scratch, 1)?;
     // 2 blocks on every SM, all resident: the phases meet at grid barriers
     let launch = Launch::new((2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true);
-    if moe_lora != 0 {
-        return moe_decode_cu::moe_decode_block_lora(
-            gpu,
-            launch,
-            mixer.w.ptr,
-            mixer.y,
-            w.router.ptr,
-            w.gate_up,
-            w.down,
-            h,
-            norm.ptr,
-            eps,
-            l.logits,
-            l.act,
-            scratch.grid_barrier(),
-            mixer.lora,
-            moe_lora,
-        );
-    }
-    moe_decode_cu::moe_decode_block(
+    // (one signature: the plain kernel takes no MoE adapter and ignores `ml`)
+    let kernel = if moe_lora != 0 { moe_decode_cu::moe_decode_block_lora } else { moe_decode_cu::moe_decode_block };
+    kernel(
         gpu,
         launch,
         mixer.w.ptr,
@@ -370,6 +353,7 @@ pub fn moe_decode(
         l.act,
         scratch.grid_barrier(),
         mixer.lora,
+        moe_lora,
     )
 }
 

@@ -295,7 +295,7 @@ __device__ __forceinline__ void moe_decode_block_bf16(
         if (ml->router != nullptr) {
             float* own = &s.act[0][0];
             for (int b = threadIdx.x; b < ROUTER_ROWS; b += 256)
-                own[b] = __ldcg(logits + b) + lora_term_l2(ml->router, lx + LX_U_R, b);
+                own[b] = __ldcg(logits + b) + lora_site_term<true>(ml->router, lx + LX_U_R, b);
             __syncthreads();
             if (warp == 0) route_token<true>(own, s.ids, s.weights, nullptr);
         } else if (warp == 0) {
@@ -303,8 +303,8 @@ __device__ __forceinline__ void moe_decode_block_bf16(
         }
         // the shared pair this warp took in phase 1: its sums with the adapter's term
         if (ml->shared != nullptr && shared_first) {
-            const float g = lx[LX_SH + gw] + lora_term_l2(ml->shared, lx + LX_U_SH, gw);
-            const float u = lx[LX_SH + PAIRS + gw] + lora_term_l2(ml->shared, lx + LX_U_SH, EXPERT_DIM + gw);
+            const float g = lx[LX_SH + gw] + lora_site_term<true>(ml->shared, lx + LX_U_SH, gw);
+            const float u = lx[LX_SH + PAIRS + gw] + lora_site_term<true>(ml->shared, lx + LX_U_SH, EXPERT_DIM + gw);
             if (lane == 0) act[TOP_K * EXPERT_DIM + gw] = silu(g) * u;
         }
     } else {
@@ -457,7 +457,9 @@ extern "C" __global__ void __maxnreg__(96)
     moe_decode_block(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
                      const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
                      const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
-                     unsigned long long* __restrict__ arrivals, const LoraSite* const* __restrict__ lora) {
+                     unsigned long long* __restrict__ arrivals, const LoraSite* const* __restrict__ lora,
+                     const LoraMoe* __restrict__ ml) {
+    (void)ml;  // (moe_decode_block_lora's signature: moe.rs launches either)
     moe_decode_block_bf16<false>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, nullptr);
 }
 

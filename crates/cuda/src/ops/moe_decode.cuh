@@ -152,18 +152,3 @@ __device__ __forceinline__ void request_down_rows(unsigned char* rows, const uns
     }
     cp_async_commit();
 }
-
-// A LoRA site's term for output row r (lora_term's) with u in global memory, written by other
-// blocks before a grid barrier (read from L2).
-__device__ __forceinline__ float lora_term_l2(const LoraSite* __restrict__ site, const float* u, int r) {
-    for (int p = 0; p < site->parts; p++) {
-        const LoraPart& q = site->part[p];
-        if (r >= q.first && r < q.first + q.rows) {
-            const bf16* b = q.b + (size_t)(r - q.first) * q.rank;
-            float acc = 0.f;
-            for (int k = 0; k < q.rank; k++) acc += __bfloat162float(b[k]) * __ldcg(u + q.u_col + k);
-            return q.scale * acc;
-        }
-    }
-    return 0.f;
-}

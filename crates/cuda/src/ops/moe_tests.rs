@@ -368,6 +368,26 @@ impl MixerFixture {
     }
 }
 
+/// A decode step's input to the end of a layer: the residual h, h1 = h + W_o·y (the mixer's),
+/// the post-attention norm (1 + w, on the GPU) and x = bf16(RMSNorm(h1)) as the CPU computes it.
+struct DecodeInput {
+    h: Vec<f32>,
+    h1: Vec<f32>,
+    x: Vec<f32>,
+    _norm_buf: crate::runtime::DevBuf,
+    norm: Vector,
+}
+
+fn decode_input(mixer: &MixerFixture) -> DecodeInput {
+    let h = random(21, HIDDEN, 2.0);
+    let h1 = mixer.added_to(&h);
+    let norm_w = random(22, HIDDEN, 0.3);
+    let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
+    let norm_buf = gpu().upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
+    let norm = Vector { ptr: norm_buf.ptr(), len: HIDDEN };
+    DecodeInput { h, h1, x, _norm_buf: norm_buf, norm }
+}
+
 /// The end of a decode step's layer — out_proj added to h, then the MoE — fused (one
 /// persistent kernel) and as four kernels (the output projection's GEMV accumulating into h;
 /// input norm, router product and routing in one; the residual add in the down GEMV), against
@@ -380,15 +400,10 @@ fn moe_decode_matches_cpu() {
     let gpu = gpu();
     let f = fixture();
     let mixer = MixerFixture::new();
-    let h = random(21, HIDDEN, 2.0);
-    let h1 = mixer.added_to(&h);
-    let norm_w = random(22, HIDDEN, 0.3);
-    let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
+    let DecodeInput { h, h1, x, norm, _norm_buf } = decode_input(&mixer);
     assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
     let mut want = h1.clone();
     solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, None, &x));
-    let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
-    let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
     let scratch = Scratch::new(gpu, 1).unwrap();
     poison_scratch(&scratch);
     for round in 0..3 {
@@ -614,15 +629,10 @@ fn check_packed_decode_with(f: &Fixture, name: &str, mixer: MixerFixture) {
         let got = gpu.download(copy.ptr(), HIDDEN * MIXER_OUT * 2).unwrap();
         assert!(got == bf16_bytes(&mixer.w_f32), "{name}: the dequantised W_o is not the CPU's, rounded");
     }
-    let h = random(21, HIDDEN, 2.0);
-    let h1 = mixer.added_to(&h);
-    let norm_w = random(22, HIDDEN, 0.3);
-    let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
+    let DecodeInput { h, h1, x, norm, _norm_buf } = decode_input(&mixer);
     assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
     let mut want = h1.clone();
     solo_cpu::ops::add_in_place(&mut want, &moe_forward(&f.cfg, &f.cpu, None, &x));
-    let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
-    let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
     let scratch = Scratch::new(gpu, 1).unwrap();
     poison_scratch(&scratch);
     for round in 0..3 {
@@ -754,12 +764,7 @@ fn moe_decode_with_a_moe_adapter_matches_cpu() {
     }
     let f = fixture();
     let mixer = MixerFixture::new();
-    let h = random(21, HIDDEN, 2.0);
-    let h1 = mixer.added_to(&h);
-    let norm_w = random(22, HIDDEN, 0.3);
-    let x = round_bf16(&solo_cpu::ops::rms_norm_one_plus(&h1, &norm_w, 1e-6));
-    let nb = gpu.upload_f32(&norm_w.iter().map(|v| 1.0 + v).collect::<Vec<_>>()).unwrap();
-    let norm = Vector { ptr: nb.ptr(), len: HIDDEN };
+    let DecodeInput { h, h1, x, norm, _norm_buf } = decode_input(&mixer);
     let scratch = Scratch::new(gpu, 2).unwrap();
     poison_scratch(&scratch);
     let plain = {
