@@ -199,6 +199,7 @@ pub const SOURCES: &[Source] = &[
     crate::ops::moe::moe_router_cu::SOURCE,
     crate::ops::moe::moe_experts_cu::SOURCE,
     crate::ops::moe::moe_decode_cu::SOURCE,
+    crate::ops::moe::moe_decode_fp8_cu::SOURCE,
     crate::ops::moe::moe_gemv_q_cu::SOURCE,
     crate::ops::vision::vision_cu::SOURCE,
     crate::synthetic::synthetic_cu::SOURCE,

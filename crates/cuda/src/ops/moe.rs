@@ -56,9 +56,15 @@ kernel_file! {
         fn moe_decode_block_q5k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q6k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q8_0_q8_0(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
+    }
+}
+kernel_file! {
+    /// `moe_decode_fp8.cu`'s kernel (helpers in `moe_decode.cuh`).
+    pub mod moe_decode_fp8_cu = "moe_decode_fp8.cu" with "moe_decode.cuh" {
         fn moe_decode_block_fp8(w_o: DevPtr, w_o_scales: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, gate_up_scales: DevPtr, down: DevPtr, down_scales: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr);
     }
 }
+
 kernel_file! {
     /// `moe_gemv_q.cu`'s kernels (helpers in `moe_decode.cuh`).
     pub mod moe_gemv_q_cu = "moe_gemv_q.cu" with "moe_decode.cuh" {
@@ -387,7 +393,7 @@ fn moe_decode_fp8(
         anyhow::bail!("moe_decode: FP8 experts with a bf16 output projection")
     };
     let l = Layout::new(scratch, 1)?;
-    moe_decode_cu::moe_decode_block_fp8(
+    moe_decode_fp8_cu::moe_decode_block_fp8(
         gpu,
         Launch::new((2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true),
         mixer.w.ptr,
