@@ -8,8 +8,9 @@
 //!   mixer's output projection (added to the residual stream), the post-attention RMSNorm, the
 //!   router product, the routing, the 9 experts' gate/up rows (SwiGLU) and down rows (weighted
 //!   sum over the slots, added to the residual stream), its phases meeting at grid barriers. Its
-//!   four-kernel form (`moe_decode_kernels`, the same bits; GPUs with fewer than 129 SMs, and
-//!   the multi-token step's several tokens at once): `gemv_bf16` → `moe_route_decode` (norm,
+//!   grid is 2 blocks an SM on Hopper, one elsewhere (`fused_grid`). Its four-kernel form
+//!   (`moe_decode_kernels`, the same bits; GPUs with fewer than 64 SMs, and the multi-token
+//!   step's several tokens at once): `gemv_bf16` → `moe_route_decode` (norm,
 //!   router, routing) → `moe_gate_up_gemv` → `moe_down_gemv`. Packed experts (int4, a GGUF
 //!   file's k-quants) have their own instances, which also read the output projection and the
 //!   shared expert in the experts' formats when the checkpoint stores them so
@@ -48,6 +49,7 @@ kernel_file! {
     pub mod moe_decode_cu = "moe_decode.cu" with "moe_decode.cuh" {
         fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
         fn moe_decode_block_lora(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
+        fn moe_decode_block_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
         fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q4k_q4k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q4k_q5k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
@@ -297,7 +299,7 @@ impl<'a> MixerOut<'a> {
 /// h += mixer.w · mixer.y, then h += MoE(RMSNorm(h; norm)), in one persistent kernel
 /// (`moe_decode_block`) launched with PDL, so that its weight requests overlap the kernel before.
 /// Fixed launch shapes, no host sync (graph-capturable). Scratch buffers 0 and 1, and the
-/// scratch's grid barrier. On GPUs with fewer than 129 SMs it runs the four-kernel form
+/// scratch's grid barrier. Where `fused_grid` has no grid it runs the four-kernel form
 /// (`moe_decode_kernels`; the same bits). `moe_lora`: a LoRA adapter of the MoE block (router,
 /// shared expert, routed experts) as the fused kernel takes it (`lora::LayerLoraGpu::fused_arrays`;
 /// bf16 weights and the fused kernel only: `moe_decode_block_lora`, its scratch in buffer 1 past
@@ -313,26 +315,44 @@ pub fn moe_decode(
     scratch: &Scratch,
     moe_lora: DevPtr,
 ) -> Result<()> {
+    moe_decode_on(gpu, mixer, w, h, norm, eps, scratch, moe_lora, fused_grid(gpu))
+}
+
+/// `moe_decode` with the fused kernels on a grid of `grid` blocks (every one resident; at least
+/// 64; at least 257 for the adapter's kernel), or none: the four kernels (FP8 weights: always
+/// their fused kernel, on the Hopper grid). A scratch
+/// serves launches of one grid only (its barrier's count is kept a multiple of the grid).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn moe_decode_on(
+    gpu: &Gpu,
+    mixer: MixerOut,
+    w: &MoeGpu,
+    h: DevPtr,
+    norm: &Vector,
+    eps: f32,
+    scratch: &Scratch,
+    moe_lora: DevPtr,
+    grid: Option<u32>,
+) -> Result<()> {
+    ensure!(grid.is_none_or(|g| g >= 64), "moe_decode: a fused grid of fewer than 64 blocks");
     ensure!(
         (mixer.lora == 0 && moe_lora == 0) || (w.fp8_scales.is_none() && w.packed.is_none() && mixer.w.is_bf16()),
         "moe_decode: a LoRA site beside quantised weights"
     );
     ensure!(
         moe_lora == 0
-            || (fused_decode_fits(gpu)
+            || (grid.is_some_and(|g| g >= ROUTER_ROWS as u32)
                 && scratch.max_tokens * SCRATCH_WIDTH >= SLOTS * EXPERT_DIM + lora::FUSED_MOE_SCRATCH),
         "moe_decode: an adapter of the MoE block needs the fused kernel"
     );
     if let Some(scales) = w.fp8_scales {
         return moe_decode_fp8(gpu, mixer, w, scales, h, norm, eps, scratch);
     }
-    // the fused kernels want a block per router row, all resident (2 per SM): ≥ 129 SMs and
-    // 2 × 98 KB of shared memory an SM (H100 SXM, H200)
-    if !fused_decode_fits(gpu) {
+    let Some(grid) = grid else {
         return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch);
-    }
+    };
     if let Some(packed) = w.packed {
-        return moe_decode_packed(gpu, mixer, w, packed, h, norm, eps, scratch);
+        return moe_decode_packed(gpu, mixer, w, packed, h, norm, eps, grid, scratch);
     }
     if mixer.w.format.is_some() {
         // (bf16 experts beside an output projection as stored: the four kernels read both)
@@ -340,10 +360,16 @@ pub fn moe_decode(
     }
     check_decode_shapes(&mixer, w, norm)?;
     let l = Layout::new(scratch, 1)?;
-    // 2 blocks on every SM, all resident: the phases meet at grid barriers
-    let launch = Launch::new((2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true);
-    // (one signature: the plain kernel takes no MoE adapter and ignores `ml`)
-    let kernel = if moe_lora != 0 { moe_decode_cu::moe_decode_block_lora } else { moe_decode_cu::moe_decode_block };
+    // every block resident: the phases meet at grid barriers
+    let launch = Launch::new((grid, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true);
+    // (one signature: the plain kernels take no MoE adapter and ignore `ml`)
+    let kernel = if moe_lora != 0 {
+        moe_decode_cu::moe_decode_block_lora
+    } else if grid >= ROUTER_ROWS as u32 {
+        moe_decode_cu::moe_decode_block
+    } else {
+        moe_decode_cu::moe_decode_block_wide
+    };
     kernel(
         gpu,
         launch,
@@ -363,10 +389,25 @@ pub fn moe_decode(
     )
 }
 
-/// Whether the fused decode kernels' grid (2 blocks of ~98 KB on every SM, ≥ 257 blocks) can be
-/// resident at once on this GPU.
+/// Whether the fused decode kernels' Hopper grid (2 blocks of ~98 KB on every SM, ≥ 257 blocks:
+/// a router row and 8 output columns a block) can be resident at once on this GPU. The FP8 kernel
+/// and the MoE block's adapter want it.
 pub(crate) fn fused_decode_fits(gpu: &Gpu) -> bool {
     2 * gpu.sms >= ROUTER_ROWS as u32 && gpu.target.big_shared()
+}
+
+/// The grid of the fused decode kernels (bf16 and 4- to 8-bit experts) on this GPU: the Hopper
+/// grid; else one block an SM (`moe_decode_block_wide`, and the 4- to 8-bit kernels, which take
+/// any grid) where a block may hold their ~98 KB of shared memory and there are at least 64 SMs
+/// (512 warps: each shared expert pair a warp's first); else none (the four kernels).
+pub(crate) fn fused_grid(gpu: &Gpu) -> Option<u32> {
+    if fused_decode_fits(gpu) {
+        Some(2 * gpu.sms)
+    } else if gpu.sms >= 64 && MOE_DECODE_SHARED as u32 <= gpu.target.max_shared {
+        Some(gpu.sms)
+    } else {
+        None
+    }
 }
 
 /// `moe_decode` for FP8 weights (the mixer's output projection and the experts e4m3 with block
@@ -425,6 +466,7 @@ fn moe_decode_packed(
     h: DevPtr,
     norm: &Vector,
     eps: f32,
+    grid: u32,
     scratch: &Scratch,
 ) -> Result<()> {
     check_decode_shapes(&mixer, w, norm)?;
@@ -454,7 +496,7 @@ fn moe_decode_packed(
     let shared = packed.shared;
     kernel(
         gpu,
-        Launch::new((2 * gpu.sms, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true),
+        Launch::new((grid, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true),
         mixer.w.ptr,
         mixer.y,
         w.router.ptr,
@@ -475,7 +517,7 @@ fn moe_decode_packed(
 }
 
 /// `moe_decode` as four kernels, for t ≤ 8 tokens at once (1: the decode step's form on GPUs
-/// with fewer than 129 SMs; more: the multi-token decode step), weights bf16 or in a row format:
+/// with fewer than 64 SMs; more: the multi-token decode step), weights bf16 or in a row format:
 /// h[i] += mixer.w · y[i], then h[i] += MoE(RMSNorm(h[i])), for y bf16 `[t, 4096]` and h f32
 /// `[t, 2048]`. The output projection (`gemv_bf16`'s tiles, or `out_proj_tokens_q`, accumulating
 /// into h) and `moe_route_decode` (norm,

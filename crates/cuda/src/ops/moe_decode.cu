@@ -8,9 +8,13 @@
 // requested before anything is waited for. Launched with PDL (moe.rs), so those requests overlap
 // the kernel before it (the GDN step, the attention combine).
 //
-// Grid: 2 blocks of 256 threads on every SM, all resident at once (grid_barrier needs that), and
-// at least 257 blocks (one router row each; 2112 warps ≥ 2048 columns): GPUs with 129 SMs or more.
-// gw = blockIdx.x·8 + warp is a warp's index among W = 8·gridDim.x (2112 on the H200).
+// Grid: blocks of 256 threads, all resident at once (grid_barrier needs that), at least 64 (W ≥
+// 512 warps: each shared (gate, up) pair is a warp's first). Hopper (moe.rs): 2 blocks on every
+// SM, at least 257 (one router row each; 2112 warps ≥ 2048 columns). Elsewhere (the consumer
+// cards' 99 KB of shared memory a block): one block an SM, and a warp also takes the columns
+// c + W, c + 2W, ... in phases 0 and 3 and a block the router rows b + G, b + 2G, ... in phase 1,
+// their rows read from global memory as they come (not requested ahead). gw = blockIdx.x·8 +
+// warp is a warp's index among W = 8·gridDim.x (2112 on the H200).
 //  0. Warp gw < 2048 owns output column c = gw throughout. Before pdl_wait it requests W_o's row c
 //     (8 KB, into its ring), the shared expert's down row of c (phase 3) and, warp 0 of block
 //     b < 257, router row b. Then h[c] += W_o[c] · y, summed like gemv_tiles_4096; a warp whose
@@ -65,7 +69,7 @@ struct HeadRows {
 // [2048, 512]), or either in rows as `q` says. Returns past the second barrier, with x =
 // RMSNorm(h) staged in s.xs and, for shared rows, the shared expert's down row of column c in
 // s.shared_down.
-template <typename GU, typename DN>
+template <typename GU, typename DN, bool WIDE>
 __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* __restrict__ w_o, HeadRows q,
                                                 const bf16* __restrict__ y, const bf16* __restrict__ router,
                                                 const bf16* __restrict__ shared_gate_up,
@@ -76,7 +80,7 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
                                                 const LoraMoe* __restrict__ moe_lora, float& hc,
                                                 unsigned long long& base) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int G = gridDim.x, gw = blockIdx.x * MOE_WARPS + warp;
+    const int G = gridDim.x, W = G * MOE_WARPS, gw = blockIdx.x * MOE_WARPS + warp;
     const int c = gw;  // this warp's output column (phases 0 and 3), if < HIDDEN
     bf16* ring = s.ring[warp][0];
     bf16* ring1 = s.ring[warp][1];
@@ -140,26 +144,38 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
         ys[threadIdx.x] = y0;
         ys[threadIdx.x + 256] = y1;
         __syncthreads();
-        if constexpr (HasRows<GU>::value) {
-            if (rows && c < HIDDEN) {
-                cp_async_wait<2>();  // W_o's row (the router and shared down rows may still be in flight)
-                __syncwarp();        // (lanes read pieces other lanes copied)
-                hc = old + w_o_row_dot<GU>(reinterpret_cast<const unsigned char*>(ring), ys);
-                if (lane == 0) h[c] = hc;
+        // W_o's row (in the ring, or for a later column in global memory) · y
+        auto w_o_dot = [&](const bf16* row) {
+            if constexpr (HasRows<GU>::value) {
+                if (rows) return w_o_row_dot<GU>(reinterpret_cast<const unsigned char*>(row), ys);
             }
-        }
-        if (!rows && c < HIDDEN) {
-            cp_async_wait<2>();  // W_o's row (the router and shared down rows may still be in flight)
             float acc = 0.f;
 #pragma unroll
             for (int j = 0; j < MIXER_OUT / 256; j++) {
                 float yv[8];
                 unpack8(ys[j * 32 + lane], yv);
-                acc += dot_piece(*reinterpret_cast<const uint4*>(ring + j * 256 + lane * 8),
+                acc += dot_piece(*reinterpret_cast<const uint4*>(row + j * 256 + lane * 8),
                                  make_float4(yv[0], yv[1], yv[2], yv[3]), make_float4(yv[4], yv[5], yv[6], yv[7]));
             }
-            hc = old + warp_sum(acc);
+            return warp_sum(acc);
+        };
+        if (c < HIDDEN) {
+            cp_async_wait<2>();  // W_o's row (the router and shared down rows may still be in flight)
+            __syncwarp();        // (rows: lanes read pieces other lanes copied)
+            hc = old + w_o_dot(ring);
             if (lane == 0) h[c] = hc;
+        }
+        // WIDE (a grid of fewer than 2048 warps): the warp's later columns c + W, c + 2W, ...,
+        // their rows read from global memory.
+        for (int c2 = c + W; WIDE && c2 < HIDDEN; c2 += W) {
+            const bf16* row = w_o + (size_t)c2 * MIXER_OUT;
+            if constexpr (HasRows<GU>::value) {
+                if (rows)
+                    row = reinterpret_cast<const bf16*>(reinterpret_cast<const unsigned char*>(w_o) +
+                                                        (size_t)c2 * GU::row_bytes(MIXER_OUT));
+            }
+            const float v = (lane == 0 ? __ldcg(h + c2) : 0.f) + w_o_dot(row);
+            if (lane == 0) h[c2] = v;
         }
     }
     // A LoRA adapter's term of the output projection (`lora`, else null; bf16 only, y in order,
@@ -171,6 +187,10 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
         if (c < HIDDEN) {
             hc += lora_term(lora, s.red, c, 0);
             if (lane == 0) h[c] = hc;
+        }
+        for (int c2 = c + W; WIDE && c2 < HIDDEN; c2 += W) {
+            const float t = lora_term(lora, s.red, c2, 0);
+            if (lane == 0) h[c2] = __ldcg(h + c2) + t;
         }
     }
     // The ring is free again: a warp whose first (gate, up) pair is the shared expert's (pair gw <
@@ -211,6 +231,12 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
         cp_async_wait_pending(shared_first ? 2 : 0);  // the router row (and the shared down row)
         const float v = router_row_dot(router_row, s.xs);
         if (lane == 0) logits[blockIdx.x] = v;
+    }
+    // (WIDE, a grid of fewer than 257 blocks: block b's warp w also takes router rows b + k·G,
+    // k ≡ w mod 8, k > 0, from global memory)
+    for (int k = warp == 0 ? MOE_WARPS : warp, r = blockIdx.x + k * G; WIDE && r < ROUTER_ROWS; k += MOE_WARPS, r += MOE_WARPS * G) {
+        const float v = router_row_dot(router + (size_t)r * HIDDEN, s.xs);
+        if (lane == 0) logits[r] = v;
     }
     grid_arrive(arrivals);
     // a shared pair's sums: its activation, or with the shared expert adapted its sums into lx
@@ -264,7 +290,7 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
 //  barrier (with down adapters)
 //  3b. h[c] += the down sum + s · Σ_slot w_slot · B_down[e_slot][c] · u_down[slot] + w_8 · s ·
 //     B_sd[c] · u_sd.
-template <bool LX>
+template <bool LX, bool WIDE>
 __device__ __forceinline__ void moe_decode_block_bf16(
     const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
     const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
@@ -281,7 +307,7 @@ __device__ __forceinline__ void moe_decode_block_bf16(
 
     float hc;
     unsigned long long base;
-    moe_decode_head<Bf16Only, Bf16Only>(s, w_o, HeadRows{0, 1, 0, nullptr, nullptr}, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
+    moe_decode_head<Bf16Only, Bf16Only, WIDE>(s, w_o, HeadRows{0, 1, 0, nullptr, nullptr}, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
                     h, w1p, eps, logits, act, arrivals, lora, ml, hc, base);
     float* lx = act + LX_BASE;  // (LX only)
     const bool shared_first = gw < PAIRS;
@@ -351,6 +377,18 @@ __device__ __forceinline__ void moe_decode_block_bf16(
     // Phase 3's routed down rows (the routing is known, the ring is free): in flight through the
     // barrier.
     bf16(*rows)[EXPERT_DIM] = reinterpret_cast<bf16(*)[EXPERT_DIM]>(ring);  // [8][512]
+    // (WIDE) the 8 routed down rows of column cc and the shared expert's into the ring and
+    // s.shared_down[warp], one commit group; each lane copies the pieces it reads
+    auto request_down = [&](int cc) {
+#pragma unroll
+        for (int slot = 0; slot < SLOTS; slot++) {
+            const bf16* src = down + ((size_t)(slot < TOP_K ? s.ids[slot] : SHARED_EXPERT) * HIDDEN + cc) * EXPERT_DIM;
+            bf16* dst = slot < TOP_K ? rows[slot] : s.shared_down[warp];
+#pragma unroll
+            for (int j = 0; j < EXPERT_DIM / 256; j++) cp_async16(dst + j * 256 + lane * 8, src + j * 256 + lane * 8, true);
+        }
+        cp_async_commit();
+    };
     if (c < HIDDEN) {
 #pragma unroll
         for (int slot = 0; slot < TOP_K; slot++) {
@@ -413,9 +451,9 @@ __device__ __forceinline__ void moe_decode_block_bf16(
             if (lane == 0) lx[routed ? LX_U_DOWN + j : LX_U_SD + j - TOP_K * r] = acc;
         }
     }
-    float sum = 0.f;
-    if (c < HIDDEN) {
-        cp_async_wait<0>();
+    // a column's sum over the slots, its rows in the ring and s.shared_down[warp]
+    auto down_sum = [&]() {
+        float sum = 0.f;
 #pragma unroll
         for (int group = 0; group < 3; group++) {
             float acc = 0.f;
@@ -433,6 +471,21 @@ __device__ __forceinline__ void moe_decode_block_bf16(
                 acc += s.weights[slot] * part;
             }
             sum += warp_sum(acc);
+        }
+        return sum;
+    };
+    float sum = 0.f;
+    if (c < HIDDEN) {
+        cp_async_wait<0>();
+        sum = down_sum();
+    }
+    if constexpr (WIDE) {
+        // the warp's later columns, their rows requested as they come
+        for (int c2 = c + W; c2 < HIDDEN; c2 += W) {
+            request_down(c2);
+            cp_async_wait<0>();
+            const float v = down_sum();
+            if (lane == 0) h[c2] = __ldcg(h + c2) + v;
         }
     }
     if constexpr (LX) {
@@ -460,7 +513,7 @@ extern "C" __global__ void __maxnreg__(96)
                      unsigned long long* __restrict__ arrivals, const LoraSite* const* __restrict__ lora,
                      const LoraMoe* __restrict__ ml) {
     (void)ml;  // (moe_decode_block_lora's signature: moe.rs launches either)
-    moe_decode_block_bf16<false>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, nullptr);
+    moe_decode_block_bf16<false, false>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, nullptr);
 }
 
 extern "C" __global__ void __maxnreg__(96)
@@ -469,7 +522,19 @@ extern "C" __global__ void __maxnreg__(96)
                           const float* __restrict__ w1p, float eps, float* __restrict__ logits,
                           float* __restrict__ act, unsigned long long* __restrict__ arrivals,
                           const LoraSite* const* __restrict__ lora, const LoraMoe* __restrict__ ml) {
-    moe_decode_block_bf16<true>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, ml);
+    moe_decode_block_bf16<true, false>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, ml);
+}
+
+// moe_decode_block for a grid of fewer than 2048 warps (one block an SM: the consumer cards;
+// no PDL there, so no kernel before it to leave registers for).
+extern "C" __global__ void __maxnreg__(128)
+    moe_decode_block_wide(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+                          const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
+                          const float* __restrict__ w1p, float eps, float* __restrict__ logits,
+                          float* __restrict__ act, unsigned long long* __restrict__ arrivals,
+                          const LoraSite* const* __restrict__ lora, const LoraMoe* __restrict__ ml) {
+    (void)ml;
+    moe_decode_block_bf16<false, true>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, nullptr);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -514,7 +579,7 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
 
     float hc;
     unsigned long long base;
-    moe_decode_head<GU, DN>(s, w_o, HeadRows{w_o_rows, y_tile_r, shared_rows, gate_up, down}, y, router, shared_gate_up,
+    moe_decode_head<GU, DN, true>(s, w_o, HeadRows{w_o_rows, y_tile_r, shared_rows, gate_up, down}, y, router, shared_gate_up,
                             shared_down, h, w1p, eps, logits, act, arrivals, nullptr, nullptr, hc, base);
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
@@ -573,9 +638,9 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
         }
     }
     __syncthreads();
-    if (c < HIDDEN) {
-        cp_async_wait<0>();
-        __syncwarp();
+    // column c's sum over the slots: its routed rows at routed(slot), the shared one at sh
+    // (shared or global memory)
+    auto down_sum = [&](auto routed, const unsigned char* sh) {
         float acc = 0.f;
 #pragma unroll
         for (int slot = 0; slot < SLOTS; slot++) {
@@ -583,17 +648,31 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
             load16(&s.act[slot][lane * 16], a);
             float part;
             if (slot < TOP_K) {
-                part = down_lane_dot_q<DN>(ring + slot * DOWN_ROW, lane, a);
+                part = down_lane_dot_q<DN>(routed(slot), lane, a);
             } else if (shared_rows) {
-                part = down_lane_dot_q<DN>(reinterpret_cast<const unsigned char*>(s.shared_down[warp]), lane, a);
+                part = down_lane_dot_q<DN>(sh, lane, a);
             } else {
-                const bf16* w = s.shared_down[warp] + lane * 16;
+                const bf16* w = reinterpret_cast<const bf16*>(sh) + lane * 16;
                 part = dot8(*reinterpret_cast<const uint4*>(w), a) + dot8(*reinterpret_cast<const uint4*>(w + 8), a + 8);
             }
             acc += s.weights[slot] * part;
         }
-        acc = warp_sum(acc);
+        return warp_sum(acc);
+    };
+    if (c < HIDDEN) {
+        cp_async_wait<0>();
+        __syncwarp();
+        const float acc = down_sum([&](int slot) -> const unsigned char* { return ring + slot * DOWN_ROW; },
+                                   reinterpret_cast<const unsigned char*>(s.shared_down[warp]));
         if (lane == 0) h[c] = hc + acc;
+    }
+    // (a grid of fewer than 2048 warps: the warp's later columns, their rows from global memory)
+    for (int c2 = c + W; c2 < HIDDEN; c2 += W) {
+        const unsigned char* sh = shared_rows ? down + ((size_t)SHARED_EXPERT * HIDDEN + c2) * DOWN_ROW
+                                              : reinterpret_cast<const unsigned char*>(shared_down + (size_t)c2 * EXPERT_DIM);
+        const float acc = down_sum(
+            [&](int slot) -> const unsigned char* { return down + ((size_t)s.ids[slot] * HIDDEN + c2) * DOWN_ROW; }, sh);
+        if (lane == 0) h[c2] = __ldcg(h + c2) + acc;
     }
 }
 

@@ -657,6 +657,40 @@ fn moe_decode_int4_matches_cpu() {
     check_packed_decode(fixture_int4(), "int4");
 }
 
+/// The fused kernels on grids of one block an SM (the consumer cards' form: a warp takes several
+/// output columns and a block several router rows; `moe_decode_block_wide` for bf16 experts, the
+/// 4- to 8-bit kernels as they are) give the four kernels' bits, for bf16 and int4 experts, at
+/// 64, 82 (an RTX 3090's SMs) and 100 blocks, each grid with its own scratch, over two launches.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn moe_decode_on_one_block_an_sm_gives_the_four_kernels_bits() {
+    let gpu = gpu();
+    let mixer = MixerFixture::new();
+    let DecodeInput { h, x, norm, _norm_buf, .. } = decode_input(&mixer);
+    for (name, f) in [("bf16", fixture()), ("int4", fixture_int4())] {
+        assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
+        let run = |grid: Option<u32>, scratch: &Scratch| {
+            let hb = gpu.upload_f32(&h).unwrap();
+            moe_decode_on(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, scratch, 0, grid).unwrap();
+            gpu.download_f32(hb.ptr(), HIDDEN).unwrap()
+        };
+        let scratch = Scratch::new(gpu, 1).unwrap();
+        let kernels = run(None, &scratch);
+        for grid in [64u32, 82, 100] {
+            let scratch = Scratch::new(gpu, 1).unwrap();
+            poison_scratch(&scratch);
+            for round in 0..2 {
+                let got = run(Some(grid), &scratch);
+                let differ = got.iter().zip(&kernels).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+                assert_eq!(
+                    differ, 0,
+                    "{name}, {grid} blocks, launch {round}: {differ} values differ from the four kernels'"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn layout_fits_scratch_words() {
     for t in [1usize, 2, 5, 64, 300, 4096] {
