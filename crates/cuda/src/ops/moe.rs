@@ -58,6 +58,14 @@ kernel_file! {
         fn moe_decode_block_q5k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q6k_q6k(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q8_0_q8_0(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
+        fn moe_decode_block_int4_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
+        fn moe_decode_block_q4k_q4k_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
+        fn moe_decode_block_q4k_q5k_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
+        fn moe_decode_block_q4k_q6k_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
+        fn moe_decode_block_q5k_q5k_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
+        fn moe_decode_block_q5k_q6k_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
+        fn moe_decode_block_q6k_q6k_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
+        fn moe_decode_block_q8_0_q8_0_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
     }
 }
 kernel_file! {
@@ -397,8 +405,8 @@ pub(crate) fn fused_decode_fits(gpu: &Gpu) -> bool {
 }
 
 /// The grid of the fused decode kernels (bf16 and 4- to 8-bit experts) on this GPU: the Hopper
-/// grid; else one block an SM (`moe_decode_block_wide`, and the 4- to 8-bit kernels, which take
-/// any grid) where a block may hold their ~98 KB of shared memory and there are at least 64 SMs
+/// grid; else one block an SM (`moe_decode_block_wide` and the 4- to 8-bit kernels' `_wide`
+/// forms) where a block may hold their ~98 KB of shared memory and there are at least 64 SMs
 /// (512 warps: each shared expert pair a warp's first); else none (the four kernels).
 pub(crate) fn fused_grid(gpu: &Gpu) -> Option<u32> {
     if fused_decode_fits(gpu) {
@@ -473,18 +481,42 @@ fn moe_decode_packed(
     ensure!(mixer.w.fp8_scales.is_none(), "moe_decode: 4/6-bit experts with an FP8 output projection");
     use KQuant::{Q4K, Q5K, Q6K, Q8_0};
     use RowFormat::{Int4, K};
-    let kernel = match (packed.gate_up, packed.down) {
-        (Int4, Int4) => moe_decode_cu::moe_decode_block_int4,
-        (K(Q4K), K(Q4K)) => moe_decode_cu::moe_decode_block_q4k_q4k,
-        (K(Q4K), K(Q5K)) => moe_decode_cu::moe_decode_block_q4k_q5k,
-        (K(Q4K), K(Q6K)) => moe_decode_cu::moe_decode_block_q4k_q6k,
-        (K(Q5K), K(Q5K)) => moe_decode_cu::moe_decode_block_q5k_q5k,
-        (K(Q5K), K(Q6K)) => moe_decode_cu::moe_decode_block_q5k_q6k,
-        (K(Q6K), K(Q6K)) => moe_decode_cu::moe_decode_block_q6k_q6k,
-        (K(Q8_0), K(Q8_0)) => moe_decode_cu::moe_decode_block_q8_0_q8_0,
+    // (the Hopper grid's kernel, and the one for one block an SM)
+    type Kernel = fn(
+        &Gpu,
+        Launch,
+        DevPtr,
+        DevPtr,
+        DevPtr,
+        DevPtr,
+        DevPtr,
+        DevPtr,
+        DevPtr,
+        DevPtr,
+        DevPtr,
+        f32,
+        DevPtr,
+        DevPtr,
+        DevPtr,
+        i32,
+        i32,
+        i32,
+    ) -> Result<()>;
+    let (hopper, wide): (Kernel, Kernel) = match (packed.gate_up, packed.down) {
+        (Int4, Int4) => (moe_decode_cu::moe_decode_block_int4, moe_decode_cu::moe_decode_block_int4_wide),
+        (K(Q4K), K(Q4K)) => (moe_decode_cu::moe_decode_block_q4k_q4k, moe_decode_cu::moe_decode_block_q4k_q4k_wide),
+        (K(Q4K), K(Q5K)) => (moe_decode_cu::moe_decode_block_q4k_q5k, moe_decode_cu::moe_decode_block_q4k_q5k_wide),
+        (K(Q4K), K(Q6K)) => (moe_decode_cu::moe_decode_block_q4k_q6k, moe_decode_cu::moe_decode_block_q4k_q6k_wide),
+        (K(Q5K), K(Q5K)) => (moe_decode_cu::moe_decode_block_q5k_q5k, moe_decode_cu::moe_decode_block_q5k_q5k_wide),
+        (K(Q5K), K(Q6K)) => (moe_decode_cu::moe_decode_block_q5k_q6k, moe_decode_cu::moe_decode_block_q5k_q6k_wide),
+        (K(Q6K), K(Q6K)) => (moe_decode_cu::moe_decode_block_q6k_q6k, moe_decode_cu::moe_decode_block_q6k_q6k_wide),
+        (K(Q8_0), K(Q8_0)) => {
+            (moe_decode_cu::moe_decode_block_q8_0_q8_0, moe_decode_cu::moe_decode_block_q8_0_q8_0_wide)
+        }
         // a mix llama.cpp's quants do not make: the four-kernel form reads any pair
         _ => return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch),
     };
+    let kernel = if grid >= ROUTER_ROWS as u32 { hopper } else { wide };
     // phase 0 reads W_o bf16 or in the gate/up rows' format; another one takes the four kernels
     let w_o_rows = match mixer.w.format {
         None => 0,

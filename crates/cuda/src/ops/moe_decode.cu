@@ -557,7 +557,7 @@ __host__ __device__ constexpr int gate_up_ring() {
     return 8192 / F::row_bytes(HIDDEN) < 6 ? 8192 / F::row_bytes(HIDDEN) : 6;
 }
 
-template <typename GU, typename DN>
+template <typename GU, typename DN, bool WIDE>
 __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o, const bf16* __restrict__ y,
                                                    const bf16* __restrict__ router,
                                                    const unsigned char* __restrict__ gate_up,
@@ -579,7 +579,7 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
 
     float hc;
     unsigned long long base;
-    moe_decode_head<GU, DN, true>(s, w_o, HeadRows{w_o_rows, y_tile_r, shared_rows, gate_up, down}, y, router, shared_gate_up,
+    moe_decode_head<GU, DN, WIDE>(s, w_o, HeadRows{w_o_rows, y_tile_r, shared_rows, gate_up, down}, y, router, shared_gate_up,
                             shared_down, h, w1p, eps, logits, act, arrivals, nullptr, nullptr, hc, base);
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
@@ -666,8 +666,8 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
                                    reinterpret_cast<const unsigned char*>(s.shared_down[warp]));
         if (lane == 0) h[c] = hc + acc;
     }
-    // (a grid of fewer than 2048 warps: the warp's later columns, their rows from global memory)
-    for (int c2 = c + W; c2 < HIDDEN; c2 += W) {
+    // (WIDE: the warp's later columns, their rows from global memory)
+    for (int c2 = c + W; WIDE && c2 < HIDDEN; c2 += W) {
         const unsigned char* sh = shared_rows ? down + ((size_t)SHARED_EXPERT * HIDDEN + c2) * DOWN_ROW
                                               : reinterpret_cast<const unsigned char*>(shared_down + (size_t)c2 * EXPERT_DIM);
         const float acc = down_sum(
@@ -686,7 +686,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_int4(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Int4Format, Int4Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<Int4Format, Int4Format, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q4k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -694,7 +694,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q4k(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q4KFormat, Q4KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<Q4KFormat, Q4KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q5k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -702,7 +702,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q5k(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q4KFormat, Q5KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<Q4KFormat, Q5KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q6k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -710,7 +710,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q6k(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q4KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<Q4KFormat, Q6KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q5k_q5k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -718,7 +718,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q5k_q5k(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q5KFormat, Q5KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<Q5KFormat, Q5KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q5k_q6k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -726,7 +726,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q5k_q6k(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q5KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<Q5KFormat, Q6KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q6k_q6k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -734,7 +734,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q6k_q6k(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q6KFormat, Q6KFormat>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<Q6KFormat, Q6KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q8_0_q8_0(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -742,5 +742,72 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q8_0_q8_0(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q8Format, Q8Format>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<Q8Format, Q8Format, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+}
+
+// The same for a grid of fewer than 2048 warps (one block an SM: the consumer cards; no PDL
+// there, so no kernel before it to leave registers for).
+extern "C" __global__ void __maxnreg__(128) moe_decode_block_int4_wide(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Int4Format, Int4Format, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+}
+extern "C" __global__ void __maxnreg__(128) moe_decode_block_q4k_q4k_wide(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q4KFormat, Q4KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+}
+extern "C" __global__ void __maxnreg__(128) moe_decode_block_q4k_q5k_wide(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q4KFormat, Q5KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+}
+extern "C" __global__ void __maxnreg__(128) moe_decode_block_q4k_q6k_wide(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q4KFormat, Q6KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+}
+extern "C" __global__ void __maxnreg__(128) moe_decode_block_q5k_q5k_wide(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q5KFormat, Q5KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+}
+extern "C" __global__ void __maxnreg__(128) moe_decode_block_q5k_q6k_wide(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q5KFormat, Q6KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+}
+extern "C" __global__ void __maxnreg__(128) moe_decode_block_q6k_q6k_wide(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q6KFormat, Q6KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+}
+extern "C" __global__ void __maxnreg__(128) moe_decode_block_q8_0_q8_0_wide(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<Q8Format, Q8Format, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
