@@ -690,7 +690,11 @@ mod tests {
             let hb = gpu.upload_f32(&h).unwrap();
             let (plain, adapted) = (gpu.alloc(t * rows * 4).unwrap(), gpu.alloc(t * rows * 4).unwrap());
             gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, plain.ptr(), rows, 0).unwrap();
-            gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, adapted.ptr(), rows, site.fused()).unwrap();
+            // the kernel takes a site per token: the one-token array, or t copies of its site
+            let per_token: Vec<u8> = (0..t).flat_map(|_| site.fused_site().to_le_bytes()).collect();
+            let sites = gpu.upload(&per_token).unwrap();
+            let sites = if t == 1 { site.fused() } else { sites.ptr() };
+            gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, adapted.ptr(), rows, sites).unwrap();
             let (plain, adapted) =
                 (gpu.download_f32(plain.ptr(), t * rows).unwrap(), gpu.download_f32(adapted.ptr(), t * rows).unwrap());
             // x as the kernel stages it, then the expected term per output
