@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [tests-portable] [kernels] [parity] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
+#   scripts/gpu_run.sh [tests] [tests-portable] [anycard] [kernels] [parity] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; PARITY_ARGS and
 # IMAGE_PARITY_ARGS: more flags for slice_parity.py and slice_parity_image.py)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
@@ -51,6 +51,19 @@ while [ $# -gt 0 ]; do
             # the same tests on the kernels' portable forms, under an RTX 3090's limits (82 SMs,
             # 99 KB of shared memory a block)
             SOLO_PORTABLE_KERNELS=1 SOLO_SM_LIMIT=82 timeout 300 ./gpu-bin/solo_cuda_tests --include-ignored --test-threads=1 2>&1 | tee "$OUT/kernel_tests_portable.log" || status=1
+            shift ;;
+        anycard)
+            # issue #43's breakdown (int4, batch 1, 256, --profile): the Hopper forms, the portable
+            # forms under an RTX 3090's limits, the Hopper forms on 82 SMs, the portable forms on
+            # every SM (bench/RESULTS.md "Any card")
+            for form in "hopper" "portable82 --portable-kernels --sm-limit 82 --gpu-memory 24GiB" \
+                "hopper82 --sm-limit 82" "portable --portable-kernels"; do
+                tag=${form%% *}; flags=${form#"$tag"}
+                # shellcheck disable=SC2086
+                timeout 120 ./gpu-bin/solo bench --synthetic --precision int4 --contexts 256 --rounds 3 --profile $flags \
+                    --json "$OUT/anycard_$tag.json" > "$OUT/anycard_$tag.log" 2>&1 || status=1
+                echo "anycard $tag: $(grep -m1 'context 256:' "$OUT/anycard_$tag.log")"
+            done
             shift ;;
         kernels)
             timeout 300 ./gpu-bin/solo bench --synthetic --kernels --json "$OUT/kernels.json" 2>&1 | tee "$OUT/kernels.log" || status=1
