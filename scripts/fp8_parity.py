@@ -17,13 +17,13 @@ Runs on the GPU machine (torch + transformers there). Two uses:
 
 Pass (slice): mean KL(truth ‖ solo-FP8) ≤ 1.5 × mean KL(truth ‖ transformers-bf16).
 """
-import argparse, json, math, os, subprocess, sys, time
+import argparse, json, math, os, sys
 
 import torch
 from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slice_parity import make_confident, metrics, randomise, real_config  # noqa: E402
+from slice_parity import make_confident, metrics, randomise, real_config, solo_logits  # noqa: E402
 from transformers import Qwen3_5MoeForCausalLM  # noqa: E402
 
 BLOCK, FP8_MAX = 128, 448.0
@@ -83,15 +83,8 @@ def make_fp8_checkpoint(model, cfg, out):
 
 
 def run_solo(a, ckpt, ids, tag):
-    path = os.path.join(a.out, f"solo_{tag}.safetensors")
-    cmd = [a.solo, "logits", "--backend", "cuda", "--model", ckpt, "--prefill", str(a.prefill),
-           "--tokens", ",".join(map(str, ids.tolist())), "--out", path]
-    t = time.time()
-    subprocess.run(cmd, check=True)
-    print(f"solo logits ({tag}): {time.time() - t:.1f} s", flush=True)
-    out = load_file(path)["logits"].cuda()
-    os.remove(path)
-    return out
+    print(f"solo logits ({tag}):", flush=True)
+    return solo_logits(a.solo, ckpt, ids, a.prefill, a.out)
 
 
 def perplexity(logits, ids):

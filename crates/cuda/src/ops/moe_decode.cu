@@ -128,10 +128,7 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
         cp_async_commit();
     }
     pdl_wait();
-    // The barrier count at this launch's start: the last launch is done, so a multiple of G (a
-    // block that starts late may already see some of this launch's arrivals: rounded down).
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(base) : "l"(arrivals) : "memory");
-    base -= base % G;
+    base = launch_base(arrivals, G);
     // y → shared memory (bf16, in xs's 8 KB, in W_o's column order), then h[c] += W_o[c] · y:
     // bf16 rows each lane its 16 pieces j·256 + 8·lane in order with dot_piece, then the warp
     // (GemvTile<4096>::dot's order); rows in a format as w_o_row_dot takes them. hc keeps h[c]
@@ -422,21 +419,7 @@ __device__ __forceinline__ void moe_decode_block_bf16(
 
     // ---- 3. down, weighted over the slots, added to h
     pdl_trigger();
-    {  // act → shared memory: every load in flight at once (a rolled loop pays an L2 trip a step)
-        constexpr int N = SLOTS * EXPERT_DIM / 4, PER = (N + 255) / 256;
-        float4 v[PER];
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            const int i = threadIdx.x + k * 256;
-            if (i < N) v[k] = __ldcg(reinterpret_cast<const float4*>(act) + i);
-        }
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            const int i = threadIdx.x + k * 256;
-            if (i < N) reinterpret_cast<float4*>(&s.act[0][0])[i] = v[k];
-        }
-    }
-    __syncthreads();
+    stage_act(s, act);
     if constexpr (LX) {
         // u_down, then u_sd, by the warps past the 2048 columns (idle in phase 3)
         const int r = ml->rank_down, rs = ml->rank_sd;
@@ -623,21 +606,7 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
 
     // ---- 3. down, weighted over the slots, added to h
     pdl_trigger();
-    {
-        constexpr int N = SLOTS * EXPERT_DIM / 4, PER = (N + 255) / 256;
-        float4 v[PER];
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            const int i = threadIdx.x + k * 256;
-            if (i < N) v[k] = __ldcg(reinterpret_cast<const float4*>(act) + i);
-        }
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            const int i = threadIdx.x + k * 256;
-            if (i < N) reinterpret_cast<float4*>(&s.act[0][0])[i] = v[k];
-        }
-    }
-    __syncthreads();
+    stage_act(s, act);
     // column c's sum over the slots: its routed rows at routed(slot), the shared one at sh
     // (shared or global memory)
     auto down_sum = [&](auto routed, const unsigned char* sh) {

@@ -44,6 +44,32 @@ __device__ __forceinline__ void grid_barrier(unsigned long long* arrivals, unsig
     grid_wait(arrivals, target);
 }
 
+// The barrier count at a launch's start: the last launch is done, so a multiple of the grid G
+// (a block that starts late may already see some of this launch's arrivals: rounded down).
+__device__ __forceinline__ unsigned long long launch_base(unsigned long long* arrivals, int G) {
+    unsigned long long base;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(base) : "l"(arrivals) : "memory");
+    return base - base % G;
+}
+
+// Phase 3's act [9, 512] (f32, global, written by every block before the barrier) into shared
+// memory: every load in flight at once (a rolled loop pays an L2 trip a step). Ends synced.
+__device__ __forceinline__ void stage_act(MoeDecodeShared& s, const float* __restrict__ act) {
+    constexpr int N = SLOTS * EXPERT_DIM / 4, PER = (N + 255) / 256;
+    float4 v[PER];
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = threadIdx.x + k * 256;
+        if (i < N) v[k] = __ldcg(reinterpret_cast<const float4*>(act) + i);
+    }
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = threadIdx.x + k * 256;
+        if (i < N) reinterpret_cast<float4*>(&s.act[0][0])[i] = v[k];
+    }
+    __syncthreads();
+}
+
 // Row `src` (HIDDEN bf16) into `dst` (shared), one commit group: lane l copies pieces j·256 + 8l.
 __device__ __forceinline__ void request_row(bf16* dst, const bf16* __restrict__ src) {
     const int lane = threadIdx.x & 31;

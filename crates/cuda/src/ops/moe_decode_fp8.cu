@@ -89,9 +89,7 @@ extern "C" __global__ void __maxnreg__(96)
         for (int j = 0; j < MIXER_OUT / 512; j++) wo_s[j] = __ldg(w_o_scales + (c / 128) * (MIXER_OUT / 128) + 4 * j + (lane >> 3));
     }
     pdl_wait();
-    unsigned long long base;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(base) : "l"(arrivals) : "memory");
-    base -= base % G;
+    const unsigned long long base = launch_base(arrivals, G);
     float hc = 0.f;
     {
         uint4* ys = reinterpret_cast<uint4*>(s.xs);
@@ -192,21 +190,7 @@ extern "C" __global__ void __maxnreg__(96)
 
     // ---- 3. down, weighted over the slots, added to h
     pdl_trigger();
-    {
-        constexpr int N = SLOTS * EXPERT_DIM / 4, PER = (N + 255) / 256;
-        float4 v[PER];
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            const int i = threadIdx.x + k * 256;
-            if (i < N) v[k] = __ldcg(reinterpret_cast<const float4*>(act) + i);
-        }
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            const int i = threadIdx.x + k * 256;
-            if (i < N) reinterpret_cast<float4*>(&s.act[0][0])[i] = v[k];
-        }
-    }
-    __syncthreads();
+    stage_act(s, act);
     if (c < HIDDEN) {
         cp_async_wait<0>();
         float acc = 0.f;
