@@ -783,18 +783,59 @@ __device__ __forceinline__ float lora_row_dot(const bf16* __restrict__ row, cons
     return warp_sum(acc);
 }
 
+// lora_row_dot of ROWS rows of A at once (r[i] null: none; the sums as lora_row_dot orders them),
+// the loads of CHUNK pieces a row in flight before their first FMA: a row is IN / (256 · CHUNK)
+// L2 round trips, not IN / 256.
+template <int IN, int ROWS, int CHUNK>
+__device__ __forceinline__ void lora_rows_dot(const bf16* const (&r)[ROWS], const bf16* x, float (&v)[ROWS]) {
+    static_assert(IN % (256 * CHUNK) == 0, "whole chunks");
+    const int lane = threadIdx.x & 31;
+    float acc[ROWS] = {};
+#pragma unroll
+    for (int c0 = 0; c0 < IN; c0 += 256 * CHUNK) {
+        uint4 w[ROWS][CHUNK];
+#pragma unroll
+        for (int i = 0; i < ROWS; i++)
+#pragma unroll
+            for (int p = 0; p < CHUNK; p++)
+                w[i][p] = r[i] != nullptr ? __ldg(reinterpret_cast<const uint4*>(r[i] + c0 + p * 256 + lane * 8)) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int p = 0; p < CHUNK; p++) {
+            float xv[8];
+            unpack8(*reinterpret_cast<const uint4*>(x + c0 + p * 256 + lane * 8), xv);
+#pragma unroll
+            for (int i = 0; i < ROWS; i++) {
+                float wv[8];
+                unpack8(w[i][p], wv);
+#pragma unroll
+                for (int k = 0; k < 8; k++) acc[i] += wv[k] * xv[k];
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < ROWS; i++) v[i] = warp_sum(acc[i]);
+}
+
 // u[t·LORA_FUSED_RANKS + j] = A_t[j] · x[t] for each token t < tokens that has a site, j < its
-// rank_sum: x bf16 [tokens][in] in shared memory, A from global (L2: every block reads it). Warp
-// w takes rows w, w + 8, ... The caller syncs the block before reading u. blockDim 256.
-__device__ __forceinline__ void lora_shrink_block(const LoraSite* const* __restrict__ sites, const bf16* x, int in,
-                                                  int tokens, float* u) {
+// rank_sum: x bf16 [tokens][IN] in shared memory, A from global (L2: every block reads it). Warp
+// w takes rows w, w + 8, ..., ROWS at a time (lora_rows_dot, CHUNK pieces a row in flight). The
+// caller syncs the block before reading u. blockDim 256.
+template <int IN, int ROWS, int CHUNK>
+__device__ __forceinline__ void lora_shrink_block(const LoraSite* const* __restrict__ sites, const bf16* x, int tokens,
+                                                  float* u) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (int t = 0; t < tokens; t++) {
         const LoraSite* site = sites[t];
         if (site == nullptr) continue;
-        for (int j = warp; j < site->rank_sum; j += 8) {
-            const float v = lora_row_dot(site->a + (size_t)j * in, x + (size_t)t * in, in);
-            if (lane == 0) u[t * LORA_FUSED_RANKS + j] = v;
+        for (int j = warp; j < site->rank_sum; j += 8 * ROWS) {
+            const bf16* r[ROWS];
+            float v[ROWS];
+#pragma unroll
+            for (int i = 0; i < ROWS; i++) r[i] = j + 8 * i < site->rank_sum ? site->a + (size_t)(j + 8 * i) * IN : nullptr;
+            lora_rows_dot<IN, ROWS, CHUNK>(r, x + (size_t)t * IN, v);
+#pragma unroll
+            for (int i = 0; i < ROWS; i++)
+                if (lane == 0 && r[i] != nullptr) u[t * LORA_FUSED_RANKS + j + 8 * i] = v[i];
         }
     }
 }

@@ -218,8 +218,12 @@ pub enum Synthetic {
 
 /// `random_model` of either form.
 pub fn random_model_as(layers: usize, max_seq: usize, form: Synthetic) -> Result<crate::model::CudaModel> {
+    random_model_of(real_config(layers), max_seq, form)
+}
+
+/// `random_model_as` of a config of the real widths with its own layers (`layer_types`).
+pub fn random_model_of(cfg: ModelConfig, max_seq: usize, form: Synthetic) -> Result<crate::model::CudaModel> {
     let gpu = Gpu::new()?;
-    let cfg = real_config(layers);
     let weights = random_weights_as(&gpu, &cfg, form)?;
     crate::model::CudaModel::from_gpu_weights(gpu, cfg, weights, max_seq)
 }
@@ -356,7 +360,18 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
         let down_format = if m.moe_layers % 2 == 1 { KQuant::Q6K } else { KQuant::Q4K };
         let gate_up = m.kquant_rows(KQuant::Q4K, experts * 1024, h)?;
         let down = m.kquant_rows(down_format, experts * h, 512)?;
+        // its bf16 copy (prefill's) is its rows dequantised, as a file's load makes it
         let shared = shared_parts(m, true)?;
+        let stored = |ptr: DevPtr, k: KQuant, rows: usize, cols: usize| Matrix {
+            ptr: ptr + (cfg.num_experts * rows * k.row_bytes(cols)) as DevPtr,
+            rows,
+            cols,
+            fp8_scales: None,
+            format: Some(RowFormat::K(k)),
+            tiled_heads: None,
+        };
+        crate::ops::gemv_q::dequantize_q(m.gpu, &stored(gate_up, KQuant::Q4K, 1024, h), shared.gate_up)?;
+        crate::ops::gemv_q::dequantize_q(m.gpu, &stored(down, down_format, h, 512), shared.down)?;
         packed = Some(Packed { gate_up: RowFormat::K(KQuant::Q4K), down: RowFormat::K(down_format), shared });
         (gate_up, down, None)
     } else if m.int4 {

@@ -251,7 +251,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     if !args.batch.is_empty() {
         return batched_decode(&model, &source, &args);
     }
-    model.screened_lm_head = !args.full_lm_head;
+    // (a GGUF lm_head read as stored has no screen: plan_memory leaves it off)
+    model.screened_lm_head &= !args.full_lm_head;
     let vocab = model.config.vocab_size;
     let lora = bench_adapter(&model, &args, 1)?;
     let mut state = model.try_new_state()?;

@@ -169,14 +169,37 @@ fn int4_decode_step_matches_one_token_prefill() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn gguf_q4_k_m_decode_step_matches_one_token_prefill() {
-    let model = crate::synthetic::random_model_as(4, 256, crate::synthetic::Synthetic::GgufQ4KM).unwrap();
-    assert!(model.weights.lm_head.format.is_some() && !model.screened_lm_head);
-    decode_step_matches_one_token_prefill(&model, "GGUF Q4_K_M");
+    // a GDN layer (its MoE block's down rows Q6_K), two (the second's Q4_K), an attention layer
+    // (its Q6_K v apart), two (the second's v in the q|k|v stack), the real pattern's 4
+    use solo_model::LayerKind::{FullAttention as A, GatedDeltaNet as G};
+    let cases: [&[solo_model::LayerKind]; 5] = [&[G], &[G, G], &[A], &[A, A], &[G, G, G, A]];
+    let worst: Vec<(String, f32)> = cases
+        .iter()
+        .map(|&kinds| {
+            let mut cfg = crate::synthetic::real_config(kinds.len());
+            cfg.layer_types = kinds.to_vec();
+            let model = crate::synthetic::random_model_of(cfg, 256, crate::synthetic::Synthetic::GgufQ4KM).unwrap();
+            assert!(model.weights.lm_head.format.is_some() && !model.screened_lm_head);
+            let what = format!("{kinds:?}");
+            let w = decode_step_difference(&model, &format!("GGUF Q4_K_M, {what}"));
+            (what, w)
+        })
+        .collect();
+    assert!(
+        worst.iter().all(|&(_, w)| w < 0.1),
+        "GGUF Q4_K_M decode step differs from the one-token prefill (layers, worst): {worst:?}"
+    );
 }
 
 /// Prefills a prompt, then for 8 tokens compares the decode step (the graph) with a one-token
 /// prefill from a copy of the state: worst max|Δlogit| / max|logit| < 0.1 (a bound of wiring).
 fn decode_step_matches_one_token_prefill(model: &CudaModel, what: &str) {
+    let worst = decode_step_difference(model, what);
+    assert!(worst < 0.1, "{what} decode step differs from the one-token prefill by {worst:.2e}");
+}
+
+/// `decode_step_matches_one_token_prefill`'s measure: the worst max|Δlogit| / max|logit|.
+fn decode_step_difference(model: &CudaModel, what: &str) -> f32 {
     let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
     let mut fused = model.try_new_state().unwrap();
     let first = argmax(&model.prefill(&mut fused, &prompt, Logits::Last).unwrap());
@@ -193,5 +216,52 @@ fn decode_step_matches_one_token_prefill(model: &CudaModel, what: &str) {
         token = argmax(&lb);
     }
     eprintln!("{what} decode step vs one-token prefill: worst max|Δlogit| / max|logit| = {worst:.2e}");
-    assert!(worst < 0.1, "{what} decode step differs from the one-token prefill by {worst:.2e}");
+    worst
+}
+
+/// A GGUF Q4_K_M attention layer's projections as the decode step reads them (as stored: q|k
+/// with v apart as the GEMV's tail, o_proj in phase 0's order) against prefill's dequantised bf16
+/// copy of the same matrices.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gguf_attention_projections_match_their_dequantised_copy() {
+    use crate::ops::testutil::{bf16_bytes, random, rel_err};
+    use crate::weights::MixerGpu;
+    // [A, A]: the first layer's v apart, the second's in the q|k|v stack
+    let mut cfg = crate::synthetic::real_config(2);
+    cfg.layer_types = vec![solo_model::LayerKind::FullAttention; 2];
+    let model = crate::synthetic::random_model_of(cfg, 256, crate::synthetic::Synthetic::GgufQ4KM).unwrap();
+    let gpu = &model.gpu;
+    let mut failures = Vec::new();
+    for (i, layer) in model.weights.layers.iter().enumerate() {
+        let buf = gpu.alloc(layer.dequantized_bytes()).unwrap();
+        let deq = layer.dequantized(gpu, &buf).unwrap();
+        let (MixerGpu::FullAttention(a), MixerGpu::FullAttention(d)) = (&layer.mixer, &deq.mixer) else { panic!() };
+        let proj = d.qkv_proj.rows;
+        let h = gpu.upload_f32(&random(70 + i as u64, 2048, 1.0)).unwrap();
+        let (y1, y2) = (gpu.alloc(proj * 4).unwrap(), gpu.alloc(proj * 4).unwrap());
+        let tail = a.v_apart().then_some(&a.v_proj);
+        crate::ops::gemv_q::gemv_norm_q(gpu, h.ptr(), &layer.input_norm, 1e-6, &a.qkv_proj, tail, y1.ptr(), None)
+            .unwrap();
+        crate::ops::linear::gemv_norm_mma(gpu, h.ptr(), &layer.input_norm, 1e-6, &d.qkv_proj, 1, y2.ptr(), proj, 0)
+            .unwrap();
+        let (p1, p2) = (gpu.download_f32(y1.ptr(), proj).unwrap(), gpu.download_f32(y2.ptr(), proj).unwrap());
+        for (part, r) in [("q", 0..8192), ("k", 8192..8704), ("v", 8704..9216)] {
+            let e = rel_err(&p1[r.clone()], &p2[r]);
+            eprintln!("layer {i} (v apart: {}): {part} {e:.2e}", a.v_apart());
+            if e > 1e-2 {
+                failures.push(format!("layer {i} {part}: {e:.2e}"));
+            }
+        }
+        let y = gpu.upload(&bf16_bytes(&random(80 + i as u64, 4096, 1.0))).unwrap();
+        let (o1, o2) = (gpu.upload_f32(&[0.0; 2048]).unwrap(), gpu.alloc(2048 * 4).unwrap());
+        crate::ops::gemv_q::out_proj_tokens_q(gpu, y.ptr(), &a.o_proj, 1, o1.ptr()).unwrap();
+        crate::ops::linear::gemm(gpu, y.ptr(), &d.o_proj, 1, o2.ptr()).unwrap();
+        let e = rel_err(&gpu.download_f32(o1.ptr(), 2048).unwrap(), &gpu.download_f32(o2.ptr(), 2048).unwrap());
+        eprintln!("layer {i}: o_proj {e:.2e}");
+        if e > 1e-2 {
+            failures.push(format!("layer {i} o_proj: {e:.2e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
 }

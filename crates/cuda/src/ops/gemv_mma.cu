@@ -140,7 +140,7 @@ __device__ __forceinline__ float* mma_lora_u(unsigned char* smem, const LoraSite
     const bf16* xb = reinterpret_cast<const bf16*>(smem + MMA_RING_BYTES);
     float* u = reinterpret_cast<float*>(smem + MMA_RING_BYTES + tokens * HIDDEN * 2);
     if (lora != nullptr) {
-        lora_shrink_block(lora, xb, HIDDEN, tokens, u);
+        lora_shrink_block<HIDDEN, 2, 8>(lora, xb, tokens, u);
         __syncthreads();
     }
     return u;

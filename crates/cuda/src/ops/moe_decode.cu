@@ -179,7 +179,7 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
     // rank_sum ≤ 32): every block computes u = A y itself (A [rank_sum, 4096] from L2) into
     // s.red, then h[c] += s · B[c] · u.
     if (lora != nullptr) {
-        lora_shrink_block(lora, reinterpret_cast<const bf16*>(s.xs), MIXER_OUT, 1, s.red);
+        lora_shrink_block<MIXER_OUT, 1, 4>(lora, reinterpret_cast<const bf16*>(s.xs), 1, s.red);
         __syncthreads();
         if (c < HIDDEN) {
             hc += lora_term(lora, s.red, c, 0);

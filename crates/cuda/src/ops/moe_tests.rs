@@ -777,7 +777,9 @@ fn moe_block_with_an_experts_adapter_matches_cpu() {
             let moved = rel_err(&base, &want);
             assert!(moved > 0.05, "{name}: the adapter hardly moves the output ({moved:.2e})");
             let form = if grouped { "grouped" } else { "GEMVs" };
-            let tol = if grouped || f.gpu.packed.is_some() { 1e-2 } else { 1e-3 };
+            // (bf16 GEMVs: the shared expert apart rounds its activation to bf16 as the expert
+            // kernels do, the CPU keeps f32: 1.4e-3 measured)
+            let tol = if grouped || f.gpu.packed.is_some() { 1e-2 } else { 2e-3 };
             check_against_cpu(f, &format!("moe_block {name} + experts adapter t={t} ({form})"), &got, &want, &x, tol);
         }
     }
