@@ -205,7 +205,8 @@ mod tests {
     /// which this random 4-layer model amplifies (routing flips; measured on the H100 up to 0.19
     /// of what the adapter moves, so the bound is 0.3: a wrong term moves the logits by about the
     /// adapter's whole effect; the fp32 check is slice_parity_lora.py's KL against PEFT); the
-    /// decode step agrees with the forward; an adapter whose B is zero gives the base model's
+    /// decode step agrees with the forward (within 1e-2, or with the shared expert adapted within
+    /// 0.3 of what the adapter moves); an adapter whose B is zero gives the base model's
     /// bits (where the shared expert does not run apart); a batched step of sequences
     /// with different adapters and none gives each row its own decode step's bits, and so does
     /// the verify step of speculative decoding with an adapter.
@@ -263,7 +264,11 @@ mod tests {
                 if err >= 0.3 * moved {
                     failures.push(format!("{what}, row {i}: adapter vs merged {err:.2e} ({moved:.2e})"));
                 }
-                if forward >= 1e-2 {
+                // (the shared expert apart in the forward, in the MoE kernel in the step: the
+                // random model's routing amplifies the order, as above; measured up to 0.14 of
+                // what the adapter moves. Else within 1e-2: 3.5e-3 measured)
+                let bound = if shared_apart { 0.3 * moved } else { 1e-2 };
+                if forward >= bound {
                     failures.push(format!("{what}, row {i}: decode step vs forward {forward:.2e}"));
                 }
             }
