@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [tests-portable] [anycard] [kernels] [parity] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
+#   scripts/gpu_run.sh [tests] [tests-portable] [anycard] [formats] [kernels] [parity] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; PARITY_ARGS and
 # IMAGE_PARITY_ARGS: more flags for slice_parity.py and slice_parity_image.py)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
@@ -63,6 +63,15 @@ while [ $# -gt 0 ]; do
                 timeout 120 ./gpu-bin/solo bench --synthetic --precision int4 --contexts 256 --rounds 3 --profile $flags \
                     --json "$OUT/anycard_$tag.json" > "$OUT/anycard_$tag.log" 2>&1 || status=1
                 echo "anycard $tag: $(grep -m1 'context 256:' "$OUT/anycard_$tag.log")"
+            done
+            shift ;;
+        formats)
+            # the weight formats' decode step side by side (batch 1, 256, --profile): bf16, int4
+            # (the official shape), the synthetic Q4_K_M (bench/RESULTS.md "GGUF Q4_K_M on CUDA")
+            for p in bf16 int4 q4_k_m; do
+                timeout 120 ./gpu-bin/solo bench --synthetic --precision $p --contexts 256 --rounds 3 --profile \
+                    --json "$OUT/formats_$p.json" > "$OUT/formats_$p.log" 2>&1 || status=1
+                echo "formats $p: $(grep -m1 'context 256:' "$OUT/formats_$p.log")"
             done
             shift ;;
         kernels)
