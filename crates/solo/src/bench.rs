@@ -251,7 +251,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     if !args.batch.is_empty() {
         return batched_decode(&model, &source, &args);
     }
-    // (a GGUF lm_head read as stored has no screen: plan_memory leaves it off)
+    // (off where the model has none: a GGUF lm_head read as stored, or a budget too short)
     model.screened_lm_head &= !args.full_lm_head;
     let vocab = model.config.vocab_size;
     let lora = bench_adapter(&model, &args, 1)?;
