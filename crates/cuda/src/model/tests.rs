@@ -176,9 +176,7 @@ fn gguf_q4_k_m_decode_step_matches_one_token_prefill() {
     let worst: Vec<(String, f32)> = cases
         .iter()
         .map(|&kinds| {
-            let mut cfg = crate::synthetic::real_config(kinds.len());
-            cfg.layer_types = kinds.to_vec();
-            let model = crate::synthetic::random_model_of(cfg, 256, crate::synthetic::Synthetic::GgufQ4KM).unwrap();
+            let model = gguf_q4km_model(kinds);
             assert!(model.weights.lm_head.format.is_some() && !model.screened_lm_head);
             let what = format!("{kinds:?}");
             let w = decode_step_difference(&model, &format!("GGUF Q4_K_M, {what}"));
@@ -189,6 +187,13 @@ fn gguf_q4_k_m_decode_step_matches_one_token_prefill() {
         worst.iter().all(|&(_, w)| w < 0.1),
         "GGUF Q4_K_M decode step differs from the one-token prefill (layers, worst): {worst:?}"
     );
+}
+
+/// The synthetic Q4_K_M model with these layers (real widths, contexts up to 256).
+fn gguf_q4km_model(kinds: &[solo_model::LayerKind]) -> CudaModel {
+    let mut cfg = crate::synthetic::real_config(kinds.len());
+    cfg.layer_types = kinds.to_vec();
+    crate::synthetic::random_model_of(cfg, 256, crate::synthetic::Synthetic::GgufQ4KM).unwrap()
 }
 
 /// Prefills a prompt, then for 8 tokens compares the decode step (the graph) with a one-token
@@ -228,9 +233,7 @@ fn gguf_attention_projections_match_their_dequantised_copy() {
     use crate::ops::testutil::{bf16_bytes, random, rel_err};
     use crate::weights::MixerGpu;
     // [A, A]: the first layer's v apart, the second's in the q|k|v stack
-    let mut cfg = crate::synthetic::real_config(2);
-    cfg.layer_types = vec![solo_model::LayerKind::FullAttention; 2];
-    let model = crate::synthetic::random_model_of(cfg, 256, crate::synthetic::Synthetic::GgufQ4KM).unwrap();
+    let model = gguf_q4km_model(&[solo_model::LayerKind::FullAttention; 2]);
     let gpu = &model.gpu;
     let mut failures = Vec::new();
     for (i, layer) in model.weights.layers.iter().enumerate() {
