@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [tests-portable] [anycard] [formats] [kernels] [parity] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
+#   scripts/gpu_run.sh [tests] [tests-portable] [anycard] [formats] [kernels] [parity] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [serve24] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; PARITY_ARGS and
 # IMAGE_PARITY_ARGS: more flags for slice_parity.py and slice_parity_image.py)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
@@ -119,6 +119,54 @@ while [ $# -gt 0 ]; do
                 kill %1; wait
             done
             ./gpu-bin/solo bench --model "$slice" --contexts 4096,32768 --rounds 3 2>&1 | tee "$OUT/bench_slice.log" || status=1
+            shift ;;
+        serve24)
+            # issue #43's 24 GiB run: a full-size GPTQ-Int4 checkpoint of random weights (the
+            # official shape, ~22 GB, written once in /tmp/solo-int4-full by make_int4_full.py), solo
+            # serve --gpu-memory 24GiB on it, and a conversation through the stock openai client until
+            # the prompt holds 32K tokens, then a request past the context and one after it
+            # (serve_conversation.py); the GPU memory in use while the server holds its state. The
+            # GPU machine has no openai package: carry .whl (.whl/openai/: its wheels for Python 3.12,
+            # pip download --no-deps --only-binary=:all: --python-version 3.12 of openai and its
+            # needs). The whole step ends within ~540 s.
+            end=$((SECONDS + 540))
+            int4=/tmp/solo-int4-full
+            [ -f $int4/model.safetensors.index.json ] || PYTHONUNBUFFERED=1 timeout 300 python3 scripts/make_int4_full.py $int4 2>&1 \
+                | tee "$OUT/make_int4_full.log" || status=1
+            site=
+            if ! python3 -c "import openai" 2> /dev/null; then
+                site=/tmp/openai-site
+                python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target $site .whl/openai/*.whl \
+                    > "$OUT/openai_wheels.log" 2>&1 || { echo "serve24: no openai package here and .whl/openai/ did not install"; status=1; }
+            fi
+            if [ -f $int4/model.safetensors.index.json ]; then
+                ./gpu-bin/solo serve --model $int4 --backend cuda --gpu-memory 24GiB --port 8000 > "$OUT/serve24.log" 2>&1 &
+                server=$!
+                up=0
+                for _ in $(seq 300); do
+                    curl -sf localhost:8000/health > /dev/null && { up=1; break; }
+                    kill -0 $server 2> /dev/null && [ $SECONDS -lt $((end - 120)) ] || break
+                    sleep 1
+                done
+                # the load and the plan: weights, context, sequences
+                grep -aE "^solo: |weights on the GPU|rror" "$OUT/serve24.log" | cut -c1-400
+                if [ $up = 1 ]; then
+                    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$OUT/serve24_mem.csv" 2> /dev/null &
+                    smi=$!
+                    PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout $(( end - SECONDS > 30 ? end - SECONDS : 30 )) \
+                        python3 scripts/serve_conversation.py --url http://127.0.0.1:8000/v1 --target-tokens 32768 \
+                        --json "$OUT/serve24.json" 2>&1 | tee "$OUT/serve24_conversation.log" || status=1
+                    echo "serve24: GPU memory in use with the server's state: $(nvidia-smi --query-gpu=memory.used --format=csv,noheader) now, $(sort -n "$OUT/serve24_mem.csv" | tail -1) MiB at most during the conversation"
+                    kill $smi; wait $smi 2> /dev/null
+                else
+                    echo "serve24: the server did not answer /health"; tail -5 "$OUT/serve24.log" | cut -c1-400; status=1
+                fi
+                kill $server 2> /dev/null
+                for _ in $(seq 20); do kill -0 $server 2> /dev/null || break; sleep 0.5; done
+                kill -9 $server 2> /dev/null; wait $server 2> /dev/null
+            else
+                echo "serve24: no checkpoint in $int4 ($OUT/make_int4_full.log)"; status=1
+            fi
             shift ;;
         ttft)
             # one client's time to first token through solo serve, 4 requests a length (the first

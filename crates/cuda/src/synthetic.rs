@@ -214,6 +214,10 @@ pub enum Synthetic {
     /// An int4 checkpoint of the all-linear recipe: the routed experts and the mixers'
     /// projections int4 in groups of 128 (issue #40's second row).
     Int4AllLinear,
+    /// `GgufQ4KM`'s very weights (the same seeds) with every mixer matrix and expert
+    /// dequantised to bf16, as prefill's copies are: the bf16 kernels' twin of that model (its
+    /// embedding and lm_head stay as stored).
+    GgufQ4KMDequantised,
 }
 
 /// `random_model` of either form.
@@ -236,7 +240,7 @@ pub fn random_weights(gpu: &Gpu, cfg: &ModelConfig, precision: Precision) -> Res
 fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<ModelGpu> {
     let (precision, gguf_q4km, int4_all) = match form {
         Synthetic::Checkpoint(p) => (p, false, false),
-        Synthetic::GgufQ4KM => (Precision::Bf16, true, false),
+        Synthetic::GgufQ4KM | Synthetic::GgufQ4KMDequantised => (Precision::Bf16, true, false),
         Synthetic::Int4AllLinear => (Precision::Int4 { group: crate::int4::GROUP }, false, true),
     };
     crate::weights::check_real_widths(cfg)?;
@@ -263,10 +267,10 @@ fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<Mo
     let embed_tokens = head(&mut m, KQuant::Q4K)?;
     let final_norm = m.vector(h, 1.0, 0.1)?;
     let lm_head = head(&mut m, KQuant::Q6K)?;
-    let layers = cfg.layer_types.iter().map(|&kind| random_layer(&mut m, cfg, kind)).collect::<Result<Vec<_>>>()?;
+    let mut layers = cfg.layer_types.iter().map(|&kind| random_layer(&mut m, cfg, kind)).collect::<Result<Vec<_>>>()?;
     // The MTP head: random too (it proposes tokens the main model rejects; `solo bench --accept`
     // replays drafts instead).
-    let mtp = Some(MtpGpu {
+    let mut mtp = Some(MtpGpu {
         pre_fc_norm_embedding: m.vector(h, 1.0, 0.1)?,
         pre_fc_norm_hidden: m.vector(h, 1.0, 0.1)?,
         fc_embedding: m.matrix(h, h)?,
@@ -274,6 +278,11 @@ fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<Mo
         layer: random_layer(&mut m, cfg, LayerKind::FullAttention)?,
         norm: m.vector(h, 1.0, 0.1)?,
     });
+    if form == Synthetic::GgufQ4KMDequantised {
+        for layer in layers.iter_mut().chain(mtp.iter_mut().map(|m| &mut m.layer)) {
+            *layer = dequantised_twin(&mut m, layer, h)?;
+        }
+    }
     gpu.sync()?;
     Ok(ModelGpu {
         embed_tokens,
@@ -283,9 +292,31 @@ fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<Mo
         mtp,
         vision: None,
         precision,
-        repacked_from: gguf_q4km.then(|| "Q4_K, Q5_K, Q6_K (synthetic Q4_K_M)".to_string()),
+        repacked_from: (form == Synthetic::GgufQ4KM).then(|| "Q4_K, Q5_K, Q6_K (synthetic Q4_K_M)".to_string()),
         buffers: m.buffers,
     })
+}
+
+/// `layer` (the synthetic Q4_K_M shape) with its mixer's matrices and its experts (the shared
+/// one too, expert 256 of their buffers) dequantised to bf16: `GgufQ4KMDequantised`.
+fn dequantised_twin(m: &mut Maker, layer: &LayerGpu, hidden: usize) -> Result<LayerGpu> {
+    let buf = m.gpu.alloc(layer.dequantized_bytes())?;
+    let mut twin = layer.dequantized(m.gpu, &buf)?;
+    m.buffers.push(buf);
+    if let Some(p) = twin.moe.packed.take() {
+        let experts = crate::kernels::widths::EXPERTS + 1;
+        let mut bf16 = |ptr: DevPtr, format: RowFormat, rows: usize, cols: usize| -> Result<DevPtr> {
+            let out = m.gpu.alloc(rows * cols * 2)?;
+            let stored = Matrix { ptr, rows, cols, fp8_scales: None, format: Some(format), tiled_heads: None };
+            crate::ops::linear::dequantize(m.gpu, &stored, out.ptr())?;
+            let ptr = out.ptr();
+            m.buffers.push(out);
+            Ok(ptr)
+        };
+        twin.moe.gate_up = bf16(twin.moe.gate_up, p.gate_up, experts * 1024, hidden)?;
+        twin.moe.down = bf16(twin.moe.down, p.down, experts * hidden, 512)?;
+    }
+    Ok(twin)
 }
 
 /// One random decoder layer of the real widths.

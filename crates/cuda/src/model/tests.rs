@@ -165,35 +165,59 @@ fn int4_decode_step_matches_one_token_prefill() {
 /// the in-projections (`gemv_q.cu`), the output projections (the MoE kernel's phase 0; the
 /// GDN's in tiled value-head order), the embedding and the lm_head as stored; the one-token
 /// prefill multiplies the mixers' dequantised bf16 copy (out_proj's columns put back in
-/// order) and the lm_head a token at a time.
+/// order) and the lm_head a token at a time. Beside it, per case, what the same measure reads
+/// on the model's bf16 twin (`GgufQ4KMDequantised`: the same weights dequantised, the bf16
+/// kernels), and the two decode steps against each other.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn gguf_q4_k_m_decode_step_matches_one_token_prefill() {
     // a GDN layer (its MoE block's down rows Q6_K), two (the second's Q4_K), an attention layer
     // (its Q6_K v apart), two (the second's v in the q|k|v stack), the real pattern's 4
+    use crate::synthetic::Synthetic::{GgufQ4KM, GgufQ4KMDequantised as Twin};
     use solo_model::LayerKind::{FullAttention as A, GatedDeltaNet as G};
     let cases: [&[solo_model::LayerKind]; 5] = [&[G], &[G, G], &[A], &[A, A], &[G, G, G, A]];
-    let worst: Vec<(String, f32)> = cases
-        .iter()
-        .map(|&kinds| {
-            let model = gguf_q4km_model(kinds);
-            assert!(model.weights.lm_head.format.is_some() && !model.screened_lm_head);
-            let what = format!("{kinds:?}");
-            let w = decode_step_difference(&model, &format!("GGUF Q4_K_M, {what}"));
-            (what, w)
-        })
-        .collect();
+    let mut worst = Vec::new();
+    for &kinds in &cases {
+        let what = format!("{kinds:?}");
+        let model = gguf_q4km_model(kinds, GgufQ4KM);
+        assert!(model.weights.lm_head.format.is_some() && !model.screened_lm_head);
+        let own = decode_step_difference(&model, &format!("GGUF Q4_K_M, {what}"));
+        let twin = gguf_q4km_model(kinds, Twin);
+        let floor = decode_step_difference(&twin, &format!("its bf16 twin, {what}"));
+        let cross = decode_steps_between(&model, &twin);
+        eprintln!(
+            "{what}: decode vs prefill {own:.2e}, the twin's {floor:.2e}; decode vs the twin's decode {cross:.2e}"
+        );
+        worst.push((what, own));
+    }
     assert!(
         worst.iter().all(|&(_, w)| w < 0.1),
         "GGUF Q4_K_M decode step differs from the one-token prefill (layers, worst): {worst:?}"
     );
 }
 
-/// The synthetic Q4_K_M model with these layers (real widths, contexts up to 256).
-fn gguf_q4km_model(kinds: &[solo_model::LayerKind]) -> CudaModel {
+/// The synthetic Q4_K_M model (or its twin) with these layers (real widths, contexts up to 256).
+fn gguf_q4km_model(kinds: &[solo_model::LayerKind], form: crate::synthetic::Synthetic) -> CudaModel {
     let mut cfg = crate::synthetic::real_config(kinds.len());
     cfg.layer_types = kinds.to_vec();
-    crate::synthetic::random_model_of(cfg, 256, crate::synthetic::Synthetic::GgufQ4KM).unwrap()
+    crate::synthetic::random_model_of(cfg, 256, form).unwrap()
+}
+
+/// The worst max|Δlogit| / max|logit| between two models' decode steps over 8 tokens after the
+/// same prompt (the tokens `b`'s argmax).
+fn decode_steps_between(a: &CudaModel, b: &CudaModel) -> f32 {
+    let prompt: Vec<u32> = (0..40u32).map(|i| i * 7919 % 200_000).collect();
+    let (mut sa, mut sb) = (a.try_new_state().unwrap(), b.try_new_state().unwrap());
+    a.prefill(&mut sa, &prompt, Logits::Last).unwrap();
+    let mut token = argmax(&b.prefill(&mut sb, &prompt, Logits::Last).unwrap());
+    let mut worst = 0f32;
+    for _ in 0..8 {
+        let (la, lb) = (a.decode(&mut sa, token).unwrap(), b.decode(&mut sb, token).unwrap());
+        let scale = lb.iter().fold(0f32, |m, v| m.max(v.abs()));
+        worst = worst.max(la.iter().zip(&lb).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale);
+        token = argmax(&lb);
+    }
+    worst
 }
 
 /// Prefills a prompt, then for 8 tokens compares the decode step (the graph) with a one-token
@@ -233,7 +257,7 @@ fn gguf_attention_projections_match_their_dequantised_copy() {
     use crate::ops::testutil::{bf16_bytes, random, rel_err};
     use crate::weights::MixerGpu;
     // [A, A]: the first layer's v apart, the second's in the q|k|v stack
-    let model = gguf_q4km_model(&[solo_model::LayerKind::FullAttention; 2]);
+    let model = gguf_q4km_model(&[solo_model::LayerKind::FullAttention; 2], crate::synthetic::Synthetic::GgufQ4KM);
     let gpu = &model.gpu;
     let mut failures = Vec::new();
     for (i, layer) in model.weights.layers.iter().enumerate() {
