@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [tests-portable] [anycard] [formats] [kernels] [parity] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [serve24] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
+#   scripts/gpu_run.sh [tests] [tests-portable] [anycard] [formats] [kernels] [parity] [parity-portable] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [serve24] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; PARITY_ARGS and
 # IMAGE_PARITY_ARGS: more flags for slice_parity.py and slice_parity_image.py)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
@@ -79,6 +79,14 @@ while [ $# -gt 0 ]; do
             shift ;;
         parity)
             PYTHONUNBUFFERED=1 timeout 400 python3 scripts/slice_parity.py --cpu ${PARITY_ARGS:-} --solo gpu-bin/solo --dir /tmp/solo-slice --out "$OUT" 2>&1 | tee "$OUT/parity.log" || status=1
+            shift ;;
+        parity-portable)
+            # the same slice parity with the kernels' portable forms under an RTX 3090's limits (82
+            # SMs, 99 KB of shared memory a block: issue #43), through a wrapper that adds the flags
+            printf '#!/bin/sh\nexec "%s" --portable-kernels --sm-limit 82 "$@"\n' "$PWD/gpu-bin/solo" > /tmp/solo-portable
+            chmod +x /tmp/solo-portable
+            mkdir -p "$OUT/portable"
+            PYTHONUNBUFFERED=1 timeout 400 python3 scripts/slice_parity.py ${PARITY_ARGS:-} --solo /tmp/solo-portable --dir /tmp/solo-slice --out "$OUT/portable" 2>&1 | tee "$OUT/parity_portable.log" || status=1
             shift ;;
         lora-parity)
             # a random rank-16 PEFT adapter on a 4-layer slice: solo logits --lora (CUDA) against
