@@ -91,8 +91,7 @@ impl CudaModel {
             };
             let run = (1..t - i).take_while(|&n| placed.rows[i + n] == Some((k, j + n))).count() + 1;
             let rows = &images[k].embeds[j * hidden..(j + run) * hidden];
-            let bytes: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
-            self.gpu.write(h + (i * hidden * 4) as u64, &bytes)?;
+            self.gpu.write(h + (i * hidden * 4) as u64, crate::runtime::f32_bytes(rows))?;
             i += run;
         }
         let flat: Vec<i32> = placed.positions.iter().flatten().map(|&p| p as i32).collect();

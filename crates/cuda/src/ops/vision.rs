@@ -20,6 +20,7 @@ use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{Matrix, Uploader, Vector};
 use anyhow::{anyhow, ensure, Result};
 use cudarc::cublas::sys as blas;
+use rayon::prelude::*;
 use solo_model::image::ImagePatches;
 use solo_model::vision::{LayerNormWeights, Linear, VisionConfig, VisionWeights};
 
@@ -146,8 +147,13 @@ impl VisionGpu {
         let inter = cfg.intermediate_size;
         let merged = n / (m * m);
 
-        let patches_bf16: Vec<u8> =
-            img.values.iter().flat_map(|v| half::bf16::from_f32(*v).to_bits().to_le_bytes()).collect();
+        // (bf16 on the host, in parallel: 6.3M values at 1024×1024 took ~7 ms on one core)
+        let mut patches_bf16 = vec![0u8; img.values.len() * 2];
+        patches_bf16.par_chunks_mut(1 << 16).zip(img.values.par_chunks(1 << 15)).for_each(|(out, values)| {
+            for (o, v) in out.chunks_exact_mut(2).zip(values) {
+                o.copy_from_slice(&half::bf16::from_f32(*v).to_bits().to_le_bytes());
+            }
+        });
         let patches = gpu.upload(&patches_bf16)?;
         let x = gpu.alloc(n * d * 4)?; // f32 residual stream
         let a = gpu.alloc(n * d * 2)?; // bf16 normed rows / attention output
