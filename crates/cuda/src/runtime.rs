@@ -708,7 +708,6 @@ impl<K: PartialEq> GraphCache<K> {
     }
 }
 
-/// A page-locked host buffer (`cuMemHostAlloc`), freed on drop.
 /// The bytes of `values` as the device holds them (little-endian: the host's own, no copy).
 pub fn f32_bytes(values: &[f32]) -> &[u8] {
     const _: () = assert!(cfg!(target_endian = "little"), "solo's CUDA backend runs on little-endian hosts");
@@ -721,6 +720,7 @@ pub fn f32_bytes(values: &[f32]) -> &[u8] {
 const STAGED_WRITE: usize = 1 << 20;
 const STAGING_CHUNK: usize = 16 << 20;
 
+/// A page-locked host buffer (`cuMemHostAlloc`), freed on drop.
 struct PinnedStaging {
     ptr: *mut u8,
     bytes: usize,

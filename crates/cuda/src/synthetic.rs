@@ -156,7 +156,7 @@ impl<'g> Maker<'g> {
     /// A random int4 matrix [rows, cols] as stored (an all-linear int4 recipe's mixers).
     fn int4_matrix(&mut self, rows: usize, cols: usize) -> Result<Matrix> {
         let ptr = self.int4_rows(rows, cols)?;
-        Ok(Matrix { ptr, rows, cols, fp8_scales: None, format: Some(RowFormat::Int4), tiled_heads: None })
+        Ok(Matrix::stored(ptr, rows, cols, RowFormat::Int4))
     }
 
     /// A mixer's output projection [2048, 4096]: Q4_K for a Q4_K_M file (a GDN's with its columns
@@ -175,14 +175,7 @@ impl<'g> Maker<'g> {
 
     /// A random [rows, cols] matrix as stored in `k` (a GGUF file's mixers, embedding, lm_head).
     fn kquant_matrix(&mut self, k: KQuant, rows: usize, cols: usize) -> Result<Matrix> {
-        Ok(Matrix {
-            ptr: self.kquant_rows(k, rows, cols)?,
-            rows,
-            cols,
-            fp8_scales: None,
-            format: Some(RowFormat::K(k)),
-            tiled_heads: None,
-        })
+        Ok(Matrix::stored(self.kquant_rows(k, rows, cols)?, rows, cols, RowFormat::K(k)))
     }
 
     fn vector(&mut self, len: usize, center: f32, scale: f32) -> Result<Vector> {
@@ -280,7 +273,7 @@ fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<Mo
     });
     if form == Synthetic::GgufQ4KMDequantised {
         for layer in layers.iter_mut().chain(mtp.iter_mut().map(|m| &mut m.layer)) {
-            *layer = dequantised_twin(&mut m, layer, h)?;
+            *layer = dequantised_twin(&mut m, layer, cfg)?;
         }
     }
     gpu.sync()?;
@@ -299,16 +292,15 @@ fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<Mo
 
 /// `layer` (the synthetic Q4_K_M shape) with its mixer's matrices and its experts (the shared
 /// one too, expert 256 of their buffers) dequantised to bf16: `GgufQ4KMDequantised`.
-fn dequantised_twin(m: &mut Maker, layer: &LayerGpu, hidden: usize) -> Result<LayerGpu> {
+fn dequantised_twin(m: &mut Maker, layer: &LayerGpu, cfg: &ModelConfig) -> Result<LayerGpu> {
     let buf = m.gpu.alloc(layer.dequantized_bytes())?;
     let mut twin = layer.dequantized(m.gpu, &buf)?;
     m.buffers.push(buf);
     if let Some(p) = twin.moe.packed.take() {
-        let experts = crate::kernels::widths::EXPERTS + 1;
+        let (experts, hidden) = (cfg.num_experts + 1, cfg.hidden_size);
         let mut bf16 = |ptr: DevPtr, format: RowFormat, rows: usize, cols: usize| -> Result<DevPtr> {
             let out = m.gpu.alloc(rows * cols * 2)?;
-            let stored = Matrix { ptr, rows, cols, fp8_scales: None, format: Some(format), tiled_heads: None };
-            crate::ops::linear::dequantize(m.gpu, &stored, out.ptr())?;
+            crate::ops::linear::dequantize(m.gpu, &Matrix::stored(ptr, rows, cols, format), out.ptr())?;
             let ptr = out.ptr();
             m.buffers.push(out);
             Ok(ptr)
@@ -393,13 +385,8 @@ fn random_layer(m: &mut Maker, cfg: &ModelConfig, kind: LayerKind) -> Result<Lay
         let down = m.kquant_rows(down_format, experts * h, 512)?;
         // its bf16 copy (prefill's) is its rows dequantised, as a file's load makes it
         let shared = shared_parts(m, true)?;
-        let stored = |ptr: DevPtr, k: KQuant, rows: usize, cols: usize| Matrix {
-            ptr: ptr + (cfg.num_experts * rows * k.row_bytes(cols)) as DevPtr,
-            rows,
-            cols,
-            fp8_scales: None,
-            format: Some(RowFormat::K(k)),
-            tiled_heads: None,
+        let stored = |ptr: DevPtr, k: KQuant, rows: usize, cols: usize| {
+            Matrix::stored(ptr + (cfg.num_experts * rows * k.row_bytes(cols)) as DevPtr, rows, cols, RowFormat::K(k))
         };
         crate::ops::gemv_q::dequantize_q(m.gpu, &stored(gate_up, KQuant::Q4K, 1024, h), shared.gate_up)?;
         crate::ops::gemv_q::dequantize_q(m.gpu, &stored(down, down_format, h, 512), shared.down)?;

@@ -52,6 +52,11 @@ impl Matrix {
         Matrix { ptr, rows, cols, fp8_scales: None, format: None, tiled_heads: None }
     }
 
+    /// A matrix kept as stored, its rows in `format` (columns in order).
+    pub fn stored(ptr: DevPtr, rows: usize, cols: usize, format: RowFormat) -> Matrix {
+        Matrix { format: Some(format), ..Matrix::bf16(ptr, rows, cols) }
+    }
+
     /// Whether the matrix is bf16 (neither FP8 nor a row format).
     pub fn is_bf16(&self) -> bool {
         self.fp8_scales.is_none() && self.format.is_none()
@@ -404,7 +409,7 @@ impl<'g> Uploader<'g> {
         let rows = parts.iter().map(|p| p.shape[0]).sum();
         let ptr = self.upload(&[&bytes])?;
         let tiled_heads = parts[0].tiled_heads;
-        let whole = Matrix { ptr, rows, cols, fp8_scales: None, format: Some(format), tiled_heads };
+        let whole = Matrix { tiled_heads, ..Matrix::stored(ptr, rows, cols, format) };
         Ok(Some((whole, part_views(&whole, parts))))
     }
 
