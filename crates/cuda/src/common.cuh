@@ -58,20 +58,30 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
+// A barrier of the block (THREADS = 0), or of its first THREADS threads alone (named barrier 1;
+// the rest of the block does not take part).
+template <int THREADS = 0>
+__device__ __forceinline__ void sync_threads() {
+    if constexpr (THREADS == 0) __syncthreads();
+    else asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory");
+}
+
 // The block's reduction of v by WarpOp (warp_sum or warp_max), `empty` standing in for the
-// missing warps; `scratch` holds 32 floats. Every thread gets the result.
-template <float (*WarpOp)(float)>
+// missing warps; `scratch` holds 32 floats. Every thread gets the result. (THREADS: only the
+// block's first THREADS threads take part, as sync_threads says.)
+template <float (*WarpOp)(float), int THREADS = 0>
 __device__ __forceinline__ float block_reduce(float v, float* scratch, float empty) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     v = WarpOp(v);
-    __syncthreads();
+    sync_threads<THREADS>();
     if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    const int warps = (blockDim.x + 31) >> 5;
+    sync_threads<THREADS>();
+    const int warps = THREADS != 0 ? THREADS / 32 : (blockDim.x + 31) >> 5;
     v = lane < warps ? scratch[lane] : empty;
     return WarpOp(v);
 }
-__device__ __forceinline__ float block_sum(float v, float* scratch) { return block_reduce<warp_sum>(v, scratch, 0.f); }
+template <int THREADS = 0>
+__device__ __forceinline__ float block_sum(float v, float* scratch) { return block_reduce<warp_sum, THREADS>(v, scratch, 0.f); }
 __device__ __forceinline__ float block_max(float v, float* scratch) { return block_reduce<warp_max>(v, scratch, -INFINITY); }
 
 __device__ __forceinline__ float silu(float x) { return x / (1.f + __expf(-x)); }
@@ -215,7 +225,9 @@ struct GemvTile {
 
 // Zero-centred RMSNorm's scale for one row of HIDDEN f32 values: rsqrt(mean(h²) + eps). Thread t
 // sums h[i]² for i = t, t + 256, ... (the order norm.cu also uses, so both give the same bits),
-// keeping its 8 values in `hv`. Every thread gets the result; `red` holds 32 floats.
+// keeping its 8 values in `hv`. Every thread gets the result; `red` holds 32 floats. (PART: a
+// block of more than 256 threads, whose first 256 alone call it.)
+template <bool PART = false>
 __device__ __forceinline__ float rms_scale(const float* __restrict__ h, float eps, float* red,
                                            float (&hv)[HIDDEN / STAGE_THREADS]) {
 #pragma unroll
@@ -223,20 +235,24 @@ __device__ __forceinline__ float rms_scale(const float* __restrict__ h, float ep
     float ss = 0.f;
 #pragma unroll
     for (int k = 0; k < HIDDEN / STAGE_THREADS; k++) ss += hv[k] * hv[k];
-    return rsqrtf(block_sum(ss, red) / HIDDEN + eps);
+    return rsqrtf(block_sum<PART ? STAGE_THREADS : 0>(ss, red) / HIDDEN + eps);
 }
 
 // xs (f32 [HIDDEN], shared) = bf16-rounded RMSNorm(h)·w1p: the normalised input a sub-layer
-// reads, exactly as rms_norm_bf16 writes it. Ends with a barrier.
+// reads, exactly as rms_norm_bf16 writes it. Ends with a barrier. (A block of BLOCK > 256
+// threads: its first 256 do it, the block's barrier after.)
+template <int BLOCK = STAGE_THREADS>
 __device__ __forceinline__ void stage_rms_norm(const float* __restrict__ h, const float* __restrict__ w1p, float eps,
                                                float* xs, float* red) {
-    float hv[HIDDEN / STAGE_THREADS], wv[HIDDEN / STAGE_THREADS];
+    if (BLOCK == STAGE_THREADS || threadIdx.x < STAGE_THREADS) {
+        float hv[HIDDEN / STAGE_THREADS], wv[HIDDEN / STAGE_THREADS];
 #pragma unroll
-    for (int k = 0; k < HIDDEN / STAGE_THREADS; k++) wv[k] = w1p[threadIdx.x + k * STAGE_THREADS];
-    const float inv = rms_scale(h, eps, red, hv);
+        for (int k = 0; k < HIDDEN / STAGE_THREADS; k++) wv[k] = w1p[threadIdx.x + k * STAGE_THREADS];
+        const float inv = rms_scale<(BLOCK > STAGE_THREADS)>(h, eps, red, hv);
 #pragma unroll
-    for (int k = 0; k < HIDDEN / STAGE_THREADS; k++)
-        xs[threadIdx.x + k * STAGE_THREADS] = __bfloat162float(__float2bfloat16(hv[k] * inv * wv[k]));
+        for (int k = 0; k < HIDDEN / STAGE_THREADS; k++)
+            xs[threadIdx.x + k * STAGE_THREADS] = __bfloat162float(__float2bfloat16(hv[k] * inv * wv[k]));
+    }
     __syncthreads();
 }
 
@@ -747,6 +763,43 @@ __device__ __forceinline__ float w_o_row_dot(const unsigned char* row, const uin
     return warp_sum(acc);
 }
 
+// ---- Grid barriers (kernels whose every block is resident: the fused MoE decode kernel, the
+// LoRA sites' u computed once)
+// grid_barrier in two halves, for work that needs no other block in between: grid_arrive
+// publishes this block's writes and counts it in; grid_wait returns once the count reaches
+// `target` (all blocks arrived).
+__device__ __forceinline__ void grid_arrive(unsigned long long* arrivals) {
+    __syncthreads();
+    if (threadIdx.x == 0)
+        asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(arrivals) : "memory");
+}
+__device__ __forceinline__ void grid_wait(unsigned long long* arrivals, unsigned long long target) {
+    if (threadIdx.x == 0) {
+        unsigned long long now;
+        do {
+            asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(arrivals) : "memory");
+        } while (now < target);
+    }
+    __syncthreads();
+}
+
+// All blocks of the grid (every one resident) meet here. Writes before it are visible to every
+// block after it (read them from L2: __ldcg). `arrivals` (u64) only ever grows: barrier k of a
+// launch waits until it reaches base + k·gridDim.x, base being its value when the launch began
+// (every launch has the same grid). One release-add per block, no reset, no read-back of the add.
+__device__ __forceinline__ void grid_barrier(unsigned long long* arrivals, unsigned long long target) {
+    grid_arrive(arrivals);
+    grid_wait(arrivals, target);
+}
+
+// The barrier count at a launch's start: the last launch is done, so a multiple of the grid G
+// (a block that starts late may already see some of this launch's arrivals: rounded down).
+__device__ __forceinline__ unsigned long long launch_base(unsigned long long* arrivals, int G) {
+    unsigned long long base;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(base) : "l"(arrivals) : "memory");
+    return base - base % G;
+}
+
 // ---- LoRA in the decode steps' kernels (ops/lora.rs): an adapted site's term y += s · B (A x),
 // computed beside the product. A LoraSite (device memory, built by lora.rs: `Site::device`) is
 // the site's A stacked [rank_sum, in] and its parts: part p adds its term into output rows
@@ -816,29 +869,19 @@ __device__ __forceinline__ void lora_rows_dot(const bf16* const (&r)[ROWS], cons
     for (int i = 0; i < ROWS; i++) v[i] = warp_sum(acc[i]);
 }
 
-// u[t·LORA_FUSED_RANKS + j] = A_t[j] · x[t] for each token t < tokens that has a site, j < its
-// rank_sum: x bf16 [tokens][IN] in shared memory, A from global (L2: every block reads it). Warp
-// w takes rows w, w + 8, ..., ROWS at a time (lora_rows_dot, CHUNK pieces a row in flight). The
-// caller syncs the block before reading u. blockDim 256.
-template <int IN, int ROWS, int CHUNK>
-__device__ __forceinline__ void lora_shrink_block(const LoraSite* const* __restrict__ sites, const bf16* x, int tokens,
-                                                  float* u) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    for (int t = 0; t < tokens; t++) {
-        const LoraSite* site = sites[t];
-        if (site == nullptr) continue;
-        for (int j = warp; j < site->rank_sum; j += 8 * ROWS) {
-            const bf16* r[ROWS];
-            float v[ROWS];
-#pragma unroll
-            for (int i = 0; i < ROWS; i++) r[i] = j + 8 * i < site->rank_sum ? site->a + (size_t)(j + 8 * i) * IN : nullptr;
-            lora_rows_dot<IN, ROWS, CHUNK>(r, x + (size_t)t * IN, v);
-#pragma unroll
-            for (int i = 0; i < ROWS; i++)
-                if (lane == 0 && r[i] != nullptr) u[t * LORA_FUSED_RANKS + j + 8 * i] = v[i];
-        }
-    }
-}
+// A fused site's u = A x, computed once for the grid rather than by every block (each block
+// reading all of A from L2 cost its input site ~6 µs a layer on the H100): the grid's warps each
+// take rows of the [tokens][LORA_FUSED_RANKS] list into u (lora_rows_dot), arrive on `count`
+// (grid_arrive; launch_base gives the launch's start, as for a grid barrier), and each block
+// reads u back once all have arrived (grid_wait; every block of the grid resident). In
+// ops::Scratch's tickets: the MoE kernel's past its barrier count, the in-projection GEMVs' after
+// it.
+#define LORA_ONCE_TOKENS 8
+struct LoraOnce {
+    unsigned long long count, pad;
+    float u[LORA_ONCE_TOKENS * LORA_FUSED_RANKS];
+};
+static_assert(sizeof(LoraOnce) == 2064, "LORA_ONCE_BYTES in ops/mod.rs");
 
 // A site's term for output row r: s · B[r − first] · u of the part that holds r (0 where none
 // does), u the site's [Σr]; L2: u written by other blocks before a grid barrier (read from L2).

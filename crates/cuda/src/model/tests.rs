@@ -270,8 +270,18 @@ fn gguf_attention_projections_match_their_dequantised_copy() {
         let tail = a.v_apart().then_some(&a.v_proj);
         crate::ops::gemv_q::gemv_norm_q(gpu, h.ptr(), &layer.input_norm, 1e-6, &a.qkv_proj, tail, y1.ptr(), None)
             .unwrap();
-        crate::ops::linear::gemv_norm_mma(gpu, h.ptr(), &layer.input_norm, 1e-6, &d.qkv_proj, 1, y2.ptr(), proj, 0)
-            .unwrap();
+        crate::ops::linear::gemv_norm_mma(
+            gpu,
+            h.ptr(),
+            &layer.input_norm,
+            1e-6,
+            &d.qkv_proj,
+            1,
+            y2.ptr(),
+            proj,
+            crate::ops::lora::InputSites::NONE,
+        )
+        .unwrap();
         let (p1, p2) = (gpu.download_f32(y1.ptr(), proj).unwrap(), gpu.download_f32(y2.ptr(), proj).unwrap());
         for (part, r) in [("q", 0..8192), ("k", 8192..8704), ("v", 8704..9216)] {
             let e = rel_err(&p1[r.clone()], &p2[r]);

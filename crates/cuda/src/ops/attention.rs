@@ -11,7 +11,7 @@
 use crate::kernels::{kernel_file, Launch};
 use crate::ops::gemv_q;
 use crate::ops::linear::{gemv_norm_mma, linear, project};
-use crate::ops::lora::{self, Out};
+use crate::ops::lora::{self, InputSites, Out};
 use crate::ops::{Scratch, SCRATCH_WIDTH};
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{AttentionGpu, Vector};
@@ -218,7 +218,7 @@ pub fn attention_decode(
     let proj = scratch.ptr(0);
     let [qg, k, v] = PROJ_FIRSTS.map(|i| proj + (i * 4) as DevPtr);
     let (q, gated) = (scratch.ptr(1), scratch.ptr(2));
-    qkv_projection(gpu, w, h, norm, eps, 1, proj, lora)?;
+    qkv_projection(gpu, w, h, norm, eps, 1, proj, InputSites::new(lora, scratch))?;
     qk_norm_rope(gpu, w, qg, k, v, 1, pos, rope, cache, q)?;
     attend(gpu, q, qg, 1, pos, cache, scratch, gated)?;
     Ok(gated)
@@ -243,14 +243,14 @@ fn qkv_tokens(
     lora: DevPtr,
 ) -> Result<DevPtr> {
     let proj = scratch.ptr(0);
-    qkv_projection(gpu, w, h, norm, eps, t, proj, lora)?;
+    qkv_projection(gpu, w, h, norm, eps, t, proj, InputSites::new(lora, scratch))?;
     Ok(proj)
 }
 
 /// y (f32 [t, PROJ]) = the stacked q/k/v projection of t ≤ 8 tokens' RMSNorm(h): one
 /// `gemv_norm_mma` over `qkv_proj`, or with v apart (`AttentionGpu::v_apart`: a GGUF file's Q6_K v)
 /// `gemv_norm_q` a token at a time with v as its tail.
-/// `lora`: a u64 [t] device array of the tokens' LoRA q/k/v sites (`LoraSite`; bf16), or 0.
+/// `lora`: the tokens' LoRA q/k/v sites (bf16), or none.
 #[allow(clippy::too_many_arguments)]
 fn qkv_projection(
     gpu: &Gpu,
@@ -260,18 +260,18 @@ fn qkv_projection(
     eps: f32,
     t: usize,
     y: DevPtr,
-    lora: DevPtr,
+    lora: InputSites,
 ) -> Result<()> {
     let rows = w.qkv_proj.rows + if w.v_apart() { w.v_proj.rows } else { 0 };
     ensure!(rows == PROJ, "attention: stacked q/k/v of {rows} rows, not {PROJ}");
     if w.v_apart() {
+        ensure!(lora.sites == 0, "attention: a LoRA site with v apart");
         for i in 0..t {
             let (h, y) = (h + (i * 2048 * 4) as DevPtr, y + (i * PROJ * 4) as DevPtr);
             gemv_q::gemv_norm_q(gpu, h, norm, eps, &w.qkv_proj, Some(&w.v_proj), y, None)?;
         }
         return Ok(());
     }
-    ensure!(lora == 0 || !w.v_apart(), "attention: a LoRA site with v apart");
     gemv_norm_mma(gpu, h, norm, eps, &w.qkv_proj, t, y, PROJ, lora)
 }
 

@@ -16,7 +16,7 @@
 use crate::kernels::{kernel_file, widths, Launch};
 use crate::ops::gemv_q;
 use crate::ops::linear::{gemv_norm_conv, gemv_norm_mma, linear, project};
-use crate::ops::lora::{self, Out};
+use crate::ops::lora::{self, InputSites, Out};
 use crate::ops::Scratch;
 use crate::runtime::{DevBuf, DevPtr, Gpu};
 use crate::weights::{GdnGpu, Matrix, Vector};
@@ -196,6 +196,7 @@ pub fn gdn_decode(
     // proj f32 [12352] (its qkv part not written: the conv consumes it)
     let StackedProj { qkv: proj, z, b, a } = StackedProj::at(scratch.ptr(0));
     let tail = ba_rows(w)?;
+    let lora = InputSites::new(lora, scratch);
     gemv_norm_conv(gpu, h, norm, eps, &w.in_proj, &tail, proj, state.conv.ptr(), w.conv1d.ptr, buf.mixed, lora)?;
     let recurrent = state.recurrent.ptr();
     decode_step(gpu, &GdnConsts::of(w), buf.mixed, z, b, a, recurrent, recurrent, buf.y)?;
@@ -260,7 +261,7 @@ fn stacked_projection(
         w.in_proj.rows,
         if w.in_proj.is_bf16() { "" } else { " of FP8" }
     );
-    gemv_norm_mma(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS, lora)?;
+    gemv_norm_mma(gpu, h, norm, eps, &w.in_proj, t, proj, PROJ_ROWS, InputSites::new(lora, scratch))?;
     Ok(StackedProj::at(proj))
 }
 

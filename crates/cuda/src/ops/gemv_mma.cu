@@ -23,9 +23,9 @@
 // fragments (its column range of every token's x: 16 k-steps × 2 registers) for the whole
 // kernel. The 8 warps' partial sums meet in shared memory and are added in warp order.
 // Dynamic shared memory: the rings (128 KB), then x bf16 [tokens][2048], then with LoRA sites
-// (`lora`: one per token, else null) u f32 [tokens][LORA_FUSED_RANKS]: every block computes u = A x itself
-// (A from L2, while its first tiles stream in) and adds each row's term s · B[r] · u as it stores
-// the row (lora_term in common.cuh). The forms for 99 KB of
+// (`lora`: one per token, else null) u f32 [tokens][LORA_FUSED_RANKS]: the grid computes u = A x
+// once (mma_lora_u: a row of A a warp, while the first tiles stream in), each block copies it and
+// adds each row's term s · B[r] · u as it stores the row (lora_term in common.cuh). The forms for 99 KB of
 // shared memory (SOLO_BIG_SHARED 0) give each warp a 1-tile ring (64 KB): a warp requests its
 // next tile once it has read this one, and a launch takes at most 6 tokens (linear.rs splits).
 
@@ -135,12 +135,29 @@ struct NothingAhead {
     __device__ __forceinline__ void operator()(int) const {}
 };
 
-// u = A x of the block's LoRA site into shared memory after x (see the top), when there is one.
-__device__ __forceinline__ float* mma_lora_u(unsigned char* smem, const LoraSite* const* lora, int tokens) {
+// u = A x of the tokens' LoRA sites (when there are any) into shared memory after x (see the
+// top), computed once for the grid (common.cuh's LoraOnce): warp gw of the grid takes entries gw,
+// gw + 8·G, ... of the [tokens][LORA_FUSED_RANKS] list (a row of A each, 4 KB from L2), then the
+// blocks meet (a block an SM, all resident) and each copies u. Call with x staged.
+__device__ __forceinline__ float* mma_lora_u(unsigned char* smem, const LoraSite* const* lora, LoraOnce* once,
+                                             int tokens) {
     const bf16* xb = reinterpret_cast<const bf16*>(smem + MMA_RING_BYTES);
     float* u = reinterpret_cast<float*>(smem + MMA_RING_BYTES + tokens * HIDDEN * 2);
     if (lora != nullptr) {
-        lora_shrink_block<HIDDEN, 2, 8>(lora, xb, tokens, u);
+        const int G = gridDim.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+        const unsigned long long base = launch_base(&once->count, G);
+        for (int q = blockIdx.x * 8 + warp; q < tokens * LORA_FUSED_RANKS; q += 8 * G) {
+            const int t = q / LORA_FUSED_RANKS, j = q % LORA_FUSED_RANKS;
+            const LoraSite* site = lora[t];
+            if (site == nullptr || j >= site->rank_sum) continue;
+            const bf16* row[1] = {site->a + (size_t)j * HIDDEN};
+            float v[1];
+            lora_rows_dot<HIDDEN, 1, 8>(row, xb + (size_t)t * HIDDEN, v);
+            if (lane == 0) once->u[q] = v[0];
+        }
+        grid_arrive(&once->count);
+        grid_wait(&once->count, base + G);
+        for (int i = threadIdx.x; i < tokens * LORA_FUSED_RANKS; i += blockDim.x) u[i] = __ldcg(once->u + i);
         __syncthreads();
     }
     return u;
@@ -149,7 +166,7 @@ __device__ __forceinline__ float* mma_lora_u(unsigned char* smem, const LoraSite
 extern "C" __global__ void __launch_bounds__(256, 1)
     gemv_norm_mma_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
                        float* __restrict__ y, int out_dim, int y_stride, int tokens, float eps,
-                       const LoraSite* const* __restrict__ lora) {
+                       const LoraSite* const* __restrict__ lora, LoraOnce* __restrict__ once) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
     __shared__ float part[2][MMA_WARPS][16][MMA_TOKENS];
@@ -158,7 +175,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     pdl_trigger();
     bf16* xb = reinterpret_cast<bf16*>(smem + MMA_RING_BYTES);
     for (int t = 0; t < tokens; t++) stage_rms_norm_bf16(h + (size_t)t * HIDDEN, w1p, eps, xb + t * HIDDEN, red);
-    const float* u = mma_lora_u(smem, lora, tokens);
+    const float* u = mma_lora_u(smem, lora, once, tokens);
     mma_tiles(
         smem, w, out_dim, tokens, part,
         [&](int r, int t, float v) {
@@ -189,7 +206,8 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 extern "C" __global__ void __launch_bounds__(256, 1)
     gemv_norm_conv_mma_bf16(const bf16* __restrict__ w, const float* __restrict__ h, const float* __restrict__ w1p,
                             float* __restrict__ y, int out_dim, float eps, float* __restrict__ conv_state,
-                            const float* __restrict__ taps, float* __restrict__ mixed, const LoraSite* const* __restrict__ lora) {
+                            const float* __restrict__ taps, float* __restrict__ mixed,
+                            const LoraSite* const* __restrict__ lora, LoraOnce* __restrict__ once) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red[32];
     __shared__ float part[2][MMA_WARPS][16][MMA_TOKENS];
@@ -197,7 +215,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     pdl_wait();
     pdl_trigger();
     stage_rms_norm_bf16(h, w1p, eps, reinterpret_cast<bf16*>(smem + MMA_RING_BYTES), red);
-    const float* u = mma_lora_u(smem, lora, 1);
+    const float* u = mma_lora_u(smem, lora, once, 1);
     // the window of the row this thread stores (threads 8·row of a tile), fetched a tile ahead
     float4 tap = make_float4(0.f, 0.f, 0.f, 0.f);
     float s0 = 0.f, s1 = 0.f, s2 = 0.f;

@@ -345,7 +345,7 @@ mod tests {
             sb.ptr(),
             tb.ptr(),
             mixed.ptr(),
-            0,
+            crate::ops::lora::InputSites::NONE,
         )
         .unwrap();
 

@@ -5,6 +5,7 @@
 
 use crate::kernels::{kernel_file, Launch};
 use crate::ops::gemv_q;
+use crate::ops::lora::InputSites;
 use crate::runtime::{DevPtr, Gpu};
 use crate::weights::{Matrix, Vector};
 use anyhow::{anyhow, ensure, Result};
@@ -22,9 +23,9 @@ kernel_file! {
 kernel_file! {
     /// `gemv_mma.cu`'s kernels.
     pub mod gemv_mma_cu = "gemv_mma.cu" {
-        fn gemv_norm_mma_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32, eps: f32, lora: DevPtr);
+        fn gemv_norm_mma_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32, eps: f32, lora: DevPtr, once: DevPtr);
         fn gemv_mma_bf16(w: DevPtr, x: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32);
-        fn gemv_norm_conv_mma_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr, lora: DevPtr);
+        fn gemv_norm_conv_mma_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr, lora: DevPtr, once: DevPtr);
     }
 }
 kernel_file! {
@@ -149,7 +150,7 @@ fn check_tokens(kernel: &str, w: &Matrix, t: usize, y_stride: usize) -> Result<(
 /// same bits whatever the others are (one token alone included). The decode steps' projections
 /// of the residual stream (q/k/v, the GDN in-projection) for one token or several. An FP8 w takes
 /// one token (`gemv_norm_fp8`, y_stride = w.rows). `lora`: a device array of the tokens' LoRA
-/// sites (`LoraSite` addresses, 0 for a token without: `ops::lora`; bf16 w), or 0.
+/// sites (`InputSites`: `LoraSite` addresses, 0 for a token without: `ops::lora`; bf16 w), or none.
 #[allow(clippy::too_many_arguments)]
 pub fn gemv_norm_mma(
     gpu: &Gpu,
@@ -160,11 +161,11 @@ pub fn gemv_norm_mma(
     t: usize,
     y: DevPtr,
     y_stride: usize,
-    lora: DevPtr,
+    lora: InputSites,
 ) -> Result<()> {
     ensure!(w.cols == 2048 && norm.len == 2048, "gemv_norm_mma: {}x{} / norm {} (2048 wide)", w.rows, w.cols, norm.len);
     check_tokens("gemv_norm_mma", w, t, y_stride)?;
-    ensure!(lora == 0 || w.is_bf16(), "gemv_norm_mma: LoRA sites on a quantised matrix");
+    ensure!(lora.sites == 0 || w.is_bf16(), "gemv_norm_mma: LoRA sites on a quantised matrix");
     if w.format.is_some() {
         // as stored: a token at a time (each its own decode step's bits)
         for i in 0..t {
@@ -180,9 +181,9 @@ pub fn gemv_norm_mma(
     let per_launch = mma_tokens_per_launch(gpu);
     for first in (0..t).step_by(per_launch) {
         let n = per_launch.min(t - first);
-        let launch = Launch::new((gpu.sms, 1, 1), 256, mma_gemv_shared(gpu, n) + lora_u_bytes(lora, n));
+        let launch = Launch::new((gpu.sms, 1, 1), 256, mma_gemv_shared(gpu, n) + lora_u_bytes(lora.sites, n));
         let (h, y) = (h + (first * 2048 * 4) as u64, y + (first * y_stride * 4) as u64);
-        let lora = if lora == 0 { 0 } else { lora + (first * 8) as u64 }; // this launch's tokens' sites
+        let sites = if lora.sites == 0 { 0 } else { lora.sites + (first * 8) as u64 }; // this launch's tokens' sites
         gemv_mma_cu::gemv_norm_mma_bf16(
             gpu,
             launch,
@@ -194,7 +195,8 @@ pub fn gemv_norm_mma(
             y_stride as i32,
             n as i32,
             eps,
-            lora,
+            sites,
+            lora.once,
         )?;
     }
     Ok(())
@@ -242,7 +244,8 @@ pub fn gemv_norm_tokens(
     y_stride: usize,
 ) -> Result<()> {
     if w.format.is_some() {
-        return gemv_norm_mma(gpu, h, norm, eps, w, t, y, y_stride, 0); // a token at a time
+        return gemv_norm_mma(gpu, h, norm, eps, w, t, y, y_stride, InputSites::NONE);
+        // a token at a time
     }
     ensure!(
         w.cols == 2048 && norm.len == 2048 && w.fp8_scales.is_none(),
@@ -296,9 +299,9 @@ pub fn gemv_norm_conv(
     conv_state: DevPtr,
     taps: DevPtr,
     mixed: DevPtr,
-    lora: DevPtr,
+    lora: InputSites,
 ) -> Result<()> {
-    ensure!(lora == 0 || w.is_bf16(), "gemv_norm_conv: a LoRA site on a quantised in-projection");
+    ensure!(lora.sites == 0 || w.is_bf16(), "gemv_norm_conv: a LoRA site on a quantised in-projection");
     if w.format.is_some() {
         let conv = gemv_q::Conv { state: conv_state, taps, mixed };
         return gemv_q::gemv_norm_q(gpu, h, norm, eps, w, Some(tail), y, Some(conv));
@@ -334,9 +337,11 @@ pub fn gemv_norm_conv(
         w.cols,
         norm.len
     );
-    let launch = Launch::new((gpu.sms, 1, 1), 256, mma_gemv_shared(gpu, 1) + lora_u_bytes(lora, 1));
+    let launch = Launch::new((gpu.sms, 1, 1), 256, mma_gemv_shared(gpu, 1) + lora_u_bytes(lora.sites, 1));
     let rows = w.rows as i32;
-    gemv_mma_cu::gemv_norm_conv_mma_bf16(gpu, launch, w.ptr, h, norm.ptr, y, rows, eps, conv_state, taps, mixed, lora)
+    gemv_mma_cu::gemv_norm_conv_mma_bf16(
+        gpu, launch, w.ptr, h, norm.ptr, y, rows, eps, conv_state, taps, mixed, lora.sites, lora.once,
+    )
 }
 
 /// The tensor-core GEMVs' room for a LoRA site's u (f32 [tokens][LORA_FUSED_RANKS]) after x.
@@ -555,7 +560,7 @@ mod tests {
             }
             let h = random(90 + t as u64, t * 2048, 3.0);
             let hb = gpu.upload_f32(&h).unwrap();
-            gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, y.ptr(), stride, 0).unwrap();
+            gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, y.ptr(), stride, InputSites::NONE).unwrap();
             let folded = gpu.download_f32(y.ptr(), t * stride).unwrap();
             let normed = gpu.alloc(t * 2048 * 2).unwrap();
             crate::ops::norm::rms_norm(gpu, hb.ptr(), &norm, t, 1e-6, normed.ptr()).unwrap();
@@ -568,7 +573,7 @@ mod tests {
         }
         let (_, w, _wbuf) = upload_matrix(1, 64, 2048);
         let y = gpu.alloc(9 * 64 * 4).unwrap();
-        assert!(gemv_norm_mma(gpu, y.ptr(), &norm, 1e-6, &w, 9, y.ptr(), 64, 0).is_err(), "9 tokens");
+        assert!(gemv_norm_mma(gpu, y.ptr(), &norm, 1e-6, &w, 9, y.ptr(), 64, InputSites::NONE).is_err(), "9 tokens");
 
         let (conv, rows) = (8192, 12352);
         let (_, w, _wbuf) = upload_matrix(80, rows, 2048);
@@ -578,11 +583,12 @@ mod tests {
         let (hb, sb, tb) =
             (gpu.upload_f32(&h).unwrap(), gpu.upload_f32(&state).unwrap(), gpu.upload_f32(&taps).unwrap());
         let plain = gpu.alloc(rows * 4).unwrap();
-        gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, 1, plain.ptr(), rows, 0).unwrap();
+        gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, 1, plain.ptr(), rows, InputSites::NONE).unwrap();
         let plain = gpu.download_f32(plain.ptr(), rows).unwrap();
         let y = gpu.upload_f32(&vec![f32::NAN; rows]).unwrap();
         let mixed = gpu.upload_f32(&vec![f32::NAN; conv]).unwrap();
-        gemv_norm_conv(gpu, hb.ptr(), &norm, 1e-6, &w, &w, y.ptr(), sb.ptr(), tb.ptr(), mixed.ptr(), 0).unwrap();
+        gemv_norm_conv(gpu, hb.ptr(), &norm, 1e-6, &w, &w, y.ptr(), sb.ptr(), tb.ptr(), mixed.ptr(), InputSites::NONE)
+            .unwrap();
         let got_y = gpu.download_f32(y.ptr(), rows).unwrap();
         assert!(
             got_y[conv..].iter().zip(&plain[conv..]).all(|(a, b)| a.to_bits() == b.to_bits()),
@@ -658,7 +664,20 @@ mod tests {
         let norm = Vector { ptr: nb.ptr(), len: 2048 };
         let y = gpu.upload_f32(&vec![f32::NAN; rows8 + 64]).unwrap();
         let mixed = gpu.upload_f32(&vec![f32::NAN; conv]).unwrap();
-        gemv_norm_conv(gpu, hb.ptr(), &norm, 1e-6, &w, &tail, y.ptr(), sb.ptr(), tb.ptr(), mixed.ptr(), 0).unwrap();
+        gemv_norm_conv(
+            gpu,
+            hb.ptr(),
+            &norm,
+            1e-6,
+            &w,
+            &tail,
+            y.ptr(),
+            sb.ptr(),
+            tb.ptr(),
+            mixed.ptr(),
+            InputSites::NONE,
+        )
+        .unwrap();
 
         let mut full = solo_cpu::ops::matmul(&x, &qz);
         full.extend(solo_cpu::ops::matmul(&x, &ba));

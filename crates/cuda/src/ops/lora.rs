@@ -20,9 +20,11 @@
 //! - The layer-by-layer forward (`CudaModel::forward`: prefill) adds each site's term as above.
 //! - The decode steps take it inside the kernels they already launch (`fused`): the input
 //!   projections' GEMVs (`gemv_norm_mma_bf16`, `gemv_norm_conv_mma_bf16`) and the MoE kernel's
-//!   phase 0 (the output projection, `moe_decode_block`) get a `LoraSite` (common.cuh) per token;
-//!   every block computes u = A x itself from the x it has staged (A read from L2, while its
-//!   first weight tiles stream in) and adds s · B[r] · u to each row r it writes. The batched
+//!   phase 0 (the output projection, `moe_decode_block_out_lora`) get a `LoraSite` (common.cuh)
+//!   per token; the grid computes u = A x once (a row of A a warp, into common.cuh's `LoraOnce`:
+//!   `InputSites`, and the MoE kernel's past its barrier count), its blocks meet, and each adds
+//!   s · B[r] · u to each row r it writes. (Every block computing u itself read all of A from L2:
+//!   34 MB a site a layer, ~6 µs each on the H100.) The batched
 //!   step's sequences each bring their own adapter or none (a device array of sites per layer,
 //!   `multi_token.rs`), and speculative decoding's verify step repeats its sequence's; their
 //!   four-kernel MoE form adds the output projection's term in two launches (`add_per_token`),
@@ -87,6 +89,24 @@ const FUSED_OUTPUT_RANKS: usize = 32;
 pub const FUSED_MOE_SCRATCH: usize = 2 * TOP_K * EXPERT_DIM + (2 * TOP_K + 3) * FUSED_OUTPUT_RANKS + 2 * EXPERT_DIM;
 /// Parts a `LoraSite` holds (`LORA_PARTS`).
 const FUSED_PARTS: usize = 4;
+
+/// The tokens' input sites as the in-projection GEMVs take them (`gemv_norm_mma`,
+/// `gemv_norm_conv`): a device array of `LoraSite` addresses, a token's 0 for none (`sites`; 0: no
+/// adapter at all), and the `LoraOnce` where the grid computes their u once (common.cuh;
+/// `Scratch::lora_once`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InputSites {
+    pub sites: DevPtr,
+    pub once: DevPtr,
+}
+
+impl InputSites {
+    pub const NONE: InputSites = InputSites { sites: 0, once: 0 };
+
+    pub fn new(sites: DevPtr, scratch: &crate::ops::Scratch) -> Self {
+        InputSites { sites, once: if sites == 0 { 0 } else { scratch.lora_once() } }
+    }
+}
 
 /// Where a site's term goes: f32 rows `stride` apart, the matrix's outputs from `ptr` on.
 #[derive(Clone, Copy, Debug)]
@@ -685,16 +705,21 @@ mod tests {
         let norm_w: Vec<f32> = random(36, 2048, 0.2).iter().map(|v| 1.0 + v).collect();
         let norm_buf = gpu.upload_f32(&norm_w).unwrap();
         let norm = Vector { ptr: norm_buf.ptr(), len: 2048 };
+        let scratch = crate::ops::Scratch::new(gpu, 1).unwrap();
         for t in [1, 3] {
             let h = random(37 + t as u64, t * 2048, 2.0);
             let hb = gpu.upload_f32(&h).unwrap();
             let (plain, adapted) = (gpu.alloc(t * rows * 4).unwrap(), gpu.alloc(t * rows * 4).unwrap());
-            gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, plain.ptr(), rows, 0).unwrap();
+            gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, plain.ptr(), rows, InputSites::NONE).unwrap();
             // the kernel takes a site per token: the one-token array, or t copies of its site
             let per_token: Vec<u8> = (0..t).flat_map(|_| site.fused_site().to_le_bytes()).collect();
             let sites = gpu.upload(&per_token).unwrap();
             let sites = if t == 1 { site.fused() } else { sites.ptr() };
-            gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, adapted.ptr(), rows, sites).unwrap();
+            // (twice: the second launch finds u's count past the first's)
+            for _ in 0..2 {
+                gemv_norm_mma(gpu, hb.ptr(), &norm, 1e-6, &w, t, adapted.ptr(), rows, InputSites::new(sites, &scratch))
+                    .unwrap();
+            }
             let (plain, adapted) =
                 (gpu.download_f32(plain.ptr(), t * rows).unwrap(), gpu.download_f32(adapted.ptr(), t * rows).unwrap());
             // x as the kernel stages it, then the expected term per output

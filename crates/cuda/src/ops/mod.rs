@@ -22,20 +22,29 @@ pub mod testutil;
 pub struct Scratch {
     pub max_tokens: usize,
     pub bufs: Vec<crate::runtime::DevBuf>,
-    /// i32 [4]: [0] the counter with which a kernel's last block finds out it is last (see
-    /// `moe_route_decode`), zero between launches (that last block sets it back); [2..4] a grid
-    /// barrier's arrival count, u64, only growing (`moe_decode_block`).
+    /// Bytes 0..4: the counter with which a kernel's last block finds out it is last (see
+    /// `moe_route_decode`), zero between launches (that last block sets it back); 8..16: a grid
+    /// barrier's arrival count, u64, only growing (`moe_decode_block`); then two of common.cuh's
+    /// `LoraOnce` (a fused LoRA site's u, computed once for the grid): the MoE kernel's (past its
+    /// barrier count, where the kernel finds it) and the in-projection GEMVs' (`lora_once`).
     tickets: crate::runtime::DevBuf,
 }
 
 pub const SCRATCH_WIDTH: usize = 8192;
+/// Bytes of common.cuh's `LoraOnce` (a count, then u f32 [8][LORA_FUSED_RANKS]).
+const LORA_ONCE_BYTES: usize = 16 + 8 * crate::ops::lora::FUSED_RANKS * 4;
 pub const SCRATCH_BUFS: usize = 6;
 
 impl Scratch {
     pub fn new(gpu: &crate::runtime::Gpu, max_tokens: usize) -> anyhow::Result<Self> {
         let bufs =
             (0..SCRATCH_BUFS).map(|_| gpu.alloc(max_tokens * SCRATCH_WIDTH * 4)).collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(Scratch { max_tokens, bufs, tickets: gpu.alloc(16)? })
+        Ok(Scratch { max_tokens, bufs, tickets: gpu.alloc(16 + 2 * LORA_ONCE_BYTES)? })
+    }
+
+    /// Device address of the in-projection GEMVs' `LoraOnce` (common.cuh).
+    pub fn lora_once(&self) -> crate::runtime::DevPtr {
+        self.tickets.ptr() + (16 + LORA_ONCE_BYTES) as crate::runtime::DevPtr
     }
 
     /// Device address of the ticket counter.

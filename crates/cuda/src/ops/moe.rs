@@ -48,6 +48,7 @@ kernel_file! {
     /// `moe_decode.cu`'s kernels (helpers in `moe_decode.cuh`).
     pub mod moe_decode_cu = "moe_decode.cu" with "moe_decode.cuh" {
         fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
+        fn moe_decode_block_out_lora(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
         fn moe_decode_block_lora(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
         fn moe_decode_block_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
         fn moe_decode_block_int4(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
@@ -66,6 +67,7 @@ kernel_file! {
         fn moe_decode_block_q5k_q6k_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q6k_q6k_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
         fn moe_decode_block_q8_0_q8_0_wide(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
+        fn moe_decode_block_int4_wide16(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, shared_gate_up: DevPtr, shared_down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, w_o_rows: i32, y_tile_r: i32, shared_rows: i32);
     }
 }
 kernel_file! {
@@ -131,6 +133,9 @@ const GATE_UP_GEMV_SHARED: usize = GATE_UP_WARPS * 2 * HIDDEN * 2 + HIDDEN * 4;
 /// down rows (bf16), x and the activations (f32), the routing.
 const MOE_DECODE_SHARED: usize =
     8 * 2 * HIDDEN * 2 + 8 * EXPERT_DIM * 2 + HIDDEN * 4 + SLOTS * EXPERT_DIM * 4 + 32 * 4 + SLOTS * 8;
+/// Shared memory of `moe_decode_block_int4_wide16` (`MoeDecodeShared16`): 16 warps' 4 KB rings,
+/// x and the activations (f32), the routing.
+const MOE_DECODE_SHARED_16: usize = 16 * HIDDEN * 2 + HIDDEN * 4 + SLOTS * EXPERT_DIM * 4 + 32 * 4 + SLOTS * 8;
 /// Rows per grouped-GEMM tile (`GEMM_BM` in the .cu files).
 const TILE_ROWS: usize = 128;
 /// Output columns per grouped-GEMM tile: gate/up's 128 B rows are 64 gate and 64 up rows;
@@ -323,13 +328,25 @@ pub fn moe_decode(
     scratch: &Scratch,
     moe_lora: DevPtr,
 ) -> Result<()> {
-    moe_decode_on(gpu, mixer, w, h, norm, eps, scratch, moe_lora, fused_grid(gpu))
+    moe_decode_on(gpu, mixer, w, h, norm, eps, scratch, moe_lora, fused_grid(gpu), wide_warps())
+}
+
+/// Warps a block of the int4 experts' one-block-an-SM kernel: 16 (`moe_decode_block_int4_wide16`),
+/// or 8 (`moe_decode_block_int4_wide`) with `SOLO_MOE_WIDE_WARPS=8`, for comparing the two.
+fn wide_warps() -> u32 {
+    static WARPS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *WARPS.get_or_init(|| match std::env::var("SOLO_MOE_WIDE_WARPS").as_deref() {
+        Ok("8") => 8,
+        _ => 16,
+    })
 }
 
 /// `moe_decode` with the fused kernels on a grid of `grid` blocks (every one resident; at least
 /// 64; at least 257 for the adapter's kernel), or none: the four kernels (FP8 weights: always
 /// their fused kernel, on the Hopper grid). A scratch
 /// serves launches of one grid only (its barrier's count is kept a multiple of the grid).
+/// `wide_warps`: 16 or 8, the warps a block of the int4 kernel for one block an SM (the other
+/// kernels have 8).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn moe_decode_on(
     gpu: &Gpu,
@@ -341,6 +358,7 @@ pub(crate) fn moe_decode_on(
     scratch: &Scratch,
     moe_lora: DevPtr,
     grid: Option<u32>,
+    wide_warps: u32,
 ) -> Result<()> {
     ensure!(grid.is_none_or(|g| g >= 64), "moe_decode: a fused grid of fewer than 64 blocks");
     ensure!(
@@ -360,7 +378,7 @@ pub(crate) fn moe_decode_on(
         return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch);
     };
     if let Some(packed) = w.packed {
-        return moe_decode_packed(gpu, mixer, w, packed, h, norm, eps, grid, scratch);
+        return moe_decode_packed(gpu, mixer, w, packed, h, norm, eps, grid, wide_warps, scratch);
     }
     if mixer.w.format.is_some() {
         // (bf16 experts beside an output projection as stored: the four kernels read both)
@@ -370,9 +388,12 @@ pub(crate) fn moe_decode_on(
     let l = Layout::new(scratch, 1)?;
     // every block resident: the phases meet at grid barriers
     let launch = Launch::new((grid, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true);
-    // (one signature: the plain kernels take no MoE adapter and ignore `ml`)
+    // (one signature: the plain kernels take no MoE adapter and ignore `ml`; moe_decode_block
+    // ignores `lora` too: an output site takes moe_decode_block_out_lora)
     let kernel = if moe_lora != 0 {
         moe_decode_cu::moe_decode_block_lora
+    } else if grid >= ROUTER_ROWS as u32 && mixer.lora != 0 {
+        moe_decode_cu::moe_decode_block_out_lora
     } else if grid >= ROUTER_ROWS as u32 {
         moe_decode_cu::moe_decode_block
     } else {
@@ -475,6 +496,7 @@ fn moe_decode_packed(
     norm: &Vector,
     eps: f32,
     grid: u32,
+    wide_warps: u32,
     scratch: &Scratch,
 ) -> Result<()> {
     check_decode_shapes(&mixer, w, norm)?;
@@ -516,7 +538,13 @@ fn moe_decode_packed(
         // a mix llama.cpp's quants do not make: the four-kernel form reads any pair
         _ => return moe_decode_kernels(gpu, mixer, w, h, norm, eps, 1, scratch),
     };
-    let kernel = if grid >= ROUTER_ROWS as u32 { hopper } else { wide };
+    let (kernel, threads, shared_bytes) = if grid >= ROUTER_ROWS as u32 {
+        (hopper, 256, MOE_DECODE_SHARED)
+    } else if packed.gate_up == Int4 && wide_warps == 16 {
+        (moe_decode_cu::moe_decode_block_int4_wide16 as Kernel, 512, MOE_DECODE_SHARED_16)
+    } else {
+        (wide, 256, MOE_DECODE_SHARED)
+    };
     // phase 0 reads W_o bf16 or in the gate/up rows' format; another one takes the four kernels
     let w_o_rows = match mixer.w.format {
         None => 0,
@@ -528,7 +556,7 @@ fn moe_decode_packed(
     let shared = packed.shared;
     kernel(
         gpu,
-        Launch::new((grid, 1, 1), 256, MOE_DECODE_SHARED as u32).pdl(true),
+        Launch::new((grid, 1, 1), threads, shared_bytes as u32).pdl(true),
         mixer.w.ptr,
         mixer.y,
         w.router.ptr,

@@ -56,6 +56,14 @@
 #define LX_U_SH (LX_U_R + 32)              // the shared gate|up site's u [Σr ≤ 32]
 #define LX_SH (LX_U_SH + 32)               // the shared pairs' gate sums [512], then up sums [512]
 
+// Whether a (gate, up) pair of rows in format GU fits a warp's ring (bf16 pairs: moe_decode_head
+// checks).
+template <typename GU>
+__device__ constexpr bool pair_fits(int ring_bytes) {
+    if constexpr (HasRows<GU>::value) return 2 * GU::row_bytes(HIDDEN) <= ring_bytes;
+    else return true;
+}
+
 struct HeadRows {
     int w_o, y_tile_r, shared;
     const unsigned char* gate_up;
@@ -68,9 +76,11 @@ struct HeadRows {
 // and the shared expert bf16 (shared_gate_up [1024, 2048], gate rows then up rows; shared_down
 // [2048, 512]), or either in rows as `q` says. Returns past the second barrier, with x =
 // RMSNorm(h) staged in s.xs and, for shared rows, the shared expert's down row of column c in
-// s.shared_down.
-template <typename GU, typename DN, bool WIDE>
-__device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* __restrict__ w_o, HeadRows q,
+// s.shared_down. S: the block's shared memory, MoeDecodeShared (8 warps) or MoeDecodeShared16 (16
+// warps, WIDE; its 4 KB rings take no W_o row and no bf16 (gate, up) pair: those are read from
+// global memory, and phase 3 requests the shared down row).
+template <typename S, typename GU, typename DN, bool WIDE, bool OUT_LORA>
+__device__ __forceinline__ void moe_decode_head(S& s, const bf16* __restrict__ w_o, HeadRows q,
                                                 const bf16* __restrict__ y, const bf16* __restrict__ router,
                                                 const bf16* __restrict__ shared_gate_up,
                                                 const bf16* __restrict__ shared_down, float* __restrict__ h,
@@ -79,53 +89,65 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
                                                 const LoraSite* const* __restrict__ lora,
                                                 const LoraMoe* __restrict__ moe_lora, float& hc,
                                                 unsigned long long& base) {
+    constexpr int NW = shared_warps<S>(), RING_BYTES = sizeof(S::ring[0]);
+    constexpr bool SMALL = RING_BYTES < 2 * HIDDEN * 2;
+    static_assert(WIDE || !SMALL, "the 16-warp form is a wide one");
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int G = gridDim.x, W = G * MOE_WARPS, gw = blockIdx.x * MOE_WARPS + warp;
+    const int G = gridDim.x, W = G * NW, gw = blockIdx.x * NW + warp;
     const int c = gw;  // this warp's output column (phases 0 and 3), if < HIDDEN
     bf16* ring = s.ring[warp][0];
-    bf16* ring1 = s.ring[warp][1];
+    bf16* ring1 = s.ring[warp][SMALL ? 0 : 1];  // (used where !SMALL)
     hc = 0.f;
 
     // ---- 0. weights first, three commit groups per thread: W_o's row c (8 KB bf16, filling the
     // warp's ring), the router row (warp 0 of a block b < 257: row b, into act, which is staged
     // only in phase 3), the shared expert's down row of column c (phase 3). None depends on an
     // earlier kernel: requested before pdl_wait, they stream while the kernel before runs.
+    // (SMALL: the first and third groups are empty.)
     const bool rows = HasRows<GU>::value && q.w_o != 0;
     const bool shared_rows = HasRows<GU>::value && q.shared != 0;
-    if constexpr (HasRows<GU>::value) {
-        constexpr int ROW = GU::row_bytes(MIXER_OUT);
-        static_assert(ROW <= 2 * HIDDEN * 2, "a W_o row fits the ring");
-        if (rows && c < HIDDEN)
-            request_row_bytes<ROW>(reinterpret_cast<unsigned char*>(ring),
-                                   reinterpret_cast<const unsigned char*>(w_o) + (size_t)c * ROW);
-    }
-    if (!rows || c >= HIDDEN) {
-        if (c < HIDDEN) {
-#pragma unroll
-            for (int j = 0; j < MIXER_OUT / 256; j++)
-                cp_async16(ring + j * 256 + lane * 8, w_o + (size_t)c * MIXER_OUT + j * 256 + lane * 8, true);
-        }
+    if constexpr (SMALL) {
         cp_async_commit();
+    } else {
+        if constexpr (HasRows<GU>::value) {
+            constexpr int ROW = GU::row_bytes(MIXER_OUT);
+            static_assert(ROW <= 2 * HIDDEN * 2, "a W_o row fits the ring");
+            if (rows && c < HIDDEN)
+                request_row_bytes<ROW>(reinterpret_cast<unsigned char*>(ring),
+                                       reinterpret_cast<const unsigned char*>(w_o) + (size_t)c * ROW);
+        }
+        if (!rows || c >= HIDDEN) {
+            if (c < HIDDEN) {
+#pragma unroll
+                for (int j = 0; j < MIXER_OUT / 256; j++)
+                    cp_async16(ring + j * 256 + lane * 8, w_o + (size_t)c * MIXER_OUT + j * 256 + lane * 8, true);
+            }
+            cp_async_commit();
+        }
     }
     bf16* router_row = reinterpret_cast<bf16*>(&s.act[0][0]);
     if (warp == 0 && blockIdx.x < ROUTER_ROWS) request_row(router_row, router + (size_t)blockIdx.x * HIDDEN);
     else cp_async_commit();
-    if constexpr (HasRows<DN>::value) {
-        constexpr int ROW = DN::row_bytes(EXPERT_DIM);
-        static_assert(ROW <= EXPERT_DIM * 2, "a down row fits shared_down");
-        if (shared_rows && c < HIDDEN)
-            request_row_bytes<ROW>(reinterpret_cast<unsigned char*>(s.shared_down[warp]),
-                                   q.down + ((size_t)SHARED_EXPERT * HIDDEN + c) * ROW);
-        else if (shared_rows) cp_async_commit();
-    }
-    if (!shared_rows) {
-        if (c < HIDDEN) {
-#pragma unroll
-            for (int j = 0; j < EXPERT_DIM / 256; j++)
-                cp_async16(&s.shared_down[warp][j * 256 + lane * 8],
-                           shared_down + (size_t)c * EXPERT_DIM + j * 256 + lane * 8, true);
-        }
+    if constexpr (SMALL) {
         cp_async_commit();
+    } else {
+        if constexpr (HasRows<DN>::value) {
+            constexpr int ROW = DN::row_bytes(EXPERT_DIM);
+            static_assert(ROW <= EXPERT_DIM * 2, "a down row fits shared_down");
+            if (shared_rows && c < HIDDEN)
+                request_row_bytes<ROW>(reinterpret_cast<unsigned char*>(s.shared_down[warp]),
+                                       q.down + ((size_t)SHARED_EXPERT * HIDDEN + c) * ROW);
+            else if (shared_rows) cp_async_commit();
+        }
+        if (!shared_rows) {
+            if (c < HIDDEN) {
+#pragma unroll
+                for (int j = 0; j < EXPERT_DIM / 256; j++)
+                    cp_async16(&s.shared_down[warp][j * 256 + lane * 8],
+                               shared_down + (size_t)c * EXPERT_DIM + j * 256 + lane * 8, true);
+            }
+            cp_async_commit();
+        }
     }
     pdl_wait();
     base = launch_base(arrivals, G);
@@ -135,11 +157,14 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
     // for phase 3 (only this warp writes it).
     {
         uint4* ys = reinterpret_cast<uint4*>(s.xs);
-        const uint4 y0 = __ldcg(reinterpret_cast<const uint4*>(y) + tiled_piece(threadIdx.x, q.y_tile_r));
-        const uint4 y1 = __ldcg(reinterpret_cast<const uint4*>(y) + tiled_piece(threadIdx.x + 256, q.y_tile_r));
-        const float old = c < HIDDEN && lane == 0 ? __ldcg(h + c) : 0.f;
-        ys[threadIdx.x] = y0;
-        ys[threadIdx.x + 256] = y1;
+        constexpr int YP = MIXER_OUT / 8 / (32 * NW);  // y's 16-byte pieces a thread stages
+        uint4 yv[YP];
+#pragma unroll
+        for (int k = 0; k < YP; k++)
+            yv[k] = __ldcg(reinterpret_cast<const uint4*>(y) + tiled_piece(threadIdx.x + k * 32 * NW, q.y_tile_r));
+        const float old = !SMALL && c < HIDDEN && lane == 0 ? __ldcg(h + c) : 0.f;
+#pragma unroll
+        for (int k = 0; k < YP; k++) ys[threadIdx.x + k * 32 * NW] = yv[k];
         __syncthreads();
         // W_o's row (in the ring, or for a later column in global memory) · y
         auto w_o_dot = [&](const bf16* row) {
@@ -156,15 +181,31 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
             }
             return warp_sum(acc);
         };
-        if (c < HIDDEN) {
+        if (!SMALL && c < HIDDEN) {
             cp_async_wait<2>();  // W_o's row (the router and shared down rows may still be in flight)
             __syncwarp();        // (rows: lanes read pieces other lanes copied)
             hc = old + w_o_dot(ring);
             if (lane == 0) h[c] = hc;
         }
+        // (a LoRA adapter's output site: u = A y once for the grid, common.cuh's LoraOnce past
+        // the barrier count; warp gw < rank_sum takes row gw, 8 KB from L2)
+        if (OUT_LORA && lora != nullptr) {
+            LoraOnce* once = reinterpret_cast<LoraOnce*>(arrivals + 1);
+            // (its launch's start kept in s.ids, free until the routing: registers; thread 0
+            // alone waits)
+            if (threadIdx.x == 0) *reinterpret_cast<unsigned long long*>(s.ids) = launch_base(&once->count, G);
+            const LoraSite* site = lora[0];
+            if (site != nullptr && gw < site->rank_sum) {
+                const bf16* row[1] = {site->a + (size_t)gw * MIXER_OUT};
+                float v[1];
+                lora_rows_dot<MIXER_OUT, 1, 2>(row, reinterpret_cast<const bf16*>(s.xs), v);
+                if (lane == 0) once->u[gw] = v[0];
+            }
+            grid_arrive(&once->count);
+        }
         // WIDE (a grid of fewer than 2048 warps): the warp's later columns c + W, c + 2W, ...,
-        // their rows read from global memory.
-        for (int c2 = c + W; WIDE && c2 < HIDDEN; c2 += W) {
+        // their rows read from global memory (SMALL: column c's too).
+        for (int c2 = SMALL ? c : c + W; WIDE && c2 < HIDDEN; c2 += W) {
             const bf16* row = w_o + (size_t)c2 * MIXER_OUT;
             if constexpr (HasRows<GU>::value) {
                 if (rows)
@@ -173,13 +214,16 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
             }
             const float v = (lane == 0 ? __ldcg(h + c2) : 0.f) + w_o_dot(row);
             if (lane == 0) h[c2] = v;
+            if (c2 == c) hc = v;
         }
     }
     // A LoRA adapter's term of the output projection (`lora`, else null; bf16 only, y in order,
-    // rank_sum ≤ 32): every block computes u = A y itself (A [rank_sum, 4096] from L2) into
-    // s.red, then h[c] += s · B[c] · u.
-    if (lora != nullptr) {
-        lora_shrink_block<MIXER_OUT, 1, 4>(lora, reinterpret_cast<const bf16*>(s.xs), 1, s.red);
+    // rank_sum ≤ 32): u = A y, computed once for the grid above, into s.red, then h[c] += s ·
+    // B[c] · u.
+    if (OUT_LORA && lora != nullptr) {
+        LoraOnce* once = reinterpret_cast<LoraOnce*>(arrivals + 1);
+        grid_wait(&once->count, threadIdx.x == 0 ? *reinterpret_cast<unsigned long long*>(s.ids) + G : 0);
+        if (threadIdx.x < 32) s.red[threadIdx.x] = __ldcg(once->u + threadIdx.x);
         __syncthreads();
         if (c < HIDDEN) {
             hc += lora_term(lora, s.red, c, 0);
@@ -192,24 +236,28 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
     }
     // The ring is free again: a warp whose first (gate, up) pair is the shared expert's (pair gw <
     // 512) requests it now; it needs no routing and is taken before the routing (phase 1).
+    // (SMALL: a pair of rows in a format where it fits the ring; a bf16 pair is read from global
+    // memory.)
     const bool shared_first = gw < PAIRS;
-    if constexpr (HasRows<GU>::value) {
+    constexpr bool ROWS_FIT = pair_fits<GU>(RING_BYTES);
+    static_assert(SMALL || ROWS_FIT, "a (gate, up) pair fits the ring");
+    const bool pair_in_ring = shared_first && (shared_rows ? ROWS_FIT : !SMALL);
+    if constexpr (HasRows<GU>::value && ROWS_FIT) {
         constexpr int ROW = GU::row_bytes(HIDDEN);
-        static_assert(2 * ROW <= 2 * HIDDEN * 2, "a (gate, up) pair fits the ring");
         unsigned char* r = reinterpret_cast<unsigned char*>(ring);
         if (shared_first && shared_rows) {
             request_row_bytes<ROW>(r, gate_row_q<GU>(q.gate_up, SHARED_EXPERT, gw));
             request_row_bytes<ROW>(r + ROW, gate_row_q<GU>(q.gate_up, SHARED_EXPERT, gw + EXPERT_DIM));
         }
     }
-    if (shared_first && !shared_rows) {
+    if (!SMALL && shared_first && !shared_rows) {
         request_row(ring, shared_gate_up + (size_t)gw * HIDDEN);
         request_row(ring1, shared_gate_up + (size_t)(gw + EXPERT_DIM) * HIDDEN);
     }
     grid_barrier(arrivals, base + G);
 
     // ---- 1. router logits; the shared expert's (gate, up) pair while the barrier completes.
-    stage_rms_norm(h, w1p, eps, s.xs, s.red);  // h from L2 (other blocks wrote it)
+    stage_rms_norm<32 * NW>(h, w1p, eps, s.xs, s.red);  // h from L2 (other blocks wrote it)
     // an adapter's router and shared expert sites (moe_lora, else null): their u = A x, a row a
     // warp (block j's warp 1: the router's row j, warp 2: the shared expert's), into lx before
     // the block arrives; the terms are added past the barrier (moe_decode_block_lora)
@@ -225,13 +273,13 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
         if (lane == 0) lx[LX_U_SH + blockIdx.x] = v;
     }
     if (warp == 0 && blockIdx.x < ROUTER_ROWS) {
-        cp_async_wait_pending(shared_first ? 2 : 0);  // the router row (and the shared down row)
+        cp_async_wait_pending(pair_in_ring ? 2 : 0);  // the router row (and the shared down row)
         const float v = router_row_dot(router_row, s.xs);
         if (lane == 0) logits[blockIdx.x] = v;
     }
     // (WIDE, a grid of fewer than 257 blocks: block b's warp w also takes router rows b + k·G,
-    // k ≡ w mod 8, k > 0, from global memory)
-    for (int k = warp == 0 ? MOE_WARPS : warp, r = blockIdx.x + k * G; WIDE && r < ROUTER_ROWS; k += MOE_WARPS, r += MOE_WARPS * G) {
+    // k ≡ w mod NW, k > 0, from global memory)
+    for (int k = warp == 0 ? NW : warp, r = blockIdx.x + k * G; WIDE && r < ROUTER_ROWS; k += NW, r += NW * G) {
         const float v = router_row_dot(router + (size_t)r * HIDDEN, s.xs);
         if (lane == 0) logits[r] = v;
     }
@@ -249,19 +297,23 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
     if constexpr (HasRows<GU>::value) {
         if (shared_first && shared_rows) {
             // as moe_gate_up_gemv_q takes a routed pair (the same bits)
-            const unsigned char* r = reinterpret_cast<const unsigned char*>(ring);
+            const unsigned char* r = ROWS_FIT ? reinterpret_cast<const unsigned char*>(ring)
+                                              : gate_row_q<GU>(q.gate_up, SHARED_EXPERT, gw);
+            const unsigned char* r_up = ROWS_FIT ? r + GU::row_bytes(HIDDEN)
+                                                 : gate_row_q<GU>(q.gate_up, SHARED_EXPERT, gw + EXPERT_DIM);
             LaneX4 x;
             x.load(s.xs);
             cp_async_wait<0>();
             __syncwarp();  // (lanes read pieces other lanes copied)
-            shared_pair(expert_row_dot_q<GU>(r, x), expert_row_dot_q<GU>(r + GU::row_bytes(HIDDEN), x));
+            shared_pair(expert_row_dot_q<GU>(r, x), expert_row_dot_q<GU>(r_up, x));
         }
     }
     if (shared_first && !shared_rows) {
         LaneX x;
         x.load(s.xs);
         cp_async_wait<0>();
-        shared_pair(expert_row_dot(ring, x), expert_row_dot(ring1, x));
+        shared_pair(expert_row_dot(SMALL ? shared_gate_up + (size_t)gw * HIDDEN : ring, x),
+                    expert_row_dot(SMALL ? shared_gate_up + (size_t)(gw + EXPERT_DIM) * HIDDEN : ring1, x));
     }
     grid_wait(arrivals, base + 2 * G);
 }
@@ -287,7 +339,7 @@ __device__ __forceinline__ void moe_decode_head(MoeDecodeShared& s, const bf16* 
 //  barrier (with down adapters)
 //  3b. h[c] += the down sum + s · Σ_slot w_slot · B_down[e_slot][c] · u_down[slot] + w_8 · s ·
 //     B_sd[c] · u_sd.
-template <bool LX, bool WIDE>
+template <bool LX, bool WIDE, bool OUT_LORA>
 __device__ __forceinline__ void moe_decode_block_bf16(
     const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
     const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
@@ -304,7 +356,7 @@ __device__ __forceinline__ void moe_decode_block_bf16(
 
     float hc;
     unsigned long long base;
-    moe_decode_head<Bf16Only, Bf16Only, WIDE>(s, w_o, HeadRows{0, 1, 0, nullptr, nullptr}, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
+    moe_decode_head<MoeDecodeShared, Bf16Only, Bf16Only, WIDE, OUT_LORA>(s, w_o, HeadRows{0, 1, 0, nullptr, nullptr}, y, router, gate_row(gate_up, SHARED_EXPERT, 0), down + (size_t)SHARED_EXPERT * HIDDEN * EXPERT_DIM,
                     h, w1p, eps, logits, act, arrivals, lora, ml, hc, base);
     float* lx = act + LX_BASE;  // (LX only)
     const bool shared_first = gw < PAIRS;
@@ -495,8 +547,21 @@ extern "C" __global__ void __maxnreg__(96)
                      const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
                      unsigned long long* __restrict__ arrivals, const LoraSite* const* __restrict__ lora,
                      const LoraMoe* __restrict__ ml) {
-    (void)ml;  // (moe_decode_block_lora's signature: moe.rs launches either)
-    moe_decode_block_bf16<false, false>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, nullptr);
+    (void)lora, (void)ml;  // (moe_decode_block_lora's signature: moe.rs launches any of them)
+    moe_decode_block_bf16<false, false, false>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, nullptr, nullptr);
+}
+
+// moe_decode_block with a LoRA adapter of the output projection (`lora`, the mixers' adapters):
+// its own instance, so that the plain one keeps every register (the site's u = A y computed once
+// for the grid, moe_decode_head).
+extern "C" __global__ void __maxnreg__(96)
+    moe_decode_block_out_lora(const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+                              const bf16* __restrict__ gate_up, const bf16* __restrict__ down, float* __restrict__ h,
+                              const float* __restrict__ w1p, float eps, float* __restrict__ logits,
+                              float* __restrict__ act, unsigned long long* __restrict__ arrivals,
+                              const LoraSite* const* __restrict__ lora, const LoraMoe* __restrict__ ml) {
+    (void)ml;
+    moe_decode_block_bf16<false, false, true>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, nullptr);
 }
 
 extern "C" __global__ void __maxnreg__(96)
@@ -505,7 +570,7 @@ extern "C" __global__ void __maxnreg__(96)
                           const float* __restrict__ w1p, float eps, float* __restrict__ logits,
                           float* __restrict__ act, unsigned long long* __restrict__ arrivals,
                           const LoraSite* const* __restrict__ lora, const LoraMoe* __restrict__ ml) {
-    moe_decode_block_bf16<true, false>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, ml);
+    moe_decode_block_bf16<true, false, true>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, ml);
 }
 
 // moe_decode_block for a grid of fewer than 2048 warps (one block an SM: the consumer cards;
@@ -517,7 +582,7 @@ extern "C" __global__ void __maxnreg__(128)
                           float* __restrict__ act, unsigned long long* __restrict__ arrivals,
                           const LoraSite* const* __restrict__ lora, const LoraMoe* __restrict__ ml) {
     (void)ml;
-    moe_decode_block_bf16<false, true>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, nullptr);
+    moe_decode_block_bf16<false, true, true>(w_o, y, router, gate_up, down, h, w1p, eps, logits, act, arrivals, lora, nullptr);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -534,13 +599,15 @@ extern "C" __global__ void __maxnreg__(128)
 // 1) and 16l .. +16 of a down row; the lanes copy a row's 16-byte pieces round-robin, so every
 // lane reads after a __syncwarp.
 
-// Rows of a format in flight per warp in phase 2 (8 KB ring).
-template <typename F>
+// Rows of a format in flight per warp in phase 2 (a ring of RING_BYTES: 8 KB, or 16 warps' 4 KB).
+template <typename F, int RING_BYTES>
 __host__ __device__ constexpr int gate_up_ring() {
-    return 8192 / F::row_bytes(HIDDEN) < 6 ? 8192 / F::row_bytes(HIDDEN) : 6;
+    return RING_BYTES / F::row_bytes(HIDDEN) < 6 ? RING_BYTES / F::row_bytes(HIDDEN) : 6;
 }
 
-template <typename GU, typename DN, bool WIDE>
+// S: the block's shared memory (MoeDecodeShared, 8 warps; MoeDecodeShared16, 16 warps, WIDE: the
+// 4 KB ring holds phase 3's shared down row beside the 8 routed ones).
+template <typename S, typename GU, typename DN, bool WIDE>
 __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o, const bf16* __restrict__ y,
                                                    const bf16* __restrict__ router,
                                                    const unsigned char* __restrict__ gate_up,
@@ -551,18 +618,22 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
                                                    float* __restrict__ logits, float* __restrict__ act,
                                                    unsigned long long* __restrict__ arrivals, int w_o_rows,
                                                    int y_tile_r, int shared_rows) {
-    constexpr int GU_ROW = GU::row_bytes(HIDDEN), DOWN_ROW = DN::row_bytes(EXPERT_DIM), RING = gate_up_ring<GU>();
-    static_assert(TOP_K * DOWN_ROW <= 2 * HIDDEN * 2, "the down rows fit the ring");
+    constexpr int NW = shared_warps<S>(), RING_BYTES = sizeof(S::ring[0]);
+    constexpr bool SMALL = RING_BYTES < 2 * HIDDEN * 2;
+    constexpr int GU_ROW = GU::row_bytes(HIDDEN), DOWN_ROW = DN::row_bytes(EXPERT_DIM), RING = gate_up_ring<GU, RING_BYTES>();
+    // (the shared expert's down row: in DN, or bf16)
+    constexpr int SH_ROW = DOWN_ROW > EXPERT_DIM * 2 ? DOWN_ROW : EXPERT_DIM * 2;
+    static_assert(TOP_K * DOWN_ROW + (SMALL ? SH_ROW : 0) <= RING_BYTES, "the down rows fit the ring");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    MoeDecodeShared& s = *reinterpret_cast<MoeDecodeShared*>(smem_raw);
+    S& s = *reinterpret_cast<S*>(smem_raw);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int G = gridDim.x, W = G * MOE_WARPS, gw = blockIdx.x * MOE_WARPS + warp;
+    const int G = gridDim.x, W = G * NW, gw = blockIdx.x * NW + warp;
     const int c = gw;  // this warp's output column (phase 3), if < HIDDEN
-    unsigned char* ring = reinterpret_cast<unsigned char*>(s.ring[warp][0]);  // 8 KB
+    unsigned char* ring = reinterpret_cast<unsigned char*>(s.ring[warp][0]);
 
     float hc;
     unsigned long long base;
-    moe_decode_head<GU, DN, WIDE>(s, w_o, HeadRows{w_o_rows, y_tile_r, shared_rows, gate_up, down}, y, router, shared_gate_up,
+    moe_decode_head<S, GU, DN, WIDE, false>(s, w_o, HeadRows{w_o_rows, y_tile_r, shared_rows, gate_up, down}, y, router, shared_gate_up,
                             shared_down, h, w1p, eps, logits, act, arrivals, nullptr, nullptr, hc, base);
     const bool shared_first = gw < PAIRS;
     const int n = 2 * ((TOTAL_PAIRS - 1 - gw) / W + 1);
@@ -599,9 +670,22 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
             }
         }
     }
-    // Phase 3's routed down rows, in flight through the barrier.
+    // Phase 3's routed down rows, in flight through the barrier (SMALL: and the shared expert's,
+    // behind them).
+    // (where the shared expert's down row of column c is: shared memory, or for SMALL the ring)
+    const unsigned char* first_shared;
+    if constexpr (SMALL) first_shared = ring + TOP_K * DOWN_ROW;
+    else first_shared = reinterpret_cast<const unsigned char*>(s.shared_down[warp]);
     if (c < HIDDEN) request_down_rows<DN>(ring, down, s.ids, c);
     else cp_async_commit();
+    if constexpr (SMALL) {
+        if (c < HIDDEN && shared_rows)
+            request_row_bytes<DOWN_ROW>(ring + TOP_K * DOWN_ROW, down + ((size_t)SHARED_EXPERT * HIDDEN + c) * DOWN_ROW);
+        else if (c < HIDDEN)
+            request_row_bytes<EXPERT_DIM * 2>(ring + TOP_K * DOWN_ROW,
+                                              reinterpret_cast<const unsigned char*>(shared_down + (size_t)c * EXPERT_DIM));
+        else cp_async_commit();
+    }
     grid_barrier(arrivals, base + 3 * G);
 
     // ---- 3. down, weighted over the slots, added to h
@@ -631,8 +715,7 @@ __device__ __forceinline__ void moe_decode_block_q(const bf16* __restrict__ w_o,
     if (c < HIDDEN) {
         cp_async_wait<0>();
         __syncwarp();
-        const float acc = down_sum([&](int slot) -> const unsigned char* { return ring + slot * DOWN_ROW; },
-                                   reinterpret_cast<const unsigned char*>(s.shared_down[warp]));
+        const float acc = down_sum([&](int slot) -> const unsigned char* { return ring + slot * DOWN_ROW; }, first_shared);
         if (lane == 0) h[c] = hc + acc;
     }
     // (WIDE: the warp's later columns, their rows from global memory)
@@ -655,7 +738,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_int4(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Int4Format, Int4Format, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Int4Format, Int4Format, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q4k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -663,7 +746,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q4k(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q4KFormat, Q4KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q4KFormat, Q4KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q5k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -671,7 +754,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q5k(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q4KFormat, Q5KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q4KFormat, Q5KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q6k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -679,7 +762,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q4k_q6k(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q4KFormat, Q6KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q4KFormat, Q6KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q5k_q5k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -687,7 +770,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q5k_q5k(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q5KFormat, Q5KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q5KFormat, Q5KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q5k_q6k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -695,7 +778,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q5k_q6k(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q5KFormat, Q6KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q5KFormat, Q6KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q6k_q6k(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -703,7 +786,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q6k_q6k(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q6KFormat, Q6KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q6KFormat, Q6KFormat, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(96) moe_decode_block_q8_0_q8_0(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -711,7 +794,7 @@ extern "C" __global__ void __maxnreg__(96) moe_decode_block_q8_0_q8_0(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q8Format, Q8Format, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q8Format, Q8Format, false>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 
 // The same for a grid of fewer than 2048 warps (one block an SM: the consumer cards; no PDL
@@ -722,7 +805,7 @@ extern "C" __global__ void __maxnreg__(128) moe_decode_block_int4_wide(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Int4Format, Int4Format, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Int4Format, Int4Format, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(128) moe_decode_block_q4k_q4k_wide(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -730,7 +813,7 @@ extern "C" __global__ void __maxnreg__(128) moe_decode_block_q4k_q4k_wide(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q4KFormat, Q4KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q4KFormat, Q4KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(128) moe_decode_block_q4k_q5k_wide(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -738,7 +821,7 @@ extern "C" __global__ void __maxnreg__(128) moe_decode_block_q4k_q5k_wide(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q4KFormat, Q5KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q4KFormat, Q5KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(128) moe_decode_block_q4k_q6k_wide(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -746,7 +829,7 @@ extern "C" __global__ void __maxnreg__(128) moe_decode_block_q4k_q6k_wide(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q4KFormat, Q6KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q4KFormat, Q6KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(128) moe_decode_block_q5k_q5k_wide(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -754,7 +837,7 @@ extern "C" __global__ void __maxnreg__(128) moe_decode_block_q5k_q5k_wide(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q5KFormat, Q5KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q5KFormat, Q5KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(128) moe_decode_block_q5k_q6k_wide(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -762,7 +845,7 @@ extern "C" __global__ void __maxnreg__(128) moe_decode_block_q5k_q6k_wide(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q5KFormat, Q6KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q5KFormat, Q6KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(128) moe_decode_block_q6k_q6k_wide(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -770,7 +853,7 @@ extern "C" __global__ void __maxnreg__(128) moe_decode_block_q6k_q6k_wide(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q6KFormat, Q6KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q6KFormat, Q6KFormat, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }
 extern "C" __global__ void __maxnreg__(128) moe_decode_block_q8_0_q8_0_wide(
         const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
@@ -778,5 +861,17 @@ extern "C" __global__ void __maxnreg__(128) moe_decode_block_q8_0_q8_0_wide(
         const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
         const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
         unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
-    moe_decode_block_q<Q8Format, Q8Format, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+    moe_decode_block_q<MoeDecodeShared, Q8Format, Q8Format, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
+}
+
+// The int4 form with 16 warps a block (MoeDecodeShared16; one block an SM of the consumer cards):
+// twice the warps of moe_decode_block_int4_wide to hide the rows' round trips and the
+// dequantisation, each with half the columns.
+extern "C" __global__ void __launch_bounds__(512, 1) moe_decode_block_int4_wide16(
+        const bf16* __restrict__ w_o, const bf16* __restrict__ y, const bf16* __restrict__ router,
+        const unsigned char* __restrict__ gate_up, const unsigned char* __restrict__ down,
+        const bf16* __restrict__ shared_gate_up, const bf16* __restrict__ shared_down, float* __restrict__ h,
+        const float* __restrict__ w1p, float eps, float* __restrict__ logits, float* __restrict__ act,
+        unsigned long long* __restrict__ arrivals, int w_o_rows, int y_tile_r, int shared_rows) {
+    moe_decode_block_q<MoeDecodeShared16, Int4Format, Int4Format, true>(w_o, y, router, gate_up, down, shared_gate_up, shared_down, h, w1p, eps, logits, act, arrivals, w_o_rows, y_tile_r, shared_rows);
 }

@@ -17,54 +17,39 @@ struct MoeDecodeShared {
 };
 static_assert(sizeof(MoeDecodeShared) == 100552, "MOE_DECODE_SHARED in moe.rs");
 
-// grid_barrier in two halves, for work that needs no other block in between: grid_arrive
-// publishes this block's writes and counts it in; grid_wait returns once the count reaches
-// `target` (all blocks arrived).
-__device__ __forceinline__ void grid_arrive(unsigned long long* arrivals) {
-    __syncthreads();
-    if (threadIdx.x == 0)
-        asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(arrivals) : "memory");
-}
-__device__ __forceinline__ void grid_wait(unsigned long long* arrivals, unsigned long long target) {
-    if (threadIdx.x == 0) {
-        unsigned long long now;
-        do {
-            asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(arrivals) : "memory");
-        } while (now < target);
-    }
-    __syncthreads();
-}
+// moe_decode_block_int4_wide16's (16 warps a block, one block an SM on the consumer cards): a
+// 4 KB ring a warp (phase 2: 3 int4 gate/up rows; phase 3: its column's 8 routed down rows and
+// the shared one); W_o's rows and the shared (gate, up) pairs are read from global memory.
+struct MoeDecodeShared16 {
+    bf16 ring[2 * MOE_WARPS][1][HIDDEN];
+    float xs[HIDDEN];
+    float act[SLOTS][EXPERT_DIM];
+    float red[32];
+    int ids[SLOTS];
+    float weights[SLOTS];
+};
+static_assert(sizeof(MoeDecodeShared16) == 92360, "MOE_DECODE_SHARED_16 in moe.rs");
 
-// All blocks of the grid (every one resident) meet here. Writes before it are visible to every
-// block after it (read them from L2: __ldcg). `arrivals` (u64) only ever grows: barrier k of a
-// launch waits until it reaches base + k·gridDim.x, base being its value when the launch began
-// (every launch has the same grid). One release-add per block, no reset, no read-back of the add.
-__device__ __forceinline__ void grid_barrier(unsigned long long* arrivals, unsigned long long target) {
-    grid_arrive(arrivals);
-    grid_wait(arrivals, target);
-}
-
-// The barrier count at a launch's start: the last launch is done, so a multiple of the grid G
-// (a block that starts late may already see some of this launch's arrivals: rounded down).
-__device__ __forceinline__ unsigned long long launch_base(unsigned long long* arrivals, int G) {
-    unsigned long long base;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(base) : "l"(arrivals) : "memory");
-    return base - base % G;
+// A block's warps, from its shared memory's layout.
+template <typename S>
+__host__ __device__ constexpr int shared_warps() {
+    return sizeof(S::ring) / sizeof(S::ring[0]);
 }
 
 // Phase 3's act [9, 512] (f32, global, written by every block before the barrier) into shared
 // memory: every load in flight at once (a rolled loop pays an L2 trip a step). Ends synced.
-__device__ __forceinline__ void stage_act(MoeDecodeShared& s, const float* __restrict__ act) {
-    constexpr int N = SLOTS * EXPERT_DIM / 4, PER = (N + 255) / 256;
+template <typename S>
+__device__ __forceinline__ void stage_act(S& s, const float* __restrict__ act) {
+    constexpr int T = 32 * shared_warps<S>(), N = SLOTS * EXPERT_DIM / 4, PER = (N + T - 1) / T;
     float4 v[PER];
 #pragma unroll
     for (int k = 0; k < PER; k++) {
-        const int i = threadIdx.x + k * 256;
+        const int i = threadIdx.x + k * T;
         if (i < N) v[k] = __ldcg(reinterpret_cast<const float4*>(act) + i);
     }
 #pragma unroll
     for (int k = 0; k < PER; k++) {
-        const int i = threadIdx.x + k * 256;
+        const int i = threadIdx.x + k * T;
         if (i < N) reinterpret_cast<float4*>(&s.act[0][0])[i] = v[k];
     }
     __syncthreads();

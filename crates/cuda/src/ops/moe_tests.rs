@@ -659,7 +659,8 @@ fn moe_decode_int4_matches_cpu() {
 
 /// The fused kernels on grids of one block an SM (the consumer cards' form: a warp takes several
 /// output columns and a block several router rows; `moe_decode_block_wide` for bf16 experts, the
-/// 4- to 8-bit kernels as they are) give the four kernels' bits, for bf16 and int4 experts, at
+/// 4- to 8-bit kernels as they are, int4's with 16 warps a block and with 8) give the four
+/// kernels' bits, for bf16 and int4 experts, at
 /// 64, 82 (an RTX 3090's SMs) and 100 blocks, each grid with its own scratch, over two launches.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
@@ -667,11 +668,13 @@ fn moe_decode_on_one_block_an_sm_gives_the_four_kernels_bits() {
     let gpu = gpu();
     let mixer = MixerFixture::new();
     let DecodeInput { h, x, norm, _norm_buf, .. } = decode_input(&mixer);
-    for (name, f) in [("bf16", fixture()), ("int4", fixture_int4())] {
+    let (bf16, int4) = (fixture(), fixture_int4());
+    // (the int4 kernel in both its forms: 16 warps a block and 8)
+    for (name, f, warps) in [("bf16", &bf16, 8), ("int4", &int4, 16), ("int4", &int4, 8)] {
         assert!(!near_ties(&f.cfg, &f.cpu, &x)[0], "router near-tie: choose another seed");
         let run = |grid: Option<u32>, scratch: &Scratch| {
             let hb = gpu.upload_f32(&h).unwrap();
-            moe_decode_on(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, scratch, 0, grid).unwrap();
+            moe_decode_on(gpu, mixer.out(), &f.gpu, hb.ptr(), &norm, 1e-6, scratch, 0, grid, warps).unwrap();
             gpu.download_f32(hb.ptr(), HIDDEN).unwrap()
         };
         let scratch = Scratch::new(gpu, 1).unwrap();
@@ -684,7 +687,7 @@ fn moe_decode_on_one_block_an_sm_gives_the_four_kernels_bits() {
                 let differ = got.iter().zip(&kernels).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
                 assert_eq!(
                     differ, 0,
-                    "{name}, {grid} blocks, launch {round}: {differ} values differ from the four kernels'"
+                    "{name} ({warps} warps a block), {grid} blocks, launch {round}: {differ} values differ from the four kernels'"
                 );
             }
         }
