@@ -55,7 +55,7 @@ pub fn load(dir: &Path, max_seq: Option<usize>) -> Result<CudaModel> {
 
 /// Room kept under a budget for what solo does not allocate itself: cuBLAS's workspace, CUDA
 /// graphs, the decode step's launches.
-const BUDGET_RESERVE: usize = 512 << 20;
+pub(crate) const BUDGET_RESERVE: usize = 512 << 20;
 
 /// Fits the sequences into the memory the weights leave (the card's free memory, or what is left
 /// of `--gpu-memory`): picks the context when none was asked for, drops the lm_head screen when a
@@ -70,6 +70,12 @@ fn plan_memory(model: &mut CudaModel, asked: Option<usize>) -> Result<()> {
     let plan = MemoryPlan::new(total - used, budget_left, screen, asked, model.max_seq, |n| model.sequence_bytes_at(n));
     model.screened_lm_head = plan.screened && screenable;
     model.max_seq = plan.max_seq;
+    // the context this model serves (the server's default length)
+    model.config.max_position_embeddings = model.config.max_position_embeddings.min(plan.max_seq);
+    if budget_left.is_some() && model.screened_lm_head {
+        // the screen's memory is taken now, as planned, not by a request's first step
+        model.make_screen()?;
+    }
     let (max_seq, free) = (plan.max_seq, plan.free);
     let per_sequence = model.sequence_bytes_at(max_seq);
     let note = match (budget_left, plan.screened) {

@@ -415,6 +415,11 @@ impl CudaModel {
         self.io.sample_scratch.ptr()
     }
 
+    /// Makes the lm_head screen now (under a memory budget, at load: `plan_memory`).
+    pub(crate) fn make_screen(&self) -> Result<()> {
+        self.screen().map(|_| ())
+    }
+
     /// The lm_head screen, made on first use.
     fn screen(&self) -> Result<&LmHeadScreen> {
         if self.screen.get().is_none() {
@@ -572,6 +577,10 @@ impl Backend for CudaModel {
     }
 
     fn snapshot(&self, state: &CudaState) -> Option<CudaState> {
+        // (under --gpu-memory, a snapshot leaves the reserve for cuBLAS and graphs alone)
+        if self.gpu.budget_left().is_some_and(|left| left < crate::BUDGET_RESERVE + self.sequence_bytes_at(state.position.max(1))) {
+            return None;
+        }
         self.compact_copy(state).ok()
     }
 

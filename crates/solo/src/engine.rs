@@ -304,8 +304,7 @@ impl Engine {
             Some(dir) => dir.to_path_buf(),
             None => crate::demo::ensure(&crate::locate::solo_cache_dir()).map_err(load_failed)?,
         };
-        let mut config = options.server_config(&dir)?;
-        let model_config = solo_model::config_of(&dir).ok();
+        let config = options.server_config(&dir)?;
         let cuda = match options.backend {
             Backend::Cpu => false,
             Backend::Cuda => true,
@@ -315,8 +314,8 @@ impl Engine {
         // (the text assets load inside `build` before the weights: one step for both)
         progress("weights", 0.2);
         let engine = if cuda {
-            let max_seq = options.max_seq.or(model_config.as_ref().map(|c| c.max_position_embeddings));
-            config.max_seq = max_seq;
+            // (without max_seq: the checkpoint's, or under a budget the longest that fits)
+            let max_seq = options.max_seq;
             let d = dir.clone();
             Engine::start(config, &options, "cuda", move || solo_cuda::load(&d, max_seq))
         } else {

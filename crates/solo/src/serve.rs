@@ -274,9 +274,10 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         max_images: args.max_images,
     };
     let server = if cuda {
-        // The CUDA backend allocates its KV cache for the context length up front.
-        let max_seq = args.max_seq.or(model_config.as_ref().map(|c| c.max_position_embeddings));
-        config.max_seq = max_seq;
+        // The CUDA backend allocates its KV cache for the context length up front; without
+        // --max-seq it takes the checkpoint's, or under --gpu-memory the longest that fits, and
+        // says so in the model's max_position_embeddings (the server's default).
+        let max_seq = args.max_seq;
         solo_server::start(config, move || solo_cuda::load(&dir, max_seq))?
     } else {
         solo_server::start(config, move || solo_cpu::load(&dir))?
