@@ -427,7 +427,8 @@ pub(crate) fn fused_decode_fits(gpu: &Gpu) -> bool {
 
 /// The grid of the fused decode kernels (bf16 and 4- to 8-bit experts) on this GPU: the Hopper
 /// grid; else one block an SM (`moe_decode_block_wide` and the 4- to 8-bit kernels' `_wide`
-/// forms) where a block may hold their ~98 KB of shared memory and there are at least 64 SMs
+/// forms, int4's `_wide16` with 16 warps a block) where a block may hold their ~98 KB of shared
+/// memory and there are at least 64 SMs
 /// (512 warps: each shared expert pair a warp's first); else none (the four kernels).
 pub(crate) fn fused_grid(gpu: &Gpu) -> Option<u32> {
     if fused_decode_fits(gpu) {

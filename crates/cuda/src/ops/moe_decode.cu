@@ -13,8 +13,9 @@
 // SM, at least 257 (one router row each; 2112 warps ≥ 2048 columns). Elsewhere (the consumer
 // cards' 99 KB of shared memory a block): one block an SM, and a warp also takes the columns
 // c + W, c + 2W, ... in phases 0 and 3 and a block the router rows b + G, b + 2G, ... in phase 1,
-// their rows read from global memory as they come (not requested ahead). gw = blockIdx.x·8 +
-// warp is a warp's index among W = 8·gridDim.x (2112 on the H200).
+// their rows read from global memory as they come (not requested ahead); the int4 kernel there
+// has 16 warps a block (moe_decode_block_int4_wide16, MoeDecodeShared16). gw = blockIdx.x·8 +
+// warp is a warp's index among W = 8·gridDim.x (2112 on the H200; ·16 with 16 warps).
 //  0. Warp gw < 2048 owns output column c = gw throughout. Before pdl_wait it requests W_o's row c
 //     (8 KB, into its ring), the shared expert's down row of c (phase 3) and, warp 0 of block
 //     b < 257, router row b. Then h[c] += W_o[c] · y, summed like gemv_tiles_4096; a warp whose
