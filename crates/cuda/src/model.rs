@@ -578,7 +578,11 @@ impl Backend for CudaModel {
 
     fn snapshot(&self, state: &CudaState) -> Option<CudaState> {
         // (under --gpu-memory, a snapshot leaves the reserve for cuBLAS and graphs alone)
-        if self.gpu.budget_left().is_some_and(|left| left < crate::BUDGET_RESERVE + self.sequence_bytes_at(state.position.max(1))) {
+        if self
+            .gpu
+            .budget_left()
+            .is_some_and(|left| left < crate::BUDGET_RESERVE + self.sequence_bytes_at(state.position.max(1)))
+        {
             return None;
         }
         self.compact_copy(state).ok()
