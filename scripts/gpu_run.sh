@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [tests-portable] [anycard] [formats] [kernels] [parity] [parity-portable] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [serve24] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
+#   scripts/gpu_run.sh [tests] [tests-portable] [anycard] [formats] [targets] [kernels] [parity] [parity-portable] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [serve24] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; PARITY_ARGS and
 # IMAGE_PARITY_ARGS: more flags for slice_parity.py and slice_parity_image.py)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
@@ -72,6 +72,22 @@ while [ $# -gt 0 ]; do
                 timeout 120 ./gpu-bin/solo bench --synthetic --precision $p --contexts 256 --rounds 3 --profile \
                     --json "$OUT/formats_$p.json" > "$OUT/formats_$p.log" 2>&1 || status=1
                 echo "formats $p: $(grep -m1 'context 256:' "$OUT/formats_$p.log")"
+            done
+            shift ;;
+        targets)
+            # the open issues' target figures in one call (bench/RESULTS.md; the targets are H200
+            # figures): int4 and int4-all (#40: decode 256 / 32K, prefill 4K), bf16 and FP8 beside
+            # them, rank-16 adapters (#47), Q4_K_M (#48), a 1024² image (#45)
+            for run in "int4 --precision int4 --contexts 256,4096,32768" \
+                "int4all --precision int4-all --contexts 256,4096,32768" "bf16 --contexts 256" \
+                "fp8 --precision fp8 --contexts 256" "lora_attn --contexts 256 --lora-rank 16 --lora-targets attn" \
+                "lora_all --contexts 256 --lora-rank 16 --lora-targets all" \
+                "q4km --precision q4_k_m --contexts 256,4096,32768" "image --contexts 8192 --image 1024x1024"; do
+                tag=${run%% *}; flags=${run#"$tag"}
+                # shellcheck disable=SC2086
+                timeout 150 ./gpu-bin/solo bench --synthetic --rounds 3 $flags --json "$OUT/targets_$tag.json" \
+                    > "$OUT/targets_$tag.log" 2>&1 || status=1
+                echo "targets $tag:"; grep -E 'context [0-9]+:|tower|first token|decode after' "$OUT/targets_$tag.log" | head -5
             done
             shift ;;
         kernels)
