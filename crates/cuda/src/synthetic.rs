@@ -291,11 +291,26 @@ fn random_weights_as(gpu: &Gpu, cfg: &ModelConfig, form: Synthetic) -> Result<Mo
 }
 
 /// `layer` (the synthetic Q4_K_M shape) with its mixer's matrices and its experts (the shared
-/// one too, expert 256 of their buffers) dequantised to bf16: `GgufQ4KMDequantised`.
+/// one too, expert 256 of their buffers) dequantised to bf16: `GgufQ4KMDequantised`. A GDN
+/// layer's in-projection is stacked as a bf16 checkpoint's is (qkv | z | b | a, 12,352 rows):
+/// the bf16 decode step reads b | a inside it.
 fn dequantised_twin(m: &mut Maker, layer: &LayerGpu, cfg: &ModelConfig) -> Result<LayerGpu> {
     let buf = m.gpu.alloc(layer.dequantized_bytes())?;
     let mut twin = layer.dequantized(m.gpu, &buf)?;
     m.buffers.push(buf);
+    if let MixerGpu::GatedDeltaNet(g) = &mut twin.mixer {
+        let (rows, cols) = (g.in_proj.rows, g.in_proj.cols);
+        let stacked = m.gpu.alloc((rows + 64) * cols * 2)?;
+        m.gpu.copy(stacked.ptr(), g.in_proj.ptr, rows * cols * 2)?;
+        m.gpu.copy(stacked.ptr() + (rows * cols * 2) as DevPtr, g.in_proj_b.ptr, 64 * cols * 2)?;
+        let all = Matrix::bf16(stacked.ptr(), rows + 64, cols);
+        m.buffers.push(stacked);
+        g.in_proj = all;
+        g.in_proj_qkv = all.rows(0, g.in_proj_qkv.rows);
+        g.in_proj_z = all.rows(g.in_proj_qkv.rows, g.in_proj_z.rows);
+        g.in_proj_b = all.rows(rows, 32);
+        g.in_proj_a = all.rows(rows + 32, 32);
+    }
     if let Some(p) = twin.moe.packed.take() {
         let (experts, hidden) = (cfg.num_experts + 1, cfg.hidden_size);
         let mut bf16 = |ptr: DevPtr, format: RowFormat, rows: usize, cols: usize| -> Result<DevPtr> {

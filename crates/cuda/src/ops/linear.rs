@@ -337,6 +337,13 @@ pub fn gemv_norm_conv(
         w.cols,
         norm.len
     );
+    // (bf16: the tail's rows are read inside w, so they must follow its others)
+    ensure!(
+        tail.ptr + (tail.rows * tail.cols * 2) as DevPtr == w.ptr + (w.rows * w.cols * 2) as DevPtr,
+        "gemv_norm_conv: a bf16 in-projection ({} rows) without its {}-row tail inside it",
+        w.rows,
+        tail.rows
+    );
     let launch = Launch::new((gpu.sms, 1, 1), 256, mma_gemv_shared(gpu, 1) + lora_u_bytes(lora.sites, 1));
     let rows = w.rows as i32;
     gemv_mma_cu::gemv_norm_conv_mma_bf16(
