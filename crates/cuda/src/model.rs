@@ -581,7 +581,7 @@ impl Backend for CudaModel {
         if self
             .gpu
             .budget_left()
-            .is_some_and(|left| left < crate::BUDGET_RESERVE + self.sequence_bytes_at(state.position.max(1)))
+            .is_some_and(|left| left < crate::BUDGET_RESERVE + self.sequence_bytes_at(self.compact_capacity(state)))
         {
             return None;
         }
@@ -781,7 +781,12 @@ impl CudaModel {
     /// prefix cache keeps: at a 262,144-token `max_seq` a full copy is 5.4 GB whatever the
     /// prompt). It cannot take more tokens than it holds; `copy_state` of it can.
     pub fn compact_copy(&self, state: &CudaState) -> Result<CudaState> {
-        self.copy_state_holding(state, state.position.max(1).next_multiple_of(256).min(self.max_seq))
+        self.copy_state_holding(state, self.compact_capacity(state))
+    }
+
+    /// The positions `compact_copy` of `state` holds.
+    fn compact_capacity(&self, state: &CudaState) -> usize {
+        state.position.max(1).next_multiple_of(256).min(self.max_seq)
     }
 
     fn copy_state_holding(&self, state: &CudaState, capacity: usize) -> Result<CudaState> {

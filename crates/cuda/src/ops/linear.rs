@@ -244,8 +244,8 @@ pub fn gemv_norm_tokens(
     y_stride: usize,
 ) -> Result<()> {
     if w.format.is_some() {
-        return gemv_norm_mma(gpu, h, norm, eps, w, t, y, y_stride, InputSites::NONE);
         // a token at a time
+        return gemv_norm_mma(gpu, h, norm, eps, w, t, y, y_stride, InputSites::NONE);
     }
     ensure!(
         w.cols == 2048 && norm.len == 2048 && w.fp8_scales.is_none(),
