@@ -900,6 +900,66 @@ __device__ __forceinline__ float lora_site_term(const LoraSite* __restrict__ sit
     return 0.f;
 }
 
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+// A fused site's A row j (when j < rank_sum; `in` wide) and the B row of output row r (r ≥ 0)
+// into L2, by one warp: a kernel that reads them after its first phase asks for them while the
+// kernel before it runs.
+__device__ __forceinline__ void lora_prefetch_l2(const LoraSite* __restrict__ site, int j, int in, int r) {
+    if (site == nullptr) return;
+    const int lane = threadIdx.x & 31;
+    if (j < site->rank_sum)
+        for (int o = lane * 128; o < in * 2; o += 32 * 128)
+            prefetch_l2(reinterpret_cast<const unsigned char*>(site->a + (size_t)j * in) + o);
+    for (int p = 0; r >= 0 && lane == 0 && p < site->parts; p++) {
+        const LoraPart& q = site->part[p];
+        if (r >= q.first && r < q.first + q.rows) prefetch_l2(q.b + (size_t)(r - q.first) * q.rank);
+    }
+}
+
+// lora_site_term with B's row fetched ahead of its use: fetch(site, r) issues the loads (parts of
+// rank 8 or 16: one or two 16-byte loads into registers; others are read by lora_site_term at
+// term()), term() adds them up in lora_site_term's order, so both give the same bits.
+struct LoraRowAhead {
+    uint4 b[2];
+    float scale;
+    int u_col, rank;  // rank 0: r in no part; -1: lora_site_term
+    __device__ __forceinline__ void fetch(const LoraSite* __restrict__ site, int r) {
+        rank = 0;
+        for (int p = 0; p < site->parts; p++) {
+            const LoraPart& q = site->part[p];
+            if (r >= q.first && r < q.first + q.rows) {
+                if (q.rank != 8 && q.rank != 16) {
+                    rank = -1;
+                    return;
+                }
+                const uint4* row = reinterpret_cast<const uint4*>(q.b + (size_t)(r - q.first) * q.rank);
+                b[0] = __ldg(row);
+                if (q.rank == 16) b[1] = __ldg(row + 1);
+                scale = q.scale;
+                u_col = q.u_col;
+                rank = q.rank;
+                return;
+            }
+        }
+    }
+    __device__ __forceinline__ float term(const LoraSite* __restrict__ site, const float* u, int r) const {
+        if (rank <= 0) return rank == 0 ? 0.f : lora_site_term(site, u, r);
+        const float* uq = u + u_col;
+        float acc = 0.f;
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            if (i * 8 < rank) {
+                float w[8];
+                unpack8(b[i], w);
+#pragma unroll
+                for (int k = 0; k < 8; k++) acc += w[k] * uq[i * 8 + k];
+            }
+        }
+        return scale * acc;
+    }
+};
+
 // The term of token t's site (`sites[t]`, null: 0) for output row r, u per token
 // LORA_FUSED_RANKS apart.
 __device__ __forceinline__ float lora_term(const LoraSite* const* __restrict__ sites, const float* u, int r, int t) {
