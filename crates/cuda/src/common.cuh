@@ -900,23 +900,6 @@ __device__ __forceinline__ float lora_site_term(const LoraSite* __restrict__ sit
     return 0.f;
 }
 
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-
-// A fused site's A row j (when j < rank_sum; `in` wide) and the B row of output row r (r ≥ 0)
-// into L2, by one warp: a kernel that reads them after its first phase asks for them while the
-// kernel before it runs.
-__device__ __forceinline__ void lora_prefetch_l2(const LoraSite* __restrict__ site, int j, int in, int r) {
-    if (site == nullptr) return;
-    const int lane = threadIdx.x & 31;
-    if (j < site->rank_sum)
-        for (int o = lane * 128; o < in * 2; o += 32 * 128)
-            prefetch_l2(reinterpret_cast<const unsigned char*>(site->a + (size_t)j * in) + o);
-    for (int p = 0; r >= 0 && lane == 0 && p < site->parts; p++) {
-        const LoraPart& q = site->part[p];
-        if (r >= q.first && r < q.first + q.rows) prefetch_l2(q.b + (size_t)(r - q.first) * q.rank);
-    }
-}
-
 // lora_site_term with B's row fetched ahead of its use: fetch(site, r) issues the loads (parts of
 // rank 8 or 16: one or two 16-byte loads into registers; others are read by lora_site_term at
 // term()), term() adds them up in lora_site_term's order, so both give the same bits.

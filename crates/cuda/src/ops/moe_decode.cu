@@ -150,9 +150,6 @@ __device__ __forceinline__ void moe_decode_head(S& s, const bf16* __restrict__ w
             cp_async_commit();
         }
     }
-    // (a LoRA output site: its A rows, warp gw < rank_sum's, and column c's B row into L2 while
-    // the kernel before runs)
-    if (OUT_LORA && lora != nullptr) lora_prefetch_l2(lora[0], gw, MIXER_OUT, c < HIDDEN ? c : -1);
     pdl_wait();
     base = launch_base(arrivals, G);
     // y → shared memory (bf16, in xs's 8 KB, in W_o's column order), then h[c] += W_o[c] · y:
@@ -226,14 +223,11 @@ __device__ __forceinline__ void moe_decode_head(S& s, const bf16* __restrict__ w
     // B[c] · u.
     if (OUT_LORA && lora != nullptr) {
         LoraOnce* once = reinterpret_cast<LoraOnce*>(arrivals + 1);
-        const LoraSite* site = lora[0];
-        LoraRowAhead b_row;  // column c's B row, its loads in flight through the wait
-        if (site != nullptr && c < HIDDEN) b_row.fetch(site, c);
         grid_wait(&once->count, threadIdx.x == 0 ? *reinterpret_cast<unsigned long long*>(s.ids) + G : 0);
         if (threadIdx.x < 32) s.red[threadIdx.x] = __ldcg(once->u + threadIdx.x);
         __syncthreads();
         if (c < HIDDEN) {
-            hc += site == nullptr ? 0.f : b_row.term(site, s.red, c);
+            hc += lora_term(lora, s.red, c, 0);
             if (lane == 0) h[c] = hc;
         }
         for (int c2 = c + W; WIDE && c2 < HIDDEN; c2 += W) {
