@@ -5,8 +5,9 @@
 //! typed launcher (`gemv_cu::gemv_bf16(gpu, launch, w, x, …)`, so a launch with the wrong
 //! arguments does not compile) and the signature the CI test checks against the `.cu` source's
 //! `extern "C" __global__` declaration. The model's widths (`widths`) are pasted in front of every
-//! file as `#define`s, then `common.cuh` (NVRTC here gets no in-memory headers), so shared helpers
-//! live once.
+//! file as `#define`s, then `common.cuh` (NVRTC here gets no in-memory headers), then the headers
+//! a file names (`kernel_file! { pub mod m = "x.cu" with "lora.cuh", "moe_decode.cuh" { … } }`:
+//! helpers only some files share), so shared helpers live once.
 
 use crate::runtime::{Arg, DevPtr};
 
@@ -53,8 +54,9 @@ pub mod widths {
 pub struct Source {
     pub file: &'static str,
     pub text: &'static str,
-    /// A header it shares with another kernel file (device functions only), compiled before it.
-    pub header: Option<(&'static str, &'static str)>,
+    /// Headers it shares with other kernel files (device functions only; name, text), compiled
+    /// before it in this order.
+    pub headers: &'static [(&'static str, &'static str)],
     pub kernels: &'static [Signature],
 }
 
@@ -67,11 +69,11 @@ pub struct Signature {
 const COMMON: &str = include_str!("common.cuh");
 
 impl Source {
-    /// The text NVRTC compiles: the widths, the common header, its own header, then the file.
+    /// The text NVRTC compiles: the widths, the common header, its own headers, then the file.
     pub fn full_text(&self) -> String {
         let widths: String = widths::ALL.iter().map(|(name, v)| format!("#define {name} {v}\n")).collect();
-        let header = self.header.map_or(String::new(), |(name, text)| format!("#line 1 \"{name}\"\n{text}\n"));
-        format!("{widths}#line 1 \"common.cuh\"\n{COMMON}\n{header}#line 1 \"{}\"\n{}", self.file, self.text)
+        let headers: String = self.headers.iter().map(|(name, text)| format!("#line 1 \"{name}\"\n{text}\n")).collect();
+        format!("{widths}#line 1 \"common.cuh\"\n{COMMON}\n{headers}#line 1 \"{}\"\n{}", self.file, self.text)
     }
 
     /// FNV-1a of the full text: the compile-cache key.
@@ -147,12 +149,12 @@ pub type Seed = u64;
 /// `i32` (`int`), `i64` (`long long`), `Seed` (`unsigned long long`), `f32` (`float`).
 macro_rules! kernel_file {
     ($(#[$doc:meta])* pub mod $module:ident = $file:literal { $(fn $name:ident($($arg:ident: $ty:ty),* $(,)?);)* }) => {
-        $crate::kernels::kernel_file! { $(#[$doc])* pub mod $module = $file, header [None] { $(fn $name($($arg: $ty),*);)* } }
+        $crate::kernels::kernel_file! { $(#[$doc])* pub mod $module = $file, headers [] { $(fn $name($($arg: $ty),*);)* } }
     };
-    ($(#[$doc:meta])* pub mod $module:ident = $file:literal with $header:literal { $(fn $name:ident($($arg:ident: $ty:ty),* $(,)?);)* }) => {
-        $crate::kernels::kernel_file! { $(#[$doc])* pub mod $module = $file, header [Some(($header, include_str!($header)))] { $(fn $name($($arg: $ty),*);)* } }
+    ($(#[$doc:meta])* pub mod $module:ident = $file:literal with $($header:literal),+ { $(fn $name:ident($($arg:ident: $ty:ty),* $(,)?);)* }) => {
+        $crate::kernels::kernel_file! { $(#[$doc])* pub mod $module = $file, headers [$(($header, include_str!($header))),+] { $(fn $name($($arg: $ty),*);)* } }
     };
-    ($(#[$doc:meta])* pub mod $module:ident = $file:literal, header [$header:expr] { $(fn $name:ident($($arg:ident: $ty:ty),* $(,)?);)* }) => {
+    ($(#[$doc:meta])* pub mod $module:ident = $file:literal, headers [$($header:expr),*] { $(fn $name:ident($($arg:ident: $ty:ty),* $(,)?);)* }) => {
         $(#[$doc])*
         pub mod $module {
             #[allow(unused_imports)]
@@ -161,7 +163,7 @@ macro_rules! kernel_file {
             pub const SOURCE: $crate::kernels::Source = $crate::kernels::Source {
                 file: $file,
                 text: include_str!($file),
-                header: $header,
+                headers: &[$($header),*],
                 kernels: &[$($crate::kernels::Signature {
                     name: stringify!($name),
                     params: &[$((stringify!($arg), stringify!($ty))),*],
@@ -335,7 +337,7 @@ mod tests {
             assert!(!COMMON.contains(&format!("#define {name} ")), "common.cuh defines {name}; it belongs in widths");
             for source in SOURCES {
                 assert!(!source.text.contains(&format!("#define {name} ")), "{} defines {name}", source.file);
-                if let Some((header, text)) = source.header {
+                for (header, text) in source.headers {
                     assert!(!text.contains(&format!("#define {name} ")), "{header} defines {name}");
                 }
             }

@@ -24,9 +24,8 @@
 // kernel. The 8 warps' partial sums meet in shared memory and are added in warp order.
 // Dynamic shared memory: the rings (128 KB), then x bf16 [tokens][2048], then with LoRA sites
 // (`lora`: one per token, else null) u f32 [tokens][LORA_FUSED_RANKS]: the grid computes u = A x
-// once (mma_lora_u: a row of A a warp, while the first tiles stream in), each block copies it and
-// adds each row's term s · B[r] · u as it stores the row (lora_term in common.cuh). The forms for 99 KB of
-// shared memory (SOLO_BIG_SHARED 0) give each warp a 1-tile ring (64 KB): a warp requests its
+// once (MmaLora: a row of A a warp; the blocks wait for it under the stream), each block copies it
+// and adds each row's term s · B[r] · u as it stores the row. The forms for 99 KB of shared memory (SOLO_BIG_SHARED 0) give each warp a 1-tile ring (64 KB): a warp requests its
 // next tile once it has read this one, and a launch takes at most 6 tokens (linear.rs splits).
 
 #define MMA_WARPS 8
@@ -142,7 +141,7 @@ struct NothingFirst {
     __device__ __forceinline__ void operator()() const {}
 };
 
-// A block's LoRA sites (see the top), u = A x computed once for the grid (common.cuh's
+// A block's LoRA sites (see the top), u = A x computed once for the grid (lora.cuh's
 // LoraOnce) in two halves around the tiles: start(), with x staged, has warp gw of the grid take
 // entries gw, gw + 8·G, ... of the [tokens][LORA_FUSED_RANKS] list (a row of A each, 4 KB) and
 // the block arrive; first() (mma_tiles' first, while the next tiles stream in) waits for every

@@ -22,7 +22,7 @@ kernel_file! {
 }
 kernel_file! {
     /// `gemv_mma.cu`'s kernels.
-    pub mod gemv_mma_cu = "gemv_mma.cu" {
+    pub mod gemv_mma_cu = "gemv_mma.cu" with "lora.cuh" {
         fn gemv_norm_mma_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32, eps: f32, lora: DevPtr, once: DevPtr);
         fn gemv_mma_bf16(w: DevPtr, x: DevPtr, y: DevPtr, out_dim: i32, y_stride: i32, tokens: i32);
         fn gemv_norm_conv_mma_bf16(w: DevPtr, h: DevPtr, w1p: DevPtr, y: DevPtr, out_dim: i32, eps: f32, conv_state: DevPtr, taps: DevPtr, mixed: DevPtr, lora: DevPtr, once: DevPtr);

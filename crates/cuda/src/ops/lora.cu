@@ -139,7 +139,7 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 
 // lora_experts_gate_up: delta[t, slot, j] = scale · B_e[j] · u[t, slot] for j < 1024 (the gate rows,
-//   then the up rows: what the gate/up kernels add, common.cuh's lora_add_gate_up); a thread per
+//   then the up rows: what the gate/up kernels add, lora.cuh's lora_add_gate_up); a thread per
 //   j; grid (T·8, 1024 / 256).
 extern "C" __global__ void __launch_bounds__(256)
     lora_experts_gate_up(const float* __restrict__ u, const int* __restrict__ ids, const bf16* __restrict__ b, int rank,

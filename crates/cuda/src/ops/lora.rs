@@ -20,8 +20,8 @@
 //! - The layer-by-layer forward (`CudaModel::forward`: prefill) adds each site's term as above.
 //! - The decode steps take it inside the kernels they already launch (`fused`): the input
 //!   projections' GEMVs (`gemv_norm_mma_bf16`, `gemv_norm_conv_mma_bf16`) and the MoE kernel's
-//!   phase 0 (the output projection, `moe_decode_block_out_lora`) get a `LoraSite` (common.cuh)
-//!   per token; the grid computes u = A x once (a row of A a warp, into common.cuh's `LoraOnce`:
+//!   phase 0 (the output projection, `moe_decode_block_out_lora`) get a `LoraSite` (lora.cuh)
+//!   per token; the grid computes u = A x once (a row of A a warp, into lora.cuh's `LoraOnce`:
 //!   `InputSites`, and the MoE kernel's past its barrier count), its blocks meet, and each adds
 //!   s · B[r] · u to each row r it writes. (Every block computing u itself read all of A from L2:
 //!   34 MB a site a layer, ~6 µs each on the H100.) The batched
@@ -62,7 +62,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 kernel_file! {
     /// `lora.cu`'s kernels.
-    pub mod lora_cu = "lora.cu" {
+    pub mod lora_cu = "lora.cu" with "lora.cuh" {
         fn lora_shrink(x: DevPtr, a: DevPtr, u: DevPtr, rows: i32, in_dim: i32);
         fn lora_expand(u: DevPtr, u_stride: i32, b: DevPtr, rank: i32, scale: f32, y: DevPtr, y_stride: i32, rows: i32, tokens: i32);
         fn lora_shrink_sites(x: DevPtr, in_dim: i32, sites: DevPtr, u: DevPtr);
@@ -78,7 +78,7 @@ kernel_file! {
 
 /// Tokens `lora_expand` takes a block (`LORA_TOKENS` in lora.cu).
 const EXPAND_TOKENS: usize = 8;
-/// Most of u a fused kernel keeps per token (`LORA_FUSED_RANKS` in common.cuh): an input site's
+/// Most of u a fused kernel keeps per token (`LORA_FUSED_RANKS` in lora.cuh): an input site's
 /// Σr; an output site's is at most `FUSED_OUTPUT_RANKS` (the MoE kernel keeps u in its 32-float
 /// reduction buffer).
 pub const FUSED_RANKS: usize = 64;
@@ -92,7 +92,7 @@ const FUSED_PARTS: usize = 4;
 
 /// The tokens' input sites as the in-projection GEMVs take them (`gemv_norm_mma`,
 /// `gemv_norm_conv`): a device array of `LoraSite` addresses, a token's 0 for none (`sites`; 0: no
-/// adapter at all), and the `LoraOnce` where the grid computes their u once (common.cuh;
+/// adapter at all), and the `LoraOnce` where the grid computes their u once (lora.cuh;
 /// `Scratch::lora_once`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct InputSites {
@@ -135,7 +135,7 @@ pub struct Site {
     rank_sum: usize,
     in_dim: usize,
     parts: Vec<Part>,
-    /// Its `LoraSite` (common.cuh) for the fused decode kernels, where they take it, and a
+    /// Its `LoraSite` (lora.cuh) for the fused decode kernels, where they take it, and a
     /// one-entry array of its address (what the one-token kernels are given: a site per token).
     fused: Option<(DevBuf, DevBuf)>,
 }
@@ -470,7 +470,7 @@ pub struct LayerLoraGpu {
     pub shared_down: Option<Site>,
     /// The routed experts'.
     pub experts: Option<ExpertsSite>,
-    /// Its `LoraMoe` (common.cuh): the router, shared expert and routed experts' adapters as the
+    /// Its `LoraMoe` (lora.cuh): the router, shared expert and routed experts' adapters as the
     /// one-token MoE kernel takes them (`moe_decode_block_lora`), when it adapts any and each
     /// fits (Σr ≤ 32 a site, rank ≤ 32 an expert tensor).
     moe: Option<DevBuf>,

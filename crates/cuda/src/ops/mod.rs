@@ -31,7 +31,7 @@ pub struct Scratch {
 }
 
 pub const SCRATCH_WIDTH: usize = 8192;
-/// Bytes of common.cuh's `LoraOnce` (a count, then u f32 [8][LORA_FUSED_RANKS]).
+/// Bytes of lora.cuh's `LoraOnce` (a count, then u f32 [8][LORA_FUSED_RANKS]).
 const LORA_ONCE_BYTES: usize = 16 + 8 * crate::ops::lora::FUSED_RANKS * 4;
 pub const SCRATCH_BUFS: usize = 6;
 
@@ -42,7 +42,7 @@ impl Scratch {
         Ok(Scratch { max_tokens, bufs, tickets: gpu.alloc(16 + 2 * LORA_ONCE_BYTES)? })
     }
 
-    /// Device address of the in-projection GEMVs' `LoraOnce` (common.cuh).
+    /// Device address of the in-projection GEMVs' `LoraOnce` (lora.cuh).
     pub fn lora_once(&self) -> crate::runtime::DevPtr {
         self.tickets.ptr() + (16 + LORA_ONCE_BYTES) as crate::runtime::DevPtr
     }

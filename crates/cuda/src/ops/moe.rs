@@ -46,7 +46,7 @@ kernel_file! {
 }
 kernel_file! {
     /// `moe_decode.cu`'s kernels (helpers in `moe_decode.cuh`).
-    pub mod moe_decode_cu = "moe_decode.cu" with "moe_decode.cuh" {
+    pub mod moe_decode_cu = "moe_decode.cu" with "lora.cuh", "moe_decode.cuh" {
         fn moe_decode_block(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
         fn moe_decode_block_out_lora(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
         fn moe_decode_block_lora(w_o: DevPtr, y: DevPtr, router: DevPtr, gate_up: DevPtr, down: DevPtr, h: DevPtr, w1p: DevPtr, eps: f32, logits: DevPtr, act: DevPtr, arrivals: DevPtr, lora: DevPtr, ml: DevPtr);
@@ -79,7 +79,7 @@ kernel_file! {
 
 kernel_file! {
     /// `moe_gemv_q.cu`'s kernels (helpers in `moe_decode.cuh`).
-    pub mod moe_gemv_q_cu = "moe_gemv_q.cu" with "moe_decode.cuh" {
+    pub mod moe_gemv_q_cu = "moe_gemv_q.cu" with "lora.cuh", "moe_decode.cuh" {
         fn moe_gate_up_gemv_int4(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, delta: DevPtr, act: DevPtr, shared_rows: i32);
         fn moe_down_gemv_int4(act: DevPtr, down: DevPtr, shared_down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr, shared_rows: i32);
         fn moe_gate_up_gemv_q4k(x: DevPtr, gate_up: DevPtr, shared_gate_up: DevPtr, ids: DevPtr, delta: DevPtr, act: DevPtr, shared_rows: i32);
@@ -94,7 +94,7 @@ kernel_file! {
 }
 kernel_file! {
     /// `moe_experts.cu`'s kernels.
-    pub mod moe_experts_cu = "moe_experts.cu" {
+    pub mod moe_experts_cu = "moe_experts.cu" with "lora.cuh" {
         fn moe_gate_up_gemv(x: DevPtr, gate_up: DevPtr, ids: DevPtr, delta: DevPtr, act: DevPtr);
         fn moe_down_gemv(act: DevPtr, down: DevPtr, ids: DevPtr, weights: DevPtr, out: DevPtr);
         fn moe_gate_up_grouped(x: DevPtr, gate_up: DevPtr, perm: DevPtr, tiles: DevPtr, total_tiles: DevPtr, delta: DevPtr, act: DevPtr);

@@ -188,7 +188,7 @@ __device__ __forceinline__ void moe_decode_head(S& s, const bf16* __restrict__ w
             hc = old + w_o_dot(ring);
             if (lane == 0) h[c] = hc;
         }
-        // (a LoRA adapter's output site: u = A y once for the grid, common.cuh's LoraOnce past
+        // (a LoRA adapter's output site: u = A y once for the grid, lora.cuh's LoraOnce past
         // the barrier count; warp gw < rank_sum takes row gw, 8 KB from L2)
         if (OUT_LORA && lora != nullptr) {
             LoraOnce* once = reinterpret_cast<LoraOnce*>(arrivals + 1);
@@ -323,7 +323,7 @@ __device__ __forceinline__ void moe_decode_head(S& s, const bf16* __restrict__ w
 // of the kernel before (GDN step 128 × 80, attention combine 256 × 64) to finish beside them
 // while this kernel's weights stream in (PDL); at the default 110 they would wait for it.
 //
-// moe_decode_block_lora: the same with a LoRA adapter of the MoE block (`ml`, common.cuh's
+// moe_decode_block_lora: the same with a LoRA adapter of the MoE block (`ml`, lora.cuh's
 // LoraMoe; lx: f32 scratch past act, the LX_ layout above):
 //  1. warps of the first blocks compute the router site's and the shared gate|up site's u = A x
 //     (a row each) into lx; the shared pairs' sums go to lx (not yet act);

@@ -28,7 +28,7 @@
 // memory) before the first is used, and consumed group by group as it lands.
 
 // act[t, slot, i] = silu(gate_e[i]·x_t) * (up_e[i]·x_t), e = ids[t, slot]. f32 [T, 9, 512]. delta: a
-// LoRA adapter's term of the routed gate/up sums, or null (common.cuh: lora_add_gate_up).
+// LoRA adapter's term of the routed gate/up sums, or null (lora.cuh: lora_add_gate_up).
 // Grid (512/8, 9, T), 256 threads: one warp per intermediate row i, its gate and up rows (2 × 4 KB)
 // copied to shared memory with cp.async (in registers, ptxas interleaved the loads with the dots
 // and kept only a few in flight); x_t (bf16) staged as f32 meanwhile.
@@ -463,7 +463,7 @@ __device__ __forceinline__ void layer_expert_tile(int e, int rows_per_expert, co
 
 // act[row, c] = silu(gate_e[c]·x) * (up_e[c]·x) for the rows of one expert tile, in the permuted
 // row order; bf16 [T*9, 512]. x rows are gathered through perm (row → t*9 + slot). delta: a LoRA
-// adapter's term of the routed sums, or null (common.cuh: lora_add_gate_up).
+// adapter's term of the routed sums, or null (lora.cuh: lora_add_gate_up).
 // Grid (max tiles, 512/64), 256 threads: a block's 64 output columns c0 .. c0+64 are B rows
 // [gate c0 .. +32, up c0 .. +32, gate c0+32 .. +32, up c0+32 .. +32], so each warp's 64 B rows
 // are the gate and up rows of the same 32 columns.

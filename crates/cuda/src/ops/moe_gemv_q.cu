@@ -8,7 +8,7 @@
 // (slot 8: the shared expert, bf16 shared_gate_up [1024, 2048], or with shared_rows expert
 // SHARED_EXPERT of gate_up, as the fused kernel's head takes it). Grid (512/8, 9, T), 256
 // threads, a warp per intermediate row i: its two rows through its own ring. x bf16 [T, 2048].
-// delta: a LoRA adapter's term of the routed sums, or null (common.cuh: lora_add_gate_up).
+// delta: a LoRA adapter's term of the routed sums, or null (lora.cuh: lora_add_gate_up).
 // Dynamic shared memory: 8 warps × 8 KB + x f32 [2048] = 73,728 bytes.
 template <typename F>
 __device__ __forceinline__ void moe_gate_up_gemv_q(const bf16* __restrict__ x, const unsigned char* __restrict__ gate_up,
