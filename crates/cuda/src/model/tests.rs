@@ -196,7 +196,7 @@ fn gguf_q4_k_m_decode_step_matches_one_token_prefill() {
             "{what}: decode vs prefill {own:.2e}, the twin's {floor:.2e}; decode vs the twin's decode {cross:.2e}"
         );
         if kinds.contains(&A) {
-            // (a model of its own: the first's decode graph holds the matrices it was made with)
+            // (a model of its own: the first's decode graphs may still hold its matrices)
             let mut model = gguf_q4km_model(kinds, GgufQ4KM);
             let _copies = attention_dequantised(&mut model);
             let swapped = decode_steps_between(&model, &twin);
