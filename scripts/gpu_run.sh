@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the GPU machine runs, in one call (it keeps nothing between calls):
-#   scripts/gpu_run.sh [tests] [tests-portable] [anycard] [formats] [targets] [kernels] [parity] [parity-portable] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [serve24] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
+#   scripts/gpu_run.sh [tests] [test NAME [N]] [tests-portable] [anycard] [formats] [targets] [kernels] [parity] [parity-portable] [lora-parity] [image-parity WxH] [bench CONTEXTS ROUNDS] [image WxH] [batch COUNTS] [serve] [serve24] [ttft] [load] [llama-build] [gguf MIX] [gguf-quality] [gguf-slice-quality]
 # (env: BENCH_ARGS, e.g. --profile; BENCH_TAG names the bench's output files; PARITY_ARGS and
 # IMAGE_PARITY_ARGS: more flags for slice_parity.py and slice_parity_image.py)
 # Expects the binaries built on the CPU machine and carried in gpu-bin/:
@@ -47,6 +47,16 @@ while [ $# -gt 0 ]; do
         tests)
             timeout 300 ./gpu-bin/solo_cuda_tests --include-ignored --test-threads=1 2>&1 | tee "$OUT/kernel_tests.log" || status=1
             shift ;;
+        test)
+            # one GPU test (a name filter) with its printout, N times (`test adapted_steps 2`: its
+            # numbers run to run); SOLO_PORTABLE_KERNELS / SOLO_SM_LIMIT pass through
+            n=1; [[ "${3:-}" =~ ^[0-9]+$ ]] && n=$3
+            for i in $(seq "$n"); do
+                echo "== test $2, run $i"
+                timeout 300 ./gpu-bin/solo_cuda_tests --include-ignored --test-threads=1 --nocapture "$2" > "$OUT/test_$2_$i.log" 2>&1 || status=1
+                grep -aE "^test |^test result|panicked|row [0-9]+:|decode vs|copies" "$OUT/test_$2_$i.log" | cut -c1-300 | tail -40
+            done
+            if [ "$n" = "${3:-}" ]; then shift 3; else shift 2; fi ;;
         tests-portable)
             # the same tests on the kernels' portable forms, under an RTX 3090's limits (82 SMs,
             # 99 KB of shared memory a block)
