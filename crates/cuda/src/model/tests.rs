@@ -216,13 +216,13 @@ fn gguf_q4_k_m_decode_step_matches_one_token_prefill() {
 /// keep them while the model runs).
 fn attention_dequantised(model: &mut CudaModel) -> Vec<crate::runtime::DevBuf> {
     let mut copies = Vec::new();
-    for layer in model.weights.layers.iter_mut() {
+    for layer in model.weights.layers.iter_mut().filter(|l| matches!(l.mixer, MixerGpu::FullAttention(_))) {
         let buf = model.gpu.alloc(layer.dequantized_bytes()).unwrap();
         let deq = layer.dequantized(&model.gpu, &buf).unwrap();
         if let (MixerGpu::FullAttention(a), MixerGpu::FullAttention(d)) = (&mut layer.mixer, &deq.mixer) {
             *a = d.clone();
-            copies.push(buf);
         }
+        copies.push(buf);
     }
     copies
 }
