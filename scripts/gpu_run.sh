@@ -8,11 +8,15 @@
 #   gpu-bin/solo_cuda_tests  (the solo-cuda unit-test binary: cargo test --release -p solo-cuda --no-run)
 #   gpu-bin/llama-src.tgz, gpu-bin/llama_logits.cpp, gpu-bin/pylib  (for llama-build and the gguf steps:
 #   scripts/pack_llama_cpp.sh)
+#   gpu-bin/kernel-cache.tgz  (optional: the kernels compiled here, so a fresh machine starts
+#   without ~1 min of NVRTC: `SOLO_CACHE=DIR solo kernels --arch sm_90a --arch sm_80`, then
+#   `tar czf gpu-bin/kernel-cache.tgz -C DIR kernels`; sm_80 is the portable forms')
 # Writes logs and JSON under $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/solo-out}
 mkdir -p "$OUT"
 export SOLO_CACHE=/tmp/solo-cache
+if [ -f gpu-bin/kernel-cache.tgz ]; then mkdir -p "$SOLO_CACHE" && tar xzf gpu-bin/kernel-cache.tgz -C "$SOLO_CACHE"; fi
 # libcublas/libnvrtc: the system's CUDA, else the pip wheels next to PyTorch.
 wheels=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${wheels}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

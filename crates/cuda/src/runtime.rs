@@ -17,7 +17,7 @@ use anyhow::{anyhow, bail, ensure, Context, Result};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -124,16 +124,7 @@ impl Gpu {
         let options = gpu_options();
         let target = Target::for_device(&name, (major as u32, minor as u32), device_shared, options.portable)?;
         let sms = options.sm_limit.map_or(device_sms, |limit| limit.clamp(1, device_sms));
-        // The files compile side by side (NVRTC is thread-safe; a start with an empty cache
-        // takes the longest file's time, not the sum).
-        let ptxs: Vec<Result<String>> = std::thread::scope(|scope| {
-            let compiles: Vec<_> =
-                kernels::SOURCES.iter().map(|source| scope.spawn(|| compile_cached(source, target.arch))).collect();
-            compiles
-                .into_iter()
-                .map(|c| c.join().unwrap_or_else(|_| Err(anyhow!("a kernel compile panicked"))))
-                .collect()
-        });
+        let ptxs = compile_all(kernels::SOURCES, target.arch, cache_dir().as_deref());
         let mut functions = HashMap::new();
         for (source, ptx) in kernels::SOURCES.iter().zip(ptxs) {
             let ptx = ptx?;
@@ -627,11 +618,43 @@ pub fn compile(source: &kernels::Source, arch: &'static str) -> Result<String> {
     Ok(ptx.to_src())
 }
 
-/// `compile`, cached in `$SOLO_CACHE/kernels` (or `~/.cache/solo/kernels`) by source hash and
-/// architecture. A compile failure becomes one line naming the file and its first error; the
-/// whole NVRTC log goes to `<cache>/<file>.log`.
-fn compile_cached(source: &kernels::Source, arch: &'static str) -> Result<String> {
-    let dir = cache_dir();
+/// `compile_cached` of every file, side by side (NVRTC is thread-safe: a start with an empty
+/// cache takes the longest file's time, not the sum).
+fn compile_all(sources: &[kernels::Source], arch: &'static str, dir: Option<&Path>) -> Vec<Result<String>> {
+    std::thread::scope(|scope| {
+        let compiles: Vec<_> =
+            sources.iter().map(|source| scope.spawn(move || compile_cached(source, arch, dir))).collect();
+        compiles.into_iter().map(|c| c.join().unwrap_or_else(|_| Err(anyhow!("a kernel compile panicked")))).collect()
+    })
+}
+
+/// Compiles every kernel file for `arch` (one of `ARCHES`) into the kernel cache, as a start on
+/// a GPU of that architecture would, without a GPU (`solo kernels`): a GPU machine given the
+/// cache then starts without compiling (scripts/gpu_run.sh unpacks one). Returns the cache's
+/// directory.
+pub fn fill_kernel_cache(arch: &str) -> Result<PathBuf> {
+    let dir = cache_dir().ok_or_else(|| anyhow!("no kernel cache: set SOLO_CACHE (or HOME)"))?;
+    fill_cache_in(kernels::SOURCES, arch, &dir)?;
+    Ok(dir)
+}
+
+fn fill_cache_in(sources: &[kernels::Source], arch: &str, dir: &Path) -> Result<()> {
+    let Some(&arch) = ARCHES.iter().find(|a| **a == arch) else {
+        bail!("architecture {arch}: solo compiles for {}", ARCHES.join(", "))
+    };
+    // SAFETY: only probes whether the shared library can be opened.
+    ensure!(
+        unsafe { cudarc::nvrtc::sys::is_culib_present() },
+        "no NVRTC library (libnvrtc.so, CUDA 13): `pip install nvidia-cuda-nvrtc==13.0.*` and put its lib/ on LD_LIBRARY_PATH"
+    );
+    compile_all(sources, arch, Some(dir)).into_iter().collect::<Result<Vec<_>>>()?;
+    Ok(())
+}
+
+/// `compile`, cached in `dir` (`$SOLO_CACHE/kernels`, or `~/.cache/solo/kernels`; none: not
+/// cached) by source hash and architecture. A compile failure becomes one line naming the file
+/// and its first error; the whole NVRTC log goes to `<dir>/<file>.log`.
+fn compile_cached(source: &kernels::Source, arch: &'static str, dir: Option<&Path>) -> Result<String> {
     let stem = source.file.trim_end_matches(".cu");
     let path = dir.as_ref().map(|d| d.join(format!("{stem}-{arch}-{:016x}.ptx", source.hash())));
     if let Some(ptx) = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
@@ -763,6 +786,24 @@ impl Drop for PinnedStaging {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `solo kernels`' cache: a file compiled for an architecture lands where a GPU of that
+    /// architecture looks (`compile_cached` reads it back, not NVRTC: the file's text is what it
+    /// returns), and an architecture solo does not compile for is refused in one line.
+    #[test]
+    fn kernel_cache_fills_without_a_gpu() {
+        let dir = std::env::temp_dir().join(format!("solo-kernel-cache-{}", std::process::id()));
+        let cast = [crate::ops::linear::cast_cu::SOURCE];
+        fill_cache_in(&cast, "sm_80", &dir).unwrap();
+        let file = dir.join(format!("cast-sm_80-{:016x}.ptx", cast[0].hash()));
+        let ptx = std::fs::read_to_string(&file).unwrap();
+        assert!(ptx.contains(".entry cast_f32_to_bf16("), "{}", file.display());
+        std::fs::write(&file, "// from the cache").unwrap();
+        assert_eq!(compile_cached(&cast[0], "sm_80", Some(&dir)).unwrap(), "// from the cache");
+        let err = fill_cache_in(&cast, "sm_75", &dir).unwrap_err().to_string();
+        assert!(err.contains("sm_75") && err.contains("sm_90a"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// Each compute capability gets its own architecture; Hopper forms from sm_90 on, the big
     /// shared-memory forms only where a block may have 227 KB; --portable-kernels gives sm_80

@@ -88,6 +88,14 @@ enum Command {
         #[arg(long, value_enum, default_value_t = bench::GgufMix::Q4KM)]
         mix: bench::GgufMix,
     },
+    /// Compile every CUDA kernel for these architectures into the kernel cache ($SOLO_CACHE/kernels,
+    /// else ~/.cache/solo/kernels), as the first start on such a GPU would: needs NVRTC, not a GPU.
+    /// A machine given the cache starts without compiling (scripts/gpu_run.sh).
+    Kernels {
+        /// sm_80, sm_86, sm_87, sm_89, sm_90a, sm_100a, sm_103a, sm_120 or sm_121; repeatable.
+        #[arg(long, default_value = "sm_90a")]
+        arch: Vec<String>,
+    },
     /// Mean negative log-likelihood and perplexity of a text file, as JSON.
     Perplexity {
         #[arg(long)]
@@ -122,6 +130,11 @@ fn main() {
         Command::Gate(args) => gate::gate(args),
         Command::RandomGguf { out, layers, mix } => bench::random_gguf(&out, layers, mix),
         Command::Perplexity { model, text_file, backend } => commands::perplexity(&model, &text_file, backend),
+        Command::Kernels { arch } => arch.iter().try_for_each(|a| {
+            let dir = solo_cuda::runtime::fill_kernel_cache(a)?;
+            println!("{a}: every kernel file compiled into {}", dir.display());
+            Ok(())
+        }),
     };
     if let Err(err) = result {
         // A closed pipe (`solo logits … | head`) is the reader's choice, not our failure.
