@@ -58,7 +58,7 @@ while [ $# -gt 0 ]; do
             for i in $(seq "$n"); do
                 echo "== test $2, run $i"
                 timeout 300 ./gpu-bin/solo_cuda_tests --include-ignored --test-threads=1 --nocapture "$2" > "$OUT/test_$2_$i.log" 2>&1 || status=1
-                grep -aE "^test |^test result|panicked|row [0-9]+:|decode vs|copies" "$OUT/test_$2_$i.log" | cut -c1-300 | tail -40
+                grep -aE "^test |^test result|panicked|row [0-9]+:|decode vs|miswired" "$OUT/test_$2_$i.log" | cut -c1-300 | tail -40
             done
             if [ "$n" = "${3:-}" ]; then shift 3; else shift 2; fi ;;
         tests-portable)

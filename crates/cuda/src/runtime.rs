@@ -97,10 +97,7 @@ impl Gpu {
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             bail!("no CUDA driver library (libcuda.so): --backend cuda needs an NVIDIA GPU and its driver");
         }
-        // SAFETY: as above, for NVRTC.
-        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-            bail!("no NVRTC library (libnvrtc.so, CUDA 13): install the CUDA toolkit or `pip install nvidia-cuda-nvrtc==13.0.*` and put its lib/ on LD_LIBRARY_PATH");
-        }
+        require_nvrtc()?;
         // SAFETY: as above, for cuBLAS.
         if !unsafe { cudarc::cublas::sys::is_culib_present() } {
             bail!("no cuBLAS library (libcublas.so, CUDA 13): install the CUDA toolkit");
@@ -642,21 +639,36 @@ fn fill_cache_in(sources: &[kernels::Source], arch: &str, dir: &Path) -> Result<
     let Some(&arch) = ARCHES.iter().find(|a| **a == arch) else {
         bail!("architecture {arch}: solo compiles for {}", ARCHES.join(", "))
     };
-    // SAFETY: only probes whether the shared library can be opened.
-    ensure!(
-        unsafe { cudarc::nvrtc::sys::is_culib_present() },
-        "no NVRTC library (libnvrtc.so, CUDA 13): `pip install nvidia-cuda-nvrtc==13.0.*` and put its lib/ on LD_LIBRARY_PATH"
-    );
+    require_nvrtc()?;
+    // (compile_cached forgives a cache it cannot write; filling one must not)
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot make the kernel cache {}", dir.display()))?;
     compile_all(sources, arch, Some(dir)).into_iter().collect::<Result<Vec<_>>>()?;
+    for source in sources {
+        let path = cache_path(dir, source, arch);
+        ensure!(path.is_file(), "could not write {} (the kernel cache)", path.display());
+    }
     Ok(())
+}
+
+/// NVRTC is there to compile the kernels, or one line says how to get it.
+fn require_nvrtc() -> Result<()> {
+    // SAFETY: only probes whether the shared library can be opened.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        bail!("no NVRTC library (libnvrtc.so, CUDA 13): install the CUDA toolkit or `pip install nvidia-cuda-nvrtc==13.0.*` and put its lib/ on LD_LIBRARY_PATH");
+    }
+    Ok(())
+}
+
+/// Where the kernel cache keeps a file's PTX for an architecture (by its source's hash).
+fn cache_path(dir: &Path, source: &kernels::Source, arch: &str) -> PathBuf {
+    dir.join(format!("{}-{arch}-{:016x}.ptx", source.file.trim_end_matches(".cu"), source.hash()))
 }
 
 /// `compile`, cached in `dir` (`$SOLO_CACHE/kernels`, or `~/.cache/solo/kernels`; none: not
 /// cached) by source hash and architecture. A compile failure becomes one line naming the file
 /// and its first error; the whole NVRTC log goes to `<dir>/<file>.log`.
 fn compile_cached(source: &kernels::Source, arch: &'static str, dir: Option<&Path>) -> Result<String> {
-    let stem = source.file.trim_end_matches(".cu");
-    let path = dir.as_ref().map(|d| d.join(format!("{stem}-{arch}-{:016x}.ptx", source.hash())));
+    let path = dir.map(|d| cache_path(d, source, arch));
     if let Some(ptx) = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
         return Ok(ptx);
     }
@@ -664,7 +676,6 @@ fn compile_cached(source: &kernels::Source, arch: &'static str, dir: Option<&Pat
         let log = format!("{e:#}");
         let first = log.lines().find(|l| l.contains("error")).unwrap_or("see the log").trim().to_string();
         let saved = dir
-            .as_ref()
             .map(|d| d.join(format!("{}.log", source.file)))
             .filter(|p| std::fs::create_dir_all(p.parent().unwrap()).and_then(|_| std::fs::write(p, &log)).is_ok());
         match saved {
@@ -789,19 +800,26 @@ mod tests {
 
     /// `solo kernels`' cache: a file compiled for an architecture lands where a GPU of that
     /// architecture looks (`compile_cached` reads it back, not NVRTC: the file's text is what it
-    /// returns), and an architecture solo does not compile for is refused in one line.
+    /// returns); an architecture solo does not compile for, or a cache that cannot be written, is
+    /// refused in one line.
     #[test]
     fn kernel_cache_fills_without_a_gpu() {
         let dir = std::env::temp_dir().join(format!("solo-kernel-cache-{}", std::process::id()));
         let cast = [crate::ops::linear::cast_cu::SOURCE];
         fill_cache_in(&cast, "sm_80", &dir).unwrap();
-        let file = dir.join(format!("cast-sm_80-{:016x}.ptx", cast[0].hash()));
+        let file = cache_path(&dir, &cast[0], "sm_80");
+        assert_eq!(file, dir.join(format!("cast-sm_80-{:016x}.ptx", cast[0].hash())));
         let ptx = std::fs::read_to_string(&file).unwrap();
         assert!(ptx.contains(".entry cast_f32_to_bf16("), "{}", file.display());
         std::fs::write(&file, "// from the cache").unwrap();
         assert_eq!(compile_cached(&cast[0], "sm_80", Some(&dir)).unwrap(), "// from the cache");
         let err = fill_cache_in(&cast, "sm_75", &dir).unwrap_err().to_string();
         assert!(err.contains("sm_75") && err.contains("sm_90a"), "{err}");
+        // a cache that cannot be made (a file where its directory would be) is an error, not a
+        // silent recompile next time
+        let blocked = file.join("kernels");
+        let err = fill_cache_in(&cast, "sm_80", &blocked).unwrap_err().to_string();
+        assert!(err.contains("kernel cache") && err.contains(&blocked.display().to_string()), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
