@@ -382,9 +382,12 @@ mod tests {
     }
 
     /// A verify step's logits are those of 4 decode steps bit for bit (the multi-token step),
-    /// after a draft too; a prefill of the same 4 tokens is within the prefill path's tolerance
-    /// (its GEMMs are cuBLAS's: measured 4e-3 – 7e-3 of the logits' scale on random weights);
-    /// one-token forwards are the decode step's bits.
+    /// after a draft too; a prefill of the same 4 tokens is within the prefill path's tolerance;
+    /// one-token forwards are the decode step's bits. The prefill's bound: its GEMMs are cuBLAS's
+    /// (4e-3 – 7e-3 of the logits' scale on random weights), and its experts' sums are added by
+    /// vector atomics in no fixed order, so now and then the random router's near-tied experts
+    /// swap at a later layer: the 4th row read 0.060 in 2 of 5 runs (H100), the others ≤ 7e-3.
+    /// 0.1 passes that swap; a wiring fault moves the logits by their whole scale (~1).
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn verify_equals_decode_steps() {
@@ -400,7 +403,7 @@ mod tests {
         let mut b = model.copy_state(&base).unwrap();
         let prefill = errors(&model.prefill(&mut b, &tokens, Logits::All).unwrap());
         eprintln!("prefill of 4: relative errors {prefill:?}");
-        assert!(prefill.iter().all(|&e| e <= 2e-2), "prefill of 4: {prefill:?}");
+        assert!(prefill.iter().all(|&e| e <= 0.1), "prefill of 4: {prefill:?}");
         let mut c = model.copy_state(&base).unwrap();
         let one: Vec<f32> = tokens.iter().flat_map(|&t| model.prefill(&mut c, &[t], Logits::All).unwrap()).collect();
         assert!(errors(&one).iter().all(|&e| e == 0.0), "prefill of 1 ×4: {:?}", errors(&one));
