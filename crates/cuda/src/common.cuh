@@ -151,6 +151,15 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t
                  : "r"(s));
 }
 
+// `ldmatrix_x4`, each matrix transposed: lane (g, tq) receives elements (2tq, g) and (2tq+1, g),
+// the B fragment of a row-major [k, n] tile (attention's V).
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const bf16* p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(s));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Decode GEMV building blocks (gemv.cu, moe_router.cu): one token, y = W · x, W bf16 [rows, IN].
 //

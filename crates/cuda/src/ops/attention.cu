@@ -20,18 +20,6 @@
 #define SCALE_LOG2 (0.0625f * 1.4426950408889634f)
 #define NEG_INF __int_as_float(0xff800000)
 
-
-
-
-
-// Four 8x8 bf16 matrices from shared memory, transposed (lane i gives the row address of matrix i/8).
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const bf16* p) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(s));
-}
-
 // Positions per split-K chunk: `visible` positions in `splits` chunks, rounded up to `align`
 // (the key tile), so every chunk starts on a tile boundary. attn_combine recomputes it.
 __device__ __forceinline__ int split_chunk(int visible, int splits, int align) {

@@ -132,25 +132,48 @@ extern "C" __global__ void vision_add_bias(float* __restrict__ x, float* __restr
 // Fused attention over one image's patches (FlashAttention-2 with mma.sync m16n8k16): scores
 // stay in registers, never in memory. q, k, v bf16 [heads, n, dh] (dh a multiple of 8, ≤ 80);
 // o bf16 [n, heads·dh] (head h's dims at h·dh). Grid (ceil(n / 64), heads), 128 threads: each warp
-// owns 16 query rows; the block's 4 warps share key/value tiles of 32 patches in shared memory.
+// owns 16 query rows; the block's 4 warps share key/value tiles of 64 patches in shared memory,
+// double-buffered: the next tile's rows land by cp.async (16 bytes a copy) while this one is
+// used. K's fragments come by ldmatrix, V's by its transposing form. Dims dh..79 of the shared
+// rows stay zero (written once), so every product runs over 80 dims whatever dh is.
 // Fragment lanes: g = lane / 4 (a row of the 16), t = lane % 4 (a column pair).
-#define VA_KEYS 32
+#define VA_KEYS 64
 #define VA_DHMAX 80
-#define VA_STRIDE (VA_DHMAX + 8)  // bf16 per shared row: 176 bytes, rows 4 banks apart
+#define VA_STRIDE (VA_DHMAX + 8)  // bf16 per shared row: 176 bytes, the 8 rows of an ldmatrix in distinct banks
+#define VA_TILE (VA_KEYS * VA_STRIDE)
 
 extern "C" __global__ void __launch_bounds__(128) vision_attention(const bf16* __restrict__ q, const bf16* __restrict__ k,
                                                                    const bf16* __restrict__ v, bf16* __restrict__ o,
                                                                    int n, int heads, int dh, float scale) {
-    __shared__ __align__(16) bf16 ks[VA_KEYS * VA_STRIDE];
-    __shared__ __align__(16) bf16 vs[VA_KEYS * VA_STRIDE];
+    __shared__ __align__(16) bf16 ks[2 * VA_TILE];
+    __shared__ __align__(16) bf16 vs[2 * VA_TILE];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int head = blockIdx.y;
     const int r0 = blockIdx.x * 64 + warp * 16;  // this warp's first query row
     const bf16* qh = q + (size_t)head * n * dh;
     const bf16* kh = k + (size_t)head * n * dh;
     const bf16* vh = v + (size_t)head * n * dh;
-    const int ksteps = (dh + 15) / 16, dtiles = dh / 8;
+    const int chunks = dh / 8;  // 16-byte pieces of a row
     const float scale_log2 = scale * 1.4426950408889634f;
+
+    // The padding dims of both buffers, zero for good.
+    for (int i = threadIdx.x; i < 2 * VA_KEYS * (VA_STRIDE - dh); i += blockDim.x) {
+        const int row = i / (VA_STRIDE - dh), col = dh + i % (VA_STRIDE - dh);
+        ks[row * VA_STRIDE + col] = __float2bfloat16(0.f);
+        vs[row * VA_STRIDE + col] = __float2bfloat16(0.f);
+    }
+    // Rows first .. first + 63 of K and V into buffer b (zeros past n).
+    auto stage = [&](int first, int b) {
+        for (int i = threadIdx.x; i < VA_KEYS * chunks; i += blockDim.x) {
+            const int row = i / chunks, col = 8 * (i % chunks);
+            const bool ok = first + row < n;
+            const size_t at = (size_t)(ok ? first + row : 0) * dh + col;
+            cp_async16(ks + b * VA_TILE + row * VA_STRIDE + col, kh + at, ok);
+            cp_async16(vs + b * VA_TILE + row * VA_STRIDE + col, vh + at, ok);
+        }
+        cp_async_commit();
+    };
+    stage(0, 0);
 
     // Q's A fragments for every 16 dims (zero past dh and past n).
     auto q_pair = [&](int row, int col) -> uint32_t {
@@ -159,51 +182,51 @@ extern "C" __global__ void __launch_bounds__(128) vision_attention(const bf16* _
     };
     uint32_t qa[VA_DHMAX / 16][4];
 #pragma unroll
-    for (int s = 0; s < VA_DHMAX / 16; s++) {
-        qa[s][0] = q_pair(r0 + g, 16 * s + 2 * t);
-        qa[s][1] = q_pair(r0 + g + 8, 16 * s + 2 * t);
-        qa[s][2] = q_pair(r0 + g, 16 * s + 2 * t + 8);
-        qa[s][3] = q_pair(r0 + g + 8, 16 * s + 2 * t + 8);
+    for (int st = 0; st < VA_DHMAX / 16; st++) {
+        qa[st][0] = q_pair(r0 + g, 16 * st + 2 * t);
+        qa[st][1] = q_pair(r0 + g + 8, 16 * st + 2 * t);
+        qa[st][2] = q_pair(r0 + g, 16 * st + 2 * t + 8);
+        qa[st][3] = q_pair(r0 + g + 8, 16 * st + 2 * t + 8);
     }
     float acc[VA_DHMAX / 8][4];
 #pragma unroll
     for (int j = 0; j < VA_DHMAX / 8; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
     float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f};
 
-    for (int first = 0; first < n; first += VA_KEYS) {
-        __syncthreads();  // the previous tile is consumed
-        // Stage K and V rows first .. first + 31 (zeros past n and past dh), 4 bytes a thread.
-        for (int i = threadIdx.x; i < VA_KEYS * VA_DHMAX / 2; i += blockDim.x) {
-            const int row = i / (VA_DHMAX / 2), col = 2 * (i % (VA_DHMAX / 2));
-            uint32_t kv = 0u, vv = 0u;
-            if (first + row < n && col < dh) {
-                kv = *reinterpret_cast<const uint32_t*>(kh + (size_t)(first + row) * dh + col);
-                vv = *reinterpret_cast<const uint32_t*>(vh + (size_t)(first + row) * dh + col);
-            }
-            *reinterpret_cast<uint32_t*>(ks + row * VA_STRIDE + col) = kv;
-            *reinterpret_cast<uint32_t*>(vs + row * VA_STRIDE + col) = vv;
+    // ldmatrix row addresses: K (keys by 8 + lane % 8 and lane / 16, dims by (lane / 8) % 2), V
+    // transposed (keys by lane % 8 and (lane / 8) % 2, dims by lane / 16).
+    const int k_row = (lane & 7) + ((lane >> 4) & 1) * 8, k_col = ((lane >> 3) & 1) * 8;
+    const int v_row = (lane & 7) + ((lane >> 3) & 1) * 8, v_col = (lane >> 4) * 8;
+
+    for (int first = 0, b = 0; first < n; first += VA_KEYS, b ^= 1) {
+        if (first + VA_KEYS < n) {
+            stage(first + VA_KEYS, b ^ 1);  // the next tile, while this one is used
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
         }
         __syncthreads();
+        const bf16* kt = ks + b * VA_TILE;
+        const bf16* vt = vs + b * VA_TILE;
 
-        // S (16 rows × 32 keys) = Q Kᵀ: four 8-key column tiles.
-        float s[4][4];
+        // S (16 rows × 64 keys) = Q Kᵀ: eight 8-key column tiles, two per ldmatrix.
+        float s[VA_KEYS / 8][4];
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-            const bf16* krow = ks + (8 * j + g) * VA_STRIDE;
+        for (int j = 0; j < VA_KEYS / 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#pragma unroll
+        for (int jp = 0; jp < VA_KEYS / 16; jp++) {
 #pragma unroll
             for (int st = 0; st < VA_DHMAX / 16; st++) {
-                if (st < ksteps) {
-                    const uint32_t b0 = *reinterpret_cast<const uint32_t*>(krow + 16 * st + 2 * t);
-                    const uint32_t b1 = *reinterpret_cast<const uint32_t*>(krow + 16 * st + 2 * t + 8);
-                    mma_bf16(s[j], qa[st][0], qa[st][1], qa[st][2], qa[st][3], b0, b1);
-                }
+                uint32_t b0, b1, b2, b3;
+                ldmatrix_x4(b0, b1, b2, b3, kt + (16 * jp + k_row) * VA_STRIDE + 16 * st + k_col);
+                mma_bf16(s[2 * jp], qa[st][0], qa[st][1], qa[st][2], qa[st][3], b0, b1);
+                mma_bf16(s[2 * jp + 1], qa[st][0], qa[st][1], qa[st][2], qa[st][3], b2, b3);
             }
         }
         // Online softmax in log2 units; keys past n do not count.
         float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < VA_KEYS / 8; j++) {
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int key = first + 8 * j + 2 * t + (e & 1);
@@ -229,35 +252,30 @@ extern "C" __global__ void __launch_bounds__(128) vision_attention(const bf16* _
             acc[j][3] *= corr[1];
         }
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < VA_KEYS / 8; j++) {
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 s[j][e] = exp2f(s[j][e] - mx[e >> 1]);
                 sum[e >> 1] += s[j][e];
             }
         }
-        // O += P V: P's C fragments are the A fragments of two 16-key steps.
+        // O += P V: P's C fragments are the A fragments of four 16-key steps.
 #pragma unroll
-        for (int kk = 0; kk < 2; kk++) {
+        for (int kk = 0; kk < VA_KEYS / 16; kk++) {
             const uint32_t a0 = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
             const uint32_t a1 = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
             const uint32_t a2 = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
             const uint32_t a3 = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-            const bf16* v0 = vs + (16 * kk + 2 * t) * VA_STRIDE;
+            const bf16* vrow = vt + (16 * kk + v_row) * VA_STRIDE + v_col;
 #pragma unroll
-            for (int j = 0; j < VA_DHMAX / 8; j++) {
-                if (j < dtiles) {
-                    const int col = 8 * j + g;
-                    __nv_bfloat162 p0, p1;
-                    p0.x = v0[col];
-                    p0.y = v0[VA_STRIDE + col];
-                    p1.x = v0[8 * VA_STRIDE + col];
-                    p1.y = v0[9 * VA_STRIDE + col];
-                    mma_bf16(acc[j], a0, a1, a2, a3, *reinterpret_cast<uint32_t*>(&p0),
-                             *reinterpret_cast<uint32_t*>(&p1));
-                }
+            for (int np = 0; np < VA_DHMAX / 16; np++) {
+                uint32_t b0, b1, b2, b3;
+                ldmatrix_x4_trans(b0, b1, b2, b3, vrow + 16 * np);
+                mma_bf16(acc[2 * np], a0, a1, a2, a3, b0, b1);
+                mma_bf16(acc[2 * np + 1], a0, a1, a2, a3, b2, b3);
             }
         }
+        __syncthreads();  // this buffer is refilled by the next iteration's stage
     }
     // The row sums are split over the quad's 4 lanes.
 #pragma unroll
@@ -268,7 +286,7 @@ extern "C" __global__ void __launch_bounds__(128) vision_attention(const bf16* _
     const size_t width = (size_t)heads * dh;
 #pragma unroll
     for (int j = 0; j < VA_DHMAX / 8; j++) {
-        if (j < dtiles) {
+        if (j < chunks) {
             const int col = head * dh + 8 * j + 2 * t;
             if (r0 + g < n)
                 *reinterpret_cast<__nv_bfloat162*>(o + (size_t)(r0 + g) * width + col) =
