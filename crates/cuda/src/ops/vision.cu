@@ -60,13 +60,23 @@ extern "C" __global__ void vision_layer_norm(const float* __restrict__ x, const 
 
 // qkv (f32 [N, 3·heads·dh], the product without its bias) + bias → q, k, v (bf16, each
 // [heads, N, dh]), q and k rotated by the patch's 2-D angles: pair (i, i + dh/2), the first dh/4
-// frequencies by the row, the next dh/4 by the column, θ_j = theta^(−2j/(dh/2)).
+// frequencies by the row, the next dh/4 by the column, θ_j = theta^(−2j/(dh/2)). The patch's dh/2
+// cosines and sines are made once, into shared memory (dh ≤ VR_DHMAX), not per element.
+#define VR_DHMAX 256
 extern "C" __global__ void vision_qkv_rope(const float* __restrict__ qkv, const float* __restrict__ bias,
                                            bf16* __restrict__ q, bf16* __restrict__ k, bf16* __restrict__ v,
                                            int n, int heads, int dh, int w, int m, float theta) {
+    __shared__ float cs[VR_DHMAX / 2], sn[VR_DHMAX / 2];
     const int p = blockIdx.x, d = heads * dh, half = dh / 2, quarter = dh / 4;
     int r, c;
     patch_row_col(p, w, m, &r, &c);
+    for (int j = threadIdx.x; j < half; j += blockDim.x) {
+        const float inv_freq = (float)pow((double)theta, -(double)(2 * (j % quarter)) / (double)half);
+        const float angle = (float)(j < quarter ? r : c) * inv_freq;
+        cs[j] = cosf(angle);
+        sn[j] = sinf(angle);
+    }
+    __syncthreads();
     const float* row = qkv + (size_t)p * 3 * d;
     for (int e = threadIdx.x; e < 3 * d; e += blockDim.x) {
         const int part = e / d, within = e % d, head = within / dh, i = within % dh;
@@ -74,13 +84,10 @@ extern "C" __global__ void vision_qkv_rope(const float* __restrict__ qkv, const 
         float y = x;
         if (part < 2) {
             const int j = i % half;
-            const float inv_freq = (float)pow((double)theta, -(double)(2 * (j % quarter)) / (double)half);
-            const float angle = (float)(j < quarter ? r : c) * inv_freq;
-            const float cs = cosf(angle), sn = sinf(angle);
             if (i < half) {
-                y = x * cs - (row[e + half] + bias[e + half]) * sn;
+                y = x * cs[j] - (row[e + half] + bias[e + half]) * sn[j];
             } else {
-                y = x * cs + (row[e - half] + bias[e - half]) * sn;
+                y = x * cs[j] + (row[e - half] + bias[e - half]) * sn[j];
             }
         }
         bf16* dst = part == 0 ? q : (part == 1 ? k : v);

@@ -144,6 +144,7 @@ impl VisionGpu {
         ensure!(h % m == 0 && w % m == 0 && n > 0, "a grid of {h}×{w} patches does not merge by {m}");
         ensure!(img.values.len() == n * cfg.patch_len(), "the image's patches do not match its grid {:?}", img.grid);
         let (heads, dh) = (cfg.num_heads, cfg.head_dim());
+        ensure!(dh <= 256, "the CUDA vision tower takes heads of at most 256 dims, not {dh}");
         let inter = cfg.intermediate_size;
         let merged = n / (m * m);
 
