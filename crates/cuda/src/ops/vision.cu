@@ -110,23 +110,57 @@ extern "C" __global__ void vision_softmax(const float* __restrict__ scores, bf16
         probs[(size_t)blockIdx.x * n + i] = __float2bfloat16(expf(row[i] - mx) * inv);
 }
 
-// out (bf16 [rows, d]) = GELU(y (f32 [rows, d]) + bias): the tanh form when `tanh_form`, else
-// the error function's.
+// p is a multiple of `bytes` (null is)
+__device__ __forceinline__ bool is_aligned(const void* p, unsigned bytes) { return (size_t)p % bytes == 0; }
+
+// GELU(x): the tanh form when `tanh_form`, else the error function's.
+__device__ __forceinline__ float vision_gelu(float x, int tanh_form) {
+    return tanh_form ? 0.5f * x * (1.f + tanhf(0.7978846f * (x + 0.044715f * x * x * x)))
+                     : (float)(0.5 * (double)x * (1.0 + erf((double)x * 0.7071067811865476)));
+}
+
+// out (bf16 [rows, d]) = GELU(y (f32 [rows, d]) + bias). Rows of a multiple of 4 go 16 bytes a
+// load (the same values; the bandwidth of the scalar loop was ~55 %).
 extern "C" __global__ void vision_bias_gelu(const float* __restrict__ y, const float* __restrict__ bias,
                                             bf16* __restrict__ out, int d, int tanh_form) {
     const size_t base = (size_t)blockIdx.x * d;
-    for (int i = threadIdx.x; i < d; i += blockDim.x) {
-        const float x = y[base + i] + bias[i];
-        const float g = tanh_form ? 0.5f * x * (1.f + tanhf(0.7978846f * (x + 0.044715f * x * x * x)))
-                                  : (float)(0.5 * (double)x * (1.0 + erf((double)x * 0.7071067811865476)));
-        out[base + i] = __float2bfloat16(g);
+    if (d % 4 == 0 && is_aligned(y, 16) && is_aligned(bias, 16) && is_aligned(out, 8)) {
+        const float4* y4 = reinterpret_cast<const float4*>(y + base);
+        const float4* b4 = reinterpret_cast<const float4*>(bias);
+        for (int i = threadIdx.x; i < d / 4; i += blockDim.x) {
+            const float4 v = y4[i], bb = b4[i];
+            __nv_bfloat162 lo = __floats2bfloat162_rn(vision_gelu(v.x + bb.x, tanh_form), vision_gelu(v.y + bb.y, tanh_form));
+            __nv_bfloat162 hi = __floats2bfloat162_rn(vision_gelu(v.z + bb.z, tanh_form), vision_gelu(v.w + bb.w, tanh_form));
+            uint2 packed;
+            packed.x = *reinterpret_cast<uint32_t*>(&lo);
+            packed.y = *reinterpret_cast<uint32_t*>(&hi);
+            *reinterpret_cast<uint2*>(out + base + 4 * i) = packed;
+        }
+        return;
     }
+    for (int i = threadIdx.x; i < d; i += blockDim.x) out[base + i] = __float2bfloat16(vision_gelu(y[base + i] + bias[i], tanh_form));
 }
 
-// x (f32 [rows, d]) += y + bias; with x null, y += bias.
+// x (f32 [rows, d]) += y + bias; with x null, y += bias. Rows of a multiple of 4: 16 bytes a load.
 extern "C" __global__ void vision_add_bias(float* __restrict__ x, float* __restrict__ y, const float* __restrict__ bias,
                                            int d) {
     const size_t base = (size_t)blockIdx.x * d;
+    if (d % 4 == 0 && is_aligned(x, 16) && is_aligned(y, 16) && is_aligned(bias, 16)) {
+        float4* x4 = reinterpret_cast<float4*>(x + base);
+        float4* y4 = reinterpret_cast<float4*>(y + base);
+        const float4* b4 = reinterpret_cast<const float4*>(bias);
+        for (int i = threadIdx.x; i < d / 4; i += blockDim.x) {
+            const float4 v = y4[i], bb = b4[i];
+            if (x) {
+                float4 o = x4[i];
+                o.x += v.x + bb.x, o.y += v.y + bb.y, o.z += v.z + bb.z, o.w += v.w + bb.w;
+                x4[i] = o;
+            } else {
+                y4[i] = make_float4(v.x + bb.x, v.y + bb.y, v.z + bb.z, v.w + bb.w);
+            }
+        }
+        return;
+    }
     for (int i = threadIdx.x; i < d; i += blockDim.x) {
         if (x) {
             x[base + i] += y[base + i] + bias[i];
