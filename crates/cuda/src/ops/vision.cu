@@ -172,25 +172,26 @@ extern "C" __global__ void vision_add_bias(float* __restrict__ x, float* __restr
 
 // Fused attention over one image's patches (FlashAttention-2 with mma.sync m16n8k16): scores
 // stay in registers, never in memory. q, k, v bf16 [heads, n, dh] (dh a multiple of 8, ≤ 80);
-// o bf16 [n, heads·dh] (head h's dims at h·dh). Grid (ceil(n / 64), heads), 128 threads: each warp
-// owns 16 query rows; the block's 4 warps share key/value tiles of 64 patches in shared memory,
+// o bf16 [n, heads·dh] (head h's dims at h·dh). Grid (ceil(n / 128), heads), 256 threads: each warp
+// owns 16 query rows; the block's 8 warps share key/value tiles of 64 patches in shared memory,
 // double-buffered: the next tile's rows land by cp.async (16 bytes a copy) while this one is
 // used. K's fragments come by ldmatrix, V's by its transposing form. Dims dh..79 of the shared
 // rows stay zero (written once), so every product runs over 80 dims whatever dh is.
 // Fragment lanes: g = lane / 4 (a row of the 16), t = lane % 4 (a column pair).
+#define VA_WARPS 8  // 16 query rows each: every key/value tile staged serves 128 rows
 #define VA_KEYS 64
 #define VA_DHMAX 80
 #define VA_STRIDE (VA_DHMAX + 8)  // bf16 per shared row: 176 bytes, the 8 rows of an ldmatrix in distinct banks
 #define VA_TILE (VA_KEYS * VA_STRIDE)
 
-extern "C" __global__ void __launch_bounds__(128) vision_attention(const bf16* __restrict__ q, const bf16* __restrict__ k,
+extern "C" __global__ void __launch_bounds__(VA_WARPS * 32, 2) vision_attention(const bf16* __restrict__ q, const bf16* __restrict__ k,
                                                                    const bf16* __restrict__ v, bf16* __restrict__ o,
                                                                    int n, int heads, int dh, float scale) {
     __shared__ __align__(16) bf16 ks[2 * VA_TILE];
     __shared__ __align__(16) bf16 vs[2 * VA_TILE];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int head = blockIdx.y;
-    const int r0 = blockIdx.x * 64 + warp * 16;  // this warp's first query row
+    const int r0 = blockIdx.x * (16 * VA_WARPS) + warp * 16;  // this warp's first query row
     const bf16* qh = q + (size_t)head * n * dh;
     const bf16* kh = k + (size_t)head * n * dh;
     const bf16* vh = v + (size_t)head * n * dh;

@@ -58,6 +58,9 @@ impl AttentionForm {
     }
 }
 
+/// The fused kernel's warps a block (`VA_WARPS` in vision.cu), 16 query rows each.
+const ATTENTION_WARPS: usize = 8;
+
 /// The fused kernel's limit on the head dim (`VA_DHMAX` in vision.cu; a multiple of 8).
 const FUSED_MAX_HEAD_DIM: usize = 80;
 
@@ -207,7 +210,11 @@ impl VisionGpu {
             let scale = 1.0 / (dh as f32).sqrt();
             match &blocks {
                 None => {
-                    let launch = Launch::new((n.div_ceil(64) as u32, heads as u32, 1), 128, 0);
+                    let launch = Launch::new(
+                        (n.div_ceil(16 * ATTENTION_WARPS) as u32, heads as u32, 1),
+                        32 * ATTENTION_WARPS as u32,
+                        0,
+                    );
                     vision_cu::vision_attention(gpu, launch, q, k, v, a.ptr(), ni, hi, di, scale)?;
                 }
                 Some((rows, scores, probs)) => {
