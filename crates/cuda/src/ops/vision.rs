@@ -1,12 +1,15 @@
 //! The vision tower on the GPU (the formulas: crates/cpu/src/vision.rs), one image at a time:
-//! its matrix products on cuBLAS (`linear::gemm`, bf16 in, f32 out), attention as two batched
-//! cuBLAS products per head around a row softmax — scores for a block of query rows at a time, so
-//! the scores of a 16K-patch image fit — and the small steps in `vision.cu`:
+//! its matrix products on cuBLAS (`linear::gemm`, bf16 in, f32 out), attention by the fused
+//! kernel `vision_attention` (FlashAttention-2 on mma.sync; the default) or, for heads it cannot
+//! take, as two batched cuBLAS products per head around a row softmax — scores for a block of
+//! query rows at a time, so the scores of a 16K-patch image fit — and the small steps in
+//! `vision.cu`:
 //!
 //! ```text
 //! x = gemm(patches, W_patch) → vision_embed_finish (+ bias + resampled position grid)
 //! per block: vision_layer_norm → gemm qkv → vision_qkv_rope (bias, 2-D rotary, [heads, N, dh])
-//!            → per query block: S = Q·Kᵀ/√dh (batched) → vision_softmax → O = P·V (batched)
+//!            → vision_attention, or per query block: S = Q·Kᵀ/√dh (batched) → vision_softmax
+//!              → O = P·V (batched)
 //!            → gemm proj → vision_add_bias (x += · + b)
 //!            → vision_layer_norm → gemm fc1 → vision_bias_gelu → gemm fc2 → vision_add_bias
 //! merger: vision_layer_norm → [N/m², m²·D] → gemm fc1 → vision_bias_gelu (erf) → gemm fc2 → + b
