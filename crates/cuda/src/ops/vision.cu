@@ -129,12 +129,9 @@ extern "C" __global__ void vision_bias_gelu(const float* __restrict__ y, const f
         const float4* b4 = reinterpret_cast<const float4*>(bias);
         for (int i = threadIdx.x; i < d / 4; i += blockDim.x) {
             const float4 v = y4[i], bb = b4[i];
-            __nv_bfloat162 lo = __floats2bfloat162_rn(vision_gelu(v.x + bb.x, tanh_form), vision_gelu(v.y + bb.y, tanh_form));
-            __nv_bfloat162 hi = __floats2bfloat162_rn(vision_gelu(v.z + bb.z, tanh_form), vision_gelu(v.w + bb.w, tanh_form));
-            uint2 packed;
-            packed.x = *reinterpret_cast<uint32_t*>(&lo);
-            packed.y = *reinterpret_cast<uint32_t*>(&hi);
-            *reinterpret_cast<uint2*>(out + base + 4 * i) = packed;
+            *reinterpret_cast<uint2*>(out + base + 4 * i) =
+                make_uint2(pack_bf16(vision_gelu(v.x + bb.x, tanh_form), vision_gelu(v.y + bb.y, tanh_form)),
+                           pack_bf16(vision_gelu(v.z + bb.z, tanh_form), vision_gelu(v.w + bb.w, tanh_form)));
         }
         return;
     }
