@@ -11,6 +11,8 @@
 #   gpu-bin/kernel-cache.tgz  (optional: the kernels compiled here, so a fresh machine starts
 #   without ~1 min of NVRTC: `SOLO_CACHE=DIR solo kernels --arch sm_90a --arch sm_80`, then
 #   `tar czf gpu-bin/kernel-cache.tgz -C DIR kernels`; sm_80 is the portable forms')
+#   A branch's kernels ride on these binaries as a cache overlay (scripts/kernel_overlay.sh): no
+#   second binary to carry.
 # Writes logs and JSON under $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/solo-out}
