@@ -15,6 +15,7 @@ set -euo pipefail
 base_bin=$1 branch_bin=$2 arch=$3 out=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+rm -rf "$out/base"  # (an earlier base's files, left there, would read as changed)
 SOLO_CACHE="$out/base" "$base_bin" kernels --arch "$arch" >&2
 SOLO_CACHE="$tmp" "$branch_bin" kernels --arch "$arch" >&2
 rm -rf "$out/overlay" && mkdir -p "$out/overlay/kernels"
